@@ -1,0 +1,36 @@
+// The dashboard (sign-in, runs, live logs) is issue #6; until then the home page documents the API
+// and shows nothing tenant-scoped, because nothing here is authenticated.
+const ENDPOINTS: [string, string][] = [
+  ["POST /v1/webhooks/github", "GitHub push / pull_request / ping, verified with X-Hub-Signature-256"],
+  ["POST /v1/repos/{repo_id}/workflow-runs", "manual trigger (Idempotency-Key required)"],
+  ["GET /v1/workflow-runs/{run_id}", "run, jobs and attempts with outcomes, causes and phase timings"],
+  ["POST /v1/workflow-runs/{run_id}/cancel", "cancel; the run stays cancelling until every attempt stopped"],
+  ["POST /v1/workflow-runs/{run_id}/retry", "new run with the same pinned definition"],
+];
+
+export default function Home() {
+  return (
+    <main className="mx-auto max-w-3xl px-6 py-12">
+      <h1 className="text-3xl font-semibold tracking-tight">Kiln</h1>
+      <p className="mt-2 text-zinc-600 dark:text-zinc-400">
+        The control plane is running. Every call below needs an org-scoped bearer token from <code>npm run kiln -- token create</code>.
+      </p>
+      <table className="mt-8 w-full text-left text-sm">
+        <thead>
+          <tr className="border-b border-zinc-300 dark:border-zinc-700">
+            <th className="py-2 pr-4 font-medium">Endpoint</th>
+            <th className="py-2 font-medium">What it does</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ENDPOINTS.map(([path, what]) => (
+            <tr key={path} className="border-b border-zinc-200 dark:border-zinc-800">
+              <td className="py-2 pr-4 font-mono text-xs">{path}</td>
+              <td className="py-2">{what}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </main>
+  );
+}

@@ -1,0 +1,21 @@
+import { agentProtocol } from "@kiln/domain";
+import { authenticateJobToken, heartbeat } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+export const POST = route({
+  body: agentProtocol.heartbeatRequest,
+  uuidParams: ["jobId"],
+  handler: async ({ req, params, body }) => {
+    const { db, cfg } = services();
+    const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
+    const phase = body.phase
+      ? { ...(body.phase.image_ms !== undefined ? { imageMs: body.phase.image_ms } : {}), ...(body.phase.dispatch_ms !== undefined ? { dispatchMs: body.phase.dispatch_ms } : {}), ...(body.phase.started !== undefined ? { started: body.phase.started } : {}) }
+      : undefined;
+    // The token names an epoch; the body must agree (a token is never reusable for another epoch).
+    const r = await heartbeat(db, cfg, { attemptId: claims.attemptId, jobId: claims.jobId, epoch: body.epoch === claims.epoch ? body.epoch : -1, ...(phase ? { phase } : {}) });
+    return json(200, { lease_expires_at: r.leaseExpiresAt, cancel_requested: r.cancelRequested });
+  },
+});

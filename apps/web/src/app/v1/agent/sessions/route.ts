@@ -1,0 +1,16 @@
+import { agentProtocol } from "@kiln/domain";
+import { authenticateAgentToken, registerSession } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+export const POST = route({
+  body: agentProtocol.registerSessionRequest,
+  handler: async ({ req, body }) => {
+    const { db, cfg } = services();
+    const agent = await authenticateAgentToken(db, req.headers.get("authorization"));
+    const s = await registerSession(db, cfg, { agentTokenId: agent.id, pool: agent.pool, body });
+    return json(201, { session_id: s.sessionId, pool: s.pool, lease_ttl_ms: s.leaseTtlMs, heartbeat_ms: s.heartbeatMs });
+  },
+});

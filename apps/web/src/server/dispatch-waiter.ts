@@ -1,0 +1,53 @@
+import pg from "pg";
+
+/**
+ * Long-polling claims wait here for the relay's NOTIFY on `kiln_dispatch` instead of hammering the
+ * database. A lost notification costs at most one poll interval: the wait always times out.
+ */
+export class DispatchWaiter {
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private waiters = new Set<() => void>();
+
+  constructor(private readonly url: string) {}
+
+  async wait(ms: number): Promise<void> {
+    await this.ensureListening().catch(() => undefined);
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  private ensureListening(): Promise<void> {
+    if (this.client) return Promise.resolve();
+    if (!this.connecting) {
+      const c = new pg.Client({ connectionString: this.url });
+      this.connecting = c
+        .connect()
+        .then(() => c.query("LISTEN kiln_dispatch"))
+        .then(() => {
+          c.on("notification", () => this.wakeAll());
+          c.on("error", () => {
+            this.client = null;
+            this.connecting = null;
+            this.wakeAll();
+          });
+          this.client = c;
+        })
+        .finally(() => {
+          if (!this.client) this.connecting = null;
+        });
+    }
+    return this.connecting;
+  }
+
+  private wakeAll(): void {
+    for (const w of [...this.waiters]) w();
+  }
+}

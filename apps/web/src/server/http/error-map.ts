@@ -1,0 +1,47 @@
+import { isDomainError, type DomainErrorCode } from "@kiln/domain";
+
+// The one place domain error codes become HTTP statuses (conventions rule 6).
+const STATUS: Record<DomainErrorCode, number> = {
+  "RUN.NOT_FOUND": 404,
+  "RUN.ILLEGAL_TRANSITION": 409,
+  "RUN.ALREADY_FINISHED": 409,
+  "RUN.NOT_FINISHED": 409,
+  "RUN.CANCELLED": 409,
+  "JOB.NOT_FOUND": 404,
+  "JOB.NOT_READY": 409,
+  "JOB.ILLEGAL_TRANSITION": 409,
+  "ATTEMPT.STALE_EPOCH": 409,
+  "ATTEMPT.LEASE_EXPIRED": 409,
+  "ATTEMPT.NOT_FOUND": 404,
+  "ARTIFACT.REQUIRED_MISSING": 409,
+  "CLAIM.NO_CAPACITY": 409,
+  "CLAIM.DECLINED": 409,
+  "AUTH.UNAUTHENTICATED": 401,
+  "AUTH.FORBIDDEN": 403,
+  "WEBHOOK.BAD_SIGNATURE": 401,
+  "WEBHOOK.UNKNOWN_REPO": 404,
+  "WEBHOOK.BAD_PAYLOAD": 400,
+  "IDEMPOTENCY.KEY_REUSED": 422,
+  "IDEMPOTENCY.IN_FLIGHT": 409,
+  "IDEMPOTENCY.KEY_REQUIRED": 400,
+  "REPO.NOT_FOUND": 404,
+  "REQUEST.INVALID": 400,
+  "REQUEST.TOO_LARGE": 413,
+  "SESSION.NOT_FOUND": 404,
+};
+
+export function errorResponse(status: number, code: string, message: string): Response {
+  return Response.json({ error: { code, message } }, { status, headers: { "cache-control": "no-store" } });
+}
+
+export function toErrorResponse(e: unknown): Response {
+  if (isDomainError(e)) return errorResponse(STATUS[e.code], e.code, e.message);
+  // Unexpected: log with context, answer without internals. A database outage is a 503 (retry
+  // later), not a 500, because nothing was guessed or half-written.
+  const msg = e instanceof Error ? e.message : String(e);
+  const unavailable = /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(msg);
+  console.error(JSON.stringify({ level: "error", msg: "request failed", err: msg.slice(0, 500) }));
+  return unavailable
+    ? errorResponse(503, "SERVICE.UNAVAILABLE", "the control plane's database is unavailable; retry later")
+    : errorResponse(500, "INTERNAL", "internal error");
+}

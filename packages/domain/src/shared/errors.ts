@@ -1,0 +1,47 @@
+// Domain errors carry namespaced codes; apps map them to HTTP/tRPC in exactly one place.
+export type DomainErrorCode =
+  | "RUN.NOT_FOUND"
+  | "RUN.ILLEGAL_TRANSITION"
+  | "RUN.ALREADY_FINISHED"
+  | "RUN.NOT_FINISHED"
+  | "RUN.CANCELLED"
+  | "JOB.NOT_FOUND"
+  | "JOB.NOT_READY"
+  | "JOB.ILLEGAL_TRANSITION"
+  | "ATTEMPT.STALE_EPOCH"
+  | "ATTEMPT.LEASE_EXPIRED"
+  | "ATTEMPT.NOT_FOUND"
+  | "ARTIFACT.REQUIRED_MISSING"
+  | "CLAIM.NO_CAPACITY"
+  | "CLAIM.DECLINED"
+  | "AUTH.UNAUTHENTICATED"
+  | "AUTH.FORBIDDEN"
+  | "WEBHOOK.BAD_SIGNATURE"
+  | "WEBHOOK.UNKNOWN_REPO"
+  | "WEBHOOK.BAD_PAYLOAD"
+  | "IDEMPOTENCY.KEY_REUSED"
+  | "IDEMPOTENCY.IN_FLIGHT"
+  | "IDEMPOTENCY.KEY_REQUIRED"
+  | "REPO.NOT_FOUND"
+  | "REQUEST.INVALID"
+  | "REQUEST.TOO_LARGE"
+  | "SESSION.NOT_FOUND";
+
+export class DomainError extends Error {
+  readonly code: DomainErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: DomainErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = "DomainError";
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export function isDomainError(e: unknown): e is DomainError {
+  return e instanceof DomainError;
+}
+
+export function assertNever(value: never, what = "value"): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,37 @@
+// Trust class is computed once at admission from the event and the org's membership records, never
+// from anything in the workflow or the commit, and can never be raised afterwards (seed 002).
+export type TrustClass = "trusted" | "untrusted";
+export type Role = "admin" | "member" | "auditor";
+export const ROLES: readonly Role[] = ["admin", "member", "auditor"];
+
+export type AdmissionEvent =
+  | { kind: "push"; senderIsMember: boolean }
+  | { kind: "pull_request"; senderIsMember: boolean; headRepoFullName: string | null; baseRepoFullName: string }
+  | { kind: "manual"; callerRole: Role }
+  | { kind: "retry"; parentTrustClass: TrustClass };
+
+export function computeTrustClass(e: AdmissionEvent): TrustClass {
+  switch (e.kind) {
+    case "push":
+      return e.senderIsMember ? "trusted" : "untrusted";
+    case "pull_request": {
+      // A fork's head (or a deleted head repo) is outside the org's control whoever opened it.
+      const sameRepo = e.headRepoFullName !== null && e.headRepoFullName === e.baseRepoFullName;
+      return sameRepo && e.senderIsMember ? "trusted" : "untrusted";
+    }
+    case "manual":
+      return e.callerRole === "admin" || e.callerRole === "member" ? "trusted" : "untrusted";
+    case "retry":
+      // A retry inherits the parent's class: it may never be raised by re-running.
+      return e.parentTrustClass;
+  }
+}
+
+/** Combine: the result is never more trusted than either input. */
+export function lowerTrust(a: TrustClass, b: TrustClass): TrustClass {
+  return a === "trusted" && b === "trusted" ? "trusted" : "untrusted";
+}
+
+export function canTrigger(role: Role): boolean {
+  return role === "admin" || role === "member";
+}

@@ -1,0 +1,59 @@
+import { quote, WorkflowInvalid, workflowError } from "./errors.ts";
+import { WORKFLOW_LIMITS } from "./limits.ts";
+import { loadYaml } from "./load-yaml.ts";
+import { readEnv } from "./read-fields.ts";
+import { readJob, type JobDraft } from "./read-job.ts";
+import { located, Reader } from "./reader.ts";
+import { resolveDependencies } from "./resolve-dependencies.ts";
+import type { ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
+
+/** Never throws: every failure, including yaml internals giving up, becomes an error value. */
+export function parseWorkflow(source: string): ParseResult {
+  try {
+    if (typeof source !== "string") {
+      return { ok: false, error: workflowError(null, null, "workflow source must be a string") };
+    }
+    return { ok: true, definition: parseOrThrow(source) };
+  } catch (error) {
+    return { ok: false, error: toWorkflowError(error) };
+  }
+}
+
+function parseOrThrow(source: string): WorkflowDefinition {
+  const { root, position } = loadYaml(source);
+  const reader = new Reader(position);
+  const rootAt = located(root, "");
+  const fields = reader.mapping(rootAt, ["version", "env", "jobs"], "a mapping with version and jobs");
+
+  const versionAt = reader.required(fields, "version", rootAt);
+  reader.integer(versionAt, 1, 1, "1");
+
+  const envAt = fields.get("env");
+  const env = envAt ? readEnv(reader, envAt) : {};
+
+  const jobsAt = reader.required(fields, "jobs", rootAt);
+  const items = reader.list(jobsAt, "a non-empty list of jobs", { min: 1, max: WORKFLOW_LIMITS.maxJobs });
+  const drafts: JobDraft[] = [];
+  const seen = new Set<string>();
+  for (const [index, item] of items.entries()) {
+    const draft = readJob(reader, item, index);
+    if (seen.has(draft.job.name)) {
+      reader.fail(draft.nameAt, `${draft.nameAt.path}: duplicate job name ${quote(draft.job.name)}`);
+    }
+    seen.add(draft.job.name);
+    drafts.push(draft);
+  }
+  resolveDependencies(reader, drafts);
+  return { version: 1, jobs: drafts.map((draft) => draft.job), env };
+}
+
+function toWorkflowError(error: unknown): WorkflowError {
+  if (error instanceof WorkflowInvalid) return error.detail;
+  // The size and nesting guards should make this unreachable; it stays as the
+  // last line of defence for a stack overflow inside the yaml library.
+  if (error instanceof RangeError) {
+    return workflowError(null, null, "workflow is too deeply nested or too complex to parse");
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return workflowError(null, null, `workflow could not be parsed (internal error: ${reason})`);
+}

@@ -1,0 +1,122 @@
+import { isMap } from "yaml";
+import { quote } from "./errors.ts";
+import { WORKFLOW_LIMITS } from "./limits.ts";
+import {
+  readArtifacts,
+  readCache,
+  readCommand,
+  readDisplayName,
+  readEnv,
+  readImage,
+  readName,
+  type RestoreSite,
+} from "./read-fields.ts";
+import { label, type Located, type Reader } from "./reader.ts";
+import type { Tier, WorkflowJob } from "./types.ts";
+
+const JOB_KEYS = [
+  "name",
+  "image",
+  "steps",
+  "needs",
+  "env",
+  "timeout_minutes",
+  "tier",
+  "cache",
+  "artifacts",
+] as const;
+const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
+const DEFAULT_TIMEOUT_MINUTES = 60;
+
+/**
+ * A job whose own fields are valid but whose cross-job references (needs,
+ * restore.from_job) are still names, because they may point at later jobs.
+ */
+export interface JobDraft {
+  job: WorkflowJob;
+  nameAt: Located;
+  /** null when the job has no `needs` key and so depends on its predecessor. */
+  needs: { name: string; at: Located }[] | null;
+  needsAt: Located | null;
+  restoreSites: RestoreSite[];
+}
+
+export function readJob(reader: Reader, at: Located, index: number): JobDraft {
+  const fields = reader.mapping(at, JOB_KEYS, "a job mapping with name and steps");
+  const nameAt = reader.required(fields, "name", at);
+  const name = readName(reader, nameAt);
+  const { steps, stepNames } = readSteps(reader, reader.required(fields, "steps", at));
+
+  const imageAt = fields.get("image");
+  const envAt = fields.get("env");
+  const timeoutAt = fields.get("timeout_minutes");
+  const tierAt = fields.get("tier");
+  const cacheAt = fields.get("cache");
+  const artifactsAt = fields.get("artifacts");
+  const needsAt = fields.get("needs") ?? null;
+  const { artifacts, restoreSites } = artifactsAt
+    ? readArtifacts(reader, artifactsAt)
+    : { artifacts: { publish: [], restore: [] }, restoreSites: [] };
+
+  const job: WorkflowJob = {
+    index,
+    name,
+    needs: [],
+    image: imageAt ? readImage(reader, imageAt) : null,
+    env: envAt ? readEnv(reader, envAt) : {},
+    steps,
+    stepNames,
+    timeoutMinutes: timeoutAt
+      ? reader.integer(
+          timeoutAt,
+          1,
+          WORKFLOW_LIMITS.maxTimeoutMinutes,
+          `a whole number of minutes from 1 to ${WORKFLOW_LIMITS.maxTimeoutMinutes}`,
+        )
+      : DEFAULT_TIMEOUT_MINUTES,
+    tier: tierAt ? readTier(reader, tierAt) : null,
+    cache: cacheAt ? readCache(reader, cacheAt) : null,
+    artifacts,
+  };
+  return { job, nameAt, needs: needsAt ? readNeeds(reader, needsAt) : null, needsAt, restoreSites };
+}
+
+function readSteps(reader: Reader, at: Located): { steps: string[]; stepNames: (string | null)[] } {
+  const items = reader.list(at, "a non-empty list of commands", {
+    min: 1,
+    max: WORKFLOW_LIMITS.maxStepsPerJob,
+  });
+  const steps: string[] = [];
+  const stepNames: (string | null)[] = [];
+  for (const item of items) {
+    if (isMap(item.node)) {
+      const fields = reader.mapping(item, ["name", "run"]);
+      const runAt = reader.required(fields, "run", item);
+      const nameAt = fields.get("name");
+      stepNames.push(nameAt ? readDisplayName(reader, nameAt) : null);
+      steps.push(readCommand(reader, runAt, "a shell command string"));
+    } else {
+      stepNames.push(null);
+      steps.push(readCommand(reader, item, "a shell command string or {run: command}"));
+    }
+  }
+  return { steps, stepNames };
+}
+
+function readNeeds(reader: Reader, at: Located): { name: string; at: Located }[] {
+  const items = reader.list(at, "a list of job names", { min: 0, max: WORKFLOW_LIMITS.maxJobs });
+  const seen = new Set<string>();
+  return items.map((item) => {
+    const name = reader.text(item, "a job name");
+    if (seen.has(name)) reader.fail(item, `${label(at)} lists ${quote(name)} twice`);
+    seen.add(name);
+    return { name, at: item };
+  });
+}
+
+function readTier(reader: Reader, at: Located): Tier {
+  const tier = reader.text(at);
+  const known = TIERS.find((candidate) => candidate === tier);
+  if (!known) reader.fail(at, `${label(at)} must be one of: ${TIERS.join(", ")} (got ${quote(tier)})`);
+  return known;
+}

@@ -1,0 +1,36 @@
+export type Tier = "interactive" | "scheduled" | "background";
+
+export interface WorkflowJob {
+  index: number;
+  name: string;
+  needs: number[];
+  image: { ref: string } | null;
+  env: Record<string, string>;
+  steps: string[];
+  stepNames: (string | null)[];
+  timeoutMinutes: number;
+  tier: Tier | null;
+  cache: { kind: string; version: string; inputs: string[]; paths: string[] } | null;
+  artifacts: {
+    publish: { name: string; path: string }[];
+    restore: { fromJob: string; name: string; path: string }[];
+  };
+}
+
+export interface WorkflowDefinition {
+  version: 1;
+  jobs: WorkflowJob[];
+  env: Record<string, string>;
+}
+
+export interface WorkflowError {
+  code: "WORKFLOW.INVALID";
+  message: string;
+  line: number | null;
+  column: number | null;
+  path: string | null;
+}
+
+export type ParseResult =
+  | { ok: true; definition: WorkflowDefinition }
+  | { ok: false; error: WorkflowError };

@@ -1,0 +1,188 @@
+import { withTx, type Db, type Tx } from "@kiln/db";
+import { decideClaim, DomainError, type JobStatus, type RunStatus, type WorkflowDefinition } from "@kiln/domain";
+import type { EngineConfig } from "../shared/config.ts";
+import { recordTransition } from "../shared/journal.ts";
+import { lockRun } from "../runs/advance-run.ts";
+import { platformKey, signJobToken } from "../identity/tokens.ts";
+
+export interface ClaimRequest {
+  sessionId: string;
+  /** Chosen by the agent; a retried claim with the same id returns the same ticket. */
+  claimRequestId: string;
+  /** A dispatch hint from the work queue, when the agent got one. */
+  offer?: { jobId: string; generation: number } | null;
+}
+
+export interface JobTicket {
+  runId: string;
+  jobId: string;
+  attemptId: string;
+  orgId: string;
+  epoch: number;
+  jobToken: string;
+  leaseExpiresAt: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  trustClass: string;
+  source: { cloneUrl: string; commitSha: string };
+  job: {
+    name: string;
+    index: number;
+    image: string | null;
+    steps: string[];
+    env: Record<string, string>;
+    timeoutMinutes: number;
+    artifacts: WorkflowDefinition["jobs"][number]["artifacts"];
+  };
+}
+
+export type ClaimResult =
+  | { kind: "claimed"; ticket: JobTicket; replayed: boolean }
+  | { kind: "none" }
+  | { kind: "declined"; reason: string };
+
+interface SessionRow {
+  id: string;
+  pool: string;
+  capacity: number;
+  hostname: string;
+}
+
+/**
+ * The claim transaction (seed 000 section 7): run active, job READY, generation matches,
+ * predecessors succeeded, capacity free; then a new attempt with the next epoch and a lease on
+ * database time, all or nothing. Lock order is run then job, the same as completion and cancel.
+ */
+export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Promise<ClaimResult> {
+  const key = await platformKey(db);
+  const result = await withTx(db, "claim-job", async (tx) => {
+    const replay = await findTicketByRequest(tx, req);
+    if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
+
+    const sessions = await tx.$queryRaw<SessionRow[]>`
+      SELECT id, pool, capacity, hostname FROM agent_session WHERE id = ${req.sessionId}::uuid FOR UPDATE`;
+    const session = sessions[0];
+    if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+    await tx.$executeRaw`UPDATE agent_session SET last_seen_at = now() WHERE id = ${session.id}::uuid`;
+
+    const candidates = req.offer
+      ? await tx.$queryRaw<{ id: string; run_id: string }[]>`
+          SELECT id, run_id FROM job_run WHERE id = ${req.offer.jobId}::uuid AND pool = ${session.pool}`
+      : await tx.$queryRaw<{ id: string; run_id: string }[]>`
+          SELECT id, run_id FROM job_run
+          WHERE status = 'ready' AND pool = ${session.pool} AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+          ORDER BY ready_at, id LIMIT 16`;
+    let lastReason = "none";
+    for (const c of candidates) {
+      const outcome = await tryClaim(tx, cfg, session, c, req);
+      if (outcome.ok) return { kind: "claimed" as const, attemptId: outcome.attemptId, replayed: false };
+      lastReason = outcome.reason;
+      if (outcome.reason === "no_capacity") break;
+    }
+    return candidates.length === 0 ? { kind: "none" as const } : { kind: "declined" as const, reason: lastReason };
+  });
+  if (result.kind !== "claimed") return result;
+  return { kind: "claimed", ticket: await loadTicket(db, cfg, key, result.attemptId), replayed: result.replayed };
+}
+
+async function findTicketByRequest(tx: Tx, req: ClaimRequest): Promise<string | null> {
+  const rows = await tx.$queryRaw<{ id: string; session_id: string }[]>`
+    SELECT id, session_id FROM attempt WHERE claim_request_id = ${req.claimRequestId}`;
+  const row = rows[0];
+  if (!row) return null;
+  // A claim id is only meaningful to the session that made it.
+  if (row.session_id !== req.sessionId) throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
+  return row.id;
+}
+
+async function tryClaim(
+  tx: Tx,
+  cfg: EngineConfig,
+  session: SessionRow,
+  candidate: { id: string; run_id: string },
+  req: ClaimRequest,
+): Promise<{ ok: true; attemptId: string } | { ok: false; reason: string }> {
+  const run = await lockRun(tx, candidate.run_id, "share");
+  if (!run) return { ok: false, reason: "not_ready" };
+  const jobs = await tx.$queryRaw<
+    { id: string; org_id: string; status: JobStatus; dispatch_generation: number; current_epoch: number; next_attempt_at: Date | null; preds_ok: boolean; ready_at: Date | null; now: Date }[]
+  >`
+    SELECT j.id, j.org_id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now,
+      NOT EXISTS (SELECT 1 FROM job_run p WHERE p.run_id = j.run_id AND p.job_index = ANY(j.needs)
+                  AND p.outcome IS DISTINCT FROM 'success') AS preds_ok
+    FROM job_run j WHERE j.id = ${candidate.id}::uuid FOR UPDATE SKIP LOCKED`;
+  const job = jobs[0];
+  if (!job) return { ok: false, reason: "locked" };
+  const running = await tx.$queryRaw<{ n: bigint }[]>`
+    SELECT count(*) AS n FROM attempt WHERE session_id = ${session.id}::uuid AND status = 'running'`;
+  const decision = decideClaim({
+    runStatus: run.status as RunStatus,
+    jobStatus: job.status,
+    jobGeneration: job.dispatch_generation,
+    offeredGeneration: req.offer ? req.offer.generation : null,
+    predecessorsSucceeded: job.preds_ok,
+    notBefore: job.next_attempt_at,
+    now: job.now,
+    sessionRunning: Number(running[0]?.n ?? 0n),
+    sessionCapacity: session.capacity,
+  });
+  if (!decision.ok) return { ok: false, reason: decision.reason };
+
+  const epoch = job.current_epoch + 1;
+  const queuedMs = job.ready_at ? Math.max(0, job.now.getTime() - job.ready_at.getTime()) : null;
+  const inserted = await tx.$queryRaw<{ id: string }[]>`
+    INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms)
+    VALUES (${job.id}::uuid, ${run.id}::uuid, ${run.orgId}::uuid, ${epoch}, ${session.id}::uuid, ${req.claimRequestId},
+            ${session.hostname}, 'running', now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}), ${queuedMs})
+    RETURNING id`;
+  const attemptId = inserted[0]?.id;
+  if (!attemptId) throw new Error("attempt insert returned nothing");
+  const updated = await tx.$executeRaw`
+    UPDATE job_run SET status = 'running', current_epoch = ${epoch}
+    WHERE id = ${job.id}::uuid AND status = 'ready' AND dispatch_generation = ${job.dispatch_generation}`;
+  if (updated !== 1) throw new Error("guarded claim update lost a race it should have been locked against");
+  await recordTransition(tx, {
+    orgId: run.orgId, runId: run.id, jobId: job.id, attemptId, entity: "job", from: "ready", to: "running", reason: "claimed",
+    data: { epoch, session: session.id, host: session.hostname, generation: job.dispatch_generation },
+  });
+  if (run.status === "running") {
+    await tx.$executeRaw`UPDATE workflow_run SET started_at = COALESCE(started_at, now()) WHERE id = ${run.id}::uuid`;
+  }
+  return { ok: true, attemptId };
+}
+
+export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attemptId: string): Promise<JobTicket> {
+  const rows = await db.$queryRaw<
+    { id: string; job_id: string; run_id: string; org_id: string; epoch: number; lease_expires_at: Date; job_index: number; name: string; definition: WorkflowDefinition; trust_class: string; clone_url: string; commit_sha: string }[]
+  >`
+    SELECT a.id, a.job_id, a.run_id, a.org_id, a.epoch, a.lease_expires_at, j.job_index, j.name, r.definition, r.trust_class,
+           rp.clone_url, r.commit_sha
+    FROM attempt a JOIN job_run j ON j.id = a.job_id JOIN workflow_run r ON r.id = a.run_id JOIN repo rp ON rp.id = r.repo_id
+    WHERE a.id = ${attemptId}::uuid`;
+  const a = rows[0];
+  if (!a) throw new DomainError("ATTEMPT.NOT_FOUND", "attempt vanished");
+  const def = a.definition.jobs[a.job_index];
+  if (!def) throw new Error(`definition has no job ${a.job_index}`);
+  return {
+    runId: a.run_id,
+    jobId: a.job_id,
+    attemptId: a.id,
+    orgId: a.org_id,
+    epoch: a.epoch,
+    jobToken: signJobToken(key, { jobId: a.job_id, attemptId: a.id, epoch: a.epoch }),
+    leaseExpiresAt: a.lease_expires_at.toISOString(),
+    leaseTtlMs: cfg.leaseTtlMs,
+    heartbeatMs: cfg.heartbeatMs,
+    trustClass: a.trust_class,
+    source: { cloneUrl: a.clone_url, commitSha: a.commit_sha },
+    job: {
+      name: a.name,
+      index: a.job_index,
+      image: def.image?.ref ?? null,
+      steps: def.steps,
+      env: { ...a.definition.env, ...def.env },
+      timeoutMinutes: def.timeoutMinutes,
+      artifacts: def.artifacts,
+    },
+  };
+}

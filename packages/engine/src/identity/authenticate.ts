@@ -1,0 +1,38 @@
+import type { Db } from "@kiln/db";
+import { DomainError, type Role } from "@kiln/domain";
+import type { Caller } from "../runs/admit-manual.ts";
+import { hashSecret, platformKey, verifyJobToken, type JobTokenClaims } from "./tokens.ts";
+
+function bearer(header: string | null): string {
+  const m = header ? /^Bearer\s+(\S+)$/i.exec(header.trim()) : null;
+  if (!m || !m[1]) throw new DomainError("AUTH.UNAUTHENTICATED", "missing bearer token");
+  return m[1];
+}
+
+/** An org-scoped API token; every /v1 call is authorised through this. */
+export async function authenticateApiToken(db: Db, authorization: string | null): Promise<Caller> {
+  const token = bearer(authorization);
+  const rows = await db.$queryRaw<{ id: string; org_id: string; role: Role; name: string }[]>`
+    SELECT id, org_id, role, name FROM api_token WHERE token_hash = ${hashSecret(token)} AND revoked_at IS NULL`;
+  const t = rows[0];
+  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked token");
+  return { tokenId: t.id, orgId: t.org_id, role: t.role, name: `token:${t.name}` };
+}
+
+/** A host credential (from `kiln agent-token create`). */
+export async function authenticateAgentToken(db: Db, authorization: string | null): Promise<{ id: string; pool: string }> {
+  const token = bearer(authorization);
+  const rows = await db.$queryRaw<{ id: string; pool: string }[]>`
+    SELECT id, pool FROM agent_token WHERE token_hash = ${hashSecret(token)} AND revoked_at IS NULL`;
+  const t = rows[0];
+  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+  return t;
+}
+
+/** A job-scoped token: authorises exactly one (job, attempt, epoch). */
+export async function authenticateJobToken(db: Db, authorization: string | null, jobId: string): Promise<JobTokenClaims> {
+  const claims = verifyJobToken(await platformKey(db), bearer(authorization));
+  if (!claims) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid job token");
+  if (claims.jobId !== jobId) throw new DomainError("AUTH.FORBIDDEN", "job token is for another job");
+  return claims;
+}

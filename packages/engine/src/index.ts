@@ -1,0 +1,18 @@
+export { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./shared/config.ts";
+export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journal.ts";
+export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
+export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
+export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody } from "./runs/admit-manual.ts";
+export { freezeRun, DEFAULT_POOL, type FreezeOutcome } from "./runs/freeze-run.ts";
+export { cancelRun } from "./runs/cancel-run.ts";
+export { retryRun } from "./runs/retry-run.ts";
+export { getRun, type RunView, type JobView } from "./runs/get-run.ts";
+export { claimJob, type ClaimRequest, type ClaimResult, type JobTicket } from "./dispatch/claim-job.ts";
+export { relayOutbox, nextDeferredDelayMs, type OutboxMessage } from "./dispatch/relay-outbox.ts";
+export { registerSession, registerSessionBody } from "./dispatch/register-session.ts";
+export { heartbeat, type HeartbeatResult } from "./attempts/heartbeat.ts";
+export { completeAttempt, type CompletionReport, type CompletionResult } from "./attempts/complete-attempt.ts";
+export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
+export { authenticateApiToken, authenticateAgentToken, authenticateJobToken } from "./identity/authenticate.ts";
+export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
+export { fetchWorkflowFile } from "./source/fetch-workflow.ts";

@@ -1,0 +1,46 @@
+import { withTx, type Db } from "@kiln/db";
+import { DomainError, legalSources, JOB_TRANSITIONS } from "@kiln/domain";
+import { recordTransition } from "../shared/journal.ts";
+import { finishRunIfDone, lockRun } from "./advance-run.ts";
+
+/**
+ * Cancel takes the run lock and bumps the cancel version, so it serialises with completion: if it
+ * commits first, late completions are refused; if completion committed first, cancel sees that.
+ * Jobs not yet running end now; running attempts are asked to stop and the run stays CANCELLING
+ * until each is confirmed stopped (by its agent, or by lease expiry plus the watchdog's kill bound).
+ */
+export async function cancelRun(
+  db: Db,
+  input: { runId: string; orgId: string; actor: string },
+): Promise<{ status: string; cancelVersion: number }> {
+  return withTx(db, "cancel-run", async (tx) => {
+    const run = await lockRun(tx, input.runId, "update");
+    if (!run || run.orgId !== input.orgId) throw new DomainError("RUN.NOT_FOUND", "run not found");
+    if (run.status === "completed") throw new DomainError("RUN.ALREADY_FINISHED", "the run has already finished");
+    if (run.status === "cancelling") return { status: run.status, cancelVersion: run.cancelVersion };
+
+    const version = run.cancelVersion + 1;
+    if (run.status === "pending") {
+      await tx.$executeRaw`
+        UPDATE workflow_run SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled', cancel_version = ${version}, finished_at = now()
+        WHERE id = ${run.id}::uuid AND status = 'pending'`;
+      await recordTransition(tx, { orgId: run.orgId, runId: run.id, entity: "run", from: "pending", to: "completed", reason: "cancel_requested", data: { actor: input.actor } });
+      return { status: "completed", cancelVersion: version };
+    }
+    await tx.$executeRaw`UPDATE workflow_run SET status = 'cancelling', cancel_version = ${version} WHERE id = ${run.id}::uuid AND status = 'running'`;
+    await recordTransition(tx, { orgId: run.orgId, runId: run.id, entity: "run", from: "running", to: "cancelling", reason: "cancel_requested", data: { actor: input.actor, cancel_version: version } });
+
+    const ended = await tx.$queryRaw<{ id: string; from_status: string }[]>`
+      UPDATE job_run j SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled',
+        cause_message = ${`cancelled by ${input.actor}`}, finished_at = now()
+      FROM (SELECT id, status AS from_status FROM job_run WHERE run_id = ${run.id}::uuid) old
+      WHERE j.id = old.id AND j.status = ANY(${legalSources(JOB_TRANSITIONS, "skipped", "completed")}::text[])
+      RETURNING j.id, old.from_status`;
+    for (const j of ended) {
+      await recordTransition(tx, { orgId: run.orgId, runId: run.id, jobId: j.id, entity: "job", from: j.from_status, to: "completed", reason: "cancelled" });
+    }
+    await tx.$executeRaw`UPDATE attempt SET cancel_requested = true WHERE run_id = ${run.id}::uuid AND status = 'running'`;
+    const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" });
+    return { status: finished ? "completed" : "cancelling", cancelVersion: version };
+  });
+}

@@ -1,0 +1,90 @@
+import { withTx, type Db, type Tx } from "@kiln/db";
+import { initialReadyJobs, parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
+import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
+import { recordTransition } from "../shared/journal.ts";
+import { lockRun, makeJobsReady } from "./advance-run.ts";
+
+export const DEFAULT_POOL = "default";
+
+export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later" | "gave_up";
+
+/**
+ * Pins the run's definition: the workflow file's bytes at the exact commit, its hash and parsed
+ * form, then the jobs. A bad file finishes the run as user_failure with the parser's message
+ * (naming the line); an unreachable git server is retried, and only after the last try becomes a
+ * platform failure. Running twice is a no-op (the run is no longer pending).
+ */
+export async function freezeRun(
+  db: Db,
+  input: { runId: string; gitCacheDir: string; finalTry: boolean },
+): Promise<FreezeOutcome> {
+  const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string }[]>`
+    SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path
+    FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
+  const run = rows[0];
+  if (!run || run.status !== "pending") return "not_pending";
+
+  const file = await fetchWorkflowFile({
+    cacheDir: input.gitCacheDir, repoId: run.repo_id, cloneUrl: run.clone_url, commitSha: run.commit_sha, filePath: run.workflow_path,
+  });
+  if (!file.ok) {
+    if (file.kind === "unreachable") {
+      if (!input.finalTry) return "retry_later";
+      await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
+      return "gave_up";
+    }
+    const cause = file.kind === "not_found" ? "workflow.not_found" : "workflow.invalid";
+    await failFreeze(db, input.runId, "user_failure", cause, file.message, null);
+    return "invalid";
+  }
+  const parsed = parseWorkflow(file.content);
+  if (!parsed.ok) {
+    await failFreeze(db, input.runId, "user_failure", "workflow.invalid", `${run.workflow_path}: ${parsed.error.message}`, file.sha256);
+    return "invalid";
+  }
+  const done = await withTx(db, "freeze-run", async (tx) => {
+    const locked = await lockRun(tx, input.runId, "update");
+    if (!locked || locked.status !== "pending") return false;
+    await tx.$executeRaw`
+      UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(parsed.definition)}::jsonb
+      WHERE id = ${input.runId}::uuid AND status = 'pending'`;
+    await recordTransition(tx, { orgId: locked.orgId, runId: locked.id, entity: "run", from: "pending", to: "running", reason: "frozen", data: { workflow_hash: file.sha256, jobs: parsed.definition.jobs.length } });
+    await createJobs(tx, { id: locked.id, orgId: locked.orgId }, parsed.definition);
+    return true;
+  });
+  return done ? "frozen" : "not_pending";
+}
+
+/** Inserts the job rows for a frozen definition and makes the root jobs READY. */
+export async function createJobs(tx: Tx, run: { id: string; orgId: string }, def: WorkflowDefinition): Promise<void> {
+  const ids = new Map<number, string>();
+  for (const j of def.jobs) {
+    const inserted = await tx.$queryRaw<{ id: string }[]>`
+      INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status)
+      VALUES (${run.id}::uuid, ${run.orgId}::uuid, ${j.index}, ${j.name}, ${j.needs}::int[], ${DEFAULT_POOL}, 'pending')
+      RETURNING id`;
+    const id = inserted[0]?.id;
+    if (id) ids.set(j.index, id);
+  }
+  const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));
+  await makeJobsReady(tx, run, roots.map((i) => ({ id: ids.get(i) ?? "", pool: DEFAULT_POOL })).filter((j) => j.id !== ""), "predecessors_succeeded");
+}
+
+async function failFreeze(
+  db: Db,
+  runId: string,
+  outcome: "user_failure" | "platform_failure",
+  cause: string,
+  message: string,
+  workflowHash: string | null,
+): Promise<void> {
+  await withTx(db, "freeze-failed", async (tx) => {
+    const locked = await lockRun(tx, runId, "update");
+    if (!locked || locked.status !== "pending") return;
+    await tx.$executeRaw`
+      UPDATE workflow_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message},
+        workflow_hash = COALESCE(${workflowHash}, workflow_hash), finished_at = now()
+      WHERE id = ${runId}::uuid AND status = 'pending'`;
+    await recordTransition(tx, { orgId: locked.orgId, runId, entity: "run", from: "pending", to: "completed", reason: "freeze_failed", data: { outcome, cause, message } });
+  });
+}

@@ -1,0 +1,25 @@
+// Engine knobs. Apps parse them from their env.ts and pass them in; nothing here reads process.env.
+export interface EngineConfig {
+  /** Lease TTL for an attempt; the agent's local watchdog destroys the sandbox at the same bound. */
+  leaseTtlMs: number;
+  /** How often agents are told to heartbeat (a fraction of the TTL). */
+  heartbeatMs: number;
+  /** Automatic retries after platform failures, per job, counted in the database. */
+  retryBudget: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** A READY job whose dispatch hint has been out this long is dispatched again (hints get lost). */
+  redispatchAfterMs: number;
+  /** A run still waiting to be frozen this long gets its freeze request re-sent. */
+  refreezeAfterMs: number;
+}
+
+export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
+  leaseTtlMs: 30_000,
+  heartbeatMs: 10_000,
+  retryBudget: 2,
+  backoffBaseMs: 1_000,
+  backoffMaxMs: 60_000,
+  redispatchAfterMs: 15_000,
+  refreezeAfterMs: 30_000,
+};

@@ -1,0 +1,72 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+export type FetchResult =
+  | { ok: true; content: string; sha256: string }
+  | { ok: false; kind: "not_found"; message: string }
+  | { ok: false; kind: "unreachable"; message: string }
+  | { ok: false; kind: "too_large"; message: string };
+
+const MAX_WORKFLOW_BYTES = 256 * 1024;
+
+/**
+ * Reads one file at an exact commit from the repo's git URL (file://, http(s)://). The bytes come
+ * from the commit object, never from a branch, so a later push cannot change what a run means.
+ * A mirror per repo under `cacheDir` keeps repeated fetches cheap.
+ */
+export async function fetchWorkflowFile(opts: {
+  cacheDir: string;
+  repoId: string;
+  cloneUrl: string;
+  commitSha: string;
+  filePath: string;
+  timeoutMs?: number;
+}): Promise<FetchResult> {
+  const dir = path.join(opts.cacheDir, `${opts.repoId}.git`);
+  const git = (args: string[]) =>
+    run("git", ["-C", dir, ...args], {
+      timeout: opts.timeoutMs ?? 30_000,
+      maxBuffer: MAX_WORKFLOW_BYTES * 4,
+      env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "/bin/false" },
+    });
+  try {
+    await stat(path.join(dir, "HEAD"));
+  } catch {
+    await mkdir(dir, { recursive: true });
+    await git(["init", "--bare", "-q"]);
+  }
+  const has = await git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(() => true, () => false);
+  if (!has) {
+    try {
+      await git(["fetch", "-q", "--no-tags", "--depth=1", opts.cloneUrl, opts.commitSha]);
+    } catch (e) {
+      const msg = errText(e);
+      if (/not our ref|couldn't find remote ref|no such remote ref|unadvertised object|bad object|invalid/i.test(msg)) {
+        // Servers that refuse fetch-by-id still serve full history; the commit may be in it.
+        const full = await git(["fetch", "-q", "--no-tags", opts.cloneUrl, "+refs/*:refs/kiln/*"]).then(() => true, () => false);
+        const found = full && (await git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(() => true, () => false));
+        if (!found) return { ok: false, kind: "not_found", message: `commit ${opts.commitSha} does not exist in ${opts.cloneUrl}` };
+      } else {
+        return { ok: false, kind: "unreachable", message: `could not fetch ${opts.cloneUrl}: ${msg.slice(0, 300)}` };
+      }
+    }
+  }
+  const size = await git(["cat-file", "-s", `${opts.commitSha}:${opts.filePath}`]).then((r) => Number(r.stdout.trim()), () => null);
+  if (size === null) return { ok: false, kind: "not_found", message: `${opts.filePath} does not exist at commit ${opts.commitSha}` };
+  if (size > MAX_WORKFLOW_BYTES) {
+    return { ok: false, kind: "too_large", message: `${opts.filePath} is ${size} bytes; the limit is ${MAX_WORKFLOW_BYTES}` };
+  }
+  const blob = await git(["cat-file", "blob", `${opts.commitSha}:${opts.filePath}`]);
+  const content = blob.stdout;
+  return { ok: true, content, sha256: createHash("sha256").update(content).digest("hex") };
+}
+
+function errText(e: unknown): string {
+  const o = e as { stderr?: string; message?: string };
+  return `${o.stderr ?? ""} ${o.message ?? ""}`.trim();
+}

@@ -1,0 +1,25 @@
+// s3rver ships no type declarations and there is no @types/s3rver, so under `strict` an
+// import would be an implicit-any error. This declares only the surface embedded-services.ts
+// uses (constructor options, run, close, and the underlying http.Server).
+declare module "s3rver" {
+  import type { AddressInfo } from "node:net";
+  import type { Server } from "node:http";
+
+  interface S3rverOptions {
+    address?: string;
+    port?: number;
+    silent?: boolean;
+    directory?: string;
+    resetOnClose?: boolean;
+    allowMismatchedSignatures?: boolean;
+    vhostBuckets?: boolean;
+    configureBuckets?: Array<{ name: string; configs?: Array<string | Buffer> }>;
+  }
+
+  export default class S3rver {
+    constructor(options?: S3rverOptions);
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+    httpServer?: Server;
+  }
+}
