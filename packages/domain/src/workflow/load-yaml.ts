@@ -64,7 +64,7 @@ export function loadYaml(source: string): LoadedYaml {
       workflowError(null, null, "workflow is empty; expected a mapping with version and jobs"),
     );
   }
-  checkTree(root, fail);
+  checkTree(root, fail, source);
   return { root, position };
 }
 
@@ -185,14 +185,22 @@ function displayTag(tag: string): string {
 }
 
 /** Iterative on purpose: a recursive walk would reintroduce the stack risk. */
-function checkTree(root: ParsedNode, fail: (offset: number, text: string) => never): void {
+function checkTree(
+  root: ParsedNode,
+  fail: (offset: number, text: string) => never,
+  source: string,
+): void {
   const max = WORKFLOW_LIMITS.maxDepth;
   const stack: { node: ParsedNode; depth: number }[] = [{ node: root, depth: 0 }];
   for (let entry = stack.pop(); entry; entry = stack.pop()) {
     const { node, depth } = entry;
     const at = offsetOf(node);
     if (isAlias(node)) fail(at, `aliases are not allowed (found *${node.source})`);
-    if (node.anchor) fail(at, `anchors are not allowed (found &${node.anchor})`);
+    if (node.anchor) {
+      // A collection's range starts at its first entry, which may be lines below its anchor.
+      const anchorAt = source.lastIndexOf(`&${node.anchor}`, at);
+      fail(anchorAt >= 0 ? anchorAt : at, `anchors are not allowed (found &${node.anchor})`);
+    }
     if (node.tag) fail(at, `explicit tags are not allowed (found ${displayTag(node.tag)})`);
     if (isScalar(node)) continue;
     if (depth + 1 > max) fail(at, `nesting is deeper than ${max} levels`);

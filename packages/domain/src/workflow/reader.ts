@@ -46,7 +46,6 @@ export class Reader {
     throw new WorkflowInvalid(workflowError(this.position(at.offset), at.path, text));
   }
 
-  /** Fails with "<path> must be <expected> (got <actual>)". */
   expected(at: Located, expected: string): never {
     return this.fail(at, `${label(at)} must be ${expected} (got ${describe(at.node)})`);
   }
@@ -97,11 +96,8 @@ export class Reader {
     const node = at.node;
     if (isScalar(node)) {
       if (typeof node.value === "string") return node.value;
-      const source = (node as { source?: unknown }).source;
       const literal = typeof node.value === "number" || typeof node.value === "boolean";
-      if (literal && node.type === "PLAIN" && typeof source === "string" && source !== "") {
-        return source;
-      }
+      if (literal && node.type === "PLAIN" && node.source) return node.source;
     }
     return this.expected(at, expected);
   }

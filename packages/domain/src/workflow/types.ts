@@ -1,11 +1,17 @@
 export type Tier = "interactive" | "scheduled" | "background";
 
 export interface WorkflowJob {
+  /** Position in the file, 0-based. */
   index: number;
   name: string;
+  /**
+   * Indices of the jobs this one waits for. Without a `needs` key a job waits for
+   * the one before it, so a plain list of jobs runs as a sequence.
+   */
   needs: number[];
   image: { ref: string } | null;
   env: Record<string, string>;
+  /** Shell commands; `{name, run}` steps are reduced to `run`, with the name kept alongside. */
   steps: string[];
   stepNames: (string | null)[];
   timeoutMinutes: number;

@@ -145,9 +145,8 @@ async function tryClaim(
     orgId: run.orgId, runId: run.id, jobId: job.id, attemptId, entity: "job", from: "ready", to: "running", reason: "claimed",
     data: { epoch, session: session.id, host: session.hostname, generation: job.dispatch_generation },
   });
-  if (run.status === "running") {
-    await tx.$executeRaw`UPDATE workflow_run SET started_at = COALESCE(started_at, now()) WHERE id = ${run.id}::uuid`;
-  }
+  // The run's start time is derived from its first attempt (see get-run): writing it here would
+  // upgrade the shared run lock that concurrent claimers of one run hold, and deadlock them.
   return { ok: true, attemptId };
 }
 

@@ -56,18 +56,18 @@ export async function freezeRun(
 }
 
 /** Inserts the job rows for a frozen definition and makes the root jobs READY. */
-export async function createJobs(tx: Tx, run: { id: string; orgId: string }, def: WorkflowDefinition): Promise<void> {
+export async function createJobs(tx: Tx, run: { id: string; orgId: string }, def: WorkflowDefinition, pool = DEFAULT_POOL): Promise<void> {
   const ids = new Map<number, string>();
   for (const j of def.jobs) {
     const inserted = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status)
-      VALUES (${run.id}::uuid, ${run.orgId}::uuid, ${j.index}, ${j.name}, ${j.needs}::int[], ${DEFAULT_POOL}, 'pending')
+      VALUES (${run.id}::uuid, ${run.orgId}::uuid, ${j.index}, ${j.name}, ${j.needs}::int[], ${pool}, 'pending')
       RETURNING id`;
     const id = inserted[0]?.id;
     if (id) ids.set(j.index, id);
   }
   const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));
-  await makeJobsReady(tx, run, roots.map((i) => ({ id: ids.get(i) ?? "", pool: DEFAULT_POOL })).filter((j) => j.id !== ""), "predecessors_succeeded");
+  await makeJobsReady(tx, run, roots.map((i) => ({ id: ids.get(i) ?? "", pool })).filter((j) => j.id !== ""), "predecessors_succeeded");
 }
 
 async function failFreeze(

@@ -52,7 +52,8 @@ export async function getRun(db: Db, input: { orgId: string; runId: string }): P
   const runs = await db.$queryRaw<
     { id: string; repo_id: string; status: string; outcome: string | null; cause: string | null; cause_message: string | null; trust_class: string; commit_sha: string; ref: string | null; workflow_path: string; workflow_hash: string | null; trigger: string; actor: string | null; parent_run_id: string | null; created_at: Date; started_at: Date | null; finished_at: Date | null }[]
   >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, workflow_path, workflow_hash, trigger, actor,
-           parent_run_id, created_at, started_at, finished_at
+           parent_run_id, created_at, finished_at,
+           COALESCE(started_at, (SELECT min(a.claimed_at) FROM attempt a WHERE a.run_id = workflow_run.id)) AS started_at
     FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid`;
   const r = runs[0];
   if (!r) throw new DomainError("RUN.NOT_FOUND", "run not found");

@@ -1,0 +1,93 @@
+// The host agent's lifecycle: register, run one claim loop per slot, and shut down cleanly
+// (stop claiming, kill + destroy every running job, report them, all within a fixed budget).
+import { AgentSession } from "./agent-session.ts";
+import { ClaimLoop } from "./claim-loop.ts";
+import type { ControlClient } from "./control-client.ts";
+import type { AgentEnv } from "./env.ts";
+import { JobRunner } from "./job-runner.ts";
+import type { LineWriter, Logger } from "./logger.ts";
+import type { SandboxDriver } from "./sandboxes/sandbox-driver.ts";
+import { sleep } from "./timing.ts";
+
+export const SHUTDOWN_BUDGET_MS = 5_000;
+
+export interface HostAgentDeps {
+  env: AgentEnv;
+  client: ControlClient;
+  driver: SandboxDriver;
+  logger: Logger;
+  writeOutput: LineWriter;
+}
+
+export class HostAgent {
+  private readonly shutdown = new AbortController();
+  private readonly runner: JobRunner;
+  private stopping: Promise<void> | null = null;
+
+  constructor(private readonly deps: HostAgentDeps) {
+    this.runner = new JobRunner({
+      client: deps.client,
+      driver: deps.driver,
+      logger: deps.logger,
+      cancelGraceMs: deps.env.KILN_CANCEL_GRACE_MS,
+      writeOutput: deps.writeOutput,
+    });
+  }
+
+  /** Resolves after stop(); rejects (after stopping) when a loop hits a fatal error. */
+  async run(): Promise<void> {
+    const { env, client, driver, logger } = this.deps;
+    await this.announce();
+    const session = new AgentSession(
+      client,
+      {
+        hostname: env.KILN_HOSTNAME,
+        capacity: env.KILN_AGENT_SLOTS,
+        labels: { os: process.platform, arch: process.arch, resource_class: "small", isolation: driver.kind },
+      },
+      logger,
+      this.shutdown.signal,
+    );
+    const loops = Array.from({ length: env.KILN_AGENT_SLOTS }, (_, slot) =>
+      new ClaimLoop(slot, { client, session, runner: this.runner, waitMs: env.KILN_CLAIM_WAIT_MS, logger, shutdown: this.shutdown.signal }).run(),
+    );
+    try {
+      await Promise.all(loops);
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** Stops claiming and interrupts running jobs; resolves within SHUTDOWN_BUDGET_MS. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.deps.logger.info("shutting down: no new claims, stopping running jobs", { running_jobs: this.runner.activeCount });
+      this.shutdown.abort();
+      await Promise.race([this.runner.shutdown(), sleep(SHUTDOWN_BUDGET_MS)]);
+      if (this.runner.activeCount > 0) this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", { running_jobs: this.runner.activeCount });
+    })();
+    return this.stopping;
+  }
+
+  private async announce(): Promise<void> {
+    const { env, driver, logger } = this.deps;
+    const removed = await driver.removeLeftovers();
+    if (removed > 0) logger.warn("removed sandboxes left behind by an earlier run", { removed });
+    if (driver.isolation.level === "none") {
+      logger.warn("steps will run as plain host processes without namespaces", { isolation_detail: driver.isolation.detail });
+    }
+    if (env.KILN_WARM_POOL_SIZE > 0 && driver.kind === "process") {
+      logger.info("KILN_WARM_POOL_SIZE ignored: the process driver creates sandboxes on demand", { warm_pool_size: env.KILN_WARM_POOL_SIZE });
+    }
+    logger.info("host agent starting", {
+      control_url: env.KILN_CONTROL_URL,
+      pool: env.KILN_POOL,
+      slots: env.KILN_AGENT_SLOTS,
+      driver: driver.kind,
+      isolation: driver.isolation.level,
+      isolation_detail: driver.isolation.detail,
+      work_dir: env.KILN_WORK_DIR,
+    });
+  }
+}

@@ -1,0 +1,240 @@
+// One claimed attempt from ticket to completion report:
+//   heartbeat + watchdog -> sandbox -> checkout -> steps -> destroy (always) -> report.
+// Interruptions (cancel, timeout, fencing, lost lease, agent shutdown) arrive as stop(reason) at
+// any point; the ranked reason, not the steps' exit codes, then decides what is reported.
+import type { ControlClient, JobTicket } from "../control-client.ts";
+import { HeartbeatLoop } from "../heartbeat-loop.ts";
+import { errorMessage, redactUrlCredentials, type LineWriter, type Logger } from "../logger.ts";
+import { StepOutputSink } from "../logs/step-output.ts";
+import type { Sandbox, SandboxDriver } from "../sandboxes/sandbox-driver.ts";
+import { checkoutSource } from "../source/git-checkout.ts";
+import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
+import { Watchdog } from "../watchdog.ts";
+import { reportCompletion } from "./completion-reporter.ts";
+import { buildStepEnv } from "./step-env.ts";
+import {
+  killsAtOnce,
+  outranks,
+  overridesFinishedWork,
+  platformFailure,
+  stepFailureVerdict,
+  SUCCESS,
+  verdictForStop,
+  type StopReason,
+  type Verdict,
+} from "./verdict.ts";
+
+// setTimeout silently turns anything above 2^31-1 ms into 1 ms.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface AttemptDeps {
+  client: ControlClient;
+  driver: SandboxDriver;
+  logger: Logger;
+  cancelGraceMs: number;
+  writeOutput: LineWriter;
+  now?: MonotonicClock;
+}
+
+export class AttemptRun {
+  private readonly now: MonotonicClock;
+  private readonly log: Logger;
+  private readonly abort = new AbortController();
+  private sandbox: Sandbox | null = null;
+  private destroyed: Promise<boolean> | null = null;
+  private stopReason: StopReason | null = null;
+  private concluded = false;
+  private timers: NodeJS.Timeout[] = [];
+  private firstStepAt: number | null = null;
+  private executionMs = 0;
+
+  constructor(
+    private readonly ticket: JobTicket,
+    /** Monotonic time the claim response arrived: the start of dispatch_ms and of the lease. */
+    private readonly claimedAt: number,
+    private readonly deps: AttemptDeps,
+  ) {
+    this.now = deps.now ?? monotonicNow;
+    this.log = deps.logger;
+  }
+
+  async run(): Promise<void> {
+    const watchdog = new Watchdog({
+      ttlMs: this.ticket.leaseTtlMs,
+      now: this.now,
+      aliveSince: this.claimedAt,
+      onExpire: () => this.stop("lease_lost"),
+    });
+    const heartbeat = new HeartbeatLoop(
+      this.deps.client,
+      this.ticket,
+      {
+        onAlive: (sentAt) => watchdog.feed(sentAt),
+        onCancelRequested: () => this.stop("cancel"),
+        onFenced: (code) => this.stop("fenced", code),
+      },
+      this.log,
+      this.now,
+    );
+    watchdog.start();
+    heartbeat.start();
+    let verdict: Verdict | null = null;
+    let sandboxDestroyed = false;
+    let setupEndedAt: number | null = null;
+    try {
+      verdict = await this.execute(heartbeat);
+    } catch (err) {
+      this.log.error("attempt failed inside the agent", { error: errorMessage(err) });
+      verdict = platformFailure("agent.internal_error", errorMessage(err));
+    } finally {
+      setupEndedAt = this.now();
+      this.concluded = true;
+      for (const t of this.timers) clearTimeout(t);
+      // Destroy before reporting: once the control plane hears "done" it may hand the next job
+      // to this host, and nothing of this one may still exist by then.
+      sandboxDestroyed = await this.destroySandbox();
+      heartbeat.stop();
+      watchdog.stop();
+    }
+    await this.report(verdict, sandboxDestroyed, setupEndedAt);
+  }
+
+  /** Interrupts the attempt. Safe to call at any time, any number of times. */
+  stop(reason: StopReason, detail?: string): void {
+    if (this.concluded && !overridesFinishedWork(reason)) return;
+    if (!outranks(reason, this.stopReason)) return;
+    const previous = this.stopReason;
+    this.stopReason = reason;
+    this.log.warn("stopping attempt", { reason, ...(detail ? { detail } : {}), ...(previous ? { previous_reason: previous } : {}) });
+    this.abort.abort();
+    if (killsAtOnce(reason)) {
+      // Fenced or lease lost: another agent may already own this job. Kill and wipe now.
+      this.sandbox?.kill("SIGKILL");
+      void this.destroySandbox();
+    } else if (previous === null) {
+      this.terminateGracefully();
+    }
+  }
+
+  private async execute(heartbeat: HeartbeatLoop): Promise<Verdict | null> {
+    const { job } = this.ticket;
+    if (job.artifacts.restore.length > 0) return platformFailure("artifact.restore_unavailable", "this agent cannot restore artifacts yet");
+    if (job.artifacts.publish.length > 0) return platformFailure("artifact.upload_unavailable", "this agent cannot upload artifacts yet");
+    this.warnAboutWeakIsolation();
+    if (this.abort.signal.aborted) return null;
+    try {
+      this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image });
+    } catch (err) {
+      return platformFailure("sandbox.create_failed", errorMessage(err));
+    }
+    const { isolation } = this.sandbox;
+    this.log.info("sandbox created", { isolation: isolation.level, isolation_detail: isolation.detail });
+    if (this.abort.signal.aborted) return null;
+    try {
+      await checkoutSource({ dir: this.sandbox.hostWorkspaceDir, ...this.ticket.source, signal: this.abort.signal });
+    } catch (err) {
+      if (this.abort.signal.aborted) return null;
+      return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
+    }
+    if (this.abort.signal.aborted) return null;
+    return this.runSteps(this.sandbox, heartbeat);
+  }
+
+  private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
+    const { job, epoch } = this.ticket;
+    const env = buildStepEnv(this.ticket, sandbox.paths);
+    const output = new StepOutputSink(`${job.name}#${epoch}`, this.deps.writeOutput);
+    try {
+      for (const [index, command] of job.steps.entries()) {
+        if (this.abort.signal.aborted) return null;
+        if (index === 0) this.markStarted(heartbeat);
+        this.log.info("step started", { step: index + 1 });
+        let result;
+        try {
+          result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
+        } catch (err) {
+          return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
+        }
+        this.executionMs += result.durationMs;
+        output.flush();
+        this.log.info("step finished", { step: index + 1, exit_code: result.exitCode, signal: result.signal, duration_ms: wireMs(result.durationMs) });
+        if (this.abort.signal.aborted) return null;
+        const failure = stepFailureVerdict(index, command, result);
+        if (failure) return failure;
+      }
+      return SUCCESS;
+    } finally {
+      output.flush();
+      if (output.droppedBytes > 0) this.log.warn("step output over the per-attempt cap was dropped", { dropped_bytes: output.droppedBytes });
+    }
+  }
+
+  /** First step about to start: report dispatch time and arm the job timeout. */
+  private markStarted(heartbeat: HeartbeatLoop): void {
+    const at = this.now();
+    this.firstStepAt = at;
+    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt), image_ms: 0, started: true });
+    const timeoutMs = Math.min(MAX_TIMER_MS, Math.max(0, this.ticket.job.timeoutMinutes * 60_000));
+    this.timers.push(setTimeout(() => this.stop("timeout"), timeoutMs));
+  }
+
+  /** SIGTERM the running step, SIGKILL after the grace period; no further step starts (aborted). */
+  private terminateGracefully(): void {
+    const sandbox = this.sandbox;
+    if (!sandbox) return; // still setting up: the abort signal stops the checkout
+    sandbox.kill("SIGTERM");
+    this.timers.push(setTimeout(() => sandbox.kill("SIGKILL"), this.deps.cancelGraceMs));
+  }
+
+  /** True when everything is gone. Memoized: concurrent callers share one teardown. */
+  private destroySandbox(): Promise<boolean> {
+    const sandbox = this.sandbox;
+    if (!sandbox) return Promise.resolve(true);
+    this.destroyed ??= sandbox.destroy().then(
+      () => {
+        this.log.info("sandbox destroyed");
+        return true;
+      },
+      (err: unknown) => {
+        this.log.error("sandbox destroy failed", { error: errorMessage(err) });
+        return false;
+      },
+    );
+    return this.destroyed;
+  }
+
+  private warnAboutWeakIsolation(): void {
+    const { driver } = this.deps;
+    if (this.ticket.job.image !== null && driver.kind === "process") {
+      this.log.warn("the process driver ignores job images: steps run on the host's root filesystem (weaker isolation)", { image: this.ticket.job.image });
+    }
+    if (this.ticket.trustClass === "untrusted" && driver.isolation.level !== "microvm") {
+      this.log.warn("untrusted job on a non-microVM sandbox", { isolation: driver.isolation.level });
+    }
+  }
+
+  private async report(verdict: Verdict | null, sandboxDestroyed: boolean, setupEndedAt: number): Promise<void> {
+    const reason = this.stopReason;
+    const final = reason ? verdictForStop(reason, { timeoutMinutes: this.ticket.job.timeoutMinutes }) : verdict;
+    if (!final) {
+      this.log.warn("attempt fenced by the control plane; sandbox destroyed, nothing reported", { reason });
+      return;
+    }
+    const body = {
+      epoch: this.ticket.epoch,
+      outcome: final.outcome,
+      cause: final.cause?.slice(0, 200) ?? null,
+      message: final.message?.slice(0, 4000) ?? null,
+      exit_code: final.exitCode,
+      sandbox_destroyed: sandboxDestroyed,
+      phases: {
+        image_ms: 0,
+        dispatch_ms: wireMs((this.firstStepAt ?? setupEndedAt) - this.claimedAt),
+        execution_ms: wireMs(this.executionMs),
+        finalize_ms: 0,
+      },
+    };
+    // A lost lease is most likely refused (the attempt was re-dispatched); one try is enough.
+    await reportCompletion(this.deps.client, this.ticket, body, this.log, reason === "lease_lost" ? 1 : undefined);
+  }
+}

@@ -1,0 +1,63 @@
+// What an attempt reports, and why it stopped early when it did.
+import type { Outcome } from "@kiln/domain";
+import type { StepResult } from "../sandboxes/sandbox-driver.ts";
+
+export interface Verdict {
+  outcome: Outcome;
+  cause: string | null;
+  message: string | null;
+  exitCode: number | null;
+}
+
+/**
+ * Why an attempt was interrupted. cancel/timeout end the step gracefully (SIGTERM, grace, SIGKILL);
+ * the others kill at once. Higher rank wins when several arrive.
+ */
+export type StopReason = "cancel" | "timeout" | "shutdown" | "lease_lost" | "fenced";
+
+const RANK: Record<StopReason, number> = { cancel: 1, timeout: 1, shutdown: 2, lease_lost: 3, fenced: 4 };
+
+export function outranks(next: StopReason, current: StopReason | null): boolean {
+  return current === null || RANK[next] > RANK[current];
+}
+
+export function killsAtOnce(reason: StopReason): boolean {
+  return reason === "shutdown" || reason === "lease_lost" || reason === "fenced";
+}
+
+/** True for reasons that still matter after the steps finished (the lease is not ours any more). */
+export function overridesFinishedWork(reason: StopReason): boolean {
+  return reason === "lease_lost" || reason === "fenced";
+}
+
+export const SUCCESS: Verdict = { outcome: "success", cause: null, message: null, exitCode: null };
+
+export function platformFailure(cause: string, message: string): Verdict {
+  return { outcome: "platform_failure", cause, message, exitCode: null };
+}
+
+/** The verdict for an interrupted attempt; null means "report nothing" (fenced: no longer ours). */
+export function verdictForStop(reason: StopReason, ctx: { timeoutMinutes: number }): Verdict | null {
+  switch (reason) {
+    case "cancel":
+      return { outcome: "cancelled", cause: "run.cancelled", message: "cancelled at the control plane's request", exitCode: null };
+    case "timeout":
+      return { outcome: "timed_out", cause: "job.timeout", message: `job exceeded its timeout of ${ctx.timeoutMinutes} minute(s)`, exitCode: null };
+    case "shutdown":
+      return platformFailure("agent.shutdown", "the host agent shut down while the job was running");
+    case "lease_lost":
+      return platformFailure("lease.lost", "no heartbeat succeeded within the lease TTL; the agent destroyed the sandbox");
+    case "fenced":
+      return null;
+  }
+}
+
+/** Null when the step succeeded. Steps are numbered from 1 in messages. */
+export function stepFailureVerdict(index: number, command: string, result: StepResult): Verdict | null {
+  if (result.exitCode === 0 && result.signal === null) return null;
+  const what = `step ${index + 1} (${command.slice(0, 80)})`;
+  if (result.signal !== null) {
+    return { outcome: "user_failure", cause: "step.failed", message: `${what} was killed by signal ${result.signal}`, exitCode: null };
+  }
+  return { outcome: "user_failure", cause: "step.failed", message: `${what} exited with code ${result.exitCode}`, exitCode: result.exitCode };
+}

@@ -1,0 +1,135 @@
+// Fetch-based client for the agent <-> control-plane protocol. Requests are checked against the
+// shared zod schemas before they leave, responses are validated before anyone trusts them, and
+// every failure comes back as a value (never a throw) so each loop decides how to retry.
+import { agentProtocol } from "@kiln/domain";
+import type { z } from "zod";
+
+export type RegisterSessionRequest = z.input<typeof agentProtocol.registerSessionRequest>;
+export type RegisterSessionResponse = z.output<typeof agentProtocol.registerSessionResponse>;
+export type ClaimRequest = z.input<typeof agentProtocol.claimRequest>;
+export type JobTicket = agentProtocol.JobTicketWire;
+export type HeartbeatRequest = z.input<typeof agentProtocol.heartbeatRequest>;
+export type HeartbeatResponse = z.output<typeof agentProtocol.heartbeatResponse>;
+export type CompleteRequest = z.input<typeof agentProtocol.completeRequest>;
+export type CompleteResponse = z.output<typeof agentProtocol.completeResponse>;
+
+export type ApiResult<T> =
+  | { ok: true; status: number; data: T }
+  /** The server answered with an error status; `code` is its namespaced error code if it sent one. */
+  | { ok: false; kind: "http"; status: number; code: string; message: string }
+  /** No answer: connection refused, reset, timeout. The request may or may not have been applied. */
+  | { ok: false; kind: "network"; message: string }
+  /** A 2xx whose body does not match the contract. */
+  | { ok: false; kind: "protocol"; status: number; message: string };
+
+/** Worth repeating the same request: no answer, a server error or back-pressure. */
+export function isRetriable(r: ApiResult<unknown>): boolean {
+  if (r.ok) return false;
+  if (r.kind === "network") return true;
+  return r.kind === "http" && (r.status >= 500 || r.status === 429);
+}
+
+export function describeFailure(r: ApiResult<unknown>): string {
+  if (r.ok) return `ok (${r.status})`;
+  if (r.kind === "http") return `${r.status} ${r.code}: ${r.message}`;
+  if (r.kind === "protocol") return `bad response (${r.status}): ${r.message}`;
+  return `network error: ${r.message}`;
+}
+
+interface CallOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export class ControlClient {
+  private readonly baseUrl: string;
+
+  constructor(
+    baseUrl: string,
+    private readonly hostToken: string,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  }
+
+  registerSession(body: RegisterSessionRequest, opts: CallOptions): Promise<ApiResult<RegisterSessionResponse>> {
+    const payload = agentProtocol.registerSessionRequest.parse(body);
+    return this.post("/v1/agent/sessions", this.hostToken, payload, agentProtocol.registerSessionResponse, opts);
+  }
+
+  /** `data` is null on 204: nothing to do within wait_ms. */
+  claim(body: ClaimRequest, opts: CallOptions): Promise<ApiResult<JobTicket | null>> {
+    const payload = agentProtocol.claimRequest.parse(body);
+    return this.post("/v1/agent/claims", this.hostToken, payload, agentProtocol.jobTicket, opts, true);
+  }
+
+  heartbeat(jobId: string, jobToken: string, body: HeartbeatRequest, opts: CallOptions): Promise<ApiResult<HeartbeatResponse>> {
+    const payload = agentProtocol.heartbeatRequest.parse(body);
+    const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/heartbeat`;
+    return this.post(path, jobToken, payload, agentProtocol.heartbeatResponse, opts);
+  }
+
+  complete(jobId: string, jobToken: string, body: CompleteRequest, opts: CallOptions): Promise<ApiResult<CompleteResponse>> {
+    const payload = agentProtocol.completeRequest.parse(body);
+    const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/complete`;
+    return this.post(path, jobToken, payload, agentProtocol.completeResponse, opts);
+  }
+
+  private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions): Promise<ApiResult<T>>;
+  private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions, allowNoContent: true): Promise<ApiResult<T | null>>;
+  private async post<T>(
+    path: string,
+    token: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    opts: CallOptions,
+    allowNoContent = false,
+  ): Promise<ApiResult<T | null>> {
+    const timeout = AbortSignal.timeout(opts.timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify(body),
+        signal,
+      });
+      text = await res.text();
+    } catch (err) {
+      return { ok: false, kind: "network", message: describeNetworkError(err) };
+    }
+    if (res.status === 204 && allowNoContent) return { ok: true, status: 204, data: null };
+    if (!res.ok) return { ok: false, kind: "http", status: res.status, ...parseErrorBody(res.status, text) };
+    const parsed = schema.safeParse(safeJson(text));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return { ok: false, kind: "protocol", status: res.status, message: issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid body" };
+    }
+    return { ok: true, status: res.status, data: parsed.data };
+  }
+}
+
+function parseErrorBody(status: number, text: string): { code: string; message: string } {
+  const parsed = agentProtocol.errorBody.safeParse(safeJson(text));
+  if (parsed.success) return { code: parsed.data.error.code, message: parsed.data.error.message.slice(0, 500) };
+  return { code: `HTTP_${status}`, message: text.slice(0, 200) };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function describeNetworkError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.name === "TimeoutError") return "request timed out";
+  if (err.name === "AbortError") return "request aborted";
+  // undici hides the useful part (ECONNREFUSED, ...) in `cause`.
+  const cause = (err as Error & { cause?: unknown }).cause;
+  return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
+}

@@ -1,0 +1,58 @@
+// The agent's whole configuration, parsed once at boot (conventions rule 11). This is the only
+// file that may read process.env; everything else receives the parsed `AgentEnv`.
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+
+/** Unset and empty mean the same thing: use the default. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === "" ? undefined : v), schema);
+
+const intVar = (min: number, max: number, fallback: number) =>
+  optional(z.coerce.number().int().min(min).max(max).default(fallback));
+
+export function parseEnv(source: Record<string, string | undefined>, pid = process.pid) {
+  const schema = z.object({
+    // Base URL of the control plane's agent API. Default: a control plane on this machine.
+    KILN_CONTROL_URL: optional(z.url().default("http://127.0.0.1:3000")),
+    // Host credential (Bearer) for /v1/agent/sessions and /v1/agent/claims. Required, no default:
+    // the control plane maps it to a pool. Never logged and never passed to a step.
+    KILN_AGENT_TOKEN: z.string({ error: "KILN_AGENT_TOKEN is required (the host credential)" }).min(1),
+    // Which SandboxDriver runs jobs: `process` (host processes + namespaces when available) or
+    // `microvm` (not in this build; the agent exits with an error). Default: process.
+    KILN_SANDBOX_DRIVER: optional(z.enum(["process", "microvm"]).default("process")),
+    // Pool name, informational only (logged): the control plane derives the pool from the token.
+    KILN_POOL: optional(z.string().min(1).default("default")),
+    // Jobs this agent runs at once; one claim loop per slot. Default 2.
+    KILN_AGENT_SLOTS: intVar(1, 64, 2),
+    // Pre-booted sandboxes kept ready. The process driver has nothing to pre-boot (a sandbox is a
+    // directory), so the default is 0 and other values are ignored with a log line.
+    KILN_WARM_POOL_SIZE: intVar(0, 64, 0),
+    // Where sandboxes live (<dir>/<attemptId>/{workspace,home,tmp}). Default is per process so two
+    // agents on one host never share it: ./.kiln-data/agent-<pid>.
+    KILN_WORK_DIR: optional(z.string().min(1).default(`./.kiln-data/agent-${pid}`)),
+    // Name this agent registers under. Default: <os hostname>-<pid>.
+    KILN_HOSTNAME: optional(z.string().min(1).max(200).default(`${os.hostname()}-${pid}`)),
+    // How long one claim request long-polls for work (the protocol caps it at 30 s). Default 20 s.
+    KILN_CLAIM_WAIT_MS: intVar(0, 30_000, 20_000),
+    // Between SIGTERM and SIGKILL when a job is cancelled or times out. Default 5 s.
+    KILN_CANCEL_GRACE_MS: intVar(0, 300_000, 5_000),
+  });
+  const env = schema.parse(source);
+  return { ...env, KILN_WORK_DIR: path.resolve(env.KILN_WORK_DIR) };
+}
+
+export type AgentEnv = ReturnType<typeof parseEnv>;
+
+/** Parses the real environment; throws a readable message listing every bad variable. */
+export function loadEnv(): AgentEnv {
+  try {
+    return parseEnv(process.env);
+  } catch (err) {
+    if (err instanceof z.ZodError) {
+      const lines = err.issues.map((i) => `  ${i.path.join(".") || "(env)"}: ${i.message}`);
+      throw new Error(`invalid host-agent environment:\n${lines.join("\n")}`);
+    }
+    throw err;
+  }
+}

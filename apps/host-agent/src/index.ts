@@ -1,0 +1,32 @@
+// Composition root: parse env, build the driver and client, start the agent, wire signals.
+import { HostAgent } from "./agent.ts";
+import { ControlClient } from "./control-client.ts";
+import { loadEnv } from "./env.ts";
+import { createLogger, errorMessage, writeStdoutLine } from "./logger.ts";
+import { createSandboxDriver } from "./sandboxes/index.ts";
+
+let env;
+try {
+  env = loadEnv();
+} catch (err) {
+  process.stderr.write(`${errorMessage(err)}\n`);
+  process.exit(1);
+}
+
+const logger = createLogger({ service: "host-agent", hostname: env.KILN_HOSTNAME });
+
+try {
+  const driver = await createSandboxDriver(env.KILN_SANDBOX_DRIVER, env.KILN_WORK_DIR);
+  const client = new ControlClient(env.KILN_CONTROL_URL, env.KILN_AGENT_TOKEN);
+  const agent = new HostAgent({ env, client, driver, logger, writeOutput: writeStdoutLine });
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info("signal received", { signal });
+      void agent.stop().then(() => process.exit(0));
+    });
+  }
+  await agent.run();
+} catch (err) {
+  logger.error("host agent stopped on a fatal error", { error: errorMessage(err) });
+  process.exit(1);
+}

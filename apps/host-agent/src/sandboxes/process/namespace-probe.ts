@@ -1,0 +1,65 @@
+// Decides once, at startup, whether steps can run in their own Linux namespaces via util-linux
+// `unshare`. The probe runs exactly the wrapper used for steps, so "probe passed" means "the wrapper
+// works here" (containers and hardened kernels often forbid one of the namespaces).
+import { execFile } from "node:child_process";
+import { access, constants } from "node:fs/promises";
+import type { SandboxIsolation } from "../sandbox-driver.ts";
+
+const PROBE_PATH = "/usr/local/bin:/usr/bin:/bin";
+const UNSHARE_CANDIDATES = ["/usr/bin/unshare", "/bin/unshare", "/usr/local/bin/unshare", "/usr/sbin/unshare"];
+const PROBE_TIMEOUT_MS = 5_000;
+
+// pid: the step is pid 1 of its own namespace, so every descendant dies with it (--kill-child ties
+// that to unshare's own death) and it cannot see or signal host processes (/proc is remounted);
+// net: only a down loopback, no network; ipc/uts: no shared SysV IPC, own hostname.
+const NAMESPACE_FLAGS = ["--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts"];
+// Without root, namespaces need a user namespace; the step then looks like root inside it but
+// holds no privilege on the host.
+const UNPRIVILEGED_FLAGS = ["--user", "--map-root-user"];
+
+export type NamespaceSupport =
+  | { available: true; unsharePath: string; args: string[]; isolation: SandboxIsolation }
+  | { available: false; reason: string; isolation: SandboxIsolation };
+
+export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promise<NamespaceSupport> {
+  const unsharePath = await findExecutable(UNSHARE_CANDIDATES);
+  if (!unsharePath) return unavailable("util-linux `unshare` not found");
+  const args = isRoot ? NAMESPACE_FLAGS : [...UNPRIVILEGED_FLAGS, ...NAMESPACE_FLAGS];
+  const result = await run(unsharePath, [...args, "--", "/bin/sh", "-c", "true"]);
+  if (result !== null) return unavailable(`\`unshare ${args.join(" ")}\` failed: ${result}`);
+  const detail = isRoot
+    ? "pid,net,ipc,uts,mount namespaces via unshare (agent is root: steps run as host root, no user namespace)"
+    : "user,pid,net,ipc,uts,mount namespaces via unshare (steps run as the agent's uid)";
+  return { available: true, unsharePath, args, isolation: { level: "namespaces", detail } };
+}
+
+export function unavailable(reason: string): NamespaceSupport {
+  return {
+    available: false,
+    reason,
+    isolation: { level: "none", detail: `plain host processes in their own process group (${reason})` },
+  };
+}
+
+async function findExecutable(candidates: string[]): Promise<string | null> {
+  for (const candidate of candidates) {
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here; try the next location
+    }
+  }
+  return null;
+}
+
+/** Null on exit 0, otherwise a short reason. */
+function run(file: string, args: string[]): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(file, args, { env: { PATH: PROBE_PATH }, timeout: PROBE_TIMEOUT_MS }, (err, _stdout, stderr) => {
+      if (!err) return resolve(null);
+      const text = String(stderr).trim().split("\n")[0] ?? "";
+      resolve(text || err.message);
+    });
+  });
+}

@@ -1,0 +1,131 @@
+// One attempt's sandbox for the process driver: a directory with workspace/home/tmp, steps as
+// host processes in their own process group and, when the host allows it, their own
+// pid/net/ipc/uts/mount namespaces.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import path from "node:path";
+import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
+import { monotonicNow, sleep } from "../../timing.ts";
+import type { NamespaceSupport } from "./namespace-probe.ts";
+import { killProcessesUnder } from "./process-sweep.ts";
+import { removeTree } from "./remove-tree.ts";
+
+// After the step's shell exits we kill its group; an escaped writer (setsid) could still hold the
+// pipes open. Past this grace the pipes are closed from our side so the step always returns.
+const PIPE_CLOSE_GRACE_MS = 2_000;
+// destroy() waits this long for a SIGKILLed step to be reaped before removing its files.
+const REAP_WAIT_MS = 5_000;
+
+interface RunningStep {
+  pid: number;
+  done: Promise<unknown>;
+}
+
+export class ProcessSandbox implements Sandbox {
+  readonly paths: SandboxPaths;
+  readonly hostWorkspaceDir: string;
+  private running: RunningStep | null = null;
+  private destroying: Promise<void> | null = null;
+
+  constructor(
+    readonly id: string,
+    private readonly root: string,
+    private readonly namespaces: NamespaceSupport,
+  ) {
+    this.paths = { workspace: path.join(root, "workspace"), home: path.join(root, "home"), tmp: path.join(root, "tmp") };
+    this.hostWorkspaceDir = this.paths.workspace;
+  }
+
+  get isolation() {
+    return this.namespaces.isolation;
+  }
+
+  async runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult> {
+    if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
+    if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
+    const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
+    const [file, args] = this.namespaces.available
+      ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
+      : ["/bin/sh", ["-c", command]];
+    const startedAt = monotonicNow();
+    // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
+    // terminal's Ctrl-C on the agent does not hit the step. `env` is passed as-is: nothing of the
+    // agent's own environment (its tokens included) is inherited.
+    const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", onStdout);
+    child.stderr.on("data", onStderr);
+    const pipesClosed = Promise.all([once(child.stdout, "close"), once(child.stderr, "close")]);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      child.once("error", reject); // spawn failure (missing binary, bad cwd)
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    const done = this.finishStep(child.pid, exited, pipesClosed, () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    });
+    if (child.pid !== undefined) this.running = { pid: child.pid, done: done.catch(() => undefined) };
+    try {
+      const { code, signal } = await done;
+      return { exitCode: code, signal, durationMs: monotonicNow() - startedAt };
+    } finally {
+      this.running = null;
+    }
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    if (this.running) killGroup(this.running.pid, signal);
+  }
+
+  destroy(): Promise<void> {
+    this.destroying ??= this.teardown();
+    return this.destroying;
+  }
+
+  private async finishStep(
+    pid: number | undefined,
+    exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>,
+    pipesClosed: Promise<unknown>,
+    closePipes: () => void,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    try {
+      const result = await exited;
+      // Nothing a step started may outlive it: background jobs would otherwise keep running into
+      // the next step (or the next job) and hold the output pipes open forever. With a pid
+      // namespace the kernel already did this when the step's pid 1 exited.
+      if (pid !== undefined) killGroup(pid, "SIGKILL");
+      await killProcessesUnder(this.root);
+      await Promise.race([pipesClosed, sleep(PIPE_CLOSE_GRACE_MS)]);
+      return result;
+    } finally {
+      closePipes();
+    }
+  }
+
+  private async teardown(): Promise<void> {
+    const running = this.running;
+    if (running) {
+      killGroup(running.pid, "SIGKILL");
+      await Promise.race([running.done, sleep(REAP_WAIT_MS)]);
+    }
+    // Also catches processes that escaped the group and a checkout still running in the workspace.
+    await killProcessesUnder(this.root);
+    await removeTree(this.root);
+  }
+
+  private resolveWorkingDirectory(relative: string | undefined): string {
+    const workspace = this.paths.workspace;
+    const cwd = path.resolve(workspace, relative ?? ".");
+    if (cwd !== workspace && !cwd.startsWith(`${workspace}${path.sep}`)) {
+      throw new Error(`working directory ${JSON.stringify(relative)} is outside the workspace`);
+    }
+    return cwd;
+  }
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone
+  }
+}

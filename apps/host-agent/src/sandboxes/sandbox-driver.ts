@@ -1,0 +1,77 @@
+// The SandboxDriver port (conventions rule 10): how the agent gets an isolated place to run one
+// attempt's steps. One folder per driver: `process/` today; a `microvm/` driver (QEMU/Firecracker)
+// plugs in behind the same interface later:
+//   - create(spec) boots/prepares the sandbox (a microVM restores a snapshot or boots the image;
+//     its cost is the attempt's image_ms),
+//   - hostWorkspaceDir is where the agent checks the source out *before* any step runs (the process
+//     driver uses it directly; a microVM driver shares it via virtiofs or packs it into a disk),
+//   - paths are what steps see (guest paths), used for HOME/TMPDIR/KILN_WORKSPACE,
+//   - runStep executes one shell command to completion with a clean, explicit environment,
+//   - kill signals whatever the current step left running; destroy removes every trace.
+
+/** What actually separates a step from the host, recorded per attempt. */
+export type IsolationLevel = "microvm" | "namespaces" | "none";
+
+export interface SandboxIsolation {
+  level: IsolationLevel;
+  /** Human-readable account of what was applied, e.g. "pid,net,ipc,uts,mount namespaces". */
+  detail: string;
+}
+
+export interface SandboxSpec {
+  /** Unique per attempt; drivers use it to name the sandbox. Must match SAFE_SANDBOX_ID. */
+  attemptId: string;
+  /** Container/VM image requested by the job; drivers without images ignore it (and say so). */
+  image: string | null;
+}
+
+/** Directory names and VM ids come from this; anything else is refused (no path games). */
+export const SAFE_SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** Paths as the step sees them. */
+export interface SandboxPaths {
+  workspace: string;
+  home: string;
+  tmp: string;
+}
+
+export interface StepOptions {
+  /** Working directory relative to the workspace (default: the workspace root). */
+  workingDirectory?: string;
+}
+
+export type OutputListener = (chunk: Buffer) => void;
+
+export interface StepResult {
+  /** Exit code of the step's shell; null when it was killed by a signal. */
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** Wall time from spawn to exit, monotonic. */
+  durationMs: number;
+}
+
+export interface Sandbox {
+  readonly id: string;
+  readonly isolation: SandboxIsolation;
+  readonly paths: SandboxPaths;
+  readonly hostWorkspaceDir: string;
+  /**
+   * Runs `/bin/sh -c command` inside the sandbox with exactly `env` (nothing inherited from the
+   * agent). Output is delivered as it arrives and is always drained, so a chatty step can never
+   * block on a full pipe. One step at a time.
+   */
+  runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult>;
+  /** Sends `signal` to everything the running step started. No-op when no step runs. */
+  kill(signal: NodeJS.Signals): void;
+  /** Kills everything left and removes all sandbox state. Idempotent; safe to call concurrently. */
+  destroy(): Promise<void>;
+}
+
+export interface SandboxDriver {
+  readonly kind: "process" | "microvm";
+  /** What every sandbox from this driver gets (probed once at startup). */
+  readonly isolation: SandboxIsolation;
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** Removes sandboxes a previous (crashed) agent left behind in the driver's own storage. */
+  removeLeftovers(): Promise<number>;
+}

@@ -1,0 +1,77 @@
+// Puts the commit under test into the (still empty) workspace. Runs as the agent, outside the
+// sandbox, before any user code: `git init` + shallow fetch of exactly one commit + checkout.
+// Git gets a clean environment too: no agent tokens, no user/system git config (credential
+// helpers, url rewrites), no prompts, and only ordinary transports (never `ext::`).
+import { spawn } from "node:child_process";
+import { redactUrlCredentials } from "../logger.ts";
+
+const GIT_ENV = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  HOME: "/nonexistent",
+  LC_ALL: "C",
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_ALLOW_PROTOCOL: "http:https:ssh:git:file",
+};
+const STDERR_KEEP_BYTES = 2_000;
+export const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
+
+export class CheckoutError extends Error {
+  override name = "CheckoutError";
+}
+
+export interface CheckoutSpec {
+  dir: string;
+  cloneUrl: string;
+  commitSha: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
+  // Both values end up as git arguments: refuse anything git could read as an option.
+  if (spec.cloneUrl.startsWith("-") || spec.cloneUrl.length === 0) throw new CheckoutError("invalid clone URL");
+  if (!/^[0-9a-f]{7,64}$/i.test(spec.commitSha)) throw new CheckoutError(`invalid commit sha ${JSON.stringify(spec.commitSha.slice(0, 80))}`);
+  const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
+  const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+  await git("init", ["init", "-q", spec.dir], signal);
+  await git("fetch", ["-C", spec.dir, "fetch", "-q", "--depth", "1", "--", spec.cloneUrl, spec.commitSha], signal);
+  await git("checkout", ["-C", spec.dir, "checkout", "-q", "FETCH_HEAD"], signal);
+}
+
+function git(what: string, args: string[], signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new CheckoutError("checkout aborted"));
+    // Own process group so an abort also stops git's helpers (git-remote-https, ...).
+    const child = spawn("git", args, { env: GIT_ENV, detached: true, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_KEEP_BYTES);
+    });
+    const onAbort = (): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already exited
+      }
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.once("error", (err) => {
+      signal.removeEventListener("abort", onAbort);
+      reject(new CheckoutError(`cannot run git: ${err.message}`));
+    });
+    child.once("close", (code, sig) => {
+      signal.removeEventListener("abort", onAbort);
+      if (code === 0) return resolve();
+      const why = signal.aborted ? (timedOut(signal) ? "timed out" : "aborted") : sig ? `killed by ${sig}` : `exited with code ${code}`;
+      const detail = redactUrlCredentials(stderr.trim());
+      reject(new CheckoutError(`git ${what} ${why}${detail ? `: ${detail}` : ""}`));
+    });
+  });
+}
+
+function timedOut(signal: AbortSignal): boolean {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === "TimeoutError";
+}

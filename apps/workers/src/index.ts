@@ -1,0 +1,63 @@
+import path from "node:path";
+import { createDb } from "@kiln/db";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@kiln/engine";
+import { PgBoss } from "pg-boss";
+import { env } from "./env.ts";
+import type { WorkerDeps } from "./jobs/job-definition.ts";
+import { reconcileJob } from "./jobs/reconcile.job.ts";
+import { JOBS } from "./jobs/registry.ts";
+import { OutboxRelay } from "./relay.ts";
+
+// Composition only: clients, queues, handlers, the relay and the reconcile ticker.
+const cfg: EngineConfig = {
+  ...DEFAULT_ENGINE_CONFIG,
+  leaseTtlMs: env.KILN_LEASE_TTL_MS,
+  heartbeatMs: env.KILN_HEARTBEAT_MS,
+  retryBudget: env.KILN_RETRY_BUDGET,
+  backoffBaseMs: env.KILN_BACKOFF_BASE_MS,
+  backoffMaxMs: env.KILN_BACKOFF_MAX_MS,
+  redispatchAfterMs: Math.max(2_000, Math.min(15_000, env.KILN_LEASE_TTL_MS)),
+};
+const db = createDb({ url: env.DATABASE_URL, max: 8 });
+const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
+boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
+await boss.start();
+
+const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache") };
+for (const job of JOBS) {
+  if (!(await boss.getQueue(job.name))) {
+    await boss.createQueue(job.name, { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds }).catch(() => undefined);
+  }
+  await boss.work(job.name, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([j]) => {
+    if (!j) return;
+    const data = job.payload.parse(j.data);
+    await job.handle(deps, data as never, j);
+  });
+}
+await boss.schedule("reconcile", "* * * * *", {});
+
+const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS);
+await relay.start();
+
+// The ticker runs the sweep in-process at sub-minute resolution; the cron above is the backstop
+// if this loop ever wedges.
+let sweeping = false;
+const ticker = setInterval(() => {
+  if (sweeping) return;
+  sweeping = true;
+  void reconcileJob.handle(deps, {}, { id: "tick", name: "reconcile", data: {}, expireInSeconds: 60, heartbeatSeconds: null, retryCount: 0, signal: new AbortController().signal })
+    .catch((e: unknown) => console.error(JSON.stringify({ level: "error", msg: "reconcile failed", err: String(e).slice(0, 300) })))
+    .finally(() => { sweeping = false; });
+}, env.KILN_RECONCILE_MS);
+
+console.log(JSON.stringify({ level: "info", msg: "workers started", jobs: JOBS.map((j) => j.name) }));
+
+const shutdown = async () => {
+  clearInterval(ticker);
+  relay.stop();
+  await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
+  await db.$disconnect().catch(() => undefined);
+  process.exit(0);
+};
+process.on("SIGTERM", () => void shutdown());
+process.on("SIGINT", () => void shutdown());

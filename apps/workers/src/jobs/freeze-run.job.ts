@@ -1,0 +1,20 @@
+import { freezeRun } from "@kiln/engine";
+import { z } from "zod";
+import { defineJob } from "./job-definition.ts";
+
+/**
+ * Freezes an accepted run: workflow bytes at the pinned commit, parsed, jobs created. Idempotent:
+ * a second delivery finds the run no longer pending. An unreachable git server throws so pg-boss
+ * retries; the last try records a platform failure instead of leaving the run pending forever.
+ */
+export const freezeRunJob = defineJob({
+  name: "run-freeze",
+  payload: z.object({ runId: z.string().uuid() }),
+  retryLimit: 5,
+  retryDelaySeconds: 2,
+  expireInSeconds: 120,
+  handle: async ({ db, gitCacheDir }, data, job) => {
+    const outcome = await freezeRun(db, { runId: data.runId, gitCacheDir, finalTry: job.retryCount >= 5 });
+    if (outcome === "retry_later") throw new Error(`git source unreachable for run ${data.runId}; will retry`);
+  },
+});

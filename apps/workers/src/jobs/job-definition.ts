@@ -1,0 +1,25 @@
+import type { Db } from "@kiln/db";
+import type { EngineConfig } from "@kiln/engine";
+import type { Job, PgBoss } from "pg-boss";
+import type { z } from "zod";
+
+export interface WorkerDeps {
+  db: Db;
+  boss: PgBoss;
+  cfg: EngineConfig;
+  gitCacheDir: string;
+}
+
+/** One pg-boss job per file: name, payload schema, retry policy, idempotent handler (rule 9). */
+export interface JobDefinition<S extends z.ZodType> {
+  name: string;
+  payload: S;
+  retryLimit: number;
+  retryDelaySeconds: number;
+  expireInSeconds: number;
+  handle: (deps: WorkerDeps, data: z.infer<S>, job: Job<unknown>) => Promise<void>;
+}
+
+export function defineJob<S extends z.ZodType>(d: JobDefinition<S>): JobDefinition<S> {
+  return d;
+}

@@ -1,0 +1,21 @@
+import { reconcile } from "@kiln/engine";
+import { z } from "zod";
+import { defineJob } from "./job-definition.ts";
+
+/**
+ * The reconciler sweep. It is both scheduled (a cron backstop) and ticked by the workers process at
+ * KILN_RECONCILE_MS; every step re-checks state under row locks, so overlapping runs are harmless.
+ */
+export const reconcileJob = defineJob({
+  name: "reconcile",
+  payload: z.object({}).passthrough(),
+  retryLimit: 0,
+  retryDelaySeconds: 1,
+  expireInSeconds: 60,
+  handle: async ({ db, cfg }) => {
+    const r = await reconcile(db, cfg);
+    if (r.fenced + r.redispatched + r.refrozen + r.runsFinished > 0) {
+      console.log(JSON.stringify({ level: "info", msg: "reconciled", ...r }));
+    }
+  },
+});

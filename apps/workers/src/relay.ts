@@ -1,0 +1,91 @@
+import type { Db } from "@kiln/db";
+import { nextDeferredDelayMs, relayOutbox, type DispatchPayload, type OutboxMessage } from "@kiln/engine";
+import pg from "pg";
+import type { PgBoss } from "pg-boss";
+
+/**
+ * The outbox relay: committed rows -> pg-boss work queues (`dispatch-<pool>`, `run-freeze`).
+ * It wakes on the `kiln_outbox` NOTIFY its writers send on commit and polls as a backstop.
+ */
+export class OutboxRelay {
+  private stopped = false;
+  private wake: (() => void) | null = null;
+  private listener: pg.Client | null = null;
+  private readonly queues = new Set<string>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly boss: PgBoss,
+    private readonly databaseUrl: string,
+    private readonly pollMs: number,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.listen();
+    void this.loop();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+    void this.listener?.end().catch(() => undefined);
+  }
+
+  private async listen(): Promise<void> {
+    const c = new pg.Client({ connectionString: this.databaseUrl });
+    c.on("error", () => {
+      this.listener = null;
+      // Reconnect later; polling keeps the relay correct meanwhile.
+      setTimeout(() => void this.listen().catch(() => undefined), 1_000);
+    });
+    await c.connect();
+    await c.query("LISTEN kiln_outbox");
+    c.on("notification", () => this.wake?.());
+    this.listener = c;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let moved = 0;
+      try {
+        moved = await relayOutbox(this.db, (m) => this.publish(m));
+      } catch (e) {
+        console.error(JSON.stringify({ level: "error", msg: "relay pass failed", err: String(e).slice(0, 300) }));
+      }
+      if (moved > 0) continue;
+      const deferred = await nextDeferredDelayMs(this.db).catch(() => null);
+      const sleep = Math.min(this.pollMs, deferred ?? this.pollMs);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, sleep);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wake = null;
+    }
+  }
+
+  private async publish(messages: OutboxMessage[]): Promise<void> {
+    const pools = new Set<string>();
+    for (const m of messages) {
+      if (m.topic === "job.dispatch") {
+        const p = m.payload as DispatchPayload;
+        const queue = `dispatch-${p.pool}`;
+        await this.ensureQueue(queue);
+        await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
+        pools.add(p.pool);
+      } else {
+        await this.ensureQueue("run-freeze");
+        await this.boss.send("run-freeze", m.payload);
+      }
+    }
+    for (const pool of pools) await this.db.$executeRaw`SELECT pg_notify('kiln_dispatch', ${pool})`;
+  }
+
+  private async ensureQueue(name: string): Promise<void> {
+    if (this.queues.has(name)) return;
+    if (!(await this.boss.getQueue(name))) await this.boss.createQueue(name, { retryLimit: 0 }).catch(() => undefined);
+    this.queues.add(name);
+  }
+}

@@ -1,0 +1,84 @@
+// The `kiln` admin CLI: `npm run kiln -- <command>` against the running instance's database
+// (DATABASE_URL, or the URL `npm run up` recorded in $KILN_DATA_DIR/instance.json).
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { createDb } from "@kiln/db";
+import { isDomainError } from "@kiln/domain";
+import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
+
+const USAGE = `usage: npm run kiln -- <command> [--json]
+  org create <slug>
+  repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml]
+  member add <org> <login> --role admin|member|auditor
+  token create <org> --role admin|member|auditor [--name <name>]   (prints the token once)
+  agent-token create [--pool <name>]                                (a host credential for npm run agent)`;
+
+function databaseUrl(): string {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const dataDir = path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data");
+  try {
+    const info = JSON.parse(readFileSync(path.join(dataDir, "instance.json"), "utf8")) as { databaseUrl?: string };
+    if (info.databaseUrl) return info.databaseUrl;
+  } catch {
+    // fall through to the error below
+  }
+  throw new Error(`no DATABASE_URL and no running instance found in ${dataDir} (start one with npm run up)`);
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      json: { type: "boolean", default: false },
+      role: { type: "string" },
+      name: { type: "string" },
+      pool: { type: "string", default: "default" },
+      "clone-url": { type: "string" },
+      "webhook-secret": { type: "string" },
+      "workflow-path": { type: "string", default: ".kiln/workflow.yaml" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const [noun, verb, a, b] = positionals;
+  if (values.help || !noun) {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const db = createDb({ url: databaseUrl(), max: 2 });
+  const out = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
+  try {
+    const cmd = `${noun} ${verb ?? ""}`;
+    if (cmd === "org create" && a) {
+      const r = await createOrg(db, a);
+      out(`org ${r.slug} ${r.created ? "created" : "already exists"} (${r.id})`, r);
+    } else if (cmd === "repo add" && a) {
+      const [org, ...rest] = a.split("/");
+      if (!org || rest.length === 0 || !values["clone-url"] || !values["webhook-secret"]) throw new Error("repo add needs <org>/<name>, --clone-url and --webhook-secret");
+      const r = await addRepo(db, { orgSlug: org, name: a, cloneUrl: values["clone-url"], webhookSecret: values["webhook-secret"], workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml" });
+      out(`repo ${r.fullName} registered (id ${r.id})`, r);
+    } else if (cmd === "member add" && a && b && values.role) {
+      const r = await addMember(db, { orgSlug: a, login: b, role: values.role });
+      out(`${b} is now ${values.role} of ${a}`, { ...r, org: a, login: b, role: values.role });
+    } else if (cmd === "token create" && a && values.role) {
+      const r = await createApiToken(db, { orgSlug: a, role: values.role, ...(values.name ? { name: values.name } : {}) });
+      out(`${r.token}\n(shown once; only its hash is stored)`, { id: r.id, token: r.token, org: a, role: values.role });
+    } else if (cmd === "agent-token create") {
+      const r = await createAgentToken(db, { pool: values.pool ?? "default" });
+      out(`${r.token}\n(host credential for pool ${r.pool}; shown once)`, r);
+    } else {
+      console.error(USAGE);
+      return 2;
+    }
+    return 0;
+  } catch (e) {
+    const msg = isDomainError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+    if (values.json) console.log(JSON.stringify({ error: { code: isDomainError(e) ? e.code : "CLI.ERROR", message: msg } }));
+    else console.error(`kiln: ${msg}`);
+    return 1;
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+process.exit(await main());
