@@ -42,13 +42,16 @@ export class StepOutputSink {
     const allowed = Math.min(chunk.length, this.capBytes - this.usedBytes);
     this.usedBytes += allowed;
     this.dropped += chunk.length - allowed;
+    if (allowed > 0) this.split(stream, allowed === chunk.length ? chunk : chunk.subarray(0, allowed));
     if (allowed < chunk.length && !this.truncationNoted) {
       this.truncationNoted = true;
       this.flush();
       this.write(`[job ${this.label}] output reached ${this.capBytes} bytes for this attempt; further output is dropped`);
     }
-    if (allowed === 0) return;
-    let data = allowed === chunk.length ? chunk : chunk.subarray(0, allowed);
+  }
+
+  private split(stream: StreamName, chunk: Buffer): void {
+    let data = chunk;
     let newline = data.indexOf(NEWLINE);
     while (newline !== -1) {
       const line = Buffer.concat([...this.partial[stream], data.subarray(0, newline)]);

@@ -162,8 +162,8 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
     const sb = await newSandbox();
     const marker = `KILN_TEST_MARKER=${randomUUID()}`;
     const [key, value] = marker.split("=") as [string, string];
-    // A background job left by a finished step.
-    const r = await run(sb, "sleep 1000 & echo $!", { [key]: value });
+    // Background jobs left by a finished step, one of them escaped into its own session.
+    const r = await run(sb, "sleep 1000 & setsid sleep 1000 >/dev/null 2>&1 & echo $!", { [key]: value });
     expect(r.exitCode).toBe(0);
     expect(await waitUntilGone(await pidsWithEnv(marker))).toEqual([]);
     // A running step with background jobs, destroyed underneath.
