@@ -6,7 +6,7 @@ import type { ControlClient } from "./control-client.ts";
 import type { AgentEnv } from "./env.ts";
 import { JobRunner } from "./job-runner.ts";
 import type { LineWriter, Logger } from "./logger.ts";
-import type { SandboxDriver } from "./sandboxes/sandbox-driver.ts";
+import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
 
 export const SHUTDOWN_BUDGET_MS = 5_000;

@@ -6,7 +6,7 @@ import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { errorMessage, redactUrlCredentials, type LineWriter, type Logger } from "../logger.ts";
 import { StepOutputSink } from "../logs/step-output.ts";
-import type { Sandbox, SandboxDriver } from "../sandboxes/sandbox-driver.ts";
+import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
 import { checkoutSource } from "../source/git-checkout.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";

@@ -1,7 +1,7 @@
 // The complete environment of a step. Built from scratch, never from the agent's own environment:
 // the host credential and the job token must not be readable by user code.
 import type { JobTicket } from "../control-client.ts";
-import type { SandboxPaths } from "../sandboxes/sandbox-driver.ts";
+import type { SandboxPaths } from "../sandboxes/index.ts";
 
 export const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
 

@@ -1,6 +1,6 @@
 // What an attempt reports, and why it stopped early when it did.
 import type { Outcome } from "@kiln/domain";
-import type { StepResult } from "../sandboxes/sandbox-driver.ts";
+import type { StepResult } from "../sandboxes/index.ts";
 
 export interface Verdict {
   outcome: Outcome;

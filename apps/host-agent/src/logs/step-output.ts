@@ -4,7 +4,7 @@
 // blocks on a full pipe and the agent's memory stays bounded.
 import type { LineWriter } from "../logger.ts";
 
-export const STEP_OUTPUT_CAP_BYTES = 1024 * 1024;
+const STEP_OUTPUT_CAP_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
 
 type StreamName = "stdout" | "stderr";

@@ -4,7 +4,7 @@ import { FatalAgentError } from "../errors.ts";
 import { createProcessDriver } from "./process/process-driver.ts";
 import type { SandboxDriver } from "./sandbox-driver.ts";
 
-export type { Sandbox, SandboxDriver, SandboxIsolation, StepResult } from "./sandbox-driver.ts";
+export type { Sandbox, SandboxDriver, SandboxPaths, StepResult } from "./sandbox-driver.ts";
 
 export async function createSandboxDriver(kind: "process" | "microvm", workDir: string): Promise<SandboxDriver> {
   switch (kind) {

@@ -15,7 +15,7 @@ const GIT_ENV = {
   GIT_ALLOW_PROTOCOL: "http:https:ssh:git:file",
 };
 const STDERR_KEEP_BYTES = 2_000;
-export const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
+const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
 
 export class CheckoutError extends Error {
   override name = "CheckoutError";
