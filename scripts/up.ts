@@ -68,11 +68,12 @@ async function main(): Promise<void> {
     log("building the web app (next build)");
     await run("next", ["build"], { cwd: path.join(ROOT, "apps/web"), env });
   }
-  group.start("workers", "tsx", ["apps/workers/src/index.ts"], { cwd: ROOT, env });
+  // `node --import tsx`: one OS process each, so they can be frozen or killed by pid.
+  group.start("workers", process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env });
   group.start("web", "next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env });
   await waitForHttp(`http://127.0.0.1:${PORT}/healthz`, 60_000);
   for (let i = 0; i < AGENTS; i++) {
-    group.start(`agent-${i + 1}`, "tsx", ["apps/host-agent/src/index.ts"], {
+    group.start(`agent-${i + 1}`, process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], {
       cwd: ROOT,
       env: { ...env, KILN_CONTROL_URL: `http://127.0.0.1:${PORT}`, KILN_AGENT_TOKEN: demo.agentToken, KILN_WORK_DIR: path.join(DATA, `agent-${i + 1}`) },
     });

@@ -41,7 +41,7 @@ export class Platform {
     this.git = await startGitServer({ rootDir: path.join(this.tmp, "git") });
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
-    this.spawn("workers", path.join(ROOT, "node_modules/.bin/tsx"), ["apps/workers/src/index.ts"], ROOT, {});
+    this.spawn("workers", process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], ROOT, {});
     this.spawn("web", path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], path.join(ROOT, "apps/web"), {});
     await this.waitFor(`${this.base}/healthz`, 60_000);
   }
@@ -65,7 +65,9 @@ export class Platform {
 
   /** Starts one more host agent process (process driver) with a host credential for `pool`. */
   async startAgent(name: string, token: string, extra: Record<string, string> = {}): Promise<Proc> {
-    return this.spawn(name, path.join(ROOT, "node_modules/.bin/tsx"), ["apps/host-agent/src/index.ts"], ROOT, {
+    // `node --import tsx` rather than the tsx wrapper: one OS process per agent, so a test's
+    // SIGSTOP/SIGKILL by pid reaches the agent itself.
+    return this.spawn(name, process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], ROOT, {
       KILN_CONTROL_URL: this.base, KILN_AGENT_TOKEN: token, KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2",
       KILN_WORK_DIR: path.join(this.tmp, name), KILN_CLAIM_WAIT_MS: "2000", ...extra,
     });
