@@ -1,0 +1,68 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createDb, ensureDatabase, migrateDatabase, type Db } from "@kiln/db";
+import { startPostgres } from "@kiln/testkit";
+import { PgBoss } from "pg-boss";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/**
+ * A benchmark stack: a durable embedded PostgreSQL (default fsync settings, unlike the test
+ * harness), migrations, and the production web server and workers as separate processes.
+ */
+export class BenchStack {
+  db!: Db;
+  url = "";
+  base = "";
+  private tmp = "";
+  private stopPg: (() => Promise<void>) | null = null;
+  private procs: ChildProcess[] = [];
+
+  async start(port: number, env: Record<string, string> = {}): Promise<void> {
+    this.tmp = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-"));
+    await chmod(this.tmp, 0o755);
+    const pg = await startPostgres({ dataDir: path.join(this.tmp, "pg") });
+    this.stopPg = pg.stop;
+    this.url = pg.url.replace(/\/postgres$/, "/kiln");
+    await ensureDatabase(this.url);
+    await migrateDatabase(this.url);
+    const boss = new PgBoss({ connectionString: this.url, max: 2 });
+    await boss.start();
+    await boss.stop({ graceful: false, close: true });
+    this.db = createDb({ url: this.url, max: 10 });
+    const common = { ...process.env, DATABASE_URL: this.url, NEXT_TELEMETRY_DISABLED: "1", KILN_DATA_DIR: path.join(this.tmp, "data"), ...env };
+    this.procs.push(spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env: common, stdio: "ignore" }));
+    this.procs.push(spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" }));
+    this.base = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        if ((await fetch(`${this.base}/healthz`)).ok) break;
+      } catch {
+        // starting
+      }
+      if (Date.now() > deadline) throw new Error("web did not start");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  spawnAgent(token: string, extra: Record<string, string>): ChildProcess {
+    const child = spawn(process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, KILN_CONTROL_URL: this.base, KILN_AGENT_TOKEN: token, KILN_WORK_DIR: path.join(this.tmp, `agent-${this.procs.length}`), ...extra },
+      stdio: "ignore",
+    });
+    this.procs.push(child);
+    return child;
+  }
+
+  async stop(): Promise<void> {
+    for (const p of this.procs) p.kill("SIGKILL");
+    await this.db?.$disconnect();
+    await this.stopPg?.();
+    await rm(this.tmp, { recursive: true, force: true });
+  }
+}

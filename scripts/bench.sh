@@ -1,0 +1,10 @@
+#!/bin/sh
+# `npm run bench -- <name>` runs bench/<name>/run.ts (after making sure the web build is current).
+set -eu
+cd "$(dirname "$0")/.."
+name="${1:-control-plane}"
+shift || true
+if tsx -e 'import { webBuildIsStale } from "./scripts/lib/web-build.ts"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
+  (cd apps/web && next build)
+fi
+exec tsx "bench/$name/run.ts" "$@"
