@@ -24,10 +24,12 @@ if ! node_ok node; then
   export PATH
 fi
 
-# Install (or re-install) when the lockfile changed since the last install.
+# Install (or re-install) when the lockfile changed since the last install. `npm install` rather than
+# `npm ci`: npm 11 leaves vite's Windows-only optional dependency out of the lockfile and `npm ci` then
+# refuses the lockfile as out of sync; `npm install` still installs exactly the locked versions.
 if [ ! -f "$ROOT/node_modules/.package-lock.json" ] || [ "$ROOT/package-lock.json" -nt "$ROOT/node_modules/.package-lock.json" ]; then
-  echo "kiln: installing dependencies (npm ci)" >&2
-  (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
+  echo "kiln: installing dependencies (npm install, pinned by package-lock.json)" >&2
+  (cd "$ROOT" && npm install --no-audit --no-fund >&2)
 fi
 if [ ! -f "$ROOT/packages/db/src/generated/prisma/client.ts" ] || [ "$ROOT/prisma/schema.prisma" -nt "$ROOT/packages/db/src/generated/prisma/client.ts" ]; then
   (cd "$ROOT/packages/db" && npm run -s generate >&2)
