@@ -28,7 +28,7 @@ for (const job of JOBS) {
   if (!(await boss.getQueue(job.name))) {
     await boss.createQueue(job.name, { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds }).catch(() => undefined);
   }
-  await boss.work(job.name, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([j]) => {
+  await boss.work(job.name, { batchSize: 1, pollingIntervalSeconds: 0.5, localConcurrency: job.concurrency ?? 1 }, async ([j]) => {
     if (!j) return;
     const data = job.payload.parse(j.data);
     await job.handle(deps, data as never, j);

@@ -17,6 +17,8 @@ export interface JobDefinition<S extends z.ZodType> {
   retryLimit: number;
   retryDelaySeconds: number;
   expireInSeconds: number;
+  /** Handlers this process runs at once (I/O-bound jobs such as git fetches benefit). */
+  concurrency?: number;
   handle: (deps: WorkerDeps, data: z.infer<S>, job: Job<unknown>) => Promise<void>;
 }
 

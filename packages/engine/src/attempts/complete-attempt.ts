@@ -158,5 +158,5 @@ export async function scheduleRetry(tx: Tx, cfg: EngineConfig, run: { id: string
   const notBefore = new Date(a.now.getTime() + delay);
   await tx.$executeRaw`UPDATE job_run SET platform_retries = platform_retries + 1 WHERE id = ${a.jobId}::uuid`;
   const jobs = await tx.$queryRaw<{ id: string; pool: string }[]>`SELECT id, pool FROM job_run WHERE id = ${a.jobId}::uuid`;
-  await makeJobsReady(tx, run, jobs, "retry_scheduled", { notBefore });
+  await makeJobsReady(tx, jobs, "retry_scheduled", { notBefore });
 }

@@ -10,7 +10,7 @@ import {
   type Outcome,
   type RunStatus,
 } from "@kiln/domain";
-import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
+import { recordTransition } from "../shared/journal.ts";
 
 interface JobRow {
   id: string;
@@ -30,35 +30,38 @@ export async function loadJobs(tx: Tx, runId: string): Promise<JobRow[]> {
 
 /**
  * Moves jobs to READY (new dispatch generation, outbox row) inside the caller's transaction. The
- * guarded update makes a duplicate call a no-op.
+ * guarded update makes a duplicate call a no-op. One statement for any number of jobs: a 256-job
+ * fan-out is one round trip (update, transition events and outbox rows together), not 768.
  */
 export async function makeJobsReady(
   tx: Tx,
-  run: { id: string; orgId: string },
-  jobs: readonly { id: string; pool: string }[],
+  jobs: readonly { id: string }[],
   reason: "predecessors_succeeded" | "retry_scheduled",
   opts: { notBefore?: Date | null } = {},
 ): Promise<void> {
-  for (const job of jobs) {
-    const rows = await tx.$queryRaw<{ dispatch_generation: number; from_status: string }[]>`
+  if (jobs.length === 0) return;
+  const from = legalSources(JOB_TRANSITIONS, reason, "ready")[0] ?? "pending";
+  const notBefore = opts.notBefore ?? null;
+  const rows = await tx.$queryRaw<{ id: bigint }[]>`
+    WITH upd AS (
       UPDATE job_run j SET status = 'ready', dispatch_generation = j.dispatch_generation + 1,
-        ready_at = now(), dispatched_at = now(), next_attempt_at = ${opts.notBefore ?? null}::timestamptz
-      FROM (SELECT id, status AS from_status FROM job_run WHERE id = ${job.id}::uuid) old
-      WHERE j.id = old.id AND j.status = ANY(${legalSources(JOB_TRANSITIONS, reason, "ready")}::text[])
-      RETURNING j.dispatch_generation, old.from_status`;
-    const row = rows[0];
-    if (!row) continue;
-    await recordTransition(tx, {
-      orgId: run.orgId, runId: run.id, jobId: job.id, entity: "job", from: row.from_status, to: "ready", reason,
-      data: { generation: row.dispatch_generation, ...(opts.notBefore ? { not_before: opts.notBefore.toISOString() } : {}) },
-    });
-    await enqueueOutbox(
-      tx,
-      "job.dispatch",
-      { jobId: job.id, runId: run.id, orgId: run.orgId, pool: job.pool, generation: row.dispatch_generation },
-      { deliverAfter: opts.notBefore ?? null, dedupeKey: `${job.id}:${row.dispatch_generation}` },
-    );
-  }
+        ready_at = now(), dispatched_at = now(), next_attempt_at = ${notBefore}::timestamptz
+      WHERE j.id = ANY(${jobs.map((j) => j.id)}::uuid[]) AND j.status = ${from}
+      RETURNING j.id, j.run_id, j.org_id, j.pool, j.dispatch_generation
+    ), ev AS (
+      INSERT INTO transition_event (org_id, run_id, job_id, entity, from_state, to_state, reason, data)
+      SELECT org_id, run_id, id, 'job', ${from}, 'ready', ${reason},
+             jsonb_strip_nulls(jsonb_build_object('generation', dispatch_generation, 'not_before', ${notBefore}::timestamptz))
+      FROM upd
+    )
+    INSERT INTO outbox (topic, payload, dedupe_key, deliver_after)
+    SELECT 'job.dispatch',
+           jsonb_build_object('jobId', id, 'runId', run_id, 'orgId', org_id, 'pool', pool, 'generation', dispatch_generation),
+           id::text || ':' || dispatch_generation::text, COALESCE(${notBefore}::timestamptz, now())
+    FROM upd
+    RETURNING id`;
+  // Wakes the relay on commit (NOTIFY is transactional); a lost notification costs one poll interval.
+  if (rows.length > 0) await tx.$executeRaw`SELECT pg_notify('kiln_outbox', 'job.dispatch')`;
 }
 
 /**
@@ -87,7 +90,7 @@ export async function advanceRun(tx: Tx, run: { id: string; orgId: string; statu
       }
     }
     const readyJobs = ready.map((i) => byIndex.get(i)).filter((j): j is JobRow => j !== undefined);
-    await makeJobsReady(tx, run, readyJobs, "predecessors_succeeded");
+    await makeJobsReady(tx, readyJobs, "predecessors_succeeded");
     for (const j of readyJobs) j.status = "ready";
   }
   await finishRunIfDone(tx, run, jobs);

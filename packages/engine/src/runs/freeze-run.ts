@@ -55,19 +55,17 @@ export async function freezeRun(
   return done ? "frozen" : "not_pending";
 }
 
-/** Inserts the job rows for a frozen definition and makes the root jobs READY. */
+/** Inserts the job rows for a frozen definition (one statement) and makes the root jobs READY. */
 export async function createJobs(tx: Tx, run: { id: string; orgId: string }, def: WorkflowDefinition, pool = DEFAULT_POOL): Promise<void> {
-  const ids = new Map<number, string>();
-  for (const j of def.jobs) {
-    const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status)
-      VALUES (${run.id}::uuid, ${run.orgId}::uuid, ${j.index}, ${j.name}, ${j.needs}::int[], ${pool}, 'pending')
-      RETURNING id`;
-    const id = inserted[0]?.id;
-    if (id) ids.set(j.index, id);
-  }
+  const rows = def.jobs.map((j) => ({ job_index: j.index, name: j.name, needs: j.needs }));
+  const inserted = await tx.$queryRaw<{ id: string; job_index: number }[]>`
+    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status)
+    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, ${pool}, 'pending'
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(job_index int, name text, needs int[])
+    RETURNING id, job_index`;
+  const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
   const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));
-  await makeJobsReady(tx, run, roots.map((i) => ({ id: ids.get(i) ?? "", pool })).filter((j) => j.id !== ""), "predecessors_succeeded");
+  await makeJobsReady(tx, roots.flatMap((i) => { const id = ids.get(i); return id ? [{ id }] : []; }), "predecessors_succeeded");
 }
 
 async function failFreeze(
