@@ -5,14 +5,16 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { createDb } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
-import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
+import { addMember, addRepo, createAgentToken, createApiToken, createOrg, listEntitlements, setEntitlement } from "@kiln/engine";
 
 const USAGE = `usage: npm run kiln -- <command> [--json]
   org create <slug>
   repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml]
   member add <org> <login> --role admin|member|auditor
   token create <org> --role admin|member|auditor [--name <name>]   (prints the token once)
-  agent-token create [--pool <name>]                                (a host credential for npm run agent)`;
+  agent-token create [--pool <name>]                                (a host credential for npm run agent)
+  entitlement set <org> --pool <pool> --slots <n> --weight <w> [--cap <n>]   (audited)
+  entitlement list [<org>]`;
 
 function databaseUrl(): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
@@ -38,6 +40,9 @@ async function main(): Promise<number> {
       "webhook-secret": { type: "string" },
       "workflow-path": { type: "string", default: ".kiln/workflow.yaml" },
       help: { type: "boolean", default: false },
+      slots: { type: "string" },
+      weight: { type: "string" },
+      cap: { type: "string" },
     },
   });
   const [noun, verb, a, b] = positionals;
@@ -66,6 +71,19 @@ async function main(): Promise<number> {
     } else if (cmd === "agent-token create") {
       const r = await createAgentToken(db, { pool: values.pool ?? "default" });
       out(`${r.token}\n(host credential for pool ${r.pool}; shown once)`, r);
+    } else if (cmd === "entitlement set" && a && values.slots && values.weight) {
+      const int = (v: string, what: string) => {
+        if (!/^\d+$/.test(v)) throw new Error(`--${what} must be a non-negative integer`);
+        return Number(v);
+      };
+      const r = await setEntitlement(db, {
+        orgSlug: a, pool: values.pool ?? "default", slots: int(values.slots, "slots"), weight: int(values.weight, "weight"),
+        hardCap: values.cap === undefined ? null : int(values.cap, "cap"), actor: `cli:${process.env.USER ?? "unknown"}`,
+      });
+      out(`${r.org} in pool ${r.pool}: ${r.slots} slots, weight ${r.weight}, cap ${r.hard_cap ?? "none"} (running ${r.running})`, r);
+    } else if (cmd === "entitlement list") {
+      const rows = await listEntitlements(db, a);
+      out(rows.map((r) => `${r.org}\t${r.pool}\tslots=${r.slots}\tweight=${r.weight}\tcap=${r.hard_cap ?? "-"}\trunning=${r.running}`).join("\n") || "(no entitlements)", rows);
     } else {
       console.error(USAGE);
       return 2;

@@ -8,6 +8,8 @@ const schema = z.object({
   KILN_LEASE_TTL_MS: z.coerce.number().int().min(500).default(30_000),
   KILN_HEARTBEAT_MS: z.coerce.number().int().min(100).default(10_000),
   KILN_RETRY_BUDGET: z.coerce.number().int().min(0).max(10).default(2),
+  /** Must match the web app's: preemption for returning lent capacity runs only under "fair". */
+  KILN_DISPATCH_POLICY: z.enum(["fair", "fifo"]).default("fair"),
   /** Backoff before a platform-failure retry: base and cap. */
   KILN_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(1_000),
   KILN_BACKOFF_MAX_MS: z.coerce.number().int().min(0).default(60_000),

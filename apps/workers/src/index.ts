@@ -16,6 +16,7 @@ const cfg: EngineConfig = {
   retryBudget: env.KILN_RETRY_BUDGET,
   backoffBaseMs: env.KILN_BACKOFF_BASE_MS,
   backoffMaxMs: env.KILN_BACKOFF_MAX_MS,
+  dispatchPolicy: env.KILN_DISPATCH_POLICY,
   redispatchAfterMs: Math.max(2_000, Math.min(15_000, env.KILN_LEASE_TTL_MS)),
 };
 const db = createDb({ url: env.DATABASE_URL, max: 8 });

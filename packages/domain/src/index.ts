@@ -7,3 +7,4 @@ export * from "./attempts/retry-policy.ts";
 export * from "./tenants/trust-class.ts";
 export * from "./workflow/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
+export * as dispatch from "./dispatch/index.ts";

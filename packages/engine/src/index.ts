@@ -17,3 +17,6 @@ export { authenticateApiToken, authenticateAgentToken, authenticateJobToken } fr
 export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
 export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";
+export { setEntitlement, listEntitlements, type EntitlementRow } from "./tenants/entitlements.ts";
+export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
+export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";

@@ -75,8 +75,14 @@ describe("claim", () => {
     await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
     const tk = await claim(s);
     expect(tk).not.toBeNull();
-    const dup = await claimJob(t.db(), TEST_CFG, { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } });
+    // FIFO mode tries the hinted job first: the generation/status check refuses it.
+    const dup = await claimJob(t.db(), { ...TEST_CFG, dispatchPolicy: "fifo" }, { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } });
     expect(dup.kind).toBe("declined");
+    // Fair mode treats the hint as a wake-up only; either way nothing is claimed twice.
+    const fair = await claimJob(t.db(), TEST_CFG, { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } });
+    expect(fair.kind).toBe("none");
+    const attempts = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE job_id = ${tk!.jobId}::uuid`;
+    expect(attempts[0]?.n).toBe(1n);
   });
 });
 

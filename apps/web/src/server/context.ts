@@ -22,6 +22,7 @@ export function services(): Services {
     leaseTtlMs: e.KILN_LEASE_TTL_MS,
     heartbeatMs: e.KILN_HEARTBEAT_MS,
     retryBudget: e.KILN_RETRY_BUDGET,
+    dispatchPolicy: e.KILN_DISPATCH_POLICY,
   };
   // The web process only sends and fetches: the workers own pg-boss's schema and maintenance.
   const boss = new PgBoss({ connectionString: e.DATABASE_URL, max: 3, supervise: false, schedule: false, migrate: false, createSchema: false });

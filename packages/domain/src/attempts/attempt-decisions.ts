@@ -7,7 +7,7 @@ import { shouldRetryPlatformFailure } from "./retry-policy.ts";
 export interface CompletionState {
   run: { status: RunStatus; cancelVersion: number };
   job: { status: JobStatus; currentEpoch: number; platformRetries: number };
-  attempt: { epoch: number; status: AttemptStatus; leaseLive: boolean };
+  attempt: { epoch: number; status: AttemptStatus; leaseLive: boolean; preemptRequested?: boolean };
   reportedEpoch: number;
   reportedOutcome: Outcome;
   /** Artifact names the job must publish, and those SEALED for this very attempt. */
@@ -21,7 +21,9 @@ export type CompletionDecision =
   | { kind: "fail"; outcome: Exclude<Outcome, "success">; cause?: string; message?: string }
   | { kind: "retry"; cause?: string; message?: string }
   /** Cancellation committed first: record the stop, publish nothing. */
-  | { kind: "cancelled_first" };
+  | { kind: "cancelled_first" }
+  /** Background work stopped to return lent capacity: back to the queue, no retry budget used. */
+  | { kind: "requeue" };
 
 /**
  * The fencing rule (seed 000 sections 8-9): only the current epoch with a live lease may publish,
@@ -41,6 +43,8 @@ export function decideCompletion(s: CompletionState): CompletionDecision {
   if (s.job.status !== "running") {
     throw new DomainError("JOB.ILLEGAL_TRANSITION", `job is ${s.job.status}, not running`);
   }
+  // A preempted job that finished anyway keeps its result; otherwise it goes back to the queue.
+  if (s.attempt.preemptRequested && s.reportedOutcome !== "success") return { kind: "requeue" };
   if (s.reportedOutcome === "success") {
     const sealed = new Set(s.sealedArtifacts);
     const missing = s.requiredArtifacts.filter((n) => !sealed.has(n));

@@ -31,7 +31,6 @@ export interface PoolSchedulerConfig extends DispatchOptions {
   defaultEntitlement?: Pick<Entitlement, "slots" | "weight">;
 }
 
-const NO_PREEMPT: RunningJob[] = [];
 
 function backoffBefore(a: QueuedEntry, b: QueuedEntry): boolean {
   const na = a.job.notBefore ?? 0;
@@ -218,9 +217,9 @@ export class PoolScheduler {
   next(now: number): DispatchDecision {
     this.releaseDue(now);
     const hasDispatchable = this.active.some((orgs) => orgs.size > 0);
-    if (!hasDispatchable) return { pick: null, preempt: NO_PREEMPT, reason: "nothing_dispatchable" };
+    if (!hasDispatchable) return { pick: null, preempt: [], reason: "nothing_dispatchable" };
     if (this.runningTotal >= this.capacity) {
-      return this.policy === "fair" ? this.preemptForOwner() : { pick: null, preempt: NO_PREEMPT, reason: "no_capacity" };
+      return this.policy === "fair" ? this.preemptForOwner() : { pick: null, preempt: [], reason: "no_capacity" };
     }
     return this.policy === "fair" ? this.pickFair() : this.pickFifo();
   }
@@ -229,9 +228,9 @@ export class PoolScheduler {
     for (let lane = 0; lane < this.laneCount; lane++) {
       const best = this.bestOrg(lane, false);
       const head = best?.lanes[lane]?.peek();
-      if (best && head) return { pick: head.job, preempt: NO_PREEMPT, reason: band(best) === 0 ? "entitled" : "borrowed" };
+      if (best && head) return { pick: head.job, preempt: [], reason: band(best) === 0 ? "entitled" : "borrowed" };
     }
-    return { pick: null, preempt: NO_PREEMPT, reason: "org_cap" };
+    return { pick: null, preempt: [], reason: "org_cap" };
   }
 
   private pickFifo(): DispatchDecision {
@@ -241,7 +240,7 @@ export class PoolScheduler {
       const head = org.lanes[0]?.peek();
       if (head && (best === null || head.key < best.key || (head.key === best.key && head.job.jobId < best.job.jobId))) best = head;
     }
-    return best ? { pick: best.job, preempt: NO_PREEMPT, reason: "fifo" } : { pick: null, preempt: NO_PREEMPT, reason: "org_cap" };
+    return best ? { pick: best.job, preempt: [], reason: "fifo" } : { pick: null, preempt: [], reason: "org_cap" };
   }
 
   /**
@@ -263,7 +262,7 @@ export class PoolScheduler {
       if (!victim) break;
       return { pick: head.job, preempt: [victim.job], reason: "preempting_background" };
     }
-    return { pick: null, preempt: NO_PREEMPT, reason: "no_capacity" };
+    return { pick: null, preempt: [], reason: "no_capacity" };
   }
 
   private bestOrg(lane: number, ownersOnly: boolean): OrgState | null {

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
+  dispatch,
   backoffDelayMs,
   decideCompletion,
   DomainError,
@@ -51,7 +52,7 @@ export async function completeAttempt(db: Db, cfg: EngineConfig, rep: Completion
     const decision = decideCompletion({
       run: { status: run.status, cancelVersion: run.cancelVersion },
       job: { status: a.jobStatus, currentEpoch: a.jobCurrentEpoch, platformRetries: a.platformRetries },
-      attempt: { epoch: a.epoch, status: a.status, leaseLive: a.leaseLive },
+      attempt: { epoch: a.epoch, status: a.status, leaseLive: a.leaseLive, preemptRequested: a.preemptRequested },
       reportedEpoch: rep.epoch,
       reportedOutcome: rep.outcome,
       requiredArtifacts: required,
@@ -84,6 +85,11 @@ export async function completeAttempt(db: Db, cfg: EngineConfig, rep: Completion
         await finishJob(tx, run, a, decision.outcome, cause, message);
         await advanceRun(tx, run);
         return { accepted: true as const, jobOutcome: decision.outcome };
+      }
+      case "requeue": {
+        await finishAttempt(tx, a, "platform_failure", dispatch.PREEMPTED_CAUSE, "stopped to return lent capacity to its owner; re-queued", rep);
+        await requeuePreempted(tx, a);
+        return { accepted: true as const, jobOutcome: "retry_scheduled" as const };
       }
       case "retry": {
         const cause = decision.cause ?? rep.cause ?? "platform.unknown";
@@ -127,6 +133,10 @@ export async function finishAttempt(
       finalize_ms = COALESCE(${rep?.phases?.finalizeMs ?? null}::int, finalize_ms)
     WHERE id = ${a.id}::uuid AND status = 'running'`;
   if (n !== 1) throw new DomainError("ATTEMPT.STALE_EPOCH", "attempt already finished");
+  // Release the org's concurrency slot exactly once: the guarded update above succeeds only once.
+  await tx.$executeRaw`
+    UPDATE org_pool_usage u SET running = u.running - 1 FROM attempt a
+    WHERE a.id = ${a.id}::uuid AND u.org_id = a.org_id AND u.pool = a.pool AND u.running > 0`;
   await recordTransition(tx, {
     orgId: a.orgId, runId: a.runId, jobId: a.jobId, attemptId: a.id, entity: "attempt", from: "running", to: "completed",
     reason: outcome, data: { epoch: a.epoch, cause },
@@ -159,4 +169,9 @@ export async function scheduleRetry(tx: Tx, cfg: EngineConfig, run: { id: string
   await tx.$executeRaw`UPDATE job_run SET platform_retries = platform_retries + 1 WHERE id = ${a.jobId}::uuid`;
   const jobs = await tx.$queryRaw<{ id: string; pool: string }[]>`SELECT id, pool FROM job_run WHERE id = ${a.jobId}::uuid`;
   await makeJobsReady(tx, jobs, "retry_scheduled", { notBefore });
+}
+
+/** Preempted background work goes straight back to the queue: not a failure, not a retry. */
+export async function requeuePreempted(tx: Tx, a: AttemptView): Promise<void> {
+  await makeJobsReady(tx, [{ id: a.jobId }], "retry_scheduled");
 }

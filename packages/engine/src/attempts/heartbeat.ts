@@ -33,7 +33,7 @@ export async function heartbeat(
         dispatch_ms = COALESCE(${input.phase?.dispatchMs ?? null}::int, dispatch_ms),
         started_at = CASE WHEN ${input.phase?.started ?? false} THEN COALESCE(started_at, now()) ELSE started_at END
       WHERE id = ${a.id}::uuid AND status = 'running' AND epoch = ${input.epoch} AND lease_expires_at > now()
-      RETURNING lease_expires_at, cancel_requested`;
+      RETURNING lease_expires_at, cancel_requested OR preempt_requested AS cancel_requested`;
     const r = rows[0];
     if (!r) throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
     return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested || run.status === "cancelling" };

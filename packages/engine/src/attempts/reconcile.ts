@@ -1,9 +1,10 @@
 import { withTx, type Db } from "@kiln/db";
-import { decideLeaseExpiry } from "@kiln/domain";
+import { decideLeaseExpiry, dispatch } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun } from "../runs/advance-run.ts";
-import { finishAttempt, finishJob, scheduleRetry } from "./complete-attempt.ts";
+import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
+import { loadPoolState } from "../dispatch/pool-snapshot.ts";
 import { lockAttempt } from "./load-attempt.ts";
 
 export interface ReconcileReport {
@@ -11,6 +12,7 @@ export interface ReconcileReport {
   redispatched: number;
   refrozen: number;
   runsFinished: number;
+  preempted: number;
 }
 
 /**
@@ -19,11 +21,12 @@ export interface ReconcileReport {
  * its locks). It never marks a silent job successful.
  */
 export async function reconcile(db: Db, cfg: EngineConfig, limit = 100): Promise<ReconcileReport> {
-  const report: ReconcileReport = { fenced: 0, redispatched: 0, refrozen: 0, runsFinished: 0 };
+  const report: ReconcileReport = { fenced: 0, redispatched: 0, refrozen: 0, runsFinished: 0, preempted: 0 };
   report.fenced = await fenceExpiredLeases(db, cfg, limit);
   report.redispatched = await redispatchStaleReady(db, cfg, limit);
   report.refrozen = await refreezePending(db, cfg, limit);
   report.runsFinished = await settleCancellingRuns(db, limit);
+  if (cfg.dispatchPolicy === "fair") report.preempted = await preemptForOwners(db);
   return report;
 }
 
@@ -46,6 +49,11 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
         await finishAttempt(tx, a, "cancelled", "run.cancelled", "lease expired while the run was cancelling");
         await finishJob(tx, run, a, "cancelled", "run.cancelled", null);
         await finishRunIfDone(tx, run);
+        return true;
+      }
+      if (a.preemptRequested) {
+        await finishAttempt(tx, a, "platform_failure", dispatch.PREEMPTED_CAUSE, "preempted; its lease ran out while stopping");
+        await requeuePreempted(tx, a);
         return true;
       }
       const msg = "the host agent stopped renewing its lease; the attempt was fenced";
@@ -106,6 +114,38 @@ async function settleCancellingRuns(db: Db, limit: number): Promise<number> {
       return run ? finishRunIfDone(tx, run) : false;
     });
     if (finished) n++;
+  }
+  return n;
+}
+
+/**
+ * Lent capacity comes back to its owner: when a pool is full and an org under its entitlement is
+ * waiting, background work another org runs on borrowed slots is asked to stop (heartbeat answers
+ * cancel_requested); it is re-queued with cause capacity.preempted, which is neither a retry nor
+ * counted in the infrastructure-failure ratio. Running non-background jobs are never stopped.
+ */
+async function preemptForOwners(db: Db): Promise<number> {
+  const pools = await db.$queryRaw<{ pool: string }[]>`SELECT DISTINCT pool FROM job_run WHERE status = 'ready'`;
+  let n = 0;
+  for (const { pool } of pools) {
+    n += await withTx(db, "preempt-for-owners", async (tx) => {
+      const { state, caps } = await loadPoolState(tx, pool, { perOrg: 16 });
+      if (state.running.length < state.capacity || state.entitlements.length === 0) return 0;
+      // Exclude attempts already asked to stop so one owner job does not preempt several times.
+      const stopping = new Set((await tx.$queryRaw<{ job_id: string }[]>`
+        SELECT job_id FROM attempt WHERE pool = ${pool} AND status = 'running' AND preempt_requested`).map((r) => r.job_id));
+      const decision = dispatch.chooseNext({ ...state, running: state.running.filter((r) => !stopping.has(r.jobId)) }, { policy: "fair", orgCaps: caps });
+      if (stopping.size > 0 || decision.preempt.length === 0) return 0;
+      const victims = decision.preempt.map((p) => p.jobId);
+      const rows = await tx.$queryRaw<{ id: string; org_id: string; run_id: string; job_id: string }[]>`
+        UPDATE attempt SET preempt_requested = true
+        WHERE job_id = ANY(${victims}::uuid[]) AND status = 'running' AND NOT preempt_requested
+        RETURNING id, org_id, run_id, job_id`;
+      for (const r of rows) {
+        await recordTransition(tx, { orgId: r.org_id, runId: r.run_id, jobId: r.job_id, attemptId: r.id, entity: "attempt", from: "running", to: "running", reason: "preempt_requested", data: { for_pool: pool } });
+      }
+      return rows.length;
+    });
   }
   return n;
 }

@@ -4,6 +4,7 @@ import type { EngineConfig } from "../shared/config.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { lockRun } from "../runs/advance-run.ts";
 import { platformKey, signJobToken } from "../identity/tokens.ts";
+import { loadPoolState, rankCandidates } from "./pool-snapshot.ts";
 
 export interface ClaimRequest {
   sessionId: string;
@@ -65,13 +66,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
     await tx.$executeRaw`UPDATE agent_session SET last_seen_at = now() WHERE id = ${session.id}::uuid`;
 
-    const candidates = req.offer
-      ? await tx.$queryRaw<{ id: string; run_id: string }[]>`
-          SELECT id, run_id FROM job_run WHERE id = ${req.offer.jobId}::uuid AND pool = ${session.pool}`
-      : await tx.$queryRaw<{ id: string; run_id: string }[]>`
-          SELECT id, run_id FROM job_run
-          WHERE status = 'ready' AND pool = ${session.pool} AND (next_attempt_at IS NULL OR next_attempt_at <= now())
-          ORDER BY ready_at, id LIMIT 16`;
+    const candidates = await chooseCandidates(tx, cfg, session.pool, req.offer ?? null);
     let lastReason = "none";
     for (const c of candidates) {
       const outcome = await tryClaim(tx, cfg, session, c, req);
@@ -83,6 +78,33 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   });
   if (result.kind !== "claimed") return result;
   return { kind: "claimed", ticket: await loadTicket(db, cfg, key, result.attemptId), replayed: result.replayed };
+}
+
+/**
+ * Which READY jobs to try, in order. Fair policy: the pure scheduler ranks the pool's queue
+ * (tiers, entitlements with lending, weighted share); a dispatch hint only says "there is work".
+ * FIFO policy (the benchmark's baseline): the hinted job first, then the oldest READY jobs.
+ */
+async function chooseCandidates(
+  tx: Tx,
+  cfg: EngineConfig,
+  pool: string,
+  offer: { jobId: string; generation: number } | null,
+): Promise<{ id: string; run_id: string }[]> {
+  if (cfg.dispatchPolicy === "fair") {
+    const { state, caps } = await loadPoolState(tx, pool, { perOrg: 16 });
+    const order = rankCandidates(state, caps, "fair", 16);
+    const byId = new Map(state.queued.map((q) => [q.jobId, q.runId]));
+    return order.map((id) => ({ id, run_id: byId.get(id) ?? "" })).filter((c) => c.run_id !== "");
+  }
+  const hinted = offer
+    ? await tx.$queryRaw<{ id: string; run_id: string }[]>`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
+    : [];
+  const oldest = await tx.$queryRaw<{ id: string; run_id: string }[]>`
+    SELECT id, run_id FROM job_run
+    WHERE status = 'ready' AND pool = ${pool} AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+    ORDER BY ready_at, id LIMIT 16`;
+  return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
 
 async function findTicketByRequest(tx: Tx, req: ClaimRequest): Promise<string | null> {
@@ -128,17 +150,31 @@ async function tryClaim(
   });
   if (!decision.ok) return { ok: false, reason: decision.reason };
 
+  // The org's hard cap, enforced here and nowhere else: a guarded increment of its counter row,
+  // atomic with the job's transition (seed 003 Q3). Over the cap, the job stays READY with the
+  // reason recorded for the queue view.
+  const slot = await tx.$queryRaw<{ running: number }[]>`
+    INSERT INTO org_pool_usage (org_id, pool, running)
+    SELECT ${run.orgId}::uuid, ${session.pool}, 1
+    WHERE COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = ${run.orgId}::uuid AND pool = ${session.pool}), 2147483647) > 0
+    ON CONFLICT (org_id, pool) DO UPDATE SET running = org_pool_usage.running + 1
+    WHERE org_pool_usage.running < COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = ${run.orgId}::uuid AND pool = ${session.pool}), 2147483647)
+    RETURNING running`;
+  if (!slot[0]) {
+    await tx.$executeRaw`UPDATE job_run SET wait_reason = 'org_cap' WHERE id = ${job.id}::uuid AND status = 'ready'`;
+    return { ok: false, reason: "org_cap" };
+  }
   const epoch = job.current_epoch + 1;
   const queuedMs = job.ready_at ? Math.max(0, job.now.getTime() - job.ready_at.getTime()) : null;
   const inserted = await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms)
+    INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool)
     VALUES (${job.id}::uuid, ${run.id}::uuid, ${run.orgId}::uuid, ${epoch}, ${session.id}::uuid, ${req.claimRequestId},
-            ${session.hostname}, 'running', now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}), ${queuedMs})
+            ${session.hostname}, 'running', now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}), ${queuedMs}, ${session.pool})
     RETURNING id`;
   const attemptId = inserted[0]?.id;
   if (!attemptId) throw new Error("attempt insert returned nothing");
   const updated = await tx.$executeRaw`
-    UPDATE job_run SET status = 'running', current_epoch = ${epoch}
+    UPDATE job_run SET status = 'running', current_epoch = ${epoch}, wait_reason = NULL
     WHERE id = ${job.id}::uuid AND status = 'ready' AND dispatch_generation = ${job.dispatch_generation}`;
   if (updated !== 1) throw new Error("guarded claim update lost a race it should have been locked against");
   await recordTransition(tx, {

@@ -18,8 +18,8 @@ export async function freezeRun(
   db: Db,
   input: { runId: string; gitCacheDir: string; finalTry: boolean },
 ): Promise<FreezeOutcome> {
-  const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string }[]>`
-    SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path
+  const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]>`
+    SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
     FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
   const run = rows[0];
   if (!run || run.status !== "pending") return "not_pending";
@@ -49,19 +49,30 @@ export async function freezeRun(
       UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(parsed.definition)}::jsonb
       WHERE id = ${input.runId}::uuid AND status = 'pending'`;
     await recordTransition(tx, { orgId: locked.orgId, runId: locked.id, entity: "run", from: "pending", to: "running", reason: "frozen", data: { workflow_hash: file.sha256, jobs: parsed.definition.jobs.length } });
-    await createJobs(tx, { id: locked.id, orgId: locked.orgId }, parsed.definition);
+    await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, parsed.definition);
     return true;
   });
   return done ? "frozen" : "not_pending";
 }
 
+/** A job without `tier:` gets its trigger's: people waiting on a push, PR or click are interactive. */
+export function defaultTier(trigger: string): "interactive" | "scheduled" | "background" {
+  return trigger === "schedule" ? "scheduled" : "interactive";
+}
+
 /** Inserts the job rows for a frozen definition (one statement) and makes the root jobs READY. */
-export async function createJobs(tx: Tx, run: { id: string; orgId: string }, def: WorkflowDefinition, pool = DEFAULT_POOL): Promise<void> {
-  const rows = def.jobs.map((j) => ({ job_index: j.index, name: j.name, needs: j.needs }));
+export async function createJobs(
+  tx: Tx,
+  run: { id: string; orgId: string; trigger?: string },
+  def: WorkflowDefinition,
+  pool = DEFAULT_POOL,
+): Promise<void> {
+  const fallback = defaultTier(run.trigger ?? "manual");
+  const rows = def.jobs.map((j) => ({ job_index: j.index, name: j.name, needs: j.needs, tier: j.tier ?? fallback }));
   const inserted = await tx.$queryRaw<{ id: string; job_index: number }[]>`
-    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status)
-    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, ${pool}, 'pending'
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(job_index int, name text, needs int[])
+    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, tier)
+    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, ${pool}, 'pending', x.tier
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(job_index int, name text, needs int[], tier text)
     RETURNING id, job_index`;
   const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
   const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));

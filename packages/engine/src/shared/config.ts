@@ -12,6 +12,8 @@ export interface EngineConfig {
   redispatchAfterMs: number;
   /** A run still waiting to be frozen this long gets its freeze request re-sent. */
   refreezeAfterMs: number;
+  /** Candidate order for claims: weighted fair queuing (default) or plain FIFO (benchmark baseline). */
+  dispatchPolicy: "fair" | "fifo";
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -22,4 +24,5 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   backoffMaxMs: 60_000,
   redispatchAfterMs: 15_000,
   refreezeAfterMs: 30_000,
+  dispatchPolicy: "fair",
 };

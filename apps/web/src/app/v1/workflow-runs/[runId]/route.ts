@@ -9,6 +9,6 @@ export const GET = route({
   handler: async ({ req, params }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
-    return json(200, await getRun(db, { orgId: caller.orgId, runId: params.runId ?? "" }));
+    return json(200, await getRun(db, { orgId: caller.orgId, runId: params.runId ?? "", cfg: services().cfg }));
   },
 });
