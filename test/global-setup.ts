@@ -2,6 +2,7 @@ import { migrateDatabase } from "@kiln/db";
 import { createTemplate, databaseUrl, startTestPostgres, type TestPostgres } from "@kiln/testkit";
 import { PgBoss } from "pg-boss";
 import type { TestProject } from "vitest/node";
+/// <reference path="./provided-context.d.ts" />
 
 export const TEMPLATE = "kiln_template";
 let server: TestPostgres | null = null;
@@ -22,11 +23,4 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   await server?.stop();
-}
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    pgServerUrl: string;
-    pgTemplate: string;
-  }
 }
