@@ -1,8 +1,8 @@
+/// <reference path="./provided-context.d.ts" />
 import { migrateDatabase } from "@kiln/db";
 import { createTemplate, databaseUrl, startTestPostgres, type TestPostgres } from "@kiln/testkit";
 import { PgBoss } from "pg-boss";
 import type { TestProject } from "vitest/node";
-/// <reference path="./provided-context.d.ts" />
 
 export const TEMPLATE = "kiln_template";
 let server: TestPostgres | null = null;
