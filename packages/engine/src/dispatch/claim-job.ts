@@ -1,5 +1,5 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { decideClaim, DomainError, type JobStatus, type RunStatus, type WorkflowDefinition } from "@kiln/domain";
+import { decideClaim, DomainError, type JobStatus, type RunStatus, type TrustClass, type WorkflowDefinition } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { lockRun } from "../runs/advance-run.ts";
@@ -24,7 +24,7 @@ export interface JobTicket {
   leaseExpiresAt: string;
   leaseTtlMs: number;
   heartbeatMs: number;
-  trustClass: string;
+  trustClass: TrustClass;
   source: { cloneUrl: string; commitSha: string };
   job: {
     name: string;
@@ -188,7 +188,7 @@ async function tryClaim(
 
 export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attemptId: string): Promise<JobTicket> {
   const rows = await db.$queryRaw<
-    { id: string; job_id: string; run_id: string; org_id: string; epoch: number; lease_expires_at: Date; job_index: number; name: string; definition: WorkflowDefinition; trust_class: string; clone_url: string; commit_sha: string }[]
+    { id: string; job_id: string; run_id: string; org_id: string; epoch: number; lease_expires_at: Date; job_index: number; name: string; definition: WorkflowDefinition; trust_class: TrustClass; clone_url: string; commit_sha: string }[]
   >`
     SELECT a.id, a.job_id, a.run_id, a.org_id, a.epoch, a.lease_expires_at, j.job_index, j.name, r.definition, r.trust_class,
            rp.clone_url, r.commit_sha
