@@ -1,41 +1,45 @@
-import { withTx, type Db } from "@kiln/db";
-import { decideHeartbeat, DomainError } from "@kiln/domain";
+import type { Db } from "@kiln/db";
+import { decideHeartbeat, DomainError, type AttemptStatus } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
-import { lockRun } from "../runs/advance-run.ts";
-import { lockAttempt, runIdOfAttempt } from "./load-attempt.ts";
 
 export interface HeartbeatResult {
   leaseExpiresAt: string;
-  /** The run was cancelled: stop the step (SIGTERM, grace, destroy) and report cancelled. */
+  /** The run was cancelled (or the work preempted): stop the step (SIGTERM, grace, destroy) and report. */
   cancelRequested: boolean;
 }
 
 /**
  * Renews the lease of the current epoch only, on database time. A stale or expired epoch is
  * refused (409), which tells the agent to destroy its sandbox at once.
+ *
+ * One guarded UPDATE on the attempt row and no run or job lock: heartbeats are the most frequent
+ * write, and a wide run (hundreds of parallel jobs) serialises its completions on the run row, so
+ * a heartbeat waiting behind them could miss its lease. Correctness comes from the row lock on the
+ * attempt: a fencing transaction that ends the attempt holds it, and the heartbeat's WHERE clause
+ * is re-evaluated after it commits, so a fenced epoch is never renewed.
  */
 export async function heartbeat(
   db: Db,
   cfg: EngineConfig,
   input: { attemptId: string; jobId: string; epoch: number; phase?: { imageMs?: number; dispatchMs?: number; started?: boolean } },
 ): Promise<HeartbeatResult> {
-  return withTx(db, "heartbeat", async (tx) => {
-    const runId = await runIdOfAttempt(tx, input.attemptId);
-    if (!runId) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-    // Share lock: heartbeats of one run don't serialise each other, but do wait for cancel.
-    const run = await lockRun(tx, runId, "share");
-    const a = await lockAttempt(tx, input.attemptId);
-    if (!a || !run || a.jobId !== input.jobId) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-    decideHeartbeat({ job: { currentEpoch: a.jobCurrentEpoch }, attempt: a, reportedEpoch: input.epoch });
-    const rows = await tx.$queryRaw<{ lease_expires_at: Date; cancel_requested: boolean }[]>`
-      UPDATE attempt SET lease_expires_at = now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}),
-        image_ms = COALESCE(${input.phase?.imageMs ?? null}::int, image_ms),
-        dispatch_ms = COALESCE(${input.phase?.dispatchMs ?? null}::int, dispatch_ms),
-        started_at = CASE WHEN ${input.phase?.started ?? false} THEN COALESCE(started_at, now()) ELSE started_at END
-      WHERE id = ${a.id}::uuid AND status = 'running' AND epoch = ${input.epoch} AND lease_expires_at > now()
-      RETURNING lease_expires_at, cancel_requested OR preempt_requested AS cancel_requested`;
-    const r = rows[0];
-    if (!r) throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
-    return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested || run.status === "cancelling" };
-  });
+  const rows = await db.$queryRaw<{ lease_expires_at: Date; cancel_requested: boolean }[]>`
+    UPDATE attempt a SET lease_expires_at = now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}),
+      image_ms = COALESCE(${input.phase?.imageMs ?? null}::int, a.image_ms),
+      dispatch_ms = COALESCE(${input.phase?.dispatchMs ?? null}::int, a.dispatch_ms),
+      started_at = CASE WHEN ${input.phase?.started ?? false} THEN COALESCE(a.started_at, now()) ELSE a.started_at END
+    FROM job_run j, workflow_run r
+    WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND j.id = a.job_id AND r.id = a.run_id
+      AND a.status = 'running' AND a.epoch = ${input.epoch} AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
+    RETURNING a.lease_expires_at, (a.cancel_requested OR a.preempt_requested OR r.status = 'cancelling') AS cancel_requested`;
+  const r = rows[0];
+  if (r) return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested };
+  // Refused: say precisely why, from a fresh read (nothing is written on this path).
+  const state = await db.$queryRaw<{ epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]>`
+    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch
+    FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
+  const s = state[0];
+  if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
+  decideHeartbeat({ job: { currentEpoch: s.current_epoch }, attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live }, reportedEpoch: input.epoch });
+  throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
 }
