@@ -60,9 +60,17 @@ async function main(): Promise<void> {
   await db.$disconnect();
   await writeFile(path.join(DATA, "instance.json"), JSON.stringify({ databaseUrl, redisUrl, s3Endpoint, port: PORT }, null, 2));
 
+  // Session signing key for the dashboard, kept across restarts so sign-ins survive them.
+  const authSecretFile = path.join(DATA, "auth-secret");
+  if (!existsSync(authSecretFile)) await writeFile(authSecretFile, randomBytes(32).toString("base64url"), { mode: 0o600 });
   const env: NodeJS.ProcessEnv = {
     ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, S3_ENDPOINT: s3Endpoint, KILN_DATA_DIR: DATA,
-    NEXT_TELEMETRY_DISABLED: "1", KILN_DEV_LOGIN: "1",
+    NEXT_TELEMETRY_DISABLED: "1",
+    // Local use only: a member's login signs in without a password (refused unless this is set).
+    KILN_DEV_LOGIN: "1",
+    AUTH_SECRET: process.env.AUTH_SECRET ?? (await readFile(authSecretFile, "utf8")).trim(),
+    AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
+    AUTH_TRUST_HOST: "true",
   };
   if (webBuildIsStale(ROOT)) {
     log("building the web app (next build)");
@@ -87,7 +95,7 @@ async function main(): Promise<void> {
 
   console.log(`
 Kiln is up.
-  Dashboard:       ${base}/
+  Dashboard:       ${base}/   (sign in as demo-dev)
   Demo org:        demo (member: demo-dev; dev sign-in enabled, KILN_DEV_LOGIN=1)
   Demo repo:       demo/app  id ${demo.repoId}  (${demo.cloneUrl})
   API token:       ${demo.apiToken}

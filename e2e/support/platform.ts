@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDb, type Db } from "@kiln/db";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
-import { cloneDatabase, dropDatabase, freePort, startGitServer, uniqueDatabaseName, type TestGitServer } from "@kiln/testkit";
+import { cloneDatabase, dropDatabase, freePort, startGitServer, startRedis, uniqueDatabaseName, type RedisHandle, type TestGitServer } from "@kiln/testkit";
 import { inject } from "vitest";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -28,6 +28,7 @@ export class Platform {
   private dbName = uniqueDatabaseName("e2e");
   private tmp = "";
   private procs: Proc[] = [];
+  private redis: RedisHandle | null = null;
   readonly env: Record<string, string>;
 
   constructor(env: Record<string, string> = {}) {
@@ -39,6 +40,11 @@ export class Platform {
     this.dbUrl = await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), this.dbName);
     this.db = createDb({ url: this.dbUrl, max: 4 });
     this.git = await startGitServer({ rootDir: path.join(this.tmp, "git") });
+    // Live log fan-out needs a Redis; never the machine's 6379 (a test may bring its own).
+    if (!this.env.REDIS_URL) {
+      this.redis = await startRedis({ dataDir: path.join(this.tmp, "redis") });
+      this.env.REDIS_URL = this.redis.url;
+    }
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
     this.spawn("workers", process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], ROOT, {});
@@ -137,6 +143,7 @@ export class Platform {
       }
     }
     await this.git?.stop();
+    await this.redis?.stop();
     await this.db?.$disconnect();
     await dropDatabase(inject("pgServerUrl"), this.dbName).catch(() => undefined);
     await rm(this.tmp, { recursive: true, force: true });

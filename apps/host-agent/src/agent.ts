@@ -1,11 +1,12 @@
 // The host agent's lifecycle: register, run one claim loop per slot, and shut down cleanly
 // (stop claiming, kill + destroy every running job, report them, all within a fixed budget).
+import path from "node:path";
 import { AgentSession } from "./agent-session.ts";
 import { ClaimLoop } from "./claim-loop.ts";
 import type { ControlClient } from "./control-client.ts";
 import type { AgentEnv } from "./env.ts";
 import { JobRunner } from "./job-runner.ts";
-import type { LineWriter, Logger } from "./logger.ts";
+import type { Logger } from "./logger.ts";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
 
@@ -16,7 +17,6 @@ export interface HostAgentDeps {
   client: ControlClient;
   driver: SandboxDriver;
   logger: Logger;
-  writeOutput: LineWriter;
 }
 
 export class HostAgent {
@@ -30,7 +30,16 @@ export class HostAgent {
       driver: deps.driver,
       logger: deps.logger,
       cancelGraceMs: deps.env.KILN_CANCEL_GRACE_MS,
-      writeOutput: deps.writeOutput,
+      logs: {
+        flushMs: deps.env.KILN_LOG_FLUSH_MS,
+        flushBytes: deps.env.KILN_LOG_FLUSH_BYTES,
+        maxBytes: deps.env.KILN_LOG_MAX_BYTES,
+        rateBytesPerSec: deps.env.KILN_LOG_RATE_BYTES,
+        memoryBytes: deps.env.KILN_LOG_MEMORY_BYTES,
+        drainMs: deps.env.KILN_LOG_DRAIN_MS,
+        // Beside the sandboxes, not inside one: sandbox teardown and leftover sweeps never touch it.
+        spoolDir: path.join(deps.env.KILN_WORK_DIR, ".log-spool"),
+      },
     });
   }
 

@@ -1,7 +1,7 @@
 // Fetch-based client for the agent <-> control-plane protocol. Requests are checked against the
 // shared zod schemas before they leave, responses are validated before anyone trusts them, and
 // every failure comes back as a value (never a throw) so each loop decides how to retry.
-import { agentProtocol } from "@kiln/domain";
+import { agentProtocol, encodeLogFrame, LOG_CHUNKS_CONTENT_TYPE } from "@kiln/domain";
 import type { z } from "zod";
 
 export type RegisterSessionRequest = z.input<typeof agentProtocol.registerSessionRequest>;
@@ -12,6 +12,17 @@ export type HeartbeatRequest = z.input<typeof agentProtocol.heartbeatRequest>;
 export type HeartbeatResponse = z.output<typeof agentProtocol.heartbeatResponse>;
 export type CompleteRequest = z.input<typeof agentProtocol.completeRequest>;
 export type CompleteResponse = z.output<typeof agentProtocol.completeResponse>;
+export type ArtifactOpenRequest = z.input<typeof agentProtocol.artifactOpenRequest>;
+export type ArtifactUploadSession = z.output<typeof agentProtocol.artifactUploadSession>;
+export type ArtifactPartRequest = z.input<typeof agentProtocol.artifactPartRequest>;
+export type ArtifactPartResponse = z.output<typeof agentProtocol.artifactPartResponse>;
+export type ArtifactCompleteResponse = z.output<typeof agentProtocol.artifactCompleteResponse>;
+export type ArtifactDownloadRequest = z.input<typeof agentProtocol.artifactDownloadRequest>;
+export type ArtifactDownloadGrant = z.output<typeof agentProtocol.artifactDownloadGrant>;
+export type LogAppendHeader = z.input<typeof agentProtocol.logAppendHeader>;
+export type LogAppendResponse = z.output<typeof agentProtocol.logAppendResponse>;
+export type LogSealRequest = z.input<typeof agentProtocol.logSealRequest>;
+export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -75,6 +86,39 @@ export class ControlClient {
     return this.post(path, jobToken, payload, agentProtocol.completeResponse, opts);
   }
 
+  // Artifacts (docs/adr/0007-artifacts.md): metadata only; bytes go to presigned URLs.
+  openArtifactUpload(jobId: string, jobToken: string, body: ArtifactOpenRequest, opts: CallOptions): Promise<ApiResult<ArtifactUploadSession>> {
+    const payload = agentProtocol.artifactOpenRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/artifacts/uploads`, jobToken, payload, agentProtocol.artifactUploadSession, opts);
+  }
+
+  recordArtifactPart(jobId: string, jobToken: string, generationId: string, body: ArtifactPartRequest, opts: CallOptions): Promise<ApiResult<ArtifactPartResponse>> {
+    const payload = agentProtocol.artifactPartRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/parts`, jobToken, payload, agentProtocol.artifactPartResponse, opts);
+  }
+
+  completeArtifactUpload(jobId: string, jobToken: string, generationId: string, epoch: number, opts: CallOptions): Promise<ApiResult<ArtifactCompleteResponse>> {
+    const payload = agentProtocol.artifactCompleteRequest.parse({ epoch });
+    return this.post(`${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/complete`, jobToken, payload, agentProtocol.artifactCompleteResponse, opts);
+  }
+
+  requestArtifactDownload(jobId: string, jobToken: string, body: ArtifactDownloadRequest, opts: CallOptions): Promise<ApiResult<ArtifactDownloadGrant>> {
+    const payload = agentProtocol.artifactDownloadRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/artifacts/downloads`, jobToken, payload, agentProtocol.artifactDownloadGrant, opts);
+  }
+
+  // Logs (docs/adr/0006-logs.md): 200 means the chunks are durable on the control plane.
+  /** Chunk bytes travel raw in a binary frame (LOG_CHUNKS_CONTENT_TYPE), in header order. */
+  appendLogs(jobId: string, jobToken: string, header: LogAppendHeader, payloads: Uint8Array[], opts: CallOptions): Promise<ApiResult<LogAppendResponse>> {
+    const frame = encodeLogFrame(agentProtocol.logAppendHeader.parse(header), payloads);
+    return this.post(`${jobPath(jobId)}/logs`, jobToken, new RawBody(frame, LOG_CHUNKS_CONTENT_TYPE), agentProtocol.logAppendResponse, opts);
+  }
+
+  sealLog(jobId: string, jobToken: string, body: LogSealRequest, opts: CallOptions): Promise<ApiResult<LogSealResponse>> {
+    const payload = agentProtocol.logSealRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/logs/seal`, jobToken, payload, agentProtocol.logSealResponse, opts);
+  }
+
   private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions): Promise<ApiResult<T>>;
   private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions, allowNoContent: true): Promise<ApiResult<T | null>>;
   private async post<T>(
@@ -89,11 +133,12 @@ export class ControlClient {
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;
     let text: string;
+    const raw = body instanceof RawBody ? body : null;
     try {
       res = await this.fetchImpl(`${this.baseUrl}${path}`, {
         method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify(body),
+        headers: { authorization: `Bearer ${token}`, "content-type": raw ? raw.contentType : "application/json", accept: "application/json" },
+        body: raw ? raw.bytes : JSON.stringify(body),
         signal,
       });
       text = await res.text();
@@ -109,6 +154,18 @@ export class ControlClient {
     }
     return { ok: true, status: res.status, data: parsed.data };
   }
+}
+
+/** A request body sent as-is instead of as JSON. */
+class RawBody {
+  constructor(
+    readonly bytes: Uint8Array<ArrayBuffer>,
+    readonly contentType: string,
+  ) {}
+}
+
+function jobPath(jobId: string): string {
+  return `/v1/agent/jobs/${encodeURIComponent(jobId)}`;
 }
 
 function parseErrorBody(status: number, text: string): { code: string; message: string } {

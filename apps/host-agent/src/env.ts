@@ -37,6 +37,21 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     KILN_CLAIM_WAIT_MS: intVar(0, 30_000, 20_000),
     // Between SIGTERM and SIGKILL when a job is cancelled or times out. Default 5 s.
     KILN_CANCEL_GRACE_MS: intVar(0, 300_000, 5_000),
+    // Logs (docs/adr/0006-logs.md). A chunk is cut at KILN_LOG_FLUSH_BYTES or KILN_LOG_FLUSH_MS
+    // after its first byte, whichever comes first. Defaults: 64 KiB, 200 ms.
+    KILN_LOG_FLUSH_BYTES: intVar(256, 1024 * 1024, 64 * 1024),
+    KILN_LOG_FLUSH_MS: intVar(10, 60_000, 200),
+    // Output kept per attempt (stdout + stderr); past it output is drained, counted and dropped,
+    // and the log ends "truncated". Must not exceed the control plane's KILN_LOG_MAX_BYTES. 64 MiB.
+    KILN_LOG_MAX_BYTES: intVar(1024, 2 ** 40, 64 * 1024 * 1024),
+    // Shipping rate limit per attempt, bytes/s; faster output waits in the spool. Default 16 MiB/s.
+    KILN_LOG_RATE_BYTES: intVar(1024, 2 ** 40, 16 * 1024 * 1024),
+    // Unacknowledged output kept in memory per attempt; the rest is read back from the disk spool
+    // (<KILN_WORK_DIR>/.log-spool/<attempt>). Default 4 MiB.
+    KILN_LOG_MEMORY_BYTES: intVar(0, 2 ** 40, 4 * 1024 * 1024),
+    // After the last step: how long to keep trying to ship and seal before reporting anyway (the
+    // log is then marked gapped). Default 60 s.
+    KILN_LOG_DRAIN_MS: intVar(0, 3_600_000, 60_000),
   });
   const env = schema.parse(source);
   return { ...env, KILN_WORK_DIR: path.resolve(env.KILN_WORK_DIR) };

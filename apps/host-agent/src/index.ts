@@ -2,7 +2,7 @@
 import { HostAgent } from "./agent.ts";
 import { ControlClient } from "./control-client.ts";
 import { loadEnv } from "./env.ts";
-import { createLogger, errorMessage, writeStdoutLine } from "./logger.ts";
+import { createLogger, errorMessage } from "./logger.ts";
 import { createSandboxDriver } from "./sandboxes/index.ts";
 
 let env;
@@ -18,7 +18,7 @@ const logger = createLogger({ service: "host-agent", hostname: env.KILN_HOSTNAME
 try {
   const driver = await createSandboxDriver(env.KILN_SANDBOX_DRIVER, env.KILN_WORK_DIR);
   const client = new ControlClient(env.KILN_CONTROL_URL, env.KILN_AGENT_TOKEN);
-  const agent = new HostAgent({ env, client, driver, logger, writeOutput: writeStdoutLine });
+  const agent = new HostAgent({ env, client, driver, logger });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       logger.info("signal received", { signal });

@@ -19,6 +19,21 @@ const schema = z.object({
   KILN_RELAY_POLL_MS: z.coerce.number().int().min(10).default(1_000),
   /** Where git mirrors for reading workflow files live. */
   KILN_DATA_DIR: z.string().default("./.kiln-data"),
+  /** S3-compatible object store for artifacts and archived logs; unset means AWS's regional endpoint. */
+  S3_ENDPOINT: z.preprocess((v) => (v === "" ? undefined : v), z.string().url().optional()),
+  /** Bucket Kiln's objects live in (`npm run up` creates "kiln" in its local s3rver). */
+  KILN_S3_BUCKET: z.string().min(1).default("kiln"),
+  /** Region used for request signing. */
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Store credentials; the defaults are s3rver's fixed development pair. */
+  S3_ACCESS_KEY_ID: z.string().min(1).default("S3RVER"),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).default("S3RVER"),
+  /** Unbound artifact generations and abandoned multipart uploads are collected this long after their attempt ended. */
+  KILN_ARTIFACT_GC_GRACE_MS: z.coerce.number().int().min(0).default(24 * 3600_000),
+  /** How often the log archiver runs in-process (a cron job is the backstop). */
+  KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
+  /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
+  KILN_LOG_SEGMENT_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

@@ -4,6 +4,8 @@ import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@kiln/engine";
 import { PgBoss } from "pg-boss";
 import { env } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
+import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
+import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
@@ -36,6 +38,8 @@ for (const job of JOBS) {
   });
 }
 await boss.schedule("reconcile", "* * * * *", {});
+// Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
+await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
 
 const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS);
 await relay.start();
@@ -51,10 +55,22 @@ const ticker = setInterval(() => {
     .finally(() => { sweeping = false; });
 }, env.KILN_RECONCILE_MS);
 
+// The log archiver, likewise: ticked in-process, cron as the backstop (docs/adr/0006-logs.md).
+await boss.schedule(archiveLogsJob.name, "* * * * *", {});
+let archiving = false;
+const archiveTicker = setInterval(() => {
+  if (archiving) return;
+  archiving = true;
+  void archiveLogsJob.handle(deps, {}, { id: "tick", name: archiveLogsJob.name, data: {}, expireInSeconds: archiveLogsJob.expireInSeconds, heartbeatSeconds: null, retryCount: 0, signal: new AbortController().signal })
+    .catch((e: unknown) => console.error(JSON.stringify({ level: "error", msg: "log archive failed", err: String(e).slice(0, 300) })))
+    .finally(() => { archiving = false; });
+}, env.KILN_LOG_ARCHIVE_MS);
+
 console.log(JSON.stringify({ level: "info", msg: "workers started", jobs: JOBS.map((j) => j.name) }));
 
 const shutdown = async () => {
   clearInterval(ticker);
+  clearInterval(archiveTicker);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);

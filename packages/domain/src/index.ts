@@ -6,5 +6,7 @@ export * from "./attempts/attempt-decisions.ts";
 export * from "./attempts/retry-policy.ts";
 export * from "./tenants/trust-class.ts";
 export * from "./workflow/index.ts";
+export * from "./artifacts/index.ts";
+export * from "./logs/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
 export * as dispatch from "./dispatch/index.ts";

@@ -17,6 +17,20 @@ export { authenticateApiToken, authenticateAgentToken, authenticateJobToken } fr
 export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
 export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";
+export { createObjectStore, type ObjectStoreConfig } from "./storage/index.ts";
+export {
+  DEFAULT_ARTIFACT_SETTINGS, openUpload, recordPart, finalizeUpload, grantDownload, listJobArtifacts, artifactDownloadUrl, collectArtifactGarbage,
+  type ArtifactSettings, type ArtifactStore, type JobClaims, type OpenUploadRequest, type UploadSession, type PartReport, type SealedArtifact,
+  type DownloadGrant, type JobArtifactView, type ArtifactGcReport,
+} from "./artifacts/index.ts";
+export {
+  DEFAULT_LOG_CONFIG, appendLogChunks, sealLog, endUnsealedLog, authorizeLogRead, loadLogHead, LogHeadCache, readLogChunks, readStreamBytes,
+  s3LogStore, LogArchiveReader, archiveLogs, LogHub, publishLogMessage, logChannel, followJobLog, withJournalTx,
+  type LogConfig, type SqlPool, type SqlClient, type IncomingChunk, type AppendResult, type LogWriter, type LogOwner, type LogReadGrant,
+  type LogHead, type LogObjectStore, type LogChunkRecord, type ArchiveReport, type LiveLogMessage, type LiveChunk, type PublishedLogMessage, type LogFollowerDeps,
+  type FollowRequest,
+} from "./logs/index.ts";
 export { setEntitlement, listEntitlements, type EntitlementRow } from "./tenants/entitlements.ts";
 export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
 export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
+export * from "./views/index.ts";

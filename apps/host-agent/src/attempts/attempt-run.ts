@@ -4,8 +4,9 @@
 // any point; the ranked reason, not the steps' exit codes, then decides what is reported.
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
-import { errorMessage, redactUrlCredentials, type LineWriter, type Logger } from "../logger.ts";
-import { StepOutputSink } from "../logs/step-output.ts";
+import { ArtifactTransfer } from "../artifacts/index.ts";
+import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
+import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
 import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
 import { checkoutSource } from "../source/git-checkout.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
@@ -26,13 +27,15 @@ import {
 
 // setTimeout silently turns anything above 2^31-1 ms into 1 ms.
 const MAX_TIMER_MS = 2 ** 31 - 1;
+// On agent shutdown the whole stop has a ~5 s budget; the log gets part of it.
+const SHUTDOWN_LOG_DRAIN_MS = 2_000;
 
 export interface AttemptDeps {
   client: ControlClient;
   driver: SandboxDriver;
   logger: Logger;
   cancelGraceMs: number;
-  writeOutput: LineWriter;
+  logs: LogShipperConfig & { drainMs: number };
   now?: MonotonicClock;
 }
 
@@ -47,6 +50,8 @@ export class AttemptRun {
   private timers: NodeJS.Timeout[] = [];
   private firstStepAt: number | null = null;
   private executionMs = 0;
+  private artifacts: ArtifactTransfer | null = null;
+  private readonly logs: LogShipper;
 
   constructor(
     private readonly ticket: JobTicket,
@@ -56,6 +61,14 @@ export class AttemptRun {
   ) {
     this.now = deps.now ?? monotonicNow;
     this.log = deps.logger;
+    // Every attempt ships and seals a log, even one that fails before its first step.
+    const { client } = deps;
+    const { jobId, jobToken } = ticket;
+    this.logs = new LogShipper(deps.logs, { attemptId: ticket.attemptId, epoch: ticket.epoch, env: ticket.job.env }, {
+      append: (batch, signal) =>
+        client.appendLogs(jobId, jobToken, { epoch: batch.epoch, chunks: batch.chunks.map((c) => c.identity) }, batch.chunks.map((c) => c.data), { timeoutMs: 30_000, signal }),
+      seal: (body, signal) => client.sealLog(jobId, jobToken, body, { timeoutMs: 15_000, signal }),
+    }, this.log);
   }
 
   async run(): Promise<void> {
@@ -93,6 +106,8 @@ export class AttemptRun {
       // Destroy before reporting: once the control plane hears "done" it may hand the next job
       // to this host, and nothing of this one may still exist by then.
       sandboxDestroyed = await this.destroySandbox();
+      // While the heartbeat still renews the lease: ingest and seal need a live attempt.
+      await this.settleLogs();
       heartbeat.stop();
       watchdog.stop();
     }
@@ -111,6 +126,7 @@ export class AttemptRun {
       // Fenced or lease lost: another agent may already own this job. Kill and wipe now.
       this.sandbox?.kill("SIGKILL");
       void this.destroySandbox();
+      this.logs.abandon(reason);
     } else if (previous === null) {
       this.terminateGracefully();
     }
@@ -118,8 +134,7 @@ export class AttemptRun {
 
   private async execute(heartbeat: HeartbeatLoop): Promise<Verdict | null> {
     const { job } = this.ticket;
-    if (job.artifacts.restore.length > 0) return platformFailure("artifact.restore_unavailable", "this agent cannot restore artifacts yet");
-    if (job.artifacts.publish.length > 0) return platformFailure("artifact.upload_unavailable", "this agent cannot upload artifacts yet");
+    this.artifacts = new ArtifactTransfer({ client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d) });
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
     try {
@@ -137,13 +152,19 @@ export class AttemptRun {
       return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
     }
     if (this.abort.signal.aborted) return null;
-    return this.runSteps(this.sandbox, heartbeat);
+    // Inputs are verified before any step can see them; outputs are published only after success.
+    const restored = await this.artifacts.restoreAll(this.sandbox);
+    if (restored !== "ok") return restored;
+    const verdict = await this.runSteps(this.sandbox, heartbeat);
+    if (verdict !== SUCCESS) return verdict;
+    const published = await this.artifacts.publishAll(this.sandbox);
+    return published === "ok" ? SUCCESS : published;
   }
 
   private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
-    const { job, epoch } = this.ticket;
+    const { job } = this.ticket;
     const env = buildStepEnv(this.ticket, sandbox.paths);
-    const output = new StepOutputSink(`${job.name}#${epoch}`, this.deps.writeOutput);
+    const output = this.logs;
     try {
       for (const [index, command] of job.steps.entries()) {
         if (this.abort.signal.aborted) return null;
@@ -156,7 +177,7 @@ export class AttemptRun {
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
         }
         this.executionMs += result.durationMs;
-        output.flush();
+        output.endStep();
         this.log.info("step finished", { step: index + 1, exit_code: result.exitCode, signal: result.signal, duration_ms: wireMs(result.durationMs) });
         if (this.abort.signal.aborted) return null;
         const failure = stepFailureVerdict(index, command, result);
@@ -164,8 +185,18 @@ export class AttemptRun {
       }
       return SUCCESS;
     } finally {
-      output.flush();
-      if (output.droppedBytes > 0) this.log.warn("step output over the per-attempt cap was dropped", { dropped_bytes: output.droppedBytes });
+      output.endStep();
+    }
+  }
+
+  /** Ships what is left and seals the log; bounded, so a dead control plane cannot hold the slot. */
+  private async settleLogs(): Promise<void> {
+    const reason = this.stopReason;
+    const deadlineMs = reason && killsAtOnce(reason) ? 0 : reason === "shutdown" ? SHUTDOWN_LOG_DRAIN_MS : this.deps.logs.drainMs;
+    try {
+      await this.logs.finish(deadlineMs);
+    } catch (err) {
+      this.log.error("log shipping failed", { error: errorMessage(err) });
     }
   }
 
@@ -231,7 +262,7 @@ export class AttemptRun {
         image_ms: 0,
         dispatch_ms: wireMs((this.firstStepAt ?? setupEndedAt) - this.claimedAt),
         execution_ms: wireMs(this.executionMs),
-        finalize_ms: 0,
+        finalize_ms: wireMs(this.artifacts?.finalizeMs ?? 0),
       },
     };
     // A lost lease is most likely refused (the attempt was re-dispatched); one try is enough.

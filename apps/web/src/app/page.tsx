@@ -1,5 +1,12 @@
-// The dashboard (sign-in, runs, live logs) is issue #6; until then the home page documents the API
-// and shows nothing tenant-scoped, because nothing here is authenticated.
+import { buttonClasses } from "@kiln/ui";
+import Link from "next/link";
+import { redirect } from "next/navigation";
+import { currentUser } from "@/server/auth/index.ts";
+import { authEnvProblem } from "@/server/auth/env.ts";
+
+export const dynamic = "force-dynamic";
+
+// Signed-in users go to their orgs; everyone else sees what the API offers and where to sign in.
 const ENDPOINTS: [string, string][] = [
   ["POST /v1/webhooks/github", "GitHub push / pull_request / ping, verified with X-Hub-Signature-256"],
   ["POST /v1/repos/{repo_id}/workflow-runs", "manual trigger (Idempotency-Key required)"],
@@ -8,14 +15,20 @@ const ENDPOINTS: [string, string][] = [
   ["POST /v1/workflow-runs/{run_id}/retry", "new run with the same pinned definition"],
 ];
 
-export default function Home() {
+export default async function Home() {
+  if (authEnvProblem() === null && (await currentUser())) redirect("/orgs");
   return (
-    <main className="mx-auto max-w-3xl px-6 py-12">
+    <main id="main" className="mx-auto max-w-3xl px-6 py-12">
       <h1 className="text-3xl font-semibold tracking-tight">Kiln</h1>
       <p className="mt-2 text-zinc-600 dark:text-zinc-400">
-        The control plane is running. Every call below needs an org-scoped bearer token from <code>npm run kiln -- token create</code>.
+        CI/CD that tells you whether a red run is your code or the platform.
       </p>
-      <table className="mt-8 w-full text-left text-sm">
+      <Link href="/sign-in" className={`${buttonClasses("primary")} mt-6`}>Sign in to the dashboard</Link>
+      <h2 className="mt-12 text-lg font-semibold">API</h2>
+      <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400">
+        Every call below needs an org-scoped bearer token from <code>npm run kiln -- token create</code>.
+      </p>
+      <table className="mt-4 w-full text-left text-sm">
         <thead>
           <tr className="border-b border-zinc-300 dark:border-zinc-700">
             <th className="py-2 pr-4 font-medium">Endpoint</th>

@@ -1,7 +1,10 @@
 import { createDb, type Db } from "@kiln/db";
-import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@kiln/engine";
+import { createObjectStore, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, type ArtifactStore, type EngineConfig } from "@kiln/engine";
+import { DEFAULT_LOG_CONFIG, LogArchiveReader, LogHeadCache, LogHub, s3LogStore, type LogConfig, type LogFollowerDeps } from "@kiln/engine";
+import { Redis } from "ioredis";
+import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { env } from "./env.ts";
+import { env, type WebEnv } from "./env.ts";
 import { DispatchWaiter } from "./dispatch-waiter.ts";
 
 // One set of clients per server process, created lazily so `next build` never connects.
@@ -10,6 +13,16 @@ interface Services {
   cfg: EngineConfig;
   boss: Promise<PgBoss>;
   waiter: DispatchWaiter;
+  /** The artifact object store, created on first use (most requests never touch it). */
+  artifacts: () => ArtifactStore;
+  /** Logs (issue 4): journal pool, Redis publisher + subscriber hub, archive reader; on first use. */
+  logs: () => LogServices;
+}
+
+export interface LogServices {
+  cfg: LogConfig;
+  redis: Redis;
+  follower: Omit<LogFollowerDeps, "db">;
 }
 
 const g = globalThis as unknown as { __kiln?: Services };
@@ -32,6 +45,44 @@ export function services(): Services {
     cfg,
     boss: boss.start().then(() => boss),
     waiter: new DispatchWaiter(e.DATABASE_URL),
+    artifacts: lazy(() => ({
+      s3: createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }),
+      bucket: e.KILN_S3_BUCKET,
+      settings: {
+        ...DEFAULT_ARTIFACT_SETTINGS,
+        partSizeBytes: e.KILN_ARTIFACT_PART_MIB * 1024 * 1024,
+        uploadUrlTtlSec: e.KILN_ARTIFACT_UPLOAD_URL_TTL_S,
+        downloadUrlTtlSec: e.KILN_ARTIFACT_DOWNLOAD_URL_TTL_S,
+      },
+    })),
+    logs: lazy(() => createLogServices(e)),
   };
   return g.__kiln;
+}
+
+function createLogServices(e: WebEnv): LogServices {
+  const report = (what: string) => (err: unknown) => console.error(JSON.stringify({ level: "error", msg: what, err: String(err).slice(0, 300) }));
+  const pool = new pg.Pool({ connectionString: e.DATABASE_URL, max: e.KILN_LOG_DB_POOL });
+  pool.on("error", report("log journal pool"));
+  // Publishing skips while Redis is away (publishLogMessage): followers re-read the journal instead.
+  const redis = new Redis(e.REDIS_URL, { maxRetriesPerRequest: 1 });
+  redis.on("error", report("redis (log publisher)"));
+  const s3 = createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY });
+  return {
+    cfg: { ...DEFAULT_LOG_CONFIG, maxBytesPerAttempt: e.KILN_LOG_MAX_BYTES, journalMaxBytes: e.KILN_LOG_JOURNAL_MAX_BYTES },
+    redis,
+    follower: {
+      pool,
+      archive: new LogArchiveReader(s3LogStore(s3, e.KILN_S3_BUCKET)),
+      hub: new LogHub(new Redis(e.REDIS_URL, { maxRetriesPerRequest: null }), report("redis (log subscriber)")),
+      heads: new LogHeadCache(pool, Math.max(25, Math.floor(e.KILN_LOG_POLL_MS / 2))),
+      pollMs: e.KILN_LOG_POLL_MS,
+      keepAliveMs: e.KILN_SSE_KEEPALIVE_MS,
+    },
+  };
+}
+
+function lazy<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
 }

@@ -98,3 +98,120 @@ export const completeRequest = z
 export const completeResponse = z.object({ accepted: z.boolean(), job_outcome: z.string() });
 
 export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+// ---- Artifacts (issue 5, docs/adr/0007-artifacts.md). All with the job token; bytes never pass
+// through these routes: the agent PUTs parts to presigned URLs and GETs downloads from one.
+//   POST /v1/agent/jobs/{job_id}/artifacts/uploads                    artifactOpenRequest -> artifactUploadSession
+//   POST /v1/agent/jobs/{job_id}/artifacts/uploads/{gen_id}/parts     artifactPartRequest -> artifactPartResponse
+//   POST /v1/agent/jobs/{job_id}/artifacts/uploads/{gen_id}/complete  artifactCompleteRequest -> artifactCompleteResponse
+//   POST /v1/agent/jobs/{job_id}/artifacts/downloads                  artifactDownloadRequest -> artifactDownloadGrant
+// 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED / RUN.CANCELLED: fenced, stop uploading.
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+const artifactName = z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/);
+
+export const artifactOpenRequest = z
+  .object({
+    epoch: z.number().int().min(1),
+    name: artifactName,
+    size_bytes: z.number().int().min(0),
+    sha256: sha256Hex,
+    format: z.enum(["file", "tar"]),
+  })
+  .strict();
+export const artifactUploadSession = z.object({
+  generation_id: z.string(),
+  state: z.enum(["uploading", "sealed"]),
+  size_bytes: z.number().int(),
+  sha256: z.string(),
+  part_size: z.number().int(),
+  part_count: z.number().int(),
+  /** Every part of the plan; `url` is absent for parts already recorded (resume) or when sealed. */
+  parts: z.array(
+    z.object({
+      part_number: z.number().int(),
+      offset: z.number().int(),
+      size: z.number().int(),
+      done: z.boolean(),
+      url: z.string().optional(),
+    }),
+  ),
+  urls_expire_at: z.string().nullable(),
+});
+
+export const artifactPartRequest = z
+  .object({
+    epoch: z.number().int().min(1),
+    part_number: z.number().int().min(1).max(10_000),
+    size_bytes: z.number().int().min(0),
+    sha256: sha256Hex,
+    etag: z.string().min(1).max(200),
+    /** How many PUTs this part took (1 = no retry); kept for the multipart-retry signal. */
+    tries: z.number().int().min(1).max(1000).default(1),
+  })
+  .strict();
+export const artifactPartResponse = z.object({ recorded: z.boolean(), retry: z.boolean() });
+
+export const artifactCompleteRequest = z.object({ epoch: z.number().int().min(1) }).strict();
+export const artifactCompleteResponse = z.object({
+  state: z.literal("sealed"),
+  generation_id: z.string(),
+  size_bytes: z.number().int(),
+  sha256: z.string(),
+});
+
+export const artifactDownloadRequest = z
+  .object({ epoch: z.number().int().min(1), from_job: artifactName, name: artifactName })
+  .strict();
+export const artifactDownloadGrant = z.object({
+  generation_id: z.string(),
+  producer_epoch: z.number().int(),
+  size_bytes: z.number().int(),
+  sha256: z.string(),
+  format: z.enum(["file", "tar"]),
+  url: z.string(),
+  url_expires_at: z.string(),
+});
+
+// ---- Logs (issue 4, docs/adr/0006-logs.md). All with the job token of the current epoch.
+//   POST /v1/agent/jobs/{job_id}/logs       a chunk batch -> logAppendResponse (200 after the chunks are durable)
+//       Content-Type application/vnd.kiln.log-chunks: a binary frame (logs/log-frame.ts) whose JSON
+//       header is logAppendHeader and whose payload is the chunks' bytes back to back (the agent's form:
+//       no base64, no JSON parsing of megabytes); or application/json: logAppendRequest (base64 data).
+//   POST /v1/agent/jobs/{job_id}/logs/seal  logSealRequest -> logSealResponse
+// 409 LOG.CONFLICT: other bytes already hold that position; 409 LOG.OUT_OF_ORDER: resend from
+// error.details.next_seq; 503 LOG.JOURNAL_FULL + Retry-After: back-pressure, keep spooling and retry;
+// 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED: fenced, stop shipping.
+const logStream = z.enum(["stdout", "stderr"]);
+const logBytes = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+export const logChunkIdentity = z
+  .object({
+    stream: logStream,
+    seq: z.number().int().min(0).max(2 ** 31 - 1),
+    offset: logBytes,
+    length: z.number().int().min(1).max(1024 * 1024),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  })
+  .strict();
+export const logAppendHeader = z.object({ epoch: z.number().int().min(1), chunks: z.array(logChunkIdentity).min(1).max(512) }).strict();
+export const logChunk = logChunkIdentity.extend({
+  /** The chunk's bytes, base64 (after secret masking). */
+  data: z.string().max(Math.ceil((1024 * 1024) / 3) * 4 + 4),
+});
+export const logAppendRequest = z.object({ epoch: z.number().int().min(1), chunks: z.array(logChunk).min(1).max(512) }).strict();
+export const logAppendResponse = z.object({
+  /** Highest contiguous committed offset per stream. */
+  committed: z.object({ stdout: z.number(), stderr: z.number() }),
+  next_seq: z.number().int(),
+  stored: z.number().int(),
+  duplicates: z.number().int(),
+});
+export const logSealRequest = z
+  .object({
+    epoch: z.number().int().min(1),
+    next_seq: z.number().int().min(0),
+    bytes: z.object({ stdout: logBytes, stderr: logBytes }).strict(),
+    /** Output read and discarded past the per-attempt limit (the truncation marker). */
+    dropped_bytes: z.object({ stdout: logBytes, stderr: logBytes }).strict(),
+  })
+  .strict();
+export const logSealResponse = z.object({ state: z.enum(["sealed", "truncated"]) });

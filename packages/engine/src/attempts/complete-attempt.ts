@@ -13,6 +13,7 @@ import type { EngineConfig } from "../shared/config.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/advance-run.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
+import { endUnsealedLog } from "../logs/log-transitions.ts";
 
 export interface CompletionReport {
   attemptId: string;
@@ -141,6 +142,8 @@ export async function finishAttempt(
     orgId: a.orgId, runId: a.runId, jobId: a.jobId, attemptId: a.id, entity: "attempt", from: "running", to: "completed",
     reason: outcome, data: { epoch: a.epoch, cause },
   });
+  // Every way an attempt ends passes here: a log the agent did not seal is marked gapped (ADR 0006).
+  await endUnsealedLog(tx, a, outcome);
 }
 
 export async function finishJob(

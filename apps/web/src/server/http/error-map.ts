@@ -14,6 +14,15 @@ const STATUS: Record<DomainErrorCode, number> = {
   "ATTEMPT.LEASE_EXPIRED": 409,
   "ATTEMPT.NOT_FOUND": 404,
   "ARTIFACT.REQUIRED_MISSING": 409,
+  "ARTIFACT.NOT_DECLARED": 422,
+  "ARTIFACT.NOT_FOUND": 404,
+  "ARTIFACT.UPLOAD_NOT_FOUND": 404,
+  "ARTIFACT.TOO_LARGE": 413,
+  "ARTIFACT.SESSION_CONFLICT": 409,
+  "ARTIFACT.PART_CONFLICT": 409,
+  "ARTIFACT.PARTS_INCOMPLETE": 409,
+  "ARTIFACT.VERIFICATION_FAILED": 422,
+  "ARTIFACT.STORE_UNAVAILABLE": 503,
   "CLAIM.NO_CAPACITY": 409,
   "CLAIM.DECLINED": 409,
   "AUTH.UNAUTHENTICATED": 401,
@@ -28,14 +37,24 @@ const STATUS: Record<DomainErrorCode, number> = {
   "REQUEST.INVALID": 400,
   "REQUEST.TOO_LARGE": 413,
   "SESSION.NOT_FOUND": 404,
+  "LOG.CONFLICT": 409,
+  "LOG.OUT_OF_ORDER": 409,
+  "LOG.INCOMPLETE": 409,
+  "LOG.ENDED": 409,
+  "LOG.LIMIT_EXCEEDED": 413,
+  "LOG.JOURNAL_FULL": 503,
+  "LOG.ARCHIVE_UNAVAILABLE": 503,
 };
 
-export function errorResponse(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status, headers: { "cache-control": "no-store" } });
+export function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  // Back-pressure (e.g. LOG.JOURNAL_FULL) tells clients when to come back.
+  if (typeof details?.retry_after_seconds === "number") headers["retry-after"] = String(Math.ceil(details.retry_after_seconds));
+  return Response.json({ error: { code, message, ...(details ? { details } : {}) } }, { status, headers });
 }
 
 export function toErrorResponse(e: unknown): Response {
-  if (isDomainError(e)) return errorResponse(STATUS[e.code], e.code, e.message);
+  if (isDomainError(e)) return errorResponse(STATUS[e.code], e.code, e.message, e.details);
   // Unexpected: log with context, answer without internals. A database outage is a 503 (retry
   // later), not a 500, because nothing was guessed or half-written.
   const msg = e instanceof Error ? e.message : String(e);

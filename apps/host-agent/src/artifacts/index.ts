@@ -1,0 +1,1 @@
+export { ArtifactTransfer, type ArtifactTransferDeps } from "./artifact-transfer.ts";

@@ -1,0 +1,109 @@
+// Restores one artifact before the first step: resolve the producer's binding, download into the
+// agent-owned spool, verify size and SHA-256, and only then place it in the workspace. The step never
+// sees unverified bytes; a mismatch is a named platform failure (artifact.digest_mismatch).
+import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import { declaredPathCause, pathIsWithin, type ArtifactCause } from "@kiln/domain";
+import * as tar from "tar";
+import type { ControlClient, JobTicket } from "../control-client.ts";
+import { errorMessage, type Logger } from "../logger.ts";
+import { backoffMs, sleep } from "../timing.ts";
+import { callControl, type CallFailure } from "./control-calls.ts";
+import { downloadRangesToFile, HttpStatusError } from "./http-transfer.ts";
+
+export interface RestoreOptions {
+  client: ControlClient;
+  ticket: JobTicket;
+  log: Logger;
+  signal: AbortSignal;
+  workspaceDir: string;
+  spoolDir: string;
+}
+
+export type RestoreResult =
+  | { ok: true; generationId: string; producerEpoch: number; sizeBytes: number }
+  | { ok: false; failure: CallFailure }
+  | { ok: false; cause: ArtifactCause; message: string };
+
+const DOWNLOAD_TRIES = 3;
+
+export async function restoreArtifact(entry: { fromJob: string; name: string; path: string }, o: RestoreOptions): Promise<RestoreResult> {
+  const what = `artifact ${JSON.stringify(entry.name)} from ${JSON.stringify(entry.fromJob)}`;
+  const target = await resolveRestoreTarget(o.workspaceDir, entry.path);
+  if (!target.ok) return { ok: false, cause: target.cause, message: `${what} -> ${JSON.stringify(entry.path)}: ${target.message}` };
+  const grant = await callControl("request artifact download", (s) => o.client.requestArtifactDownload(o.ticket.jobId, o.ticket.jobToken, {
+    epoch: o.ticket.epoch, from_job: entry.fromJob, name: entry.name,
+  }, { timeoutMs: 30_000, signal: s }), { signal: o.signal, log: o.log });
+  if (!grant.ok) {
+    if (grant.failure.kind === "error" && grant.failure.code === "ARTIFACT.NOT_FOUND") {
+      return { ok: false, cause: "artifact.binding_missing", message: `${what}: the producer has no bound artifact in this run` };
+    }
+    return { ok: false, failure: grant.failure };
+  }
+  const g = grant.data;
+  const spoolFile = path.join(o.spoolDir, `restore-${entry.name}-${g.generation_id}`);
+  let got: { sizeBytes: number; sha256: string } | null = null;
+  for (let i = 1; got === null; i++) {
+    try {
+      got = await downloadRangesToFile(g.url, spoolFile, g.size_bytes, o.signal);
+    } catch (err) {
+      await rm(spoolFile, { force: true });
+      if (o.signal.aborted) return { ok: false, failure: { kind: "aborted" } };
+      // 416: a range past the object's end, i.e. the object is shorter than the binding says.
+      if (err instanceof HttpStatusError && err.status === 416) return { ok: false, cause: "artifact.digest_mismatch", message: `${what}: the stored object is shorter than its binding (${g.size_bytes} bytes)` };
+      const permanent = err instanceof HttpStatusError && err.status >= 400 && err.status < 500;
+      if (permanent || i >= DOWNLOAD_TRIES) return { ok: false, cause: "artifact.download_failed", message: `${what}: ${errorMessage(err)}` };
+      await sleep(backoffMs(i - 1, 500, 5_000), o.signal);
+    }
+  }
+  if (got.sizeBytes !== g.size_bytes || got.sha256 !== g.sha256) {
+    await rm(spoolFile, { force: true });
+    return {
+      ok: false,
+      cause: "artifact.digest_mismatch",
+      message: `${what}: downloaded ${got.sizeBytes} bytes with sha256 ${got.sha256}; the binding says ${g.size_bytes} bytes with sha256 ${g.sha256}`,
+    };
+  }
+  try {
+    await place(spoolFile, g.format, target.path);
+  } catch (err) {
+    return { ok: false, cause: "artifact.path_outside_workspace", message: `${what}: could not place it at ${JSON.stringify(entry.path)}: ${errorMessage(err)}` };
+  }
+  o.log.info("artifact restored", { artifact: entry.name, from_job: entry.fromJob, producer_epoch: g.producer_epoch, size_bytes: g.size_bytes, sha256: g.sha256 });
+  return { ok: true, generationId: g.generation_id, producerEpoch: g.producer_epoch, sizeBytes: got.sizeBytes };
+}
+
+async function place(spoolFile: string, format: "file" | "tar", target: string): Promise<void> {
+  await mkdir(path.dirname(target), { recursive: true });
+  if (format === "file") {
+    // rename replaces a symlink at the target itself, never the file it points to.
+    await rename(spoolFile, target);
+    return;
+  }
+  await mkdir(target, { recursive: true });
+  // node-tar refuses absolute paths and `..` and will not write through symlinks it meets.
+  await tar.extract({ file: spoolFile, cwd: target, strict: true, preservePaths: false, noChmod: false });
+  await rm(spoolFile, { force: true });
+}
+
+/**
+ * Where the artifact goes: the declared path must stay inside the workspace lexically, and the
+ * deepest part of it that already exists (the checkout may have put directories or links there)
+ * must really be inside the workspace too.
+ */
+export async function resolveRestoreTarget(workspaceDir: string, relative: string): Promise<{ ok: true; path: string } | { ok: false; cause: ArtifactCause; message: string }> {
+  if (declaredPathCause(relative)) return { ok: false, cause: "artifact.path_outside_workspace", message: "the path must stay inside the workspace" };
+  const workspaceReal = await realpath(workspaceDir);
+  const target = path.join(workspaceReal, relative);
+  let existing = target;
+  for (;;) {
+    const s = await lstat(existing).catch(() => null);
+    if (s) break;
+    existing = path.dirname(existing);
+  }
+  const real = await realpath(existing).catch(() => null);
+  if (real === null || !pathIsWithin(workspaceReal, real)) {
+    return { ok: false, cause: "artifact.symlink_escape", message: "a symbolic link in the path leads outside the workspace" };
+  }
+  return { ok: true, path: existing === target ? target : path.join(real, path.relative(existing, target)) };
+}

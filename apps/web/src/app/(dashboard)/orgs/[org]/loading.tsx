@@ -1,0 +1,5 @@
+import { LoadingBlock } from "@kiln/ui";
+
+export default function Loading() {
+  return <LoadingBlock rows={6} />;
+}

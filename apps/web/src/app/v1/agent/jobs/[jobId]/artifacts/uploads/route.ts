@@ -1,0 +1,23 @@
+import { agentProtocol } from "@kiln/domain";
+import { authenticateJobToken, openUpload } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+/** Opens (or resumes) the attempt's upload session for one artifact; returns presigned part URLs. */
+export const POST = route({
+  body: agentProtocol.artifactOpenRequest,
+  uuidParams: ["jobId"],
+  handler: async ({ req, params, body }) => {
+    const { db, artifacts } = services();
+    const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
+    const epoch = body.epoch === claims.epoch ? body.epoch : -1;
+    const s = await openUpload(db, artifacts(), { ...claims, epoch }, { name: body.name, sizeBytes: body.size_bytes, sha256: body.sha256, format: body.format });
+    return json(200, {
+      generation_id: s.generationId, state: s.state, size_bytes: s.sizeBytes, sha256: s.sha256, part_size: s.partSize, part_count: s.partCount,
+      parts: s.parts.map((p) => ({ part_number: p.partNumber, offset: p.offset, size: p.size, done: p.done, ...(p.url ? { url: p.url } : {}) })),
+      urls_expire_at: s.urlsExpireAt,
+    });
+  },
+});

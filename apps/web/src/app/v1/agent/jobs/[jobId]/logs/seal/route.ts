@@ -1,0 +1,26 @@
+import { agentProtocol } from "@kiln/domain";
+import { authenticateJobToken, publishLogMessage, sealLog } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+/** The agent's end-of-log declaration; accepted only if the journal holds all of it. */
+export const POST = route({
+  body: agentProtocol.logSealRequest,
+  uuidParams: ["jobId"],
+  handler: async ({ req, params, body }) => {
+    const { db } = services();
+    const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
+    const r = await sealLog(db, { jobId: claims.jobId, attemptId: claims.attemptId, epoch: body.epoch === claims.epoch ? body.epoch : -1 }, {
+      nextSeq: body.next_seq,
+      bytes: body.bytes,
+      dropped: body.dropped_bytes,
+    });
+    const logs = services().logs();
+    publishLogMessage(logs.redis, claims.jobId, { kind: "state", epoch: claims.epoch, state: r.state }, (e) =>
+      console.error(JSON.stringify({ level: "warn", msg: "log fan-out publish failed", job_id: claims.jobId, err: String(e).slice(0, 200) })),
+    );
+    return json(200, { state: r.state });
+  },
+});

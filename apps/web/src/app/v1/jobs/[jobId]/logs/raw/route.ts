@@ -1,0 +1,39 @@
+import { isTerminalLogState, DomainError } from "@kiln/domain";
+import { authorizeLogRead, loadLogHead, readStreamBytes } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { route } from "@/server/http/route.ts";
+import { attemptParam, authenticateLogReader, streamParam, streamingResponse } from "../_lib/log-request.ts";
+
+export const dynamic = "force-dynamic";
+
+/**
+ * GET /v1/jobs/{job_id}/logs/raw?stream=stdout|stderr&attempt=<epoch>: the committed bytes of one
+ * stream (newest attempt by default), from the journal and the archive. X-Kiln-Log-State says
+ * whether that is all there will be (sealed/truncated/gapped) or a snapshot (open).
+ */
+export const GET = route({
+  uuidParams: ["jobId"],
+  handler: async ({ req, params }) => {
+    const { db } = services();
+    const { orgId } = await authenticateLogReader(req, params.jobId ?? "");
+    const grant = await authorizeLogRead(db, { orgId, jobId: params.jobId ?? "" });
+    const url = new URL(req.url);
+    const stream = streamParam(url);
+    const epoch = attemptParam(url) ?? grant.epochs[grant.epochs.length - 1] ?? null;
+    if (epoch === null) throw new DomainError("ATTEMPT.NOT_FOUND", "the job has not started an attempt yet");
+    const { follower } = services().logs();
+    const head = await loadLogHead(follower.pool, grant.jobId, epoch);
+    if (!head) throw new DomainError("ATTEMPT.NOT_FOUND", `the job has no attempt ${epoch}`);
+    const abort = new AbortController();
+    const bytes = readStreamBytes(follower.pool, follower.archive, head.attemptId, head.nextSeq, stream);
+    return streamingResponse(bytes, abort, {
+      "content-type": "application/octet-stream",
+      "content-length": String(head.bytes[stream]),
+      "content-disposition": `attachment; filename="${grant.jobId}-${epoch}-${stream}.log"`,
+      "cache-control": isTerminalLogState(head.state) ? "private, max-age=300" : "no-store",
+      "x-kiln-log-state": head.state,
+      "x-kiln-log-attempt": String(epoch),
+      "x-kiln-log-dropped-bytes": String(head.dropped[stream]),
+    });
+  },
+});

@@ -1,0 +1,99 @@
+"use client";
+import { Button } from "@kiln/ui";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { useEffect, useState } from "react";
+import { useTRPC } from "@/server/trpc/client.tsx";
+import { canOperate, useOrg } from "../org-context.tsx";
+import type { RunPageData } from "../types.ts";
+
+/**
+ * Cancel and retry. Cancel is optimistic: the page shows "cancelling" (and the jobs that had not
+ * started as cancelled) at once, then the poll replaces that with what the server decided; on error
+ * the previous state comes back with the reason. Retry navigates to the new run when it exists.
+ */
+export function RunActions({ data }: { data: RunPageData }) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const router = useRouter();
+  const { slug, role } = useOrg();
+  const [confirming, setConfirming] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = data.run;
+  const key = trpc.runs.get.queryKey({ org: slug, runId: run.id });
+
+  useEffect(() => {
+    if (!confirming) return;
+    const t = setTimeout(() => setConfirming(false), 6000);
+    return () => clearTimeout(t);
+  }, [confirming]);
+
+  const cancel = useMutation(
+    trpc.runs.cancel.mutationOptions({
+      onMutate: async () => {
+        setError(null);
+        await qc.cancelQueries({ queryKey: key });
+        const before = qc.getQueryData(key);
+        qc.setQueryData(key, (d) => (d ? optimisticCancel(d) : d));
+        return { before };
+      },
+      onError: (e, _v, ctx) => {
+        if (ctx?.before) qc.setQueryData(key, ctx.before);
+        setError(`Could not cancel: ${e.message}`);
+      },
+      onSettled: () => qc.invalidateQueries({ queryKey: key }),
+    }),
+  );
+  const retry = useMutation(
+    trpc.runs.retry.mutationOptions({
+      onMutate: () => setError(null),
+      onSuccess: (r) => router.push(`/orgs/${slug}/runs/${r.runId}`),
+      onError: (e) => setError(`Could not retry: ${e.message}`),
+    }),
+  );
+
+  const allowed = canOperate(role);
+  const why = allowed ? undefined : "Auditors can view runs but not cancel or retry them";
+  const live = run.status === "pending" || run.status === "running";
+  return (
+    <div className="flex flex-col items-end gap-2">
+      <div className="flex items-center gap-2">
+        {live && !confirming ? (
+          <Button variant="danger" disabled={!allowed || cancel.isPending} title={why} onClick={() => setConfirming(true)}>
+            Cancel run
+          </Button>
+        ) : null}
+        {live && confirming ? (
+          <>
+            <Button variant="danger" autoFocus onClick={() => { setConfirming(false); cancel.mutate({ org: slug, runId: run.id }); }}>
+              Confirm cancel
+            </Button>
+            <Button variant="ghost" onClick={() => setConfirming(false)}>Keep running</Button>
+          </>
+        ) : null}
+        {run.status === "completed" ? (
+          <Button variant="primary" disabled={!allowed || retry.isPending} title={why} onClick={() => retry.mutate({ org: slug, runId: run.id })}>
+            {retry.isPending ? "Starting retry…" : "Retry run"}
+          </Button>
+        ) : null}
+      </div>
+      {!allowed ? <p className="text-xs text-zinc-500 dark:text-zinc-400">{why}.</p> : null}
+      {error ? <p role="alert" className="text-sm text-red-700 dark:text-red-400">{error}</p> : null}
+    </div>
+  );
+}
+
+function optimisticCancel(d: RunPageData): RunPageData {
+  const pendingRun = d.run.status === "pending";
+  return {
+    ...d,
+    run: {
+      ...d.run,
+      status: pendingRun ? "completed" : "cancelling",
+      outcome: pendingRun ? "cancelled" : d.run.outcome,
+      jobs: d.run.jobs.map((j) => (j.status === "pending" || j.status === "ready" ? { ...j, status: "completed", outcome: "cancelled", cause: "run.cancelled" } : j)),
+    },
+    outcome_class: pendingRun ? "cancelled" : d.outcome_class,
+    job_classes: Object.fromEntries(d.run.jobs.map((j) => [j.id, j.status === "pending" || j.status === "ready" ? "cancelled" : (d.job_classes[j.id] ?? null)])),
+  };
+}

@@ -1,0 +1,20 @@
+// The runs filter schema for the browser: the same zod schema the procedure validates with, imported
+// from its own Node-free file (the views index would pull Prisma into the client bundle).
+import { runFilters, type RunFilters } from "../../../../../packages/engine/src/views/runs/run-filters.ts";
+
+export type { RunFilters };
+
+/** URL values to filters, dropping (not failing on) any field that is not valid. */
+export function parseFilters(get: (key: string) => string | null): RunFilters {
+  const out: Record<string, string> = {};
+  for (const [key, schema] of Object.entries(runFilters.shape)) {
+    const v = get(key);
+    if (v !== null && schema.safeParse(v).success) out[key] = v;
+  }
+  return runFilters.parse(out);
+}
+
+/** Filters live in the URL (shareable, back-button friendly); used by the page and the client view. */
+export function filtersFrom(sp: URLSearchParams | Record<string, string | string[] | undefined>): RunFilters {
+  return parseFilters((k) => (sp instanceof URLSearchParams ? sp.get(k) : (([] as (string | undefined)[]).concat(sp[k])[0] ?? null)));
+}

@@ -1,0 +1,61 @@
+import { z } from "zod";
+
+// Sign-in configuration, parsed at first use (never during `next build`). process.env is read here
+// and in ../env.ts only.
+
+/**
+ * Signs development-login sessions when no AUTH_SECRET is given. It is public (it is in the source),
+ * so it is only ever used where dev login is on AND the server is not a production build.
+ */
+const DEV_ONLY_SECRET = "kiln-dev-only-secret-never-use-in-production-0000";
+
+const schema = z
+  .object({
+    /** Set by Next: `next start` and `next build` run as production. */
+    NODE_ENV: z.string().default("development"),
+    /**
+     * "1" enables the development sign-in: any login that exists in app_user with a membership
+     * signs in WITHOUT a password. `npm run up` sets it for local use. Production deployments must
+     * never set it: it is an authentication bypass by design.
+     */
+    KILN_DEV_LOGIN: z.enum(["0", "1", ""]).default("0"),
+    /** Key for signing and encrypting session JWTs (32+ characters; `openssl rand -base64 33`). */
+    AUTH_SECRET: z.string().min(32, "AUTH_SECRET must be at least 32 characters").optional(),
+    /** GitHub OAuth app credentials; the GitHub sign-in is offered when both are set. */
+    AUTH_GITHUB_ID: z.string().min(1).optional(),
+    AUTH_GITHUB_SECRET: z.string().min(1).optional(),
+    /** The dashboard's public URL; set it in production so redirects never trust the Host header. */
+    AUTH_URL: z.url().optional(),
+    /** "true" when a trusted reverse proxy sets X-Forwarded-Host and AUTH_URL is not set. */
+    AUTH_TRUST_HOST: z.enum(["true", "false", "1", "0"]).optional(),
+  })
+  .transform((e, ctx) => {
+    const devLogin = e.KILN_DEV_LOGIN === "1";
+    const production = e.NODE_ENV === "production";
+    const secret = e.AUTH_SECRET ?? (devLogin && !production ? DEV_ONLY_SECRET : undefined);
+    if (!secret) {
+      ctx.addIssue({ code: "custom", path: ["AUTH_SECRET"], message: "AUTH_SECRET is required (it may only be omitted with KILN_DEV_LOGIN=1 outside production)" });
+      return z.NEVER;
+    }
+    return {
+      devLogin,
+      secret,
+      github: e.AUTH_GITHUB_ID && e.AUTH_GITHUB_SECRET ? { clientId: e.AUTH_GITHUB_ID, clientSecret: e.AUTH_GITHUB_SECRET } : null,
+      // Dev login is a local tool, served on whatever host:port it was started on.
+      trustHost: e.AUTH_URL !== undefined || e.AUTH_TRUST_HOST === "true" || e.AUTH_TRUST_HOST === "1" || devLogin,
+    };
+  });
+
+export type AuthEnv = z.infer<typeof schema>;
+let parsed: AuthEnv | null = null;
+
+export function authEnv(): AuthEnv {
+  if (!parsed) parsed = schema.parse(process.env);
+  return parsed;
+}
+
+/** Why sign-in cannot work on this server (shown on the sign-in page), or null when it can. */
+export function authEnvProblem(): string | null {
+  const r = schema.safeParse(process.env);
+  return r.success ? null : r.error.issues.map((i) => i.message).join("; ");
+}

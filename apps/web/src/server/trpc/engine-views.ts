@@ -1,0 +1,2 @@
+// The dashboard's read-side use cases (packages/engine/src/views), through @kiln/engine's public API.
+export * from "@kiln/engine";

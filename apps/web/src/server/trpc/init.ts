@@ -1,0 +1,62 @@
+import type { Db } from "@kiln/db";
+import { isDomainError } from "@kiln/domain";
+import { initTRPC, TRPCError } from "@trpc/server";
+import { z } from "zod";
+import { ALL_ROLES, OPERATOR_ROLES, resolveTenant } from "./engine-views.ts";
+import { isUnavailable, trpcCodeFor } from "./error-map.ts";
+
+export interface TrpcContext {
+  db: Db;
+  /** From the session JWT: who, never what they may see (that is read per request). */
+  user: { id: string; login: string } | null;
+}
+
+const t = initTRPC.context<TrpcContext>().create({
+  errorFormatter: ({ shape, error }) => {
+    const domainCode = isDomainError(error.cause) ? error.cause.code : null;
+    // Unexpected errors keep their details in the server log (route handler onError), not in the answer.
+    const hide = error.code === "INTERNAL_SERVER_ERROR";
+    return { ...shape, message: hide ? "internal error" : shape.message, data: { code: shape.data.code, httpStatus: shape.data.httpStatus, domainCode } };
+  },
+});
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Turns DomainErrors into tRPC errors with their mapped code (and the DB being down into 503). */
+const mapErrors = t.middleware(async ({ next }) => {
+  const res = await next();
+  if (res.ok) return res;
+  const cause = res.error.cause;
+  if (isDomainError(cause)) throw new TRPCError({ code: trpcCodeFor(cause), message: cause.message, cause });
+  if (res.error.code === "INTERNAL_SERVER_ERROR" && isUnavailable(cause ?? res.error)) {
+    throw new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "the control plane's database is unavailable; retry later", cause: res.error });
+  }
+  return res;
+});
+
+export const publicProcedure = t.procedure.use(mapErrors);
+
+export const authedProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.user) throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to continue" });
+  return next({ ctx: { user: ctx.user } });
+});
+
+const orgSlug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "not an org slug");
+
+/**
+ * Every org-scoped procedure takes `org` (the slug from the URL) and gets `ctx.tenant`: the org id
+ * and role from ONE query joining org and the user's membership, filtered by the roles allowed.
+ * Views then filter by that org id in their own queries.
+ */
+function tenantProcedure(roles: typeof ALL_ROLES) {
+  return authedProcedure.input(z.object({ org: orgSlug })).use(async ({ ctx, input, next }) => {
+    const tenant = await resolveTenant(ctx.db, { userId: ctx.user.id, login: ctx.user.login, orgSlug: input.org, roles });
+    return next({ ctx: { tenant } });
+  });
+}
+
+/** Any member (admin, member, auditor) may read. */
+export const readProcedure = tenantProcedure(ALL_ROLES);
+/** Cancel and retry: admins and members; auditors are refused in the tenant query itself. */
+export const operatorProcedure = tenantProcedure(OPERATOR_ROLES);

@@ -1,0 +1,17 @@
+import { getJob } from "./jobs/get-job.procedure.ts";
+import { cancelRun } from "./runs/cancel-run.procedure.ts";
+import { getOverview } from "./runs/get-overview.procedure.ts";
+import { getRun } from "./runs/get-run.procedure.ts";
+import { listRepos } from "./runs/list-repos.procedure.ts";
+import { listRuns } from "./runs/list-runs.procedure.ts";
+import { retryRun } from "./runs/retry-run.procedure.ts";
+import { listOrgs } from "./tenants/list-orgs.procedure.ts";
+import { router } from "./init.ts";
+
+export const appRouter = router({
+  tenants: { list: listOrgs },
+  runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
+  jobs: { get: getJob },
+});
+
+export type AppRouter = typeof appRouter;

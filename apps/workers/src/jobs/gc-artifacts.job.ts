@@ -1,0 +1,52 @@
+import { collectArtifactGarbage, createObjectStore, DEFAULT_ARTIFACT_SETTINGS, type ArtifactGcReport, type ArtifactStore } from "@kiln/engine";
+import type { Db } from "@kiln/db";
+import { z } from "zod";
+import { defineJob } from "./job-definition.ts";
+
+/**
+ * Artifact garbage collection (issue 5): unbound generations whose attempt can never bind them and
+ * abandoned multipart uploads, after the grace period. Idempotent: store deletes/aborts of what is
+ * already gone succeed, and every state change is guarded, so a retried or overlapping run is a
+ * no-op (run-it-twice test in packages/engine/test/artifacts). Singleton key: one pass at a time.
+ */
+export const gcArtifactsJob = defineJob({
+  name: "gc-artifacts",
+  payload: z.object({}).passthrough(),
+  retryLimit: 3,
+  retryDelaySeconds: 30,
+  expireInSeconds: 15 * 60,
+  handle: async ({ db }) => {
+    const report = await runArtifactGc(db, await storeFromEnv());
+    if (report.abandoned + report.abortedUploads + report.abortUnsupported > 0) {
+      console.log(JSON.stringify({ level: "info", msg: "artifact garbage collected", ...report }));
+    }
+  },
+});
+
+/** One pass, in batches until nothing is left (each batch re-queries, so progress is never lost). */
+export async function runArtifactGc(db: Db, store: ArtifactStore, maxBatches = 50): Promise<ArtifactGcReport> {
+  const total: ArtifactGcReport = { abandoned: 0, abortedUploads: 0, deletedObjects: 0, abortUnsupported: 0 };
+  for (let i = 0; i < maxBatches; i++) {
+    const r = await collectArtifactGarbage(db, store, { limit: 100 });
+    total.abandoned += r.abandoned;
+    total.abortedUploads += r.abortedUploads;
+    total.deletedObjects += r.deletedObjects;
+    total.abortUnsupported += r.abortUnsupported;
+    if (r.deletedObjects < 100) break;
+  }
+  return total;
+}
+
+let store: ArtifactStore | null = null;
+
+// env.ts parses process.env when imported; loading it lazily keeps this module importable in tests.
+async function storeFromEnv(): Promise<ArtifactStore> {
+  if (store) return store;
+  const { env } = await import("../env.ts");
+  store = {
+    s3: createObjectStore({ endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY }),
+    bucket: env.KILN_S3_BUCKET,
+    settings: { ...DEFAULT_ARTIFACT_SETTINGS, gcGraceMs: env.KILN_ARTIFACT_GC_GRACE_MS },
+  };
+  return store;
+}

@@ -1,0 +1,199 @@
+// Artifact transfer benchmark (issue 5). One run, one endpoint, the same bytes:
+//   upload+seal     = the host agent's uploadArtifact (64 MiB parts, 4 in flight, per-part SHA-256,
+//                     part records) + the control plane's finaliser (CompleteMultipartUpload and a
+//                     full SHA-256 read-back) — versus one plain SDK PutObject of the same file;
+//   download+verify = the agent's restoreArtifact (grant, GET into the spool with SHA-256, verify,
+//                     place) — versus one plain SDK GetObject into a file.
+// Freezing (copy into the spool + SHA-256) is timed separately: PutObject has no equivalent step.
+// Usage: npm run bench -- artifacts [--mib 1024] [--rounds 2] [--dir /path/on/disk]
+import { spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pipeline } from "node:stream/promises";
+import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { createDb, ensureDatabase, migrateDatabase, withTx } from "@kiln/db";
+import { parseWorkflow } from "@kiln/domain";
+import { addRepo, claimJob, completeAttempt, createAgentToken, createObjectStore, createOrg, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, registerSession, type ArtifactStore, type JobClaims, type JobTicket } from "@kiln/engine";
+import { startPostgres } from "@kiln/testkit";
+import { ControlClient } from "../../apps/host-agent/src/control-client.ts";
+import { freezeArtifact } from "../../apps/host-agent/src/artifacts/freeze.ts";
+import { restoreArtifact } from "../../apps/host-agent/src/artifacts/restore-artifact.ts";
+import { uploadArtifact } from "../../apps/host-agent/src/artifacts/upload-artifact.ts";
+import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
+import { median } from "../lib/stats.ts";
+import { inProcessFetch } from "./control-plane.ts";
+
+const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const MIB = Number(arg("mib", "1024"));
+const ROUNDS = Number(arg("rounds", "2"));
+const SIZE = MIB * 1024 * 1024;
+const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+const CFG = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 3_600_000 };
+const WORKFLOW = `version: 1
+jobs:
+  - name: compile
+    steps: ["true"]
+    artifacts: {publish: [{name: app, path: app.bin}]}
+  - name: test
+    steps: ["true"]
+    artifacts: {restore: [{from_job: compile, name: app, path: inputs/app.bin}]}
+`;
+
+async function timed<T>(f: () => Promise<T>): Promise<[number, T]> {
+  const t0 = performance.now();
+  const v = await f();
+  return [performance.now() - t0, v];
+}
+
+async function writeRandomFile(file: string, size: number): Promise<void> {
+  const fh = await open(file, "w");
+  const chunk = 8 * 1024 * 1024;
+  for (let off = 0; off < size; off += chunk) await fh.write(randomBytes(Math.min(chunk, size - off)));
+  await fh.close();
+}
+
+async function main(): Promise<void> {
+  const root = await mkdtemp(path.join(arg("dir", os.tmpdir()), "kiln-bench-art-"));
+  progress(`working in ${root}; ${MIB} MiB x ${ROUNDS} rounds`);
+  const pg = await startPostgres({ dataDir: path.join(root, "pg") });
+  const s3h = await startS3Process(path.join(root, "s3"));
+  const url = pg.url.replace(/\/postgres$/, "/kiln");
+  await ensureDatabase(url);
+  await migrateDatabase(url);
+  const db = createDb({ url, max: 8 });
+  const s3 = createObjectStore({ endpoint: s3h.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+  const store: ArtifactStore = { s3, bucket: "kiln", settings: DEFAULT_ARTIFACT_SETTINGS };
+  // s3rver assembles a multipart object by rewriting it (a full copy + MD5); S3 does it in metadata.
+  const assemblyMs: number[] = [];
+  s3.middlewareStack.add((next, context) => async (args) => {
+    if (context.commandName !== "CompleteMultipartUploadCommand") return next(args);
+    const t0 = performance.now();
+    try {
+      return await next(args);
+    } finally {
+      assemblyMs.push(performance.now() - t0);
+    }
+  }, { step: "initialize", name: "benchTimeAssembly" });
+  const log = createLogger({ service: "bench" });
+  const rows: { put: number; freeze: number; upload: number; finalize: number; assembly: number; get: number; download: number }[] = [];
+  const finalizeMs: number[] = [];
+  try {
+    const org = await createOrg(db, "bench");
+    const repo = await addRepo(db, { orgSlug: "bench", name: "bench/app", cloneUrl: "file:///none", webhookSecret: "bench-secret", workflowPath: ".kiln/workflow.yaml" });
+    const agentToken = await createAgentToken(db, { pool: "bench" });
+    const session = await registerSession(db, CFG, { agentTokenId: agentToken.id, pool: "bench", body: { hostname: "bench", capacity: 4, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } } });
+    const parsed = parseWorkflow(WORKFLOW);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const source = path.join(root, "source.bin");
+    progress(`writing ${MIB} MiB of random bytes`);
+    await writeRandomFile(source, SIZE);
+
+    for (let round = 1; round <= ROUNDS; round++) {
+      const work = path.join(root, `round-${round}`);
+      const ws = path.join(work, "workspace");
+      await mkdir(ws, { recursive: true });
+      // Plain SDK PutObject of the same bytes to the same endpoint.
+      const [put] = await timed(() => s3.send(new PutObjectCommand({ Bucket: "kiln", Key: `baseline/${round}`, Body: createReadStream(source), ContentLength: SIZE })));
+      progress(`round ${round}: PutObject ${(put / 1000).toFixed(2)} s`);
+
+      const runId = await withTx(db, "bench-run", async (tx) => {
+        const r = await tx.$queryRaw<{ id: string }[]>`
+          INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs)
+          VALUES (${org.id}::uuid, ${repo.id}::uuid, 'running', 'trusted', 'manual', ${"b".repeat(40)}, '.kiln/workflow.yaml', 'h', ${JSON.stringify(parsed.definition)}::jsonb, '{}'::jsonb) RETURNING id`;
+        await createJobs(tx, { id: r[0]!.id, orgId: org.id }, parsed.definition, "bench");
+        return r[0]!.id;
+      });
+      const tickets = new Map<string, JobTicket>();
+      const claimsFor = (jobId: string): JobClaims => {
+        const t = tickets.get(jobId);
+        if (!t) throw new Error("unknown job");
+        return { attemptId: t.attemptId, jobId: t.jobId, epoch: t.epoch };
+      };
+      const inner = inProcessFetch(db, store, claimsFor);
+      // Times the finaliser call (CompleteMultipartUpload + read-back + seal) inside upload+seal.
+      const client = new ControlClient("http://in-process", "unused", async (input, init) => {
+        const t0 = performance.now();
+        const r = await inner(input, init);
+        if (String(input).endsWith("/complete")) finalizeMs.push(performance.now() - t0);
+        return r;
+      });
+      const claim = async () => {
+        const c = await claimJob(db, CFG, { sessionId: session.sessionId, claimRequestId: randomUUID() });
+        if (c.kind !== "claimed") throw new Error(`claim: ${c.kind}`);
+        tickets.set(c.ticket.jobId, c.ticket);
+        return c.ticket;
+      };
+
+      const producer = await claim();
+      await pipeline(createReadStream(source), createWriteStream(path.join(ws, "app.bin")));
+      const spool = path.join(work, "spool");
+      await mkdir(spool);
+      const [freeze, frozen] = await timed(() => freezeArtifact(ws, spool, { name: "app", path: "app.bin" }));
+      if (!frozen.ok) throw new Error(frozen.message);
+      const signal = new AbortController().signal;
+      const [upload, up] = await timed(() => uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal }));
+      if (!up.ok) throw new Error(JSON.stringify(up.failure));
+      progress(`round ${round}: freeze ${(freeze / 1000).toFixed(2)} s, upload+seal ${(upload / 1000).toFixed(2)} s`);
+      await completeAttempt(db, CFG, { attemptId: producer.attemptId, jobId: producer.jobId, epoch: producer.epoch, outcome: "success", sandboxDestroyed: true });
+      await rm(spool, { recursive: true, force: true });
+      await rm(path.join(ws, "app.bin"));
+
+      // Plain SDK GetObject of the same bytes into a file.
+      const [get] = await timed(async () => {
+        const r = await s3.send(new GetObjectCommand({ Bucket: "kiln", Key: `baseline/${round}` }));
+        await pipeline(r.Body as NodeJS.ReadableStream, createWriteStream(path.join(work, "baseline.bin")));
+      });
+      await rm(path.join(work, "baseline.bin"));
+      const consumer = await claim();
+      const spool2 = path.join(work, "spool2");
+      await mkdir(spool2);
+      const [download, down] = await timed(() => restoreArtifact({ fromJob: "compile", name: "app", path: "inputs/app.bin" }, { client, ticket: consumer, log, signal, workspaceDir: ws, spoolDir: spool2 }));
+      if (!down.ok) throw new Error(JSON.stringify(down));
+      if (down.sizeBytes !== SIZE || up.generationId !== down.generationId) throw new Error("restored the wrong generation");
+      progress(`round ${round}: GetObject ${(get / 1000).toFixed(2)} s, download+verify ${(download / 1000).toFixed(2)} s`);
+      rows.push({ put, freeze, upload, finalize: finalizeMs.at(-1) ?? 0, assembly: assemblyMs.at(-1) ?? 0, get, download });
+      await rm(work, { recursive: true, force: true });
+      void runId;
+    }
+  } finally {
+    s3.destroy();
+    await db.$disconnect();
+    s3h.stop();
+    await pg.stop();
+    await rm(root, { recursive: true, force: true });
+  }
+  const mibs = (msv: number) => (MIB / (msv / 1000)).toFixed(0);
+  const m = (k: keyof (typeof rows)[number]) => median(rows.map((r) => r[k]));
+  console.log(`\nload average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`);
+  console.log(`Artifacts, ${MIB} MiB, median of ${rows.length} round(s), s3rver (own process) on local disk, ${os.cpus().length} vCPU`);
+  console.log(`| path | seconds | MiB/s | ratio to plain SDK |`);
+  console.log(`| --- | ---: | ---: | ---: |`);
+  console.log(`| plain PutObject | ${(m("put") / 1000).toFixed(2)} | ${mibs(m("put"))} | 1.00 |`);
+  console.log(`| Kiln upload+seal (parts, records, complete, read-back) | ${(m("upload") / 1000).toFixed(2)} | ${mibs(m("upload"))} | ${(m("put") / m("upload")).toFixed(2)} |`);
+  console.log(`| - of which parts (PUT + SHA-256 per part + part records) | ${((m("upload") - m("finalize")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("finalize"))} | ${(m("put") / (m("upload") - m("finalize"))).toFixed(2)} |`);
+  console.log(`| - of which the store's CompleteMultipartUpload (s3rver rewrites the object) | ${(m("assembly") / 1000).toFixed(2)} | ${mibs(m("assembly"))} | - |`);
+  console.log(`| - of which Kiln's SHA-256 read-back + seal | ${((m("finalize") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("finalize") - m("assembly"))} | - |`);
+  console.log(`| Kiln upload+seal without s3rver's object rewrite | ${((m("upload") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("assembly"))} | ${(m("put") / (m("upload") - m("assembly"))).toFixed(2)} |`);
+  console.log(`| Kiln freeze (spool copy + SHA-256), before upload | ${(m("freeze") / 1000).toFixed(2)} | ${mibs(m("freeze"))} | - |`);
+  console.log(`| Kiln freeze+upload+seal | ${((m("freeze") + m("upload")) / 1000).toFixed(2)} | ${mibs(m("freeze") + m("upload"))} | ${(m("put") / (m("freeze") + m("upload"))).toFixed(2)} |`);
+  console.log(`| plain GetObject | ${(m("get") / 1000).toFixed(2)} | ${mibs(m("get"))} | 1.00 |`);
+  console.log(`| Kiln download+verify (grant, GET + SHA-256, place) | ${(m("download") / 1000).toFixed(2)} | ${mibs(m("download"))} | ${(m("get") / m("download")).toFixed(2)} |`);
+}
+
+async function startS3Process(dataDir: string): Promise<{ endpoint: string; stop: () => void }> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint));
+    child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
+  });
+  return { endpoint, stop: () => child.kill("SIGTERM") };
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,28 @@
+import type { S3Client } from "@aws-sdk/client-s3";
+import { DEFAULT_PART_BYTES } from "@kiln/domain";
+
+/** Artifact knobs. Apps parse them from env.ts; nothing here reads process.env. */
+export interface ArtifactSettings {
+  /** Preferred multipart part size (ADR 0007: 64 MiB; a 20 GiB artifact is 320 parts). */
+  partSizeBytes: number;
+  /** Lifetime of presigned part URLs; the agent re-opens the session for fresh ones. */
+  uploadUrlTtlSec: number;
+  /** Lifetime of presigned download URLs (agent restores and the public 302). */
+  downloadUrlTtlSec: number;
+  /** Unbound generations and abandoned multipart uploads are collected this long after creation. */
+  gcGraceMs: number;
+}
+
+export const DEFAULT_ARTIFACT_SETTINGS: ArtifactSettings = {
+  partSizeBytes: DEFAULT_PART_BYTES,
+  uploadUrlTtlSec: 3600,
+  downloadUrlTtlSec: 300,
+  gcGraceMs: 24 * 3600_000,
+};
+
+/** The object store and bucket artifacts live in, plus settings. Built once per process by the app. */
+export interface ArtifactStore {
+  s3: S3Client;
+  bucket: string;
+  settings: ArtifactSettings;
+}

@@ -1,0 +1,114 @@
+import { withTx, type Db, type DbOrTx } from "@kiln/db";
+import { decideArtifactSeal, DomainError, type ArtifactState } from "@kiln/domain";
+import type { ArtifactStore } from "./artifact-context.ts";
+import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
+import { recordArtifactTransition } from "./artifact-journal.ts";
+import { completeMultipartUpload, readBack } from "./store-ops.ts";
+
+export interface SealedArtifact {
+  generationId: string;
+  sizeBytes: number;
+  sha256: string;
+}
+
+interface Row {
+  id: string;
+  org_id: string;
+  run_id: string;
+  job_id: string;
+  attempt_id: string;
+  epoch: number;
+  name: string;
+  state: ArtifactState;
+  object_key: string;
+  upload_id: string | null;
+  size_bytes: bigint;
+  sha256: string;
+  part_count: number;
+  store_completed_at: Date | null;
+}
+
+/**
+ * The idempotent finaliser for one upload session (seed 000 section 12): complete the multipart
+ * upload from the persisted part list, read the object back and hash it, and seal the generation
+ * for this attempt only if the attempt is still current at that moment. Calling it again after a
+ * lost response repairs exactly this session: a sealed generation is returned as it is, an upload
+ * the store already completed is verified and sealed once. A fenced attempt is refused before any
+ * store work and again at the seal; its generation stays unbound and is collected later.
+ */
+export async function finalizeUpload(db: Db, store: ArtifactStore, claims: JobClaims, generationId: string): Promise<SealedArtifact> {
+  const g = await withTx(db, "artifact-finalize-check", async (tx) => {
+    await lockCurrentAttempt(tx, claims);
+    return loadOwnGeneration(tx, claims, generationId);
+  });
+  if (g.state === "sealed") return sealedView(g);
+  if (g.state !== "uploading" || !g.upload_id) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", `the upload session is ${g.state}`);
+
+  if (!g.store_completed_at) {
+    const parts = await db.$queryRaw<{ part_number: number; etag: string }[]>`
+      SELECT part_number, etag FROM artifact_part WHERE generation_id = ${g.id}::uuid ORDER BY part_number`;
+    const have = new Set(parts.map((p) => p.part_number));
+    const missing = Array.from({ length: g.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
+    if (missing.length > 0) {
+      throw new DomainError("ARTIFACT.PARTS_INCOMPLETE", `parts not recorded yet: ${missing.slice(0, 20).join(", ")}${missing.length > 20 ? ", ..." : ""}`);
+    }
+    await completeMultipartUpload(store, g.object_key, g.upload_id, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+    await db.$executeRaw`UPDATE artifact_generation SET store_completed_at = now() WHERE id = ${g.id}::uuid AND store_completed_at IS NULL`;
+  }
+
+  const observed = await readBack(store, g.object_key);
+  const expected = { sizeBytes: Number(g.size_bytes), sha256: g.sha256 };
+  if (decideArtifactSeal(expected, observed) === "mismatch") {
+    await abandonOwn(db, g, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 });
+    throw new DomainError(
+      "ARTIFACT.VERIFICATION_FAILED",
+      `stored object is ${observed.sizeBytes} bytes with sha256 ${observed.sha256 || "-"}; expected ${expected.sizeBytes} bytes with sha256 ${expected.sha256}`,
+    );
+  }
+
+  return withTx(db, "artifact-seal", async (tx) => {
+    // The linearisation point: the attempt must still be current now, not only when it started.
+    const { attempt } = await lockCurrentAttempt(tx, claims);
+    const n = await tx.$executeRaw`
+      UPDATE artifact_generation SET state = 'sealed', sealed_at = now()
+      WHERE id = ${g.id}::uuid AND attempt_id = ${attempt.id}::uuid AND state = 'uploading'`;
+    if (n === 1) {
+      await recordArtifactTransition(tx, {
+        orgId: g.org_id, runId: g.run_id, jobId: g.job_id, attemptId: g.attempt_id, from: "uploading", to: "sealed", reason: "verified",
+        data: { generation_id: g.id, name: g.name, epoch: g.epoch, size_bytes: expected.sizeBytes, sha256: expected.sha256 },
+      });
+      return sealedView(g);
+    }
+    // A concurrent finaliser of the same session sealed it first: same answer.
+    const now = await loadOwnGeneration(tx, claims, g.id);
+    if (now.state === "sealed") return sealedView(now);
+    throw new DomainError("ARTIFACT.SESSION_CONFLICT", `the upload session is ${now.state}`);
+  });
+}
+
+function sealedView(g: Row): SealedArtifact {
+  return { generationId: g.id, sizeBytes: Number(g.size_bytes), sha256: g.sha256 };
+}
+
+async function loadOwnGeneration(db: DbOrTx, claims: JobClaims, id: string): Promise<Row> {
+  const rows = await db.$queryRaw<Row[]>`
+    SELECT id, org_id, run_id, job_id, attempt_id, epoch, name, state, object_key, upload_id, size_bytes, sha256, part_count, store_completed_at
+    FROM artifact_generation WHERE id = ${id}::uuid AND attempt_id = ${claims.attemptId}::uuid`;
+  const g = rows[0];
+  if (!g) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session for this attempt");
+  return g;
+}
+
+/** Bytes that fail verification are never sealed; the collector deletes the object. */
+async function abandonOwn(db: Db, g: Row, reason: string, data: Record<string, unknown>): Promise<void> {
+  await withTx(db, "artifact-abandon", async (tx) => {
+    const n = await tx.$executeRaw`
+      UPDATE artifact_generation SET state = 'abandoned', abandoned_at = now(), abandon_reason = ${reason}
+      WHERE id = ${g.id}::uuid AND state = 'uploading'`;
+    if (n === 1) {
+      await recordArtifactTransition(tx, {
+        orgId: g.org_id, runId: g.run_id, jobId: g.job_id, attemptId: g.attempt_id, from: "uploading", to: "abandoned", reason, data: { generation_id: g.id, ...data },
+      });
+    }
+  });
+}

@@ -1,0 +1,20 @@
+// Knobs of the log pipeline. Apps parse them from their env.ts; nothing here reads process.env.
+export interface LogConfig {
+  /** Per-attempt log size limit (stdout + stderr); the agent truncates at the same bound. */
+  maxBytesPerAttempt: number;
+  /** Journal budget: bytes acknowledged but not yet archived, across all attempts. Past it,
+   * ingest answers 503 LOG.JOURNAL_FULL with Retry-After instead of evicting anything. */
+  journalMaxBytes: number;
+  /** The archiver cuts segments of about this size, and archives a still-open log once this much
+   * of it sits in the journal. */
+  segmentTargetBytes: number;
+  /** How long an archiver owns one attempt before another may take over. */
+  archiveLeaseMs: number;
+}
+
+export const DEFAULT_LOG_CONFIG: LogConfig = {
+  maxBytesPerAttempt: 64 * 1024 * 1024,
+  journalMaxBytes: 4 * 1024 * 1024 * 1024,
+  segmentTargetBytes: 8 * 1024 * 1024,
+  archiveLeaseMs: 60_000,
+};

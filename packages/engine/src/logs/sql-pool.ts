@@ -1,0 +1,57 @@
+// The log journal's byte path runs on a plain node-postgres pool, not on Prisma: Prisma's client
+// engine round-trips every Bytes parameter through base64, which measured ~3x slower for 64 KiB
+// chunks (docs/adr/0006-logs.md, docs/benchmarks.md). Everything without payload bytes (seal,
+// gap marking, authorisation) stays on Prisma and withTx. The apps own the pool (they depend on
+// `pg`); the engine sees only this structural port.
+export interface SqlResult<R> {
+  rows: R[];
+  rowCount: number | null;
+}
+export interface SqlQuery {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+export interface SqlClient {
+  query<R extends Record<string, unknown> = Record<string, unknown>>(q: string | SqlQuery, values?: unknown[]): Promise<SqlResult<R>>;
+  release(err?: Error | boolean): void;
+}
+export interface SqlPool {
+  connect(): Promise<SqlClient>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(q: string | SqlQuery, values?: unknown[]): Promise<SqlResult<R>>;
+}
+
+// Serialization failure and deadlock: worth another try; anything else is a real error.
+const RETRYABLE = new Set(["40001", "40P01"]);
+
+/** A named READ COMMITTED transaction on the pool, retried like @kiln/db's withTx. */
+export async function withJournalTx<T>(pool: SqlPool, name: string, fn: (c: SqlClient) => Promise<T>, retries = 5): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      const out = await fn(client);
+      await client.query("COMMIT");
+      return out;
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => {
+        broken = true; // the connection is unusable; drop it from the pool
+      });
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === "string" && RETRYABLE.has(code) && attempt < retries) {
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+        continue;
+      }
+      if (e instanceof Error && !("txName" in e)) Object.assign(e, { txName: name });
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/** BIGINT columns arrive as strings; log sizes stay far below 2^53. */
+export function num(v: unknown): number {
+  return typeof v === "number" ? v : Number(v);
+}

@@ -1,0 +1,1 @@
+export { createObjectStore, type ObjectStoreConfig } from "./object-store.ts";

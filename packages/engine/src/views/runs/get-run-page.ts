@@ -1,0 +1,90 @@
+import type { Db } from "@kiln/db";
+import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
+import { getRun, type RunView } from "../../runs/get-run.ts";
+import type { TenantScope } from "../tenants/resolve-tenant.ts";
+import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
+
+export interface ArtifactView {
+  job_id: string;
+  name: string;
+  size_bytes: number | null;
+  sha256: string | null;
+  state: string;
+  sealed_at: string | null;
+}
+
+export interface JobStepsView {
+  steps: { name: string | null; command: string }[];
+  timeout_minutes: number;
+  image: string | null;
+}
+
+/** The API's RunView (from the same getRun use case), plus what only the dashboard shows. */
+export interface RunPageView {
+  run: RunView;
+  repo_name: string;
+  outcome_class: OutcomeClass | null;
+  /** Keyed by job id. */
+  job_classes: Record<string, OutcomeClass | null>;
+  job_steps: Record<string, JobStepsView>;
+  artifacts: ArtifactView[];
+  first_failure: FirstFailure | null;
+  /** The run's own retry children, newest first, so a red run links to its re-runs. */
+  retries: { id: string; status: string; outcome: string | null; created_at: string }[];
+}
+
+const cls = (o: string | null): OutcomeClass | null => (o !== null && isOutcome(o) ? classifyOutcome(o) : null);
+
+/**
+ * The run page. The run and its jobs and attempts come from getRun, exactly what
+ * GET /v1/workflow-runs/{id} returns; the extras are read in parallel and every one is scoped by
+ * org_id in its own WHERE clause, so a run id from another org yields RUN.NOT_FOUND from getRun and
+ * empty extras, never another tenant's rows.
+ */
+export async function getRunPage(db: Db, scope: TenantScope, input: { runId: string }): Promise<RunPageView> {
+  const [run, meta, artifacts, retries] = await Promise.all([
+    getRun(db, { orgId: scope.orgId, runId: input.runId }),
+    db.$queryRaw<{ repo_name: string; definition: WorkflowDefinition | null }[]>`
+      SELECT repo.full_name AS repo_name, r.definition
+      FROM workflow_run r JOIN repo ON repo.id = r.repo_id
+      WHERE r.id = ${input.runId}::uuid AND r.org_id = ${scope.orgId}::uuid`,
+    db.$queryRaw<(Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]>`
+      SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at
+      FROM job_run j
+      JOIN artifact_binding b ON b.job_id = j.id
+      JOIN artifact_generation g ON g.id = b.generation_id
+      WHERE j.run_id = ${input.runId}::uuid AND j.org_id = ${scope.orgId}::uuid
+      ORDER BY j.job_index, b.name`,
+    db.$queryRaw<{ id: string; status: string; outcome: string | null; created_at: Date }[]>`
+      SELECT id, status, outcome, created_at FROM workflow_run
+      WHERE parent_run_id = ${input.runId}::uuid AND org_id = ${scope.orgId}::uuid
+        -- A retry is always newer than its parent: bounds the (org_id, created_at) index scan.
+        AND created_at >= (SELECT p.created_at FROM workflow_run p WHERE p.id = ${input.runId}::uuid AND p.org_id = ${scope.orgId}::uuid)
+      ORDER BY created_at DESC LIMIT 10`,
+  ]);
+  const definition = meta[0]?.definition ?? null;
+  const stepsByIndex = new Map((definition?.jobs ?? []).map((j) => [j.index, j.steps]));
+  const jobSteps: Record<string, JobStepsView> = {};
+  for (const j of run.jobs) {
+    const d = definition?.jobs.find((x) => x.index === j.index);
+    jobSteps[j.id] = {
+      steps: (d?.steps ?? []).map((command, i) => ({ name: d?.stepNames[i] ?? null, command })),
+      timeout_minutes: d?.timeoutMinutes ?? 0,
+      image: d?.image?.ref ?? null,
+    };
+  }
+  return {
+    run,
+    repo_name: meta[0]?.repo_name ?? "",
+    outcome_class: cls(run.outcome),
+    job_classes: Object.fromEntries(run.jobs.map((j) => [j.id, cls(j.outcome)])),
+    job_steps: jobSteps,
+    artifacts: artifacts.map((a) => ({
+      ...a,
+      size_bytes: a.size_bytes === null ? null : Number(a.size_bytes),
+      sealed_at: a.sealed_at ? a.sealed_at.toISOString() : null,
+    })),
+    first_failure: findFirstFailure(run.jobs, stepsByIndex),
+    retries: retries.map((r) => ({ ...r, created_at: r.created_at.toISOString() })),
+  };
+}
