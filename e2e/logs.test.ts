@@ -50,6 +50,8 @@ beforeAll(async () => {
   s3 = await startS3({ dataDir: path.join(dir, "s3"), bucket: "kiln" });
   p = new Platform({
     S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln",
+    // A generous lease: this test is about the log stream, not about fencing a starved agent.
+    KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000",
     // Small chunks (many events) and small segments (archiving while the job still runs).
     KILN_LOG_FLUSH_BYTES: "256", KILN_LOG_SEGMENT_BYTES: "16384", KILN_LOG_ARCHIVE_MS: "300",
     KILN_LOG_POLL_MS: "250", KILN_SSE_KEEPALIVE_MS: "1000",
@@ -88,7 +90,7 @@ describe("live logs over SSE", () => {
       const { done } = collectLog(`${proxyBase}/v1/jobs/${job.jobId}/logs/events`, tenant.token, 120_000);
       const log = await done;
       const run = await p.waitForRun(job.runId, tenant.token, (x) => x.status === "completed");
-      expect(run.outcome).toBe("success");
+      expect([run.outcome, run.jobs[0].attempts.length], JSON.stringify(run.jobs[0].attempts)).toEqual(["success", 1]);
 
       // Every cut happened where asked, and every reconnect named the last event the client had.
       const cuts = proxy.connections.filter((c) => c.cut);

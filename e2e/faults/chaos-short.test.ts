@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/chaos/stack.ts";
 
-// The short soak in CI: `scripts/chaos.ts` with 30 runs and a 100 s bound, a fresh seed each time
+// The short soak in CI: `scripts/chaos.ts` with 30 runs and a 140 s bound, a fresh seed each time
 // (printed, so a failure can be replayed with --seed). It starts its own stack; the long soak and
 // its figures are in docs/reliability.md.
 const ROWS = [
@@ -31,7 +31,7 @@ function runChaos(args: string[]): Promise<{ code: number | null; out: string }>
 describe("chaos soak (short)", () => {
   it("30 runs under process kills, agent freezes and database session cuts: every invariant holds", async () => {
     const seed = String(Math.floor(Math.random() * 2 ** 31));
-    const { code, out } = await runChaos(["--runs", "30", "--duration-s", "100", "--seed", seed]);
+    const { code, out } = await runChaos(["--runs", "30", "--duration-s", "140", "--seed", seed]);
     const report = out.split("\n").filter((l) => !l.startsWith("{")).join("\n");
     expect(code, `chaos --seed ${seed} exited ${code}:\n${report.slice(-6000)}`).toBe(0);
     for (const row of ROWS) expect(report, row).toMatch(new RegExp(`\\| ${row.replace(/[()/]/g, "\\$&")} +\\| +\\d+ \\| +0 \\| +(PASS|n/a) \\|`));

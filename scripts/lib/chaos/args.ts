@@ -16,7 +16,7 @@ export interface ChaosArgs {
 }
 
 const USAGE = `usage: npm run chaos -- [--runs 200] [--duration-s 900] [--seed N] [--webs 2] [--workers 1] [--agents 3]
-       [--lease-ttl-ms 5000] [--heartbeat-ms 1000] [--gap-ms 2000-5000] [--no-faults] [--max-infra-ratio 0.05]`;
+       [--lease-ttl-ms 8000] [--heartbeat-ms 2000] [--gap-ms 2000-5000] [--no-faults] [--max-infra-ratio 0.05]`;
 
 export function parseChaosArgs(argv: string[]): ChaosArgs {
   const { values } = parseArgs({
@@ -28,8 +28,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       webs: { type: "string", default: "2" },
       workers: { type: "string", default: "1" },
       agents: { type: "string", default: "3" },
-      "lease-ttl-ms": { type: "string", default: "5000" },
-      "heartbeat-ms": { type: "string", default: "1000" },
+      "lease-ttl-ms": { type: "string", default: "8000" },
+      "heartbeat-ms": { type: "string", default: "2000" },
       "gap-ms": { type: "string", default: "2000-5000" },
       "no-faults": { type: "boolean", default: false },
       "max-infra-ratio": { type: "string" },

@@ -45,7 +45,7 @@ export class FaultInjector {
       await sleep(this.rng.int(this.plan.gapMs[0], this.plan.gapMs[1]));
       if (this.stopped) break;
       await this.reviveUnexpected();
-      const kind = this.rng.weighted<FaultKind>([["kill-web", 2], ["kill-workers", 2], ["kill-agent", 3], ["freeze-agent", 1], ["terminate-db-sessions", 2]]);
+      const kind = this.rng.weighted<FaultKind>([["kill-web", 2], ["kill-workers", 1], ["kill-agent", 3], ["freeze-agent", 1], ["terminate-db-sessions", 2]]);
       try {
         await this.inject(kind);
         this.counts[kind]++;

@@ -1,6 +1,7 @@
 // The soak itself: start a stack, drive the workload while the injector kills and freezes processes
 // and cuts database sessions, stop the faults, let everything settle, then check every invariant.
 import { existsSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import type { ChaosArgs } from "./args.ts";
@@ -73,12 +74,16 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
       const ratio = rows.find((r) => r.name.startsWith("infrastructure-failure ratio"));
       if (ratio && ratio.checked > 0 && ratio.violations / ratio.checked > args.maxInfraRatio) ratio.info = false;
     }
+    const failed = rows.some((r) => !r.info && !r.na && r.violations > 0);
+    const logDir = path.join(os.tmpdir(), `kiln-chaos-${args.seed}`);
+    if (failed) await stack.dumpLogs(logDir);
     const summary = [
       `seed ${args.seed}; ${driver.records.length} triggers in ${((settled - start) / 1000).toFixed(0)} s (bound ${args.durationS} s)`,
       formatCounts("triggers by kind", countBy(driver.records, (r) => r.kind)),
       formatCounts("run outcomes", await outcomes(pool)),
       formatCounts("faults injected", { ...injector.counts, "db sessions terminated": injector.sessionsTerminated }),
       formatCounts("client retries", { "transport errors": driver.stats.transportErrors, "5xx answers": driver.stats.unavailable, "409 in-flight": driver.stats.inFlight }),
+      ...(failed ? [`process logs: ${logDir}`] : []),
     ];
     return { rows, summary };
   } finally {
@@ -120,7 +125,7 @@ async function waitTerminal(url: string, deadline: number, log: (l: string) => v
       const r = await c.query<{ n: string }>("SELECT count(*) AS n FROM workflow_run WHERE status <> 'completed'").catch(() => null);
       if (r && Number(r.rows[0]?.n) === 0) return Date.now();
       if (Date.now() > deadline) {
-        log(`deadline reached with ${r?.rows[0]?.n ?? "?"} runs still open`);
+        log(`deadline reached with ${r?.rows[0]?.n ?? "?"} runs still open:\n${await describeOpen(c).catch((e: unknown) => String(e))}`);
         return Date.now();
       }
       await sleep(1000);
@@ -128,6 +133,24 @@ async function waitTerminal(url: string, deadline: number, log: (l: string) => v
   } finally {
     await c.end();
   }
+}
+
+/** Where the open runs are stuck, for the report: run status, then each job's status and attempts. */
+async function describeOpen(c: pg.Pool): Promise<string> {
+  const r = await c.query<{ id: string; status: string; age_s: number; jobs: string }>(`
+    SELECT r.id, r.status, extract(epoch FROM now() - r.created_at)::int AS age_s,
+      coalesce(string_agg(j.name || ':' || j.status || coalesce('/' || j.outcome, '') || ' [' ||
+        (SELECT coalesce(string_agg(a.epoch || ':' || a.status || coalesce('/' || a.cause, coalesce('/' || a.outcome, '')), ' ' ORDER BY a.epoch), '')
+         FROM attempt a WHERE a.job_id = j.id) || ']' ||
+        CASE WHEN j.next_attempt_at > now() THEN ' next in ' || extract(epoch FROM j.next_attempt_at - now())::int || 's' ELSE '' END, ', ' ORDER BY j.job_index), '-') AS jobs
+    FROM workflow_run r LEFT JOIN job_run j ON j.run_id = r.id WHERE r.status <> 'completed' GROUP BY r.id ORDER BY r.created_at LIMIT 12`);
+  const lines = r.rows.map((x) => `  ${x.id} ${x.status} (age ${x.age_s} s): ${x.jobs}`);
+  // A run still pending was never frozen: show its freeze requests and what pg-boss made of them.
+  const freezes = await c.query<{ run_id: string; state: string; retry_count: number; output: unknown }>(`
+    SELECT data->>'runId' AS run_id, state, retry_count, output FROM pgboss.job
+    WHERE name = 'run-freeze' AND data->>'runId' IN (SELECT id::text FROM workflow_run WHERE status = 'pending') ORDER BY created_on LIMIT 12`);
+  for (const f of freezes.rows) lines.push(`  freeze ${f.run_id}: ${f.state}, retries ${f.retry_count}, ${JSON.stringify(f.output).slice(0, 300)}`);
+  return lines.join("\n");
 }
 
 async function detectFeatures(url: string): Promise<{ logs: boolean; artifacts: boolean }> {

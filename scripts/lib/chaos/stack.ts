@@ -3,7 +3,7 @@
 // web, workers and host agents as separate OS processes. Every process can be SIGKILLed or
 // SIGSTOPped by pid and restarted with exactly the arguments and environment it had.
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -201,6 +201,12 @@ export class Stack {
     const token = await createApiToken(this.db, { orgSlug: slug, role: "member" });
     const agent = await createAgentToken(this.db, { pool: "default" });
     return { repoId: r.id, repoName: `${slug}/app`, git: repo, secret, token: token.token, agentToken: agent.token };
+  }
+
+  /** Writes each process's retained output to <dir>/<name>.log (for a failed soak's post-mortem). */
+  async dumpLogs(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    for (const [name, out] of this.outputs) await writeFile(path.join(dir, `${name}.log`), out);
   }
 
   logs(names = this.names(), tail = 4000): string {
