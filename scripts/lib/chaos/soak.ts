@@ -53,7 +53,7 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
     const faults = args.faults ? injector.run() : Promise.resolve();
 
     const pending = driveWorkload(driver, rng, kinds, args, start, log);
-    await sleep(Math.max(0, start + args.durationS * 600 - Date.now()));
+    await sleep(Math.max(0, start + args.durationS * 500 - Date.now()));
     await injector.stop();
     await faults;
     await injector.reviveUnexpected();
@@ -93,9 +93,9 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
   }
 }
 
-/** Triggers `runs` runs spread over the first 45% of the duration; cancels and duplicate deliveries as it goes. */
+/** Triggers `runs` runs spread over the first 40% of the duration; cancels and duplicate deliveries as it goes. */
 async function driveWorkload(driver: Driver, rng: Random, kinds: Kind[], args: ChaosArgs, start: number, log: (l: string) => void): Promise<void> {
-  const spacing = (args.durationS * 450) / args.runs;
+  const spacing = (args.durationS * 400) / args.runs;
   const tasks: Promise<void>[] = [];
   for (let i = 0; i < args.runs; i++) {
     await sleep(Math.max(0, start + i * spacing - Date.now()));
