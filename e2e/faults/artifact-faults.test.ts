@@ -100,8 +100,9 @@ describe("artifact faults", () => {
     expect(again.json.generation_id).toBe(first.json.generation_id);
     expect(again.json.parts.map((p: any) => p.done)).toEqual([true, false]);
     // Silent past its lease: fenced. The session is no longer its to resume or finish.
-    await s.waitForRun(r.json.run_id, t.token, (x) => x.jobs[0]?.attempts[0]?.status === "completed", 30_000);
-    expect((await open()).status).toBe(409);
+    const fenced = await s.waitForRun(r.json.run_id, t.token, (x) => x.jobs[0]?.attempts[0]?.status === "completed", 30_000);
+    const late = await open();
+    expect(late.status, `${JSON.stringify(late.json)} after ${JSON.stringify(fenced.jobs[0].attempts)}`).toBe(409);
     expect((await agent.jobCall(ticket, `/artifacts/uploads/${first.json.generation_id}/complete`, { epoch: ticket.epoch })).status).toBe(409);
     await sleep(100);
     expect((await generations(r.json.run_id)).map((g) => [g.epoch, g.state === "sealed", g.bound])).toEqual([[1, false, false]]);

@@ -25,7 +25,7 @@ export {
 } from "./artifacts/index.ts";
 export {
   DEFAULT_LOG_CONFIG, appendLogChunks, sealLog, endUnsealedLog, authorizeLogRead, loadLogHead, LogHeadCache, readLogChunks, readStreamBytes,
-  s3LogStore, LogArchiveReader, archiveLogs, LogHub, publishLogMessage, logChannel, followJobLog, withJournalTx,
+  s3LogStore, LogArchiveReader, archiveLogs, LogHub, LogPublisher, logChannel, followJobLog, withJournalTx,
   type LogConfig, type SqlPool, type SqlClient, type IncomingChunk, type AppendResult, type LogWriter, type LogOwner, type LogReadGrant,
   type LogHead, type LogObjectStore, type LogChunkRecord, type ArchiveReport, type LiveLogMessage, type LiveChunk, type PublishedLogMessage, type LogFollowerDeps,
   type FollowRequest,

@@ -1,6 +1,6 @@
 import { createDb, type Db } from "@kiln/db";
 import { createObjectStore, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, type ArtifactStore, type EngineConfig } from "@kiln/engine";
-import { DEFAULT_LOG_CONFIG, LogArchiveReader, LogHeadCache, LogHub, s3LogStore, type LogConfig, type LogFollowerDeps } from "@kiln/engine";
+import { DEFAULT_LOG_CONFIG, LogArchiveReader, LogHeadCache, LogHub, LogPublisher, s3LogStore, type LogConfig, type LogFollowerDeps } from "@kiln/engine";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
@@ -21,7 +21,7 @@ interface Services {
 
 export interface LogServices {
   cfg: LogConfig;
-  redis: Redis;
+  publisher: LogPublisher;
   follower: Omit<LogFollowerDeps, "db">;
 }
 
@@ -36,6 +36,7 @@ export function services(): Services {
     heartbeatMs: e.KILN_HEARTBEAT_MS,
     retryBudget: e.KILN_RETRY_BUDGET,
     dispatchPolicy: e.KILN_DISPATCH_POLICY,
+    dispatchViewMs: e.KILN_DISPATCH_VIEW_MS,
   };
   // The web process only sends and fetches: the workers own pg-boss's schema and maintenance.
   const boss = new PgBoss({ connectionString: e.DATABASE_URL, max: 3, supervise: false, schedule: false, migrate: false, createSchema: false });
@@ -64,13 +65,13 @@ function createLogServices(e: WebEnv): LogServices {
   const report = (what: string) => (err: unknown) => console.error(JSON.stringify({ level: "error", msg: what, err: String(err).slice(0, 300) }));
   const pool = new pg.Pool({ connectionString: e.DATABASE_URL, max: e.KILN_LOG_DB_POOL });
   pool.on("error", report("log journal pool"));
-  // Publishing skips while Redis is away (publishLogMessage): followers re-read the journal instead.
+  // Publishing skips while Redis is away (LogPublisher): followers re-read the journal instead.
   const redis = new Redis(e.REDIS_URL, { maxRetriesPerRequest: 1 });
   redis.on("error", report("redis (log publisher)"));
   const s3 = createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY });
   return {
     cfg: { ...DEFAULT_LOG_CONFIG, maxBytesPerAttempt: e.KILN_LOG_MAX_BYTES, journalMaxBytes: e.KILN_LOG_JOURNAL_MAX_BYTES },
-    redis,
+    publisher: new LogPublisher(redis, report("redis (log publish)"), e.KILN_LOG_POLL_MS),
     follower: {
       pool,
       archive: new LogArchiveReader(s3LogStore(s3, e.KILN_S3_BUCKET)),

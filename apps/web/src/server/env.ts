@@ -10,6 +10,7 @@ const schema = z.object({
   KILN_HEARTBEAT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Claim order: weighted fair queuing with lending (default) or plain FIFO (benchmark baseline). */
   KILN_DISPATCH_POLICY: z.enum(["fair", "fifo"]).default("fair"),
+  KILN_DISPATCH_VIEW_MS: z.coerce.number().int().min(0).max(5_000).default(200),
   /** Automatic retries after platform failures per job. */
   KILN_RETRY_BUDGET: z.coerce.number().int().min(0).max(10).default(2),
   /** Largest request body accepted by any /v1 route. */

@@ -17,6 +17,6 @@ export const freezeRunJob = defineJob({
   concurrency: 4,
   handle: async ({ db, gitCacheDir }, data, job) => {
     const outcome = await freezeRun(db, { runId: data.runId, gitCacheDir, finalTry: job.retryCount >= 5 });
-    if (outcome === "retry_later") throw new Error(`git source unreachable for run ${data.runId}; will retry`);
+    if (outcome === "retry_later") throw new Error(`git source unreachable for run ${data.runId}; will retry (the worker log has git's message)`);
   },
 });

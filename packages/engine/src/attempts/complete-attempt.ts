@@ -1,3 +1,4 @@
+import { invalidateDispatchViews } from "../dispatch/dispatch-view.ts";
 import { randomInt } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
@@ -42,6 +43,13 @@ export async function completeAttempt(db: Db, cfg: EngineConfig, rep: Completion
   if (!rep.sandboxDestroyed && rep.outcome === "success") {
     throw new DomainError("REQUEST.INVALID", "success must be reported after the sandbox is destroyed");
   }
+  const result = await completeInTx(db, cfg, rep);
+  // A slot freed and successors may be READY: this process's next claim re-ranks the pool.
+  if (result.accepted) invalidateDispatchViews(db);
+  return result;
+}
+
+function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise<CompletionResult> {
   return withTx(db, "complete-attempt", async (tx) => {
     const runId = await runIdOfAttempt(tx, rep.attemptId);
     if (!runId) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");

@@ -4,7 +4,7 @@ import type { EngineConfig } from "../shared/config.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { lockRun } from "../runs/advance-run.ts";
 import { platformKey, signJobToken } from "../identity/tokens.ts";
-import { loadPoolState, rankCandidates } from "./pool-snapshot.ts";
+import { takeCandidates } from "./dispatch-view.ts";
 
 export interface ClaimRequest {
   sessionId: string;
@@ -56,51 +56,63 @@ interface SessionRow {
  */
 export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Promise<ClaimResult> {
   const key = await platformKey(db);
-  const result = await withTx(db, "claim-job", async (tx) => {
-    const replay = await findTicketByRequest(tx, req);
-    if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
-
-    const sessions = await tx.$queryRaw<SessionRow[]>`
-      SELECT id, pool, capacity, hostname FROM agent_session WHERE id = ${req.sessionId}::uuid FOR UPDATE`;
-    const session = sessions[0];
-    if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
-    await tx.$executeRaw`UPDATE agent_session SET last_seen_at = now() WHERE id = ${session.id}::uuid`;
-
-    const candidates = await chooseCandidates(tx, cfg, session.pool, req.offer ?? null);
-    let lastReason = "none";
-    for (const c of candidates) {
-      const outcome = await tryClaim(tx, cfg, session, c, req);
-      if (outcome.ok) return { kind: "claimed" as const, attemptId: outcome.attemptId, replayed: false };
-      lastReason = outcome.reason;
-      if (outcome.reason === "no_capacity") break;
-    }
-    return candidates.length === 0 ? { kind: "none" as const } : { kind: "declined" as const, reason: lastReason };
-  });
+  const sessions = await db.$queryRaw<{ pool: string }[]>`SELECT pool FROM agent_session WHERE id = ${req.sessionId}::uuid`;
+  const pool = sessions[0]?.pool;
+  if (pool === undefined) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  // Candidates are chosen outside the transaction (the fair view may need its own connection to
+  // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
+  // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
+  // One pick per round: a pick is counted as started in the shared view, so taking several would
+  // withhold jobs from concurrent claimers (and from an org's hard cap) until the next reload.
+  let result: { kind: "claimed"; attemptId: string; replayed: boolean } | { kind: "none" } | { kind: "declined"; reason: string } = { kind: "none" };
+  const began = performance.now();
+  for (let round = 0; round < 6; round++) {
+    // After a round whose picks all failed, only a view loaded since this claim began is trusted.
+    const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
+    const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, req.offer ?? null);
+    result = await withTx(db, "claim-job", async (tx) => {
+      const replay = await findTicketByRequest(tx, req);
+      if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
+      const locked = await tx.$queryRaw<SessionRow[]>`
+        SELECT id, pool, capacity, hostname FROM agent_session WHERE id = ${req.sessionId}::uuid FOR UPDATE`;
+      const session = locked[0];
+      if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+      await tx.$executeRaw`UPDATE agent_session SET last_seen_at = now() WHERE id = ${session.id}::uuid`;
+      let lastReason = "none";
+      for (const c of candidates) {
+        const outcome = await tryClaim(tx, cfg, session, c, req);
+        if (outcome.ok) return { kind: "claimed" as const, attemptId: outcome.attemptId, replayed: false };
+        lastReason = outcome.reason;
+        if (outcome.reason === "no_capacity") break;
+      }
+      return candidates.length === 0 ? { kind: "none" as const } : { kind: "declined" as const, reason: lastReason };
+    });
+    if (result.kind !== "declined" || result.reason === "no_capacity") break;
+  }
   if (result.kind !== "claimed") return result;
   return { kind: "claimed", ticket: await loadTicket(db, cfg, key, result.attemptId), replayed: result.replayed };
 }
 
 /**
- * Which READY jobs to try, in order. Fair policy: the pure scheduler ranks the pool's queue
- * (tiers, entitlements with lending, weighted share); a dispatch hint only says "there is work".
- * FIFO policy (the benchmark's baseline): the hinted job first, then the oldest READY jobs.
+ * Which READY jobs to try, in order. Fair policy: the next picks of this process's ranking of the
+ * pool (tiers, entitlements with lending, weighted share; see dispatch-view.ts); a dispatch hint
+ * only says "there is work". FIFO policy (the benchmark's baseline): the hinted job first, then the
+ * oldest READY jobs.
  */
 async function chooseCandidates(
-  tx: Tx,
+  db: Db,
   cfg: EngineConfig,
   pool: string,
   offer: { jobId: string; generation: number } | null,
 ): Promise<{ id: string; run_id: string }[]> {
   if (cfg.dispatchPolicy === "fair") {
-    const { state, caps } = await loadPoolState(tx, pool, { perOrg: 16 });
-    const order = rankCandidates(state, caps, "fair", 16);
-    const byId = new Map(state.queued.map((q) => [q.jobId, q.runId]));
-    return order.map((id) => ({ id, run_id: byId.get(id) ?? "" })).filter((c) => c.run_id !== "");
+    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1);
+    return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
   }
   const hinted = offer
-    ? await tx.$queryRaw<{ id: string; run_id: string }[]>`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
+    ? await db.$queryRaw<{ id: string; run_id: string }[]>`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
     : [];
-  const oldest = await tx.$queryRaw<{ id: string; run_id: string }[]>`
+  const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
     WHERE status = 'ready' AND pool = ${pool} AND (next_attempt_at IS NULL OR next_attempt_at <= now())
     ORDER BY ready_at, id LIMIT 16`;

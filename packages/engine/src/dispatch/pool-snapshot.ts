@@ -1,4 +1,4 @@
-import type { Tx } from "@kiln/db";
+import type { DbOrTx } from "@kiln/db";
 import { dispatch } from "@kiln/domain";
 
 // Loads one pool's dispatch state for the pure scheduler. The view is advisory: the claim
@@ -9,22 +9,28 @@ export interface SnapshotOptions {
   perOrg?: number;
 }
 
-export async function loadPoolState(tx: Tx, pool: string, opts: SnapshotOptions = {}): Promise<{ state: dispatch.PoolState; caps: Map<string, number> }> {
+export async function loadPoolState(tx: DbOrTx, pool: string, opts: SnapshotOptions = {}): Promise<{ state: dispatch.PoolState; caps: Map<string, number> }> {
   const perOrg = opts.perOrg ?? 1_000_000;
   const [nowRow] = await tx.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
   const now = (nowRow?.now ?? new Date()).getTime();
   const queued = await tx.$queryRaw<
     { id: string; org_id: string; run_id: string; tier: dispatch.Tier; ready_at: Date | null; next_attempt_at: Date | null; progress: number }[]
   >`
-    SELECT q.id, q.org_id, q.run_id, q.tier, q.ready_at, q.next_attempt_at,
-           COALESCE((SELECT count(*) FILTER (WHERE s.status = 'completed')::float8 / NULLIF(count(*), 0)
-                     FROM job_run s WHERE s.run_id = q.run_id), 0) AS progress
-    FROM (
-      SELECT j.*, row_number() OVER (PARTITION BY j.org_id ORDER BY
-               CASE j.tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, j.ready_at, j.id) AS rn
-      FROM job_run j WHERE j.status = 'ready' AND j.pool = ${pool}
-    ) q
-    WHERE q.rn <= ${perOrg}`;
+    WITH q AS (
+      SELECT id, org_id, run_id, tier, ready_at, next_attempt_at FROM (
+        SELECT j.id, j.org_id, j.run_id, j.tier, j.ready_at, j.next_attempt_at,
+               row_number() OVER (PARTITION BY j.org_id ORDER BY
+                 CASE j.tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, j.ready_at, j.id) AS rn
+        FROM job_run j WHERE j.status = 'ready' AND j.pool = ${pool}
+      ) w WHERE w.rn <= ${perOrg}
+    ),
+    -- Progress once per run (not once per queued job): a 256-job run was otherwise counted 256 times.
+    p AS (
+      SELECT s.run_id, count(*) FILTER (WHERE s.status = 'completed')::float8 / count(*) AS progress
+      FROM job_run s WHERE s.run_id IN (SELECT DISTINCT run_id FROM q) GROUP BY s.run_id
+    )
+    SELECT q.id, q.org_id, q.run_id, q.tier, q.ready_at, q.next_attempt_at, COALESCE(p.progress, 0) AS progress
+    FROM q LEFT JOIN p ON p.run_id = q.run_id`;
   const running = await tx.$queryRaw<{ job_id: string; org_id: string; run_id: string; tier: dispatch.Tier; claimed_at: Date }[]>`
     SELECT a.job_id, a.org_id, a.run_id, j.tier, a.claimed_at FROM attempt a JOIN job_run j ON j.id = a.job_id
     WHERE a.status = 'running' AND a.pool = ${pool}`;

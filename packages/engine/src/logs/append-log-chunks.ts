@@ -47,16 +47,9 @@ export async function appendLogChunks(pool: SqlPool, cfg: LogConfig, writer: Log
     const decision = decideChunkBatch({ state: log.state, position, chunks, stored: (seq) => stored.get(seq), maxBytes: cfg.maxBytesPerAttempt });
     const bySeq = new Map(chunks.map((x) => [x.seq, x]));
     const appended = decision.append.map((id) => bySeq.get(id.seq)).filter((x): x is IncomingChunk => x !== undefined);
-    let added = 0;
-    for (const ch of appended) {
-      await c.query({
-        name: "log-chunk-insert",
-        text: "INSERT INTO log_chunk (attempt_id, seq, stream, byte_offset, length, sha256, data) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        values: [writer.attemptId, ch.seq, ch.stream, ch.offset, ch.length, ch.sha256, ch.data],
-      });
-      added += ch.length;
-    }
+    const added = appended.reduce((n, ch) => n + ch.length, 0);
     if (appended.length > 0) {
+      await insertChunks(c, writer.attemptId, appended);
       await c.query({
         name: "log-attempt-advance",
         text: `UPDATE log_attempt SET next_seq = $2, stdout_bytes = $3, stderr_bytes = $4, journal_bytes = journal_bytes + $5 WHERE attempt_id = $1`,
@@ -65,6 +58,18 @@ export async function appendLogChunks(pool: SqlPool, cfg: LogConfig, writer: Log
     }
     return { position: decision.after, stored: appended.length, duplicates: decision.duplicates, appended };
   });
+}
+
+/** One multi-row INSERT per batch (payloads go as binary parameters, never as text). */
+async function insertChunks(c: SqlClient, attemptId: string, chunks: IncomingChunk[]): Promise<void> {
+  const rows: string[] = [];
+  const values: unknown[] = [attemptId];
+  for (const ch of chunks) {
+    const p = values.length + 1;
+    rows.push(`($1, $${p}, $${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5})`);
+    values.push(ch.seq, ch.stream, ch.offset, ch.length, ch.sha256, ch.data);
+  }
+  await c.query(`INSERT INTO log_chunk (attempt_id, seq, stream, byte_offset, length, sha256, data) VALUES ${rows.join(", ")}`, values);
 }
 
 function verifyChunk(c: IncomingChunk): void {

@@ -35,14 +35,43 @@ export type PublishedLogMessage =
 // while Redis is away, skip: queued megabytes would only grow, and followers poll the journal anyway.
 const PUBLISHABLE = new Set(["ready", "connect", "connecting", "wait"]);
 
-/** Fire-and-forget after commit; a failure is reported, never retried (followers poll). */
-export function publishLogMessage(redis: Redis, jobId: string, msg: PublishedLogMessage, onError: (e: unknown) => void): void {
-  if (!PUBLISHABLE.has(redis.status)) return;
-  const frame =
-    msg.kind === "state"
-      ? encodeLogFrame(msg, [])
-      : encodeLogFrame({ kind: "chunks", epoch: msg.epoch, chunks: msg.chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, length: c.data.length })) }, msg.chunks.map((c) => c.data));
-  redis.publish(logChannel(jobId), Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)).catch(onError);
+/**
+ * Publishes after commit, fire-and-forget; a failure is reported, never retried (followers poll).
+ * Most jobs have no viewer: when a PUBLISH reached nobody, that job's chunk batches are skipped for
+ * `quietMs` (state changes always go). A viewer arriving meanwhile catches up from the journal on
+ * its next poll, so this costs a new viewer at most ~quietMs of latency once, never bytes, and
+ * spares Redis every byte of every unwatched log.
+ */
+export class LogPublisher {
+  private readonly unwatchedUntil = new Map<string, number>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly onError: (e: unknown) => void,
+    private readonly quietMs = 1_000,
+  ) {}
+
+  publish(jobId: string, msg: PublishedLogMessage): void {
+    if (!PUBLISHABLE.has(this.redis.status)) return;
+    const now = Date.now();
+    if (msg.kind === "chunks" && (this.unwatchedUntil.get(jobId) ?? 0) > now) return;
+    const frame =
+      msg.kind === "state"
+        ? encodeLogFrame(msg, [])
+        : encodeLogFrame({ kind: "chunks", epoch: msg.epoch, chunks: msg.chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, length: c.data.length })) }, msg.chunks.map((c) => c.data));
+    this.redis.publish(logChannel(jobId), Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)).then((receivers) => {
+      if (receivers > 0) this.unwatchedUntil.delete(jobId);
+      else if (msg.kind === "chunks") this.remember(jobId, now + this.quietMs);
+    }, this.onError);
+  }
+
+  private remember(jobId: string, until: number): void {
+    if (this.unwatchedUntil.size > 10_000) {
+      const now = Date.now();
+      for (const [k, t] of this.unwatchedUntil) if (t <= now) this.unwatchedUntil.delete(k);
+    }
+    this.unwatchedUntil.set(jobId, until);
+  }
 }
 
 type Listener = (msg: LiveLogMessage) => void;

@@ -29,7 +29,10 @@ export async function freezeRun(
   });
   if (!file.ok) {
     if (file.kind === "unreachable") {
-      if (!input.finalTry) return "retry_later";
+      if (!input.finalTry) {
+        console.warn(JSON.stringify({ level: "warn", msg: "workflow fetch failed; freeze will be retried", run_id: input.runId, err: file.message }));
+        return "retry_later";
+      }
       await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
       return "gave_up";
     }

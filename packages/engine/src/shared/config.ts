@@ -14,6 +14,8 @@ export interface EngineConfig {
   refreezeAfterMs: number;
   /** Candidate order for claims: weighted fair queuing (default) or plain FIFO (benchmark baseline). */
   dispatchPolicy: "fair" | "fifo";
+  /** How long one process's ranking of a pool's queue serves claims before it is reloaded (fair policy). */
+  dispatchViewMs: number;
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -25,4 +27,5 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   redispatchAfterMs: 15_000,
   refreezeAfterMs: 30_000,
   dispatchPolicy: "fair",
+  dispatchViewMs: 200,
 };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJob } from "../../src/dispatch/claim-job.ts";
 import { appendLogChunks, type IncomingChunk } from "../../src/logs/append-log-chunks.ts";
 import { authorizeLogRead } from "../../src/logs/authorize-log-read.ts";
-import { LogHub, publishLogMessage } from "../../src/logs/log-fanout.ts";
+import { LogHub, LogPublisher } from "../../src/logs/log-fanout.ts";
 import { followJobLog, type LogFollowerDeps } from "../../src/logs/log-follower.ts";
 import { LogHeadCache } from "../../src/logs/log-head.ts";
 import { LogArchiveReader } from "../../src/logs/log-segments.ts";
@@ -25,6 +25,7 @@ let dir = "";
 let pub: Redis;
 let sub: Redis;
 let hub: LogHub;
+let publisher: LogPublisher;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "kiln-logs-redis-"));
@@ -32,6 +33,7 @@ beforeAll(async () => {
   pub = new Redis(redis.url);
   sub = new Redis(redis.url);
   hub = new LogHub(sub, (e) => { throw e; });
+  publisher = new LogPublisher(pub, (e) => { throw e; }, 0);
 });
 afterAll(async () => {
   pub.disconnect();
@@ -73,7 +75,7 @@ function follow(jobId: string, orgId: string, plan: Exclude<LogStreamPlan, { kin
 async function append(a: ClaimedAttempt, chunks: IncomingChunk[], live: boolean): Promise<void> {
   await appendLogChunks(pool(), LOG_CFG, a.writer, chunks);
   if (live) {
-    publishLogMessage(pub, a.jobId, { kind: "chunks", epoch: a.epoch, chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data })) }, (e) => { throw e; });
+    publisher.publish(a.jobId, { kind: "chunks", epoch: a.epoch, chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data })) });
   }
 }
 
@@ -96,7 +98,7 @@ describe("SSE follower", () => {
     await append(a, [cut.cut("stdout", "lost4 ")], false); // Redis never hears about this one
     await append(a, [cut.cut("stdout", "c5 ")], true);
     await sealLog(t.db(), a.writer, { nextSeq: cut.nextSeq, bytes: cut.bytes, dropped: { stdout: 0, stderr: 0 } });
-    publishLogMessage(pub, a.jobId, { kind: "state", epoch: 1, state: "sealed" }, (e) => { throw e; });
+    publisher.publish(a.jobId, { kind: "state", epoch: 1, state: "sealed" });
     await f.done;
     expect(f.frames[0]?.event).toBeUndefined(); // the retry: frame
     expect(f.frames.find((x) => x.event === "log.attempt")).toBeTruthy();
@@ -156,6 +158,25 @@ describe("SSE follower", () => {
     await f.done;
     expect(output(f.frames).text).toBe("started ");
     expect(f.frames[f.frames.length - 1]?.event).toBe("log.sealed");
+  });
+
+  it("skips chunk batches of a job nobody watches for a moment, then resumes publishing", async () => {
+    const quiet = new LogPublisher(pub, (e) => { throw e; }, 300);
+    const watcher = new Redis(redis.url);
+    const seen: number[] = [];
+    const jobId = randomUUID();
+    const batch = (seq: number) => ({ kind: "chunks" as const, epoch: 1, chunks: [{ seq, stream: "stdout" as const, offset: seq, data: Buffer.from("x") }] });
+    quiet.publish(jobId, batch(0)); // reaches nobody: the job counts as unwatched for 300 ms
+    await new Promise((r) => setTimeout(r, 50));
+    const h = new LogHub(watcher, (e) => { throw e; });
+    h.subscribe(jobId, (m) => { if (m.kind === "chunks") seen.push(...m.chunks.map((c) => c.seq)); });
+    await new Promise((r) => setTimeout(r, 50));
+    quiet.publish(jobId, batch(1)); // skipped: followers would fetch it from the journal
+    await new Promise((r) => setTimeout(r, 350));
+    quiet.publish(jobId, batch(2));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen).toEqual([2]);
+    watcher.disconnect();
   });
 
   it("another org's job does not exist", async () => {

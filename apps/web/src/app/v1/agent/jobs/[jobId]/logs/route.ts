@@ -1,4 +1,4 @@
-import { appendLogChunks, authenticateJobToken, publishLogMessage } from "@kiln/engine";
+import { appendLogChunks, authenticateJobToken } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
 import { parseChunkBatch } from "./_lib/parse-chunk-batch.ts";
@@ -22,9 +22,7 @@ export const POST = route({
     const r = await appendLogChunks(logs.follower.pool, logs.cfg, writer, batch.chunks);
     if (r.appended.length > 0) {
       const live = r.appended.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data }));
-      publishLogMessage(logs.redis, claims.jobId, { kind: "chunks", epoch: claims.epoch, chunks: live }, (e) =>
-        console.error(JSON.stringify({ level: "warn", msg: "log fan-out publish failed", job_id: claims.jobId, err: String(e).slice(0, 200) })),
-      );
+      logs.publisher.publish(claims.jobId, { kind: "chunks", epoch: claims.epoch, chunks: live });
     }
     return json(200, { committed: r.position.committed, next_seq: r.position.nextSeq, stored: r.stored, duplicates: r.duplicates });
   },

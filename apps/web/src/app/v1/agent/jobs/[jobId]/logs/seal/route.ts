@@ -1,5 +1,5 @@
 import { agentProtocol } from "@kiln/domain";
-import { authenticateJobToken, publishLogMessage, sealLog } from "@kiln/engine";
+import { authenticateJobToken, sealLog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
 
@@ -17,10 +17,7 @@ export const POST = route({
       bytes: body.bytes,
       dropped: body.dropped_bytes,
     });
-    const logs = services().logs();
-    publishLogMessage(logs.redis, claims.jobId, { kind: "state", epoch: claims.epoch, state: r.state }, (e) =>
-      console.error(JSON.stringify({ level: "warn", msg: "log fan-out publish failed", job_id: claims.jobId, err: String(e).slice(0, 200) })),
-    );
+    services().logs().publisher.publish(claims.jobId, { kind: "state", epoch: claims.epoch, state: r.state });
     return json(200, { state: r.state });
   },
 });
