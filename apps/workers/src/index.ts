@@ -1,7 +1,7 @@
 import path from "node:path";
 import { createDb } from "@kiln/db";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@kiln/engine";
-import { PgBoss } from "pg-boss";
+import { PgBoss, type JobResult } from "pg-boss";
 import { env } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
@@ -22,20 +22,37 @@ const cfg: EngineConfig = {
   redispatchAfterMs: Math.max(2_000, Math.min(15_000, env.KILN_LEASE_TTL_MS)),
 };
 const db = createDb({ url: env.DATABASE_URL, max: 8 });
-const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
+// LISTEN/NOTIFY wakes a worker the moment a job is sent (queues opt in with notify: true); polling
+// stays as the backstop.
+const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4, useListenNotify: true });
 boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
 await boss.start();
 
 const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache") };
 for (const job of JOBS) {
-  if (!(await boss.getQueue(job.name))) {
-    await boss.createQueue(job.name, { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds }).catch(() => undefined);
-  }
-  await boss.work(job.name, { batchSize: 1, pollingIntervalSeconds: 0.5, localConcurrency: job.concurrency ?? 1 }, async ([j]) => {
-    if (!j) return;
-    const data = job.payload.parse(j.data);
-    await job.handle(deps, data as never, j);
-  });
+  const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds, notify: true };
+  if (!(await boss.getQueue(job.name))) await boss.createQueue(job.name, queue).catch(() => undefined);
+  else await boss.updateQueue(job.name, queue);
+  // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
+  // the worker fetches again at once; with batches of one pg-boss waits a polling interval between
+  // jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each job settles on its own.
+  await boss.work(
+    job.name,
+    { batchSize: 2, burstWhenBatchFull: true, perJobResults: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 5, localConcurrency: job.concurrency ?? 1 },
+    async (jobs) => {
+      const results: JobResult[] = [];
+      for (const j of jobs) {
+        try {
+          await job.handle(deps, job.payload.parse(j.data) as never, j);
+          results.push({ id: j.id, status: "completed" });
+        } catch (e) {
+          console.error(JSON.stringify({ level: "warn", msg: "job failed", queue: job.name, job_id: j.id, err: String(e).slice(0, 300) }));
+          results.push({ id: j.id, status: "failed", output: { message: e instanceof Error ? e.message : String(e) } });
+        }
+      }
+      return results;
+    },
+  );
 }
 await boss.schedule("reconcile", "* * * * *", {});
 // Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).

@@ -15,6 +15,8 @@ export interface SqlQuery {
 export interface SqlClient {
   query<R extends Record<string, unknown> = Record<string, unknown>>(q: string | SqlQuery, values?: unknown[]): Promise<SqlResult<R>>;
   release(err?: Error | boolean): void;
+  on(event: "error", listener: (err: Error) => void): unknown;
+  off(event: "error", listener: (err: Error) => void): unknown;
 }
 export interface SqlPool {
   connect(): Promise<SqlClient>;
@@ -29,6 +31,14 @@ export async function withJournalTx<T>(pool: SqlPool, name: string, fn: (c: SqlC
   for (let attempt = 0; ; attempt++) {
     const client = await pool.connect();
     let broken = false;
+    // node-postgres removes the pool's idle 'error' listener while a client is checked out: a
+    // session the server ends mid-transaction (failover, restart, pg_terminate_backend) would emit
+    // 'error' with no listener, an uncaught exception that takes the whole process down. The
+    // failing query rejects as well; this only marks the connection broken.
+    const onError = () => {
+      broken = true;
+    };
+    client.on("error", onError);
     try {
       await client.query("BEGIN");
       const out = await fn(client);
@@ -46,6 +56,7 @@ export async function withJournalTx<T>(pool: SqlPool, name: string, fn: (c: SqlC
       if (e instanceof Error && !("txName" in e)) Object.assign(e, { txName: name });
       throw e;
     } finally {
+      client.off("error", onError);
       client.release(broken);
     }
   }

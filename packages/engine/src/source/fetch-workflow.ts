@@ -21,6 +21,20 @@ const MAX_WORKFLOW_BYTES = 256 * 1024;
 const mirrorQueues = new Map<string, Promise<unknown>>();
 const LOCK_COLLISION = /shallow\.lock|\.lock': File exists|shallow file has changed|Unable to create .*\.lock|cannot lock ref/i;
 
+// A file's bytes at a commit never change, so found files are remembered per process: a burst of
+// runs of one commit (push + PR events, retries, a monorepo's many workflows) reads git once.
+// Only successes are cached; "not found" may be a commit the mirror has not fetched yet.
+const MAX_CACHED = 512;
+const found = new Map<string, FetchResult & { ok: true }>();
+
+function remember(key: string, r: FetchResult & { ok: true }): void {
+  if (found.size >= MAX_CACHED) {
+    const oldest = found.keys().next();
+    if (!oldest.done) found.delete(oldest.value);
+  }
+  found.set(key, r);
+}
+
 function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const prev = mirrorQueues.get(dir) ?? Promise.resolve();
   const next = prev.then(fn, fn);
@@ -45,6 +59,9 @@ export async function fetchWorkflowFile(opts: {
   filePath: string;
   timeoutMs?: number;
 }): Promise<FetchResult> {
+  const cacheKey = `${opts.repoId}\0${opts.cloneUrl}\0${opts.commitSha}\0${opts.filePath}`;
+  const hit = found.get(cacheKey);
+  if (hit) return hit;
   const dir = path.join(opts.cacheDir, `${opts.repoId}.git`);
   const git = (args: string[]) =>
     run("git", ["-C", dir, ...args], {
@@ -92,7 +109,9 @@ export async function fetchWorkflowFile(opts: {
   }
   const blob = await git(["cat-file", "blob", `${opts.commitSha}:${opts.filePath}`]);
   const content = blob.stdout;
-  return { ok: true, content, sha256: createHash("sha256").update(content).digest("hex") };
+  const result = { ok: true as const, content, sha256: createHash("sha256").update(content).digest("hex") };
+  remember(cacheKey, result);
+  return result;
 }
 
 function errText(e: unknown): string {

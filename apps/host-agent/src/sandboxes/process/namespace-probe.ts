@@ -3,10 +3,12 @@
 // works here" (containers and hardened kernels often forbid one of the namespaces).
 import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
+import path from "node:path";
 import type { SandboxIsolation } from "../sandbox-driver.ts";
 
 const PROBE_PATH = "/usr/local/bin:/usr/bin:/bin";
 const UNSHARE_CANDIDATES = ["/usr/bin/unshare", "/bin/unshare", "/usr/local/bin/unshare", "/usr/sbin/unshare"];
+const SETPRIV_CANDIDATES = ["/usr/bin/setpriv", "/bin/setpriv", "/usr/local/bin/setpriv"];
 const PROBE_TIMEOUT_MS = 5_000;
 
 // pid: the step is pid 1 of its own namespace, so every descendant dies with it (--kill-child ties
@@ -18,19 +20,26 @@ const NAMESPACE_FLAGS = ["--pid", "--fork", "--kill-child", "--mount-proc", "--n
 const UNPRIVILEGED_FLAGS = ["--user", "--map-root-user"];
 
 export type NamespaceSupport =
-  | { available: true; unsharePath: string; args: string[]; isolation: SandboxIsolation }
+  | { available: true; /** The wrapper steps run under (setpriv + unshare, or unshare). */ launcher: string; args: string[]; isolation: SandboxIsolation }
   | { available: false; reason: string; isolation: SandboxIsolation };
 
 export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promise<NamespaceSupport> {
   const unsharePath = await findExecutable(UNSHARE_CANDIDATES);
   if (!unsharePath) return unavailable("util-linux `unshare` not found");
-  const args = isRoot ? NAMESPACE_FLAGS : [...UNPRIVILEGED_FLAGS, ...NAMESPACE_FLAGS];
-  const result = await run(unsharePath, [...args, "--", "/bin/sh", "-c", "true"]);
-  if (result !== null) return unavailable(`\`unshare ${args.join(" ")}\` failed: ${result}`);
+  const flags = isRoot ? NAMESPACE_FLAGS : [...UNPRIVILEGED_FLAGS, ...NAMESPACE_FLAGS];
+  // The agent's own death must take its steps along (an OOM-killed or SIGKILLed agent has no
+  // watchdog left, while the control plane records the attempt stopped at its lease expiry):
+  // `setpriv --pdeathsig KILL` makes the kernel SIGKILL `unshare` when the agent dies, and
+  // --kill-child then takes the step's whole pid namespace with it.
+  const setpriv = await findExecutable(SETPRIV_CANDIDATES);
+  const [file, args] = setpriv ? [setpriv, ["--pdeathsig", "KILL", "--", unsharePath, ...flags]] : [unsharePath, flags];
+  const result = await run(file, [...args, "--", "/bin/sh", "-c", "true"]);
+  if (result !== null) return unavailable(`\`${path.basename(file)} ${args.join(" ")}\` failed: ${result}`);
   const detail = isRoot
     ? "pid,net,ipc,uts,mount namespaces via unshare (agent is root: steps run as host root, no user namespace)"
     : "user,pid,net,ipc,uts,mount namespaces via unshare (steps run as the agent's uid)";
-  return { available: true, unsharePath, args, isolation: { level: "namespaces", detail } };
+  const tied = setpriv ? "; steps die with the agent (parent-death signal)" : "; setpriv missing: steps may outlive a killed agent until the restart sweep";
+  return { available: true, launcher: file, args, isolation: { level: "namespaces", detail: detail + tied } };
 }
 
 export function unavailable(reason: string): NamespaceSupport {

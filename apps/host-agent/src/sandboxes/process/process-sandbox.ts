@@ -45,7 +45,7 @@ export class ProcessSandbox implements Sandbox {
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
     const [file, args] = this.namespaces.available
-      ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
+      ? [this.namespaces.launcher, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
       : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
