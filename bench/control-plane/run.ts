@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   const stack = new BenchStack();
   const gitRoot = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-git-"));
   const git = await startGitServer({ rootDir: gitRoot });
-  await stack.start(await freePort(), { KILN_LEASE_TTL_MS: "30000", KILN_HEARTBEAT_MS: "5000" });
+  // Long leases: the claim benchmark's claimers never heartbeat, and a round that outlives the
+  // lease would have its attempts fenced and its jobs re-queued (claims counted twice).
+  await stack.start(await freePort(), { KILN_LEASE_TTL_MS: "600000", KILN_HEARTBEAT_MS: "5000" });
   const results: Record<string, unknown> = {};
   try {
     await createOrg(stack.db, "bench");

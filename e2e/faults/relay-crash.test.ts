@@ -37,7 +37,9 @@ END $$`;
 const STALL_TRIGGER = "CREATE TRIGGER faults_stall_relay_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION faults_stall_relay_mark()";
 
 beforeAll(async () => {
-  s = await FaultStack.create();
+  // FIFO: the policy under which dispatch hints are pg-boss jobs the claim consumes (under the fair
+  // policy the relay only NOTIFYs, ADR 0009, and there is nothing to duplicate but a wake-up).
+  s = await FaultStack.create({ env: { KILN_DISPATCH_POLICY: "fifo" } });
   t = await s.seedTenant("relay", { ".kiln/workflow.yaml": FANOUT });
   s.startWorkers();
   await s.startWeb();

@@ -58,7 +58,7 @@ await boss.schedule("reconcile", "* * * * *", {});
 // Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
 await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
 
-const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS);
+const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS, cfg.dispatchPolicy === "fifo");
 await relay.start();
 
 // The ticker runs the sweep in-process at sub-minute resolution; the cron above is the backstop

@@ -18,6 +18,8 @@ export class OutboxRelay {
     private readonly boss: PgBoss,
     private readonly databaseUrl: string,
     private readonly pollMs: number,
+    /** Under the fair policy dispatch hints are only wake-ups: NOTIFY, no queue row (ADR 0009). */
+    private readonly hintsAsQueueJobs: boolean,
   ) {}
 
   async start(): Promise<void> {
@@ -71,9 +73,11 @@ export class OutboxRelay {
     for (const m of messages) {
       if (m.topic === "job.dispatch") {
         const p = m.payload as DispatchPayload;
-        const queue = `dispatch-${p.pool}`;
-        await this.ensureQueue(queue);
-        await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
+        if (this.hintsAsQueueJobs) {
+          const queue = `dispatch-${p.pool}`;
+          await this.ensureQueue(queue);
+          await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
+        }
         pools.add(p.pool);
       } else {
         await this.ensureQueue("run-freeze");

@@ -73,11 +73,11 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     result = await withTx(db, "claim-job", async (tx) => {
       const replay = await findTicketByRequest(tx, req);
       if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
+      // The update is the session's row lock too: one claim per session at a time (capacity check).
       const locked = await tx.$queryRaw<SessionRow[]>`
-        SELECT id, pool, capacity, hostname FROM agent_session WHERE id = ${req.sessionId}::uuid FOR UPDATE`;
+        UPDATE agent_session SET last_seen_at = now() WHERE id = ${req.sessionId}::uuid RETURNING id, pool, capacity, hostname`;
       const session = locked[0];
       if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
-      await tx.$executeRaw`UPDATE agent_session SET last_seen_at = now() WHERE id = ${session.id}::uuid`;
       let lastReason = "none";
       for (const c of candidates) {
         const outcome = await tryClaim(tx, cfg, session, c, req);

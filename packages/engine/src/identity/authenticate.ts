@@ -20,13 +20,20 @@ export async function authenticateApiToken(db: Db, authorization: string | null)
 }
 
 /** A host credential (from `kiln agent-token create`). */
-export async function authenticateAgentToken(db: Db, authorization: string | null): Promise<{ id: string; pool: string }> {
+/**
+ * A host credential; with `sessionId`, also proves the session belongs to this credential (one
+ * query: the claim path runs it on every long-poll).
+ */
+export async function authenticateAgentToken(db: Db, authorization: string | null, sessionId?: string): Promise<{ id: string; pool: string }> {
   const token = bearer(authorization);
-  const rows = await db.$queryRaw<{ id: string; pool: string }[]>`
-    SELECT id, pool FROM agent_token WHERE token_hash = ${hashSecret(token)} AND revoked_at IS NULL`;
+  const rows = await db.$queryRaw<{ id: string; pool: string; owns: boolean }[]>`
+    SELECT t.id, t.pool,
+           (${sessionId ?? null}::uuid IS NULL OR EXISTS (SELECT 1 FROM agent_session s WHERE s.id = ${sessionId ?? null}::uuid AND s.agent_token_id = t.id)) AS owns
+    FROM agent_token t WHERE t.token_hash = ${hashSecret(token)} AND t.revoked_at IS NULL`;
   const t = rows[0];
   if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
-  return t;
+  if (!t.owns) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  return { id: t.id, pool: t.pool };
 }
 
 /** A job-scoped token: authorises exactly one (job, attempt, epoch). */

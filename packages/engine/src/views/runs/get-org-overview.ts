@@ -1,5 +1,5 @@
 import type { DbOrTx } from "@kiln/db";
-import { UPSTREAM_FAILED_CAUSE } from "@kiln/domain";
+import { dispatch, UPSTREAM_FAILED_CAUSE } from "@kiln/domain";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { listRuns, type RunRow } from "./list-runs.ts";
 
@@ -32,7 +32,11 @@ export interface OrgOverview {
   queued_count: number;
   recent_runs: RunRow[];
   infra_failure: { last_hour: FailureRatio; last_7_days: FailureRatio };
-  /** Attempts that ended in a platform failure in the last 7 days, including those a retry later made green: the platform's cost either way. */
+  /**
+   * Attempts that ended in a platform failure in the last 7 days, including those a retry later made
+   * green: the platform's cost either way. Background work preempted for its slot's owner is not a
+   * failure (cause capacity.preempted, issue 9) and is not counted.
+   */
   platform_failed_attempts_7d: number;
   queue_wait: { window: "1 hour"; samples: number; p50_ms: number | null; p95_ms: number | null };
 }
@@ -67,7 +71,7 @@ export async function getOrgOverview(db: DbOrTx, scope: TenantScope): Promise<Or
       SELECT (count(queued_ms) FILTER (WHERE claimed_at >= now() - interval '1 hour'))::int AS samples,
              percentile_cont(0.5) WITHIN GROUP (ORDER BY queued_ms) FILTER (WHERE claimed_at >= now() - interval '1 hour') AS p50,
              percentile_cont(0.95) WITHIN GROUP (ORDER BY queued_ms) FILTER (WHERE claimed_at >= now() - interval '1 hour') AS p95,
-             (count(*) FILTER (WHERE outcome = 'platform_failure'))::int AS lost
+             (count(*) FILTER (WHERE outcome = 'platform_failure' AND cause IS DISTINCT FROM ${dispatch.PREEMPTED_CAUSE}))::int AS lost
       FROM attempt
       WHERE org_id = ${scope.orgId}::uuid AND claimed_at >= now() - interval '7 days'`,
     listRuns(db, scope, { filters: {}, limit: 10 }),
