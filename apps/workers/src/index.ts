@@ -22,15 +22,16 @@ const cfg: EngineConfig = {
   redispatchAfterMs: Math.max(2_000, Math.min(15_000, env.KILN_LEASE_TTL_MS)),
 };
 const db = createDb({ url: env.DATABASE_URL, max: 8 });
-// LISTEN/NOTIFY wakes a worker the moment a job is sent (queues opt in with notify: true); polling
-// stays as the backstop.
-const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4, useListenNotify: true });
+// Not useListenNotify: pg-boss 12.38's LISTEN client drops its listeners on the first error and a
+// session cut (57P01) then raises a second, unheard 'error' that kills the process
+// (e2e/faults/db-sessions-cut.test.ts). Polling at 0.5 s plus bursting through backlogs instead.
+const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
 boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
 await boss.start();
 
 const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache") };
 for (const job of JOBS) {
-  const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds, notify: true };
+  const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds };
   if (!(await boss.getQueue(job.name))) await boss.createQueue(job.name, queue).catch(() => undefined);
   else await boss.updateQueue(job.name, queue);
   // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
@@ -38,7 +39,7 @@ for (const job of JOBS) {
   // jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each job settles on its own.
   await boss.work(
     job.name,
-    { batchSize: 2, burstWhenBatchFull: true, perJobResults: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 5, localConcurrency: job.concurrency ?? 1 },
+    { batchSize: 2, burstWhenBatchFull: true, perJobResults: true, pollingIntervalSeconds: 0.5, localConcurrency: job.concurrency ?? 1 },
     async (jobs) => {
       const results: JobResult[] = [];
       for (const j of jobs) {

@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client.ts";
 
 export type Db = PrismaClient;
@@ -13,6 +14,16 @@ export interface DbOptions {
 }
 
 export function createDb(opts: DbOptions): Db {
-  const adapter = new PrismaPg({ connectionString: opts.url, max: opts.max ?? 10 });
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10 });
+  // Every connection gets a listener for its whole life. node-postgres takes the pool's idle
+  // listener off a checked-out client, and the adapter's own transaction listener is gone once
+  // the transaction ends (or times out) while the client may still be out: a session the server
+  // then ends (failover, restart, pg_terminate_backend) emitted 'error' unheard, an uncaught
+  // exception that killed the workers (e2e/faults/db-sessions-cut.test.ts). The failing query
+  // rejects on its own; the pool drops the dead client.
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
+  const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   return new PrismaClient({ adapter });
 }

@@ -33,7 +33,9 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       // Throwaway data: durability only costs time (initdb's final fsync, CREATE DATABASE,
       // commits, checkpoints).
       initdbFlags: ["--no-sync"],
-      postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+      // Two test files at once may each run a whole stack (web, workers, agents, each with its
+      // pools): the default 100 connections ran out ("too many clients already").
+      postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=400"],
     });
     let stopped: Promise<void> | undefined;
     const stop = () => (stopped ??= server.stop().finally(() => rm(tmp, { recursive: true, force: true })));
