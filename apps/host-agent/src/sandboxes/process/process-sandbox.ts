@@ -6,6 +6,8 @@ import { once } from "node:events";
 import path from "node:path";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
+import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
+import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import type { NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -31,6 +33,8 @@ export class ProcessSandbox implements Sandbox {
     readonly id: string,
     private readonly root: string,
     private readonly namespaces: NamespaceSupport,
+    /** socat/ip for mediated egress; null when the host lacks them (see egress-forwarder.ts). */
+    private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
   ) {
     this.paths = { workspace: path.join(root, "workspace"), home: path.join(root, "home"), tmp: path.join(root, "tmp") };
     this.hostWorkspaceDir = this.paths.workspace;
@@ -44,14 +48,17 @@ export class ProcessSandbox implements Sandbox {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
+    const egress = this.egressFor(command);
+    // The proxy variables win over the job's own: there is no other way out to point them at.
+    const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
     const [file, args] = this.namespaces.available
-      ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
+      ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", ...(egress ?? ["/bin/sh", "-c", command])]]
       : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
     // terminal's Ctrl-C on the agent does not hit the step. `env` is passed as-is: nothing of the
     // agent's own environment (its tokens included) is inherited.
-    const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(file, args, { cwd, env: stepEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.on("data", onStdout);
     child.stderr.on("data", onStderr);
     const pipesClosed = Promise.all([once(child.stdout, "close"), once(child.stderr, "close")]);
@@ -70,6 +77,21 @@ export class ProcessSandbox implements Sandbox {
     } finally {
       this.running = null;
     }
+  }
+
+  /**
+   * The step's argv behind the egress forwarder when this attempt has an egress listener and the
+   * step gets its own network namespace; null otherwise (no listener: no way out at all; no
+   * namespaces: the step shares the host's network and nothing can be mediated, see the README).
+   */
+  private egressFor(command: string): string[] | null {
+    const socket = egressSocketFor(this.id);
+    if (!socket || !this.namespaces.available) return null;
+    if (!this.forwarder || "missing" in this.forwarder) {
+      const missing = this.forwarder && "missing" in this.forwarder ? this.forwarder.missing.join(", ") : "socat, ip";
+      throw new Error(`mediated egress needs ${missing} on this host (Debian: apt-get install socat iproute2)`);
+    }
+    return forwarderArgv(this.forwarder, socket.path, command);
   }
 
   kill(signal: NodeJS.Signals): void {
