@@ -46,8 +46,8 @@ jobs:
 `;
 
 beforeAll(async () => {
-  for (const tool of ["/usr/bin/curl", "/usr/bin/socat"]) {
-    if (!existsSync(tool)) throw new Error(`${tool} is missing: the egress e2e needs Debian's curl and socat (.ci/run installs them)`);
+  for (const tool of ["/usr/bin/curl", "/usr/bin/perl"]) {
+    if (!existsSync(tool)) throw new Error(`${tool} is missing: the egress e2e needs Debian's curl and perl (.ci/run installs curl)`);
   }
   allowedPort = await serve("hello from the allowed server");
   otherPort = await serve("hello from the other server");

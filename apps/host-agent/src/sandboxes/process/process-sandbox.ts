@@ -28,12 +28,13 @@ export class ProcessSandbox implements Sandbox {
   readonly hostWorkspaceDir: string;
   private running: RunningStep | null = null;
   private destroying: Promise<void> | null = null;
+  private warnedNoForwarder = false;
 
   constructor(
     readonly id: string,
     private readonly root: string,
     private readonly namespaces: NamespaceSupport,
-    /** socat/ip for mediated egress; null when the host lacks them (see egress-forwarder.ts). */
+    /** The egress forwarder's interpreter (perl); null when the host lacks it (see egress-forwarder.ts). */
     private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
   ) {
     this.paths = { workspace: path.join(root, "workspace"), home: path.join(root, "home"), tmp: path.join(root, "tmp") };
@@ -48,7 +49,7 @@ export class ProcessSandbox implements Sandbox {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
-    const egress = this.egressFor(command);
+    const egress = this.egressFor(command, onStderr);
     // The proxy variables win over the job's own: there is no other way out to point them at.
     const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
     const [file, args] = this.namespaces.available
@@ -84,12 +85,15 @@ export class ProcessSandbox implements Sandbox {
    * step gets its own network namespace; null otherwise (no listener: no way out at all; no
    * namespaces: the step shares the host's network and nothing can be mediated, see the README).
    */
-  private egressFor(command: string): string[] | null {
+  private egressFor(command: string, onStderr: OutputListener): string[] | null {
     const socket = egressSocketFor(this.id);
     if (!socket || !this.namespaces.available) return null;
     if (!this.forwarder || "missing" in this.forwarder) {
-      const missing = this.forwarder && "missing" in this.forwarder ? this.forwarder.missing.join(", ") : "socat, ip";
-      throw new Error(`mediated egress needs ${missing} on this host (Debian: apt-get install socat iproute2)`);
+      // Fail closed but say so: the step keeps its empty network namespace (no way out at all).
+      const missing = this.forwarder && "missing" in this.forwarder ? this.forwarder.missing.join(", ") : "perl";
+      if (!this.warnedNoForwarder) onStderr(Buffer.from(`kiln egress: this host cannot mediate egress (missing ${missing}; Debian: apt-get install perl-base), so this step has no network\n`));
+      this.warnedNoForwarder = true;
+      return null;
     }
     return forwarderArgv(this.forwarder, socket.path, command);
   }
