@@ -4,7 +4,7 @@
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
@@ -12,7 +12,9 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../logger.ts";
-import { createProcessDriver } from "../sandboxes/process/process-driver.ts";
+import { findForwarderTools } from "../sandboxes/process/egress-forwarder.ts";
+import { probeNamespaces } from "../sandboxes/process/namespace-probe.ts";
+import { ProcessDriver } from "../sandboxes/process/process-driver.ts";
 import { EgressProxy, type EgressDecisionEvent } from "./egress-proxy.ts";
 import { egressEndpointFor, egressSocketFor } from "./egress-registry.ts";
 
@@ -55,6 +57,16 @@ function openAttempt(proxy: EgressProxy, trustClass: "trusted" | "untrusted", li
     onDenied: (line) => denials.push(line),
   });
   return { attemptId, opened, decisions, denials };
+}
+
+async function processesMentioning(text: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(text)) found.push(Number(entry));
+  }
+  return found;
 }
 
 /** Sends raw bytes, returns everything received until the proxy closes (denials close). */
@@ -140,9 +152,16 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
 });
 
 describe("process driver: the step's only way out is the forwarder to its attempt's socket", () => {
-  it("reaches the allowed server through the proxy and nothing directly", async () => {
-    const driver = await createProcessDriver({ workDir: path.join(dir, "work") });
-    expect(driver.isolation.level, "these tests need network namespaces (unshare; CI runs as root)").toBe("namespaces");
+  // Root agents hold one namespace per sandbox and enter it per step (nsenter); unprivileged ones
+  // start the forwarder in each step's own namespace. Both are run here.
+  it.each(["held namespace", "per-step forwarder"] as const)("%s: reaches the allowed server through the proxy and nothing directly", async (mode) => {
+    const namespaces = await probeNamespaces();
+    const tools = await findForwarderTools();
+    expect(namespaces.isolation.level, "these tests need network namespaces (unshare; CI runs as root)").toBe("namespaces");
+    if ("missing" in tools) throw new Error(`missing ${tools.missing.join(", ")}`);
+    expect(mode === "per-step forwarder" || tools.nsenter !== null, "util-linux nsenter is missing").toBe(true);
+    const driver = new ProcessDriver(path.join(dir, `work-${mode.replace(/ /g, "-")}`), namespaces, mode === "held namespace" ? tools : { ...tools, nsenter: null });
+    await mkdir(path.join(dir, `work-${mode.replace(/ /g, "-")}`), { recursive: true });
     const proxy = new EgressProxy({ socketDir: path.join(dir, "sock"), allowInternalAddresses: true, logger: quiet });
     const a = openAttempt(proxy, "trusted", "unix");
     const listener = await a.opened;
@@ -157,12 +176,21 @@ describe("process driver: the step's only way out is the forwarder to its attemp
       `curl -sS -f --max-time 20 http://localhost:${other}/ || echo "other refused"`,
       `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${other}/ || echo "direct refused"`,
     ].join("\n");
-    const result = await sandbox.runStep(script, { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home }, {}, (c) => out.push(c), (c) => err.push(c));
+    const stepEnv = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home };
+    const result = await sandbox.runStep(script, stepEnv, {}, (c) => out.push(c), (c) => err.push(c));
+    // A second step gets the same single way out (the held namespace is reused, not leaked).
+    const again = await sandbox.runStep(`unset NO_PROXY no_proxy; curl -sS -f --max-time 20 http://localhost:${allowed}/again`, stepEnv, {}, (c) => out.push(c), (c) => err.push(c));
     await sandbox.destroy();
     await listener.close();
     await proxy.close();
+    // Nothing of the forwarder outlives the sandbox (the held namespace's process included).
+    const socketPath = (listener.address as { path: string }).path;
+    const deadline = Date.now() + 5_000;
+    while ((await processesMentioning(socketPath)).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await processesMentioning(socketPath)).toEqual([]);
     const stdout = Buffer.concat(out).toString();
     expect(result.exitCode, Buffer.concat(err).toString()).toBe(0);
+    expect(again.exitCode, Buffer.concat(err).toString()).toBe(0);
     expect(stdout).toContain("proxy=http://127.0.0.1:3128");
     expect(stdout).toContain(`hello localhost:${allowed}`);
     expect(stdout).toContain("other refused");

@@ -6,10 +6,11 @@
 // boundary; nothing else does). The step's HTTP(S)_PROXY points at it.
 //
 // The forwarder is a short Perl program (perl-base is Essential on Debian, so every host has it):
-// one exec does the ioctl, the bind and the fork, and the listening socket exists before the step's
-// shell replaces it, so there is no readiness wait. socat + ip + a wait loop cost about 90 ms more
-// per step on this machine (docs/benchmarks.md). When the step's shell (pid 1 of its pid
-// namespace) exits, the kernel kills the forwarder with everything else in the namespace.
+// one exec does the ioctl, the bind and the fork (socat + ip + a readiness wait cost about 90 ms
+// more per step on this machine). A root agent starts it once per sandbox, holding a network
+// namespace every step then enters (net-holder.ts), so steps pay nothing for it; an unprivileged
+// agent (user namespaces) starts it in each step's own namespace before the step's shell, and the
+// kernel kills it with everything else there when that shell (pid 1) exits.
 import { access, constants } from "node:fs/promises";
 
 export const SANDBOX_PROXY_PORT = 3128;
@@ -17,22 +18,32 @@ export const SANDBOX_PROXY_URL = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
 
 export interface ForwarderTools {
   perl: string;
+  /** util-linux nsenter: lets a root agent run every step in the sandbox's one held namespace. */
+  nsenter: string | null;
 }
 
 const PERL_CANDIDATES = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
+const NSENTER_CANDIDATES = ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsenter", "/usr/local/bin/nsenter"];
 
-/** An absolute path (the step's PATH is the job's to change), or what is missing. */
-export async function findForwarderTools(): Promise<ForwarderTools | { missing: string[] }> {
-  for (const p of PERL_CANDIDATES) {
-    if (await access(p, constants.X_OK).then(() => true, () => false)) return { perl: p };
+async function firstExecutable(paths: string[]): Promise<string | null> {
+  for (const p of paths) {
+    if (await access(p, constants.X_OK).then(() => true, () => false)) return p;
   }
-  return { missing: ["perl"] };
+  return null;
 }
 
-// ARGV: host socket path, the step's command. 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
+/** Absolute paths (the step's PATH is the job's to change), or what is missing. */
+export async function findForwarderTools(): Promise<ForwarderTools | { missing: string[] }> {
+  const perl = await firstExecutable(PERL_CANDIDATES);
+  if (!perl) return { missing: ["perl"] };
+  return { perl, nsenter: await firstExecutable(NSENTER_CANDIDATES) };
+}
+
+// ARGV: mode, host socket path, the step's command. Mode "exec": fork the forwarder, then become the
+// step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
 // 40-byte struct ifreq; IFF_UP is 1. Errors before the exec end the step with a named message.
 const FORWARDER = String.raw`use strict; use warnings; use Socket;
-my ($path, $cmd) = @ARGV;
+my ($mode, $path, $cmd) = @ARGV;
 # Bring the namespace's loopback up: SIOCGIFFLAGS / SIOCSIFFLAGS on "lo" (struct ifreq, 40 bytes).
 socket(my $ctl, AF_INET, SOCK_DGRAM, 0) or die "kiln: egress forwarder: socket: $!\n";
 my $ifr = pack("Z16 x24", "lo");
@@ -44,8 +55,9 @@ socket(my $l, AF_INET, SOCK_STREAM, 0) or die "kiln: egress forwarder: socket: $
 setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
 bind($l, pack_sockaddr_in(3128, inet_aton("127.0.0.1"))) or die "kiln: egress forwarder: bind 127.0.0.1:3128: $!\n";
 listen($l, 128) or die "kiln: egress forwarder: listen: $!\n";
-my $pid = fork() // die "kiln: egress forwarder: fork: $!\n";
+my $pid = $mode eq "hold" ? 0 : (fork() // die "kiln: egress forwarder: fork: $!\n");
 if ($pid == 0) {
+  print STDOUT "ready\n" if $mode eq "hold";
   open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
   $SIG{CHLD} = "IGNORE";
   while (1) {
@@ -85,5 +97,10 @@ sub relay {
 
 /** The argv (after `unshare ... --`) that runs `command` behind the forwarder. */
 export function forwarderArgv(tools: ForwarderTools, socketPath: string, command: string): string[] {
-  return [tools.perl, "-e", FORWARDER, socketPath, command];
+  return [tools.perl, "-e", FORWARDER, "exec", socketPath, command];
+}
+
+/** The argv (after `unshare --net --`) of a long-lived forwarder that holds a sandbox's namespace. */
+export function holderArgv(tools: ForwarderTools, socketPath: string): string[] {
+  return [tools.perl, "-e", FORWARDER, "hold", socketPath];
 }

@@ -8,6 +8,7 @@ import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } f
 import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
 import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
+import { NetHolder } from "./net-holder.ts";
 import type { NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -29,6 +30,7 @@ export class ProcessSandbox implements Sandbox {
   private running: RunningStep | null = null;
   private destroying: Promise<void> | null = null;
   private warnedNoForwarder = false;
+  private holder: NetHolder | null = null;
 
   constructor(
     readonly id: string,
@@ -49,12 +51,14 @@ export class ProcessSandbox implements Sandbox {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
-    const egress = this.egressFor(command, onStderr);
+    const egress = await this.egressFor(command, onStderr);
     // The proxy variables win over the job's own: there is no other way out to point them at.
     const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
-    const [file, args] = this.namespaces.available
-      ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", ...(egress ?? ["/bin/sh", "-c", command])]]
-      : ["/bin/sh", ["-c", command]];
+    const [file, args] = egress
+      ? egress
+      : this.namespaces.available
+        ? [this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
+        : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
     // terminal's Ctrl-C on the agent does not hit the step. `env` is passed as-is: nothing of the
@@ -81,21 +85,30 @@ export class ProcessSandbox implements Sandbox {
   }
 
   /**
-   * The step's argv behind the egress forwarder when this attempt has an egress listener and the
-   * step gets its own network namespace; null otherwise (no listener: no way out at all; no
+   * How to run the step behind the egress forwarder when this attempt has an egress listener and
+   * the step gets its own network namespace; null otherwise (no listener: no way out at all; no
    * namespaces: the step shares the host's network and nothing can be mediated, see the README).
+   * A root agent enters the sandbox's held namespace (net-holder.ts); an unprivileged one starts
+   * the forwarder inside each step's new namespace.
    */
-  private egressFor(command: string, onStderr: OutputListener): string[] | null {
+  private async egressFor(command: string, onStderr: OutputListener): Promise<[string, string[]] | null> {
     const socket = egressSocketFor(this.id);
-    if (!socket || !this.namespaces.available) return null;
-    if (!this.forwarder || "missing" in this.forwarder) {
+    const ns = this.namespaces;
+    if (!socket || !ns.available) return null;
+    const tools = this.forwarder;
+    if (!tools || "missing" in tools) {
       // Fail closed but say so: the step keeps its empty network namespace (no way out at all).
-      const missing = this.forwarder && "missing" in this.forwarder ? this.forwarder.missing.join(", ") : "perl";
+      const missing = tools ? tools.missing.join(", ") : "perl";
       if (!this.warnedNoForwarder) onStderr(Buffer.from(`kiln egress: this host cannot mediate egress (missing ${missing}; Debian: apt-get install perl-base), so this step has no network\n`));
       this.warnedNoForwarder = true;
       return null;
     }
-    return forwarderArgv(this.forwarder, socket.path, command);
+    if (ns.args.includes("--user") || !tools.nsenter) {
+      return [ns.unsharePath, [...ns.args, "--", ...forwarderArgv(tools, socket.path, command)]];
+    }
+    if (!this.holder?.alive) this.holder = await NetHolder.start(ns.unsharePath, tools, socket.path);
+    const stepArgs = ns.args.filter((a) => a !== "--net");
+    return [tools.nsenter, [`--net=${this.holder.netnsPath}`, "--", ns.unsharePath, ...stepArgs, "--", "/bin/sh", "-c", command]];
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -133,6 +146,7 @@ export class ProcessSandbox implements Sandbox {
       killGroup(running.pid, "SIGKILL");
       await Promise.race([running.done, sleep(REAP_WAIT_MS)]);
     }
+    this.holder?.stop();
     // Also catches processes that escaped the group and a checkout still running in the workspace.
     await killProcessesUnder(this.root);
     await removeTree(this.root);
