@@ -90,22 +90,28 @@ export class EgressProxy {
     return decideEgress({ host, port, trustClass: a.spec.trustClass, allowList: policy?.allowList ?? [], platformHosts: policy?.platformHosts ?? [] });
   }
 
-  /** Decides, resolves and re-checks the address; reports and, on denial, announces. */
-  private async admit(a: Attempt, host: string, port: number): Promise<{ ok: true; address: string } | { ok: false; line: string }> {
+  /**
+   * Decides, resolves and re-checks every address; reports and, on denial, announces. A name with
+   * any disallowed address is denied as a whole (no choosing the harmless half of a mixed answer).
+   */
+  private async admit(a: Attempt, host: string, port: number): Promise<{ ok: true; addresses: string[] } | { ok: false; line: string }> {
     let decision = this.judge(a, host, port);
-    let address = "";
+    let addresses: string[] = [];
     if (decision.allowed) {
+      const literal = host.replace(/^\[|\]$/g, "");
       try {
-        address = net.isIP(host.replace(/^\[|\]$/g, "")) ? host.replace(/^\[|\]$/g, "") : (await lookup(host)).address;
-        decision = decideResolvedAddress(decision, { host, port, address, trustClass: a.spec.trustClass, allowInternal: this.opts.allowInternalAddresses });
+        addresses = net.isIP(literal) ? [literal] : (await lookup(host, { all: true })).map((r) => r.address);
       } catch (err) {
         a.spec.onDecision({ host: host.toLowerCase(), port, decision: "denied", reason: "dns_failed" });
         return { ok: false, line: `kiln egress: ${host} could not be resolved (${errorMessage(err).slice(0, 100)})` };
       }
+      for (const address of addresses) {
+        if (!decision.allowed) break;
+        decision = decideResolvedAddress(decision, { host, port, address, trustClass: a.spec.trustClass, allowInternal: this.opts.allowInternalAddresses });
+      }
     }
-    const shownHost = host.toLowerCase().slice(0, 255);
-    a.spec.onDecision({ host: shownHost, port, decision: decision.allowed ? "allowed" : "denied", reason: decision.reason });
-    if (decision.allowed) return { ok: true, address };
+    a.spec.onDecision({ host: host.toLowerCase().slice(0, 255), port, decision: decision.allowed ? "allowed" : "denied", reason: decision.reason });
+    if (decision.allowed) return { ok: true, addresses };
     a.spec.onDenied(decision.message);
     return { ok: false, line: decision.message };
   }
@@ -116,21 +122,20 @@ export class EgressProxy {
     if (!a || !target) return writeFramed(socket, 400, "kiln egress: CONNECT needs host:port", {}, true);
     const verdict = await this.admit(a, target.host, target.port);
     if (!verdict.ok) return writeFramed(socket, verdict.line.startsWith("kiln egress denied") ? 403 : 502, verdict.line, { "X-Kiln-Egress": verdict.line }, true);
-    const upstream = net.connect({ host: verdict.address, port: target.port, timeout: this.opts.connectTimeoutMs ?? 10_000 });
-    upstream.once("timeout", () => upstream.destroy(new Error("connect timed out")));
-    upstream.once("error", (err) => {
-      if (upstream.connecting || upstream.bytesRead === 0) writeFramed(socket, 502, `kiln egress: ${target.host}:${target.port} unreachable (${errorMessage(err)})`, {}, true);
-      else socket.destroy();
-    });
-    upstream.once("connect", () => {
-      upstream.setTimeout(0);
-      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      if (head.length > 0) upstream.write(head);
-      socket.pipe(upstream).pipe(socket);
-      socket.once("error", () => upstream.destroy());
-      socket.once("close", () => upstream.destroy());
-      upstream.once("close", () => socket.destroy());
-    });
+    let upstream: net.Socket;
+    try {
+      upstream = await connectFirst(verdict.addresses, target.port, this.opts.connectTimeoutMs ?? 10_000);
+    } catch (err) {
+      return writeFramed(socket, 502, `kiln egress: ${target.host}:${target.port} unreachable (${errorMessage(err)})`, {}, true);
+    }
+    if (socket.destroyed) return void upstream.destroy();
+    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length > 0) upstream.write(head);
+    socket.pipe(upstream).pipe(socket);
+    upstream.on("error", () => socket.destroy());
+    socket.once("error", () => upstream.destroy());
+    socket.once("close", () => upstream.destroy());
+    upstream.once("close", () => socket.destroy());
   }
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -146,8 +151,36 @@ export class EgressProxy {
     const host = url.hostname;
     const verdict = await this.admit(a, host, port);
     if (!verdict.ok) return writeFramed(res, verdict.line.startsWith("kiln egress denied") ? 403 : 502, verdict.line, { "X-Kiln-Egress": verdict.line });
-    relayHttp(req, res, { address: verdict.address, port, path: `${url.pathname}${url.search}`, hostHeader: url.host, timeoutMs: this.opts.connectTimeoutMs ?? 10_000 });
+    let upstream: net.Socket;
+    try {
+      upstream = await connectFirst(verdict.addresses, port, this.opts.connectTimeoutMs ?? 10_000);
+    } catch (err) {
+      return writeFramed(res, 502, `kiln egress: ${url.host} unreachable (${errorMessage(err)})`, {});
+    }
+    relayHttp(req, res, { socket: upstream, path: `${url.pathname}${url.search}`, hostHeader: url.host, timeoutMs: this.opts.connectTimeoutMs ?? 10_000 });
   }
+}
+
+/** Tries the admitted addresses in order (a name's ::1 may not be where its server listens). */
+async function connectFirst(addresses: string[], port: number, timeoutMs: number): Promise<net.Socket> {
+  let last: unknown = new Error("no address");
+  for (const host of addresses) {
+    try {
+      return await new Promise<net.Socket>((resolve, reject) => {
+        const s = net.connect({ host, port, timeout: timeoutMs });
+        s.once("timeout", () => s.destroy(new Error("connect timed out")));
+        s.once("error", reject);
+        s.once("connect", () => {
+          s.setTimeout(0);
+          s.removeListener("error", reject);
+          resolve(s);
+        });
+      });
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
 }
 
 /** "host:port" or "[v6]:port" from a CONNECT request line. */

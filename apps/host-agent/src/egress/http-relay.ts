@@ -2,6 +2,7 @@
 // proxy says carries a Content-Length, and relayed bodies keep theirs or are re-chunked by Node,
 // because a guestfwd connection never shows the guest a close (feasibility notes).
 import http from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { errorMessage } from "../logger.ts";
 
@@ -35,14 +36,15 @@ function endToEndHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHe
   return out;
 }
 
-/** Forwards an absolute-form request to the already-admitted address. */
+/** Forwards an absolute-form request over a connection to an already-admitted address. */
 export function relayHttp(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  to: { address: string; port: number; path: string; hostHeader: string; timeoutMs: number },
+  to: { socket: Socket; path: string; hostHeader: string; timeoutMs: number },
 ): void {
   const upstream = http.request({
-    host: to.address, port: to.port, method: req.method, path: to.path, setHost: false,
+    // No agent: this one connection, to the address that was checked, serves this one request.
+    createConnection: () => to.socket, method: req.method, path: to.path, setHost: false,
     // The Host the decision was made on, not whatever else the client put in its headers.
     headers: { ...endToEndHeaders(req.headers), host: to.hostHeader },
     timeout: to.timeoutMs,
@@ -56,5 +58,8 @@ export function relayHttp(
     up.once("error", () => res.destroy());
   });
   req.pipe(upstream);
-  res.once("close", () => upstream.destroy());
+  res.once("close", () => {
+    upstream.destroy();
+    to.socket.destroy();
+  });
 }
