@@ -58,13 +58,21 @@ listen($l, 128) or die "kiln: egress forwarder: listen: $!\n";
 my $pid = $mode eq "hold" ? 0 : (fork() // die "kiln: egress forwarder: fork: $!\n");
 if ($pid == 0) {
   print STDOUT "ready\n" if $mode eq "hold";
+  # A holder's stdin is a pipe from the agent: EOF means the agent is gone, and so is this.
+  open(my $agent, "<&", \*STDIN) or die "kiln: egress forwarder: dup stdin: $!\n";
   open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
   $SIG{CHLD} = "IGNORE";
   while (1) {
+    if ($mode eq "hold") {
+      my $rin = ""; vec($rin, fileno($l), 1) = 1; vec($rin, fileno($agent), 1) = 1;
+      next if select(my $rout = $rin, undef, undef, undef) <= 0;
+      exit 0 if vec($rout, fileno($agent), 1) && !sysread($agent, my $byte, 1);
+      next unless vec($rout, fileno($l), 1);
+    }
     accept(my $c, $l) or next;
     my $k = fork();
     if (defined $k && $k == 0) {
-      close $l;
+      close $l; close $agent;
       socket(my $u, AF_UNIX, SOCK_STREAM, 0) or exit 1;
       connect($u, pack_sockaddr_un($path)) or exit 1;
       relay($c, $u);

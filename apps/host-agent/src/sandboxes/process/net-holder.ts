@@ -3,7 +3,8 @@
 // Every step then runs as `nsenter --net=/proc/<holder>/ns/net -- unshare <pid,ipc,uts,mount> ...`,
 // so a step costs what it cost before egress existed (creating a network namespace per step is
 // itself slower than entering one). The holder's cwd is "/", outside the sandbox, so the per-step
-// sweep of processes under the sandbox never kills it; destroy() does.
+// sweep of processes under the sandbox never kills it; destroy() does. Its stdin is a pipe from the
+// agent that is never written: if the agent dies without destroying, EOF ends the holder too.
 import { spawn, type ChildProcess } from "node:child_process";
 import { holderArgv, type ForwarderTools } from "./egress-forwarder.ts";
 
@@ -26,7 +27,7 @@ export class NetHolder {
   }
 
   static start(unsharePath: string, tools: ForwarderTools, socketPath: string): Promise<NetHolder> {
-    const child = spawn(unsharePath, ["--net", "--", ...holderArgv(tools, socketPath)], { cwd: "/", env: {}, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(unsharePath, ["--net", "--", ...holderArgv(tools, socketPath)], { cwd: "/", env: {}, stdio: ["pipe", "pipe", "pipe"] });
     return new Promise((resolve, reject) => {
       let err = "";
       const timer = setTimeout(() => fail(new Error("egress forwarder did not start in time")), READY_TIMEOUT_MS);
