@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { createDb } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg, listEntitlements, setEntitlement } from "@kiln/engine";
+import { allowEgressHost, listEgressRules, removeEgressHost } from "@kiln/engine";
 
 const USAGE = `usage: npm run kiln -- <command> [--json]
   org create <slug>
@@ -14,7 +15,10 @@ const USAGE = `usage: npm run kiln -- <command> [--json]
   token create <org> --role admin|member|auditor [--name <name>]   (prints the token once)
   agent-token create [--pool <name>]                                (a host credential for npm run agent)
   entitlement set <org> --pool <pool> --slots <n> --weight <w> [--cap <n>]   (audited)
-  entitlement list [<org>]`;
+  entitlement list [<org>]
+  egress allow <org> <host-pattern>   (host, *.suffix, optional :port; audited)
+  egress deny <org> <host-pattern>    (removes the entry: anything not listed is denied; audited)
+  egress list <org>`;
 
 function databaseUrl(): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
@@ -84,6 +88,8 @@ async function main(): Promise<number> {
     } else if (cmd === "entitlement list") {
       const rows = await listEntitlements(db, a);
       out(rows.map((r) => `${r.org}\t${r.pool}\tslots=${r.slots}\tweight=${r.weight}\tcap=${r.hard_cap ?? "-"}\trunning=${r.running}`).join("\n") || "(no entitlements)", rows);
+    } else if (noun === "egress" && verb && a) {
+      await egressCommand(db, verb, a, b, out);
     } else {
       console.error(USAGE);
       return 2;
@@ -97,6 +103,22 @@ async function main(): Promise<number> {
   } finally {
     await db.$disconnect();
   }
+}
+
+/** `egress allow|deny|list`: the org's mediated-egress allow-list (docs/adr/0013-mediated-egress.md). */
+async function egressCommand(db: ReturnType<typeof createDb>, verb: string, org: string, pattern: string | undefined, out: (human: string, data: unknown) => void): Promise<void> {
+  const actor = `cli:${process.env.USER ?? "unknown"}`;
+  if (verb === "list") {
+    const rows = await listEgressRules(db, org);
+    return out(rows.map((r) => `${r.org}\t${r.pattern}\tby ${r.created_by}\t${r.created_at}`).join("\n") || `(${org} has no egress allow-list entries)`, rows);
+  }
+  if (!pattern || (verb !== "allow" && verb !== "deny")) throw new Error("egress needs allow|deny <org> <host-pattern> or list <org>");
+  if (verb === "allow") {
+    const r = await allowEgressHost(db, { orgSlug: org, pattern, actor });
+    return out(`${org} may reach ${r.rule.pattern} from trusted runs${r.created ? "" : " (already allowed)"}`, r);
+  }
+  await removeEgressHost(db, { orgSlug: org, pattern, actor });
+  out(`${pattern} removed from ${org}'s egress allow-list`, { org, pattern, removed: true });
 }
 
 process.exit(await main());

@@ -2,6 +2,7 @@
 // (stop claiming, kill + destroy every running job, report them, all within a fixed budget).
 import path from "node:path";
 import { AgentSession } from "./agent-session.ts";
+import { EgressProxy } from "./egress/index.ts";
 import { ClaimLoop } from "./claim-loop.ts";
 import type { ControlClient } from "./control-client.ts";
 import type { AgentEnv } from "./env.ts";
@@ -24,8 +25,19 @@ export class HostAgent {
   private readonly runner: JobRunner;
   private stopping: Promise<void> | null = null;
 
+  private readonly egress: EgressProxy | null;
+
   constructor(private readonly deps: HostAgentDeps) {
+    this.egress = deps.env.KILN_EGRESS === "on"
+      ? new EgressProxy({
+          // Beside the sandboxes (like the log spool): a short path, since unix socket paths are capped.
+          socketDir: path.join(deps.env.KILN_WORK_DIR, ".egress"),
+          allowInternalAddresses: deps.env.KILN_EGRESS_ALLOW_INTERNAL === "true",
+          logger: deps.logger.child({ component: "egress-proxy" }),
+        })
+      : null;
     this.runner = new JobRunner({
+      ...(this.egress ? { egress: this.egress } : {}),
       client: deps.client,
       driver: deps.driver,
       logger: deps.logger,
@@ -74,6 +86,7 @@ export class HostAgent {
       this.deps.logger.info("shutting down: no new claims, stopping running jobs", { running_jobs: this.runner.activeCount });
       this.shutdown.abort();
       await Promise.race([this.runner.shutdown(), sleep(SHUTDOWN_BUDGET_MS)]);
+      await this.egress?.close();
       if (this.runner.activeCount > 0) this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", { running_jobs: this.runner.activeCount });
     })();
     return this.stopping;

@@ -23,6 +23,8 @@ export type LogAppendHeader = z.input<typeof agentProtocol.logAppendHeader>;
 export type LogAppendResponse = z.output<typeof agentProtocol.logAppendResponse>;
 export type LogSealRequest = z.input<typeof agentProtocol.logSealRequest>;
 export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
+export type EgressEventsRequest = z.input<typeof agentProtocol.egressEventsRequest>;
+export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -117,6 +119,12 @@ export class ControlClient {
   sealLog(jobId: string, jobToken: string, body: LogSealRequest, opts: CallOptions): Promise<ApiResult<LogSealResponse>> {
     const payload = agentProtocol.logSealRequest.parse(body);
     return this.post(`${jobPath(jobId)}/logs/seal`, jobToken, payload, agentProtocol.logSealResponse, opts);
+  }
+
+  // Mediated egress (docs/adr/0013-mediated-egress.md): the host proxy's decisions for one attempt.
+  reportEgressEvents(jobId: string, jobToken: string, body: EgressEventsRequest, opts: CallOptions): Promise<ApiResult<EgressEventsResponse>> {
+    const payload = agentProtocol.egressEventsRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/egress-events`, jobToken, payload, agentProtocol.egressEventsResponse, opts);
   }
 
   private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions): Promise<ApiResult<T>>;

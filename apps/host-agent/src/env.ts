@@ -52,6 +52,12 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // After the last step: how long to keep trying to ship and seal before reporting anyway (the
     // log is then marked gapped). Default 60 s.
     KILN_LOG_DRAIN_MS: intVar(0, 3_600_000, 60_000),
+    // Mediated egress (docs/adr/0013-mediated-egress.md): `on` gives every sandbox exactly one way
+    // out, this host's proxy, judged by the ticket's policy; `off` gives it none. Default on.
+    KILN_EGRESS: optional(z.enum(["on", "off"]).default("on")),
+    // Let allowed names resolve to loopback/private/link-local addresses (on-premises mirrors,
+    // local development). Default false: DNS cannot turn an allowed name into the host's services.
+    KILN_EGRESS_ALLOW_INTERNAL: optional(z.enum(["true", "false"]).default("false")),
   });
   const env = schema.parse(source);
   return { ...env, KILN_WORK_DIR: path.resolve(env.KILN_WORK_DIR) };

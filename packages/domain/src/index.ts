@@ -8,5 +8,6 @@ export * from "./tenants/trust-class.ts";
 export * from "./workflow/index.ts";
 export * from "./artifacts/index.ts";
 export * from "./logs/index.ts";
+export * from "./egress/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
 export * as dispatch from "./dispatch/index.ts";

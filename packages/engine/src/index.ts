@@ -34,3 +34,4 @@ export { setEntitlement, listEntitlements, type EntitlementRow } from "./tenants
 export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
 export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
 export * from "./views/index.ts";
+export * from "./egress/index.ts";

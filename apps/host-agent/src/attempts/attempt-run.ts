@@ -5,6 +5,7 @@
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
+import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
 import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
 import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
@@ -36,6 +37,8 @@ export interface AttemptDeps {
   logger: Logger;
   cancelGraceMs: number;
   logs: LogShipperConfig & { drainMs: number };
+  /** Mediated egress (issue 3): absent, sandboxes get no way out at all. */
+  egress?: EgressProxy;
   now?: MonotonicClock;
 }
 
@@ -51,6 +54,7 @@ export class AttemptRun {
   private firstStepAt: number | null = null;
   private executionMs = 0;
   private artifacts: ArtifactTransfer | null = null;
+  private egress: AttemptEgress | null = null;
   private readonly logs: LogShipper;
 
   constructor(
@@ -106,6 +110,8 @@ export class AttemptRun {
       // Destroy before reporting: once the control plane hears "done" it may hand the next job
       // to this host, and nothing of this one may still exist by then.
       sandboxDestroyed = await this.destroySandbox();
+      // Its listener dies with the sandbox; the decisions are reported while the lease still lives.
+      await this.egress?.close().catch((err: unknown) => this.log.error("egress close failed", { error: errorMessage(err) }));
       // While the heartbeat still renews the lease: ingest and seal need a live attempt.
       await this.settleLogs();
       heartbeat.stop();
@@ -137,6 +143,12 @@ export class AttemptRun {
     this.artifacts = new ArtifactTransfer({ client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d) });
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
+    try {
+      // Before the sandbox: drivers look the attempt's egress listener up while they build it.
+      if (this.deps.egress) this.egress = await this.openEgress(this.deps.egress);
+    } catch (err) {
+      return platformFailure("egress.setup_failed", errorMessage(err));
+    }
     try {
       this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image });
     } catch (err) {
@@ -187,6 +199,14 @@ export class AttemptRun {
     } finally {
       output.endStep();
     }
+  }
+
+  private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {
+    return openAttemptEgress({
+      proxy, client: this.deps.client, ticket: this.ticket, log: this.log,
+      listen: this.deps.driver.kind === "microvm" ? "tcp" : "unix",
+      writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
+    });
   }
 
   /** Ships what is left and seals the log; bounded, so a dead control plane cannot hold the slot. */

@@ -37,6 +37,7 @@ export function services(): Services {
     retryBudget: e.KILN_RETRY_BUDGET,
     dispatchPolicy: e.KILN_DISPATCH_POLICY,
     dispatchViewMs: e.KILN_DISPATCH_VIEW_MS,
+    egressPlatformHosts: platformHosts(e),
   };
   // The web process only sends and fetches: the workers own pg-boss's schema and maintenance.
   const boss = new PgBoss({ connectionString: e.DATABASE_URL, max: 3, supervise: false, schedule: false, migrate: false, createSchema: false });
@@ -86,4 +87,11 @@ function createLogServices(e: WebEnv): LogServices {
 function lazy<T>(make: () => T): () => T {
   let value: T | undefined;
   return () => (value ??= make());
+}
+
+/** The platform's own endpoints a sandbox may reach (mediated egress, docs/adr/0013). */
+function platformHosts(e: WebEnv): string[] {
+  const listed = e.KILN_EGRESS_PLATFORM_HOSTS.split(",").map((h) => h.trim()).filter((h) => h.length > 0);
+  const s3 = e.S3_ENDPOINT ? [new URL(e.S3_ENDPOINT).host] : [`s3.${e.S3_REGION}.amazonaws.com`, `*.s3.${e.S3_REGION}.amazonaws.com`];
+  return [...listed, ...s3];
 }

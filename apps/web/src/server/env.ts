@@ -44,6 +44,9 @@ const schema = z.object({
   KILN_SSE_KEEPALIVE_MS: z.coerce.number().int().min(100).default(15_000),
   /** Connections of the log journal's own pool (the byte path bypasses Prisma; ADR 0006). */
   KILN_LOG_DB_POOL: z.coerce.number().int().min(1).default(10),
+  /** Mediated egress (issue 3): extra platform endpoints (comma-separated host[:port]) every
+   * sandbox may reach. The S3 endpoint and the address agents claim through are always added. */
+  KILN_EGRESS_PLATFORM_HOSTS: z.string().default(""),
 });
 
 export type WebEnv = z.infer<typeof schema>;

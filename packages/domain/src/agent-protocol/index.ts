@@ -38,6 +38,14 @@ export const claimRequest = z
   })
   .strict();
 
+// Mediated egress (issue 3): what the attempt may reach, computed at claim (see the egress section below).
+export const egressPolicy = z.object({
+  trustClass: z.enum(["trusted", "untrusted"]),
+  /** The control plane and object storage endpoints, host[:port]; reachable for every trust class. */
+  platformHosts: z.array(z.string().max(300)).max(32),
+  /** The org's allow-list (canonical patterns); the domain's decideEgress ignores it for untrusted runs. */
+  allowList: z.array(z.string().max(300)).max(1000),
+});
 export const jobTicket = z.object({
   runId: z.string(),
   jobId: z.string(),
@@ -49,6 +57,8 @@ export const jobTicket = z.object({
   leaseTtlMs: z.number(),
   heartbeatMs: z.number(),
   trustClass: z.enum(["trusted", "untrusted"]),
+  /** Mediated egress (issue 3): the attempt's policy, fixed at claim. Absent = nothing is reachable. */
+  egress: egressPolicy.optional(),
   source: z.object({ cloneUrl: z.string(), commitSha: z.string() }),
   job: z.object({
     name: z.string(),
@@ -215,3 +225,27 @@ export const logSealRequest = z
   })
   .strict();
 export const logSealResponse = z.object({ state: z.enum(["sealed", "truncated"]) });
+
+// ---- Mediated egress (issue 3, docs/adr/0013-mediated-egress.md). With the job token.
+//   POST /v1/agent/jobs/{job_id}/egress-events  egressEventsRequest -> egressEventsResponse
+// 409 ATTEMPT.STALE_EPOCH: a superseded epoch's report is refused (its sandbox is being destroyed).
+export const egressEvent = z
+  .object({
+    host: z.string().min(1).max(255),
+    port: z.number().int().min(0).max(65535),
+    decision: z.enum(["allowed", "denied"]),
+    reason: z.string().min(1).max(100),
+    /** Identical destinations folded together since the last report. */
+    count: z.number().int().min(1).max(1_000_000),
+    at: z.iso.datetime(),
+  })
+  .strict();
+export const egressEventsRequest = z
+  .object({
+    epoch: z.number().int().min(1),
+    /** Per attempt, from 0; a retried report carries the same seq and records nothing twice. */
+    batch_seq: z.number().int().min(0).max(2 ** 31 - 1),
+    events: z.array(egressEvent).min(1).max(500),
+  })
+  .strict();
+export const egressEventsResponse = z.object({ recorded: z.number().int() });

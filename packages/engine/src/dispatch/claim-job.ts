@@ -5,6 +5,7 @@ import { recordTransition } from "../shared/journal.ts";
 import { lockRun } from "../runs/advance-run.ts";
 import { platformKey, signJobToken } from "../identity/tokens.ts";
 import { takeCandidates } from "./dispatch-view.ts";
+import { egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
 
 export interface ClaimRequest {
   sessionId: string;
@@ -25,6 +26,8 @@ export interface JobTicket {
   leaseTtlMs: number;
   heartbeatMs: number;
   trustClass: TrustClass;
+  /** Mediated egress (issue 3): fixed at claim, enforced by the host's proxy. */
+  egress: EgressPolicy;
   source: { cloneUrl: string; commitSha: string };
   job: {
     name: string;
@@ -221,6 +224,7 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attempt
     leaseTtlMs: cfg.leaseTtlMs,
     heartbeatMs: cfg.heartbeatMs,
     trustClass: a.trust_class,
+    egress: await egressPolicyForAttempt(db, { orgId: a.org_id, trustClass: a.trust_class, platformHosts: cfg.egressPlatformHosts }),
     source: { cloneUrl: a.clone_url, commitSha: a.commit_sha },
     job: {
       name: a.name,

@@ -16,6 +16,8 @@ export interface EngineConfig {
   dispatchPolicy: "fair" | "fifo";
   /** How long one process's ranking of a pool's queue serves claims before it is reloaded (fair policy). */
   dispatchViewMs: number;
+  /** Mediated egress: the platform's own endpoints (host[:port]) every sandbox may reach (issue 3). */
+  egressPlatformHosts: string[];
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -28,4 +30,5 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   refreezeAfterMs: 30_000,
   dispatchPolicy: "fair",
   dispatchViewMs: 200,
+  egressPlatformHosts: [],
 };

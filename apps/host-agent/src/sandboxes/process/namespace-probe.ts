@@ -20,7 +20,15 @@ const NAMESPACE_FLAGS = ["--pid", "--fork", "--kill-child", "--mount-proc", "--n
 const UNPRIVILEGED_FLAGS = ["--user", "--map-root-user"];
 
 export type NamespaceSupport =
-  | { available: true; /** The wrapper steps run under (setpriv + unshare, or unshare). */ launcher: string; args: string[]; isolation: SandboxIsolation }
+  | {
+      available: true;
+      unsharePath: string;
+      /** unshare's flags for a step. */
+      args: string[];
+      /** setpriv's argv prefix that ties a step to the agent's life, or null when setpriv is missing. */
+      deathSignal: string[] | null;
+      isolation: SandboxIsolation;
+    }
   | { available: false; reason: string; isolation: SandboxIsolation };
 
 export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promise<NamespaceSupport> {
@@ -32,14 +40,22 @@ export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promis
   // `setpriv --pdeathsig KILL` makes the kernel SIGKILL `unshare` when the agent dies, and
   // --kill-child then takes the step's whole pid namespace with it.
   const setpriv = await findExecutable(SETPRIV_CANDIDATES);
-  const [file, args] = setpriv ? [setpriv, ["--pdeathsig", "KILL", "--", unsharePath, ...flags]] : [unsharePath, flags];
-  const result = await run(file, [...args, "--", "/bin/sh", "-c", "true"]);
+  const deathSignal = setpriv ? [setpriv, "--pdeathsig", "KILL", "--"] : null;
+  const [file, args] = tiedToAgent(deathSignal, unsharePath, [...flags, "--", "/bin/sh", "-c", "true"]);
+  const result = await run(file, args);
   if (result !== null) return unavailable(`\`${path.basename(file)} ${args.join(" ")}\` failed: ${result}`);
   const detail = isRoot
     ? "pid,net,ipc,uts,mount namespaces via unshare (agent is root: steps run as host root, no user namespace)"
     : "user,pid,net,ipc,uts,mount namespaces via unshare (steps run as the agent's uid)";
   const tied = setpriv ? "; steps die with the agent (parent-death signal)" : "; setpriv missing: steps may outlive a killed agent until the restart sweep";
-  return { available: true, launcher: file, args, isolation: { level: "namespaces", detail: detail + tied } };
+  return { available: true, unsharePath, args: flags, deathSignal, isolation: { level: "namespaces", detail: detail + tied } };
+}
+
+/** `file argv...` run under setpriv's parent-death signal when available: [file, args] for spawn. */
+export function tiedToAgent(deathSignal: string[] | null, file: string, argv: string[]): [string, string[]] {
+  if (!deathSignal || deathSignal.length === 0) return [file, argv];
+  const [setpriv, ...pre] = deathSignal as [string, ...string[]];
+  return [setpriv, [...pre, file, ...argv]];
 }
 
 export function unavailable(reason: string): NamespaceSupport {

@@ -4,6 +4,7 @@
 import { access, mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxSpec } from "../sandbox-driver.ts";
+import { findForwarderTools, type ForwarderTools } from "./egress-forwarder.ts";
 import { probeNamespaces, unavailable, type NamespaceSupport } from "./namespace-probe.ts";
 import { ProcessSandbox } from "./process-sandbox.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
@@ -22,7 +23,7 @@ export async function createProcessDriver(opts: ProcessDriverOptions): Promise<P
   const workDir = path.resolve(opts.workDir);
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   const namespaces = opts.namespaces === "off" ? unavailable("namespaces disabled by configuration") : await probeNamespaces();
-  return new ProcessDriver(workDir, namespaces);
+  return new ProcessDriver(workDir, namespaces, await findForwarderTools());
 }
 
 export class ProcessDriver implements SandboxDriver {
@@ -31,6 +32,7 @@ export class ProcessDriver implements SandboxDriver {
   constructor(
     private readonly workDir: string,
     private readonly namespaces: NamespaceSupport,
+    private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
   ) {}
 
   get isolation() {
@@ -43,7 +45,7 @@ export class ProcessDriver implements SandboxDriver {
     // Not recursive: if this attempt's directory still exists, fail instead of sharing it.
     await mkdir(root, { mode: 0o700 });
     await writeFile(path.join(root, MARKER_FILE), "");
-    const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces);
+    const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces, this.forwarder);
     for (const dir of Object.values(sandbox.paths)) await mkdir(dir, { mode: 0o700 });
     return sandbox;
   }

@@ -6,7 +6,10 @@ import { once } from "node:events";
 import path from "node:path";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
-import type { NamespaceSupport } from "./namespace-probe.ts";
+import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
+import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
+import { NetHolder } from "./net-holder.ts";
+import { tiedToAgent, type NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
 
@@ -26,11 +29,15 @@ export class ProcessSandbox implements Sandbox {
   readonly hostWorkspaceDir: string;
   private running: RunningStep | null = null;
   private destroying: Promise<void> | null = null;
+  private warnedNoForwarder = false;
+  private holder: NetHolder | null = null;
 
   constructor(
     readonly id: string,
     private readonly root: string,
     private readonly namespaces: NamespaceSupport,
+    /** The egress forwarder's interpreter (perl); null when the host lacks it (see egress-forwarder.ts). */
+    private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
   ) {
     this.paths = { workspace: path.join(root, "workspace"), home: path.join(root, "home"), tmp: path.join(root, "tmp") };
     this.hostWorkspaceDir = this.paths.workspace;
@@ -44,14 +51,19 @@ export class ProcessSandbox implements Sandbox {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
-    const [file, args] = this.namespaces.available
-      ? [this.namespaces.launcher, [...this.namespaces.args, "--", "/bin/sh", "-c", command]]
-      : ["/bin/sh", ["-c", command]];
+    const egress = await this.egressFor(command, onStderr);
+    // The proxy variables win over the job's own: there is no other way out to point them at.
+    const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
+    const [file, args] = egress
+      ? egress
+      : this.namespaces.available
+        ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command])
+        : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
     // terminal's Ctrl-C on the agent does not hit the step. `env` is passed as-is: nothing of the
     // agent's own environment (its tokens included) is inherited.
-    const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(file, args, { cwd, env: stepEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.on("data", onStdout);
     child.stderr.on("data", onStderr);
     const pipesClosed = Promise.all([once(child.stdout, "close"), once(child.stderr, "close")]);
@@ -70,6 +82,34 @@ export class ProcessSandbox implements Sandbox {
     } finally {
       this.running = null;
     }
+  }
+
+  /**
+   * How to run the step behind the egress forwarder when this attempt has an egress listener and
+   * the step gets its own network namespace; null otherwise (no listener: no way out at all; no
+   * namespaces: the step shares the host's network and nothing can be mediated, see the README).
+   * A root agent enters the sandbox's held namespace (net-holder.ts); an unprivileged one starts
+   * the forwarder inside each step's new namespace.
+   */
+  private async egressFor(command: string, onStderr: OutputListener): Promise<[string, string[]] | null> {
+    const socket = egressSocketFor(this.id);
+    const ns = this.namespaces;
+    if (!socket || !ns.available) return null;
+    const tools = this.forwarder;
+    if (!tools || "missing" in tools) {
+      // Fail closed but say so: the step keeps its empty network namespace (no way out at all).
+      const missing = tools ? tools.missing.join(", ") : "perl";
+      if (!this.warnedNoForwarder) onStderr(Buffer.from(`kiln egress: this host cannot mediate egress (missing ${missing}; Debian: apt-get install perl-base), so this step has no network\n`));
+      this.warnedNoForwarder = true;
+      return null;
+    }
+    if (ns.args.includes("--user") || !tools.nsenter) {
+      return tiedToAgent(ns.deathSignal, ns.unsharePath, [...ns.args, "--", ...forwarderArgv(tools, socket.path, command)]);
+    }
+    if (!this.holder?.alive) this.holder = await NetHolder.start(ns.unsharePath, tools, socket.path);
+    const stepArgs = ns.args.filter((a) => a !== "--net");
+    // nsenter execs (no fork without --pid), so setpriv's parent is still the agent.
+    return [tools.nsenter, [`--net=${this.holder.netnsPath}`, "--", ...(ns.deathSignal ?? []), ns.unsharePath, ...stepArgs, "--", "/bin/sh", "-c", command]];
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -107,6 +147,7 @@ export class ProcessSandbox implements Sandbox {
       killGroup(running.pid, "SIGKILL");
       await Promise.race([running.done, sleep(REAP_WAIT_MS)]);
     }
+    this.holder?.stop();
     // Also catches processes that escaped the group and a checkout still running in the workspace.
     await killProcessesUnder(this.root);
     await removeTree(this.root);

@@ -24,7 +24,9 @@ export const POST = route({
       const q = cfg.dispatchPolicy === "fifo" ? await boss.catch(() => null) : null;
       const hints = q ? await q.fetch<DispatchPayload>(queue, { batchSize: 1 }).catch(() => []) : [];
       const hint = hints[0];
-      const result = await claimJob(db, cfg, {
+      // The address agents claim through is a platform service for mediated egress (issue 3).
+      const egressPlatformHosts = [...cfg.egressPlatformHosts, new URL(req.url).host];
+      const result = await claimJob(db, { ...cfg, egressPlatformHosts }, {
         sessionId: body.session_id,
         claimRequestId: body.claim_request_id,
         offer: hint ? { jobId: hint.data.jobId, generation: hint.data.generation } : null,

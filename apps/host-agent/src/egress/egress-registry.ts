@@ -1,0 +1,42 @@
+// Where each attempt's egress listener is, for the sandbox drivers. The proxy registers an
+// attempt's listener before the driver creates its sandbox and removes it after the sandbox is
+// destroyed, so a driver asks here while it builds or runs the sandbox:
+//   - process driver: egressSocketFor(attemptId) -> { path } (a unix socket the step's forwarder
+//     inside its network namespace relays 127.0.0.1:3128 to),
+//   - microvm driver: egressEndpointFor(attemptId) -> { port } (TCP on 127.0.0.1, the target of
+//     QEMU's `guestfwd=tcp:10.0.2.100:3128-tcp:127.0.0.1:<port>`; the guest's proxy is then
+//     http://10.0.2.100:3128).
+// Null means no egress for that attempt: the sandbox gets no way out at all.
+
+export type EgressListenerAddress = { kind: "tcp"; port: number } | { kind: "unix"; path: string };
+
+const listeners = new Map<string, EgressListenerAddress>();
+
+/** TCP port on 127.0.0.1 for QEMU's guestfwd (the microvm driver), or null. */
+export function egressEndpointFor(attemptId: string): { port: number } | null {
+  const l = listeners.get(attemptId);
+  return l?.kind === "tcp" ? { port: l.port } : null;
+}
+
+/** Unix socket path for the process driver's in-namespace forwarder, or null. */
+export function egressSocketFor(attemptId: string): { path: string } | null {
+  const l = listeners.get(attemptId);
+  return l?.kind === "unix" ? { path: l.path } : null;
+}
+
+/** The proxy URL a step sees and the variables that point common tools at it. */
+export function egressProxyEnv(proxyUrl: string): Record<string, string> {
+  return {
+    HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl,
+    // The sandbox's own loopback (services a job starts for itself) stays direct.
+    NO_PROXY: "localhost,127.0.0.1,::1", no_proxy: "localhost,127.0.0.1,::1",
+  };
+}
+
+export function registerEgressListener(attemptId: string, address: EgressListenerAddress): void {
+  listeners.set(attemptId, address);
+}
+
+export function unregisterEgressListener(attemptId: string): void {
+  listeners.delete(attemptId);
+}

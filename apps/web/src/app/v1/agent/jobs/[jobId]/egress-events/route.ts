@@ -1,0 +1,18 @@
+import { agentProtocol } from "@kiln/domain";
+import { authenticateJobToken, recordEgressEvents } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+/** The host proxy's egress decisions for one attempt (docs/adr/0013-mediated-egress.md). */
+export const POST = route({
+  body: agentProtocol.egressEventsRequest,
+  uuidParams: ["jobId"],
+  maxBytes: 256 * 1024,
+  handler: async ({ req, params, body }) => {
+    const { db } = services();
+    const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
+    return json(200, await recordEgressEvents(db, claims, body));
+  },
+});

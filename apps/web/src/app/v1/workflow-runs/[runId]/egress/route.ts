@@ -1,0 +1,15 @@
+import { authenticateApiToken, listRunEgress } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+/** Every destination the run's sandboxes asked for, allowed or denied (scoped to the caller's org). */
+export const GET = route({
+  uuidParams: ["runId"],
+  handler: async ({ req, params }) => {
+    const { db } = services();
+    const caller = await authenticateApiToken(db, req.headers.get("authorization"));
+    return json(200, await listRunEgress(db, { orgId: caller.orgId, runId: params.runId ?? "" }));
+  },
+});

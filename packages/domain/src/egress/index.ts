@@ -1,0 +1,2 @@
+export * from "./host-pattern.ts";
+export * from "./egress-policy.ts";

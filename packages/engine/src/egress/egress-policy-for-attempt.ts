@@ -1,0 +1,18 @@
+import type { DbOrTx } from "@kiln/db";
+import type { agentProtocol, TrustClass } from "@kiln/domain";
+import type { z } from "zod";
+
+export type EgressPolicy = z.infer<typeof agentProtocol.egressPolicy>;
+
+/**
+ * The attempt's effective egress policy, computed at claim and sent in the ticket: the run's trust
+ * class (fixed at admission), the platform's own endpoints, and the org's allow-list as it stands
+ * now. Untrusted runs get an empty list: the allow-list never leaves the control plane for them
+ * (the proxy's decideEgress ignores it for untrusted runs anyway).
+ */
+export async function egressPolicyForAttempt(db: DbOrTx, input: { orgId: string; trustClass: TrustClass; platformHosts: readonly string[] }): Promise<EgressPolicy> {
+  const allowList = input.trustClass === "trusted"
+    ? (await db.$queryRaw<{ pattern: string }[]>`SELECT pattern FROM egress_rule WHERE org_id = ${input.orgId}::uuid ORDER BY pattern LIMIT 1000`).map((r) => r.pattern)
+    : [];
+  return { trustClass: input.trustClass, platformHosts: [...new Set(input.platformHosts)].slice(0, 32), allowList };
+}
