@@ -1,3 +1,4 @@
+import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
 // Workers' configuration, parsed once at boot. process.env is read nowhere else in this app.
@@ -34,6 +35,20 @@ const schema = z.object({
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
   KILN_LOG_SEGMENT_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  /**
+   * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.
+   * {"registry.example.com":{"username":"ci","password":"..."},"127.0.0.1:5000":{}}. Freezing a run
+   * resolves image tags to digests with these credentials; hosts not listed are tried anonymously
+   * over https. Plain http only for 127.0.0.1/localhost. Default: none.
+   */
+  KILN_REGISTRIES: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()).transform((v, ctx) => {
+    try {
+      return parseRegistryConfig(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+      return z.NEVER;
+    }
+  }),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;
