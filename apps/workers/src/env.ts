@@ -49,6 +49,19 @@ const schema = z.object({
       return z.NEVER;
     }
   }),
+  /**
+   * Default base image per pool for jobs that name none (ADR 0012), JSON {pool: ref}, e.g.
+   * {"default":"127.0.0.1:5000/kiln/base:1"} after `npm run publish-base-image`. Default: none
+   * (such jobs get no image; the process driver runs them on the host as before).
+   */
+  KILN_POOL_IMAGES: z.preprocess((v) => (v === "" || v === undefined ? "{}" : v), z.string()).transform((v, ctx) => {
+    const r = z.record(z.string().min(1), z.string().min(1)).safeParse((() => { try { return JSON.parse(v) as unknown; } catch { return null; } })());
+    if (!r.success) {
+      ctx.addIssue({ code: "custom", message: 'KILN_POOL_IMAGES must be JSON like {"default":"host/repo:tag"}' });
+      return z.NEVER;
+    }
+    return r.data;
+  }),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

@@ -26,7 +26,7 @@ const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
 boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
 await boss.start();
 
-const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"), registries: env.KILN_REGISTRIES };
+const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"), registries: env.KILN_REGISTRIES, poolImages: env.KILN_POOL_IMAGES };
 for (const job of JOBS) {
   if (!(await boss.getQueue(job.name))) {
     await boss.createQueue(job.name, { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds }).catch(() => undefined);

@@ -96,6 +96,16 @@ describe("freezing pins images", () => {
     expect(agentProtocol.jobTicket.parse(JSON.parse(JSON.stringify(claimed.ticket))).job.imageDigest).toBe(published.manifestDigest);
   });
 
+  it("a job without image: gets the pool's default base image, pinned", async () => {
+    const { runId } = await pendingRun(workflow(published.ref));
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config, poolImages: { default: published.ref } })).toBe("frozen");
+    const rows = await t.db().$queryRaw<{ definition: WorkflowDefinition }[]>`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
+    expect(rows[0]!.definition.jobs.map((j) => j.image)).toEqual([
+      { ref: published.ref, digest: published.manifestDigest },
+      { ref: published.ref, digest: published.manifestDigest },
+    ]);
+  });
+
   it("an unknown tag fails the run as user_failure image.not_found naming the ref", async () => {
     const ref = `${registry.host}/kiln/base:does-not-exist`;
     const { runId } = await pendingRun(workflow(ref));

@@ -11,6 +11,8 @@ export interface WorkerDeps {
   gitCacheDir: string;
   /** KILN_REGISTRIES: where freezing resolves image tags (ADR 0012). */
   registries: RegistryConfig;
+  /** KILN_POOL_IMAGES: each pool's default base image for jobs that name none. */
+  poolImages: Record<string, string>;
 }
 
 /** One pg-boss job per file: name, payload schema, retry policy, idempotent handler (rule 9). */

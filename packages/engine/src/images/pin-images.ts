@@ -8,10 +8,12 @@ export type PinImagesResult =
 
 /**
  * Returns the definition with every job's image pinned (`image.digest` beside the ref as written).
- * Each distinct ref is resolved once. The first failure wins, preferring a user error (not found,
+ * A job without `image:` gets the pool's default base image when one is configured. Each distinct
+ * ref is resolved once. The first failure wins, preferring a user error (not found,
  * invalid) over "unreachable", so a typo is reported at once rather than after the retries.
  */
-export async function pinImages(def: WorkflowDefinition, config: RegistryConfig): Promise<PinImagesResult> {
+export async function pinImages(def: WorkflowDefinition, config: RegistryConfig, defaultRef: string | null = null): Promise<PinImagesResult> {
+  if (defaultRef) def = { ...def, jobs: def.jobs.map((j) => (j.image ? j : { ...j, image: { ref: defaultRef } })) };
   const refs = [...new Set(def.jobs.flatMap((j) => (j.image ? [j.image.ref] : [])))];
   if (refs.length === 0) return { ok: true, definition: def };
   const clients = new Map<string, RegistryClient>();

@@ -18,7 +18,7 @@ export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later"
  */
 export async function freezeRun(
   db: Db,
-  input: { runId: string; gitCacheDir: string; finalTry: boolean; registries?: RegistryConfig },
+  input: { runId: string; gitCacheDir: string; finalTry: boolean; registries?: RegistryConfig; poolImages?: Record<string, string> },
 ): Promise<FreezeOutcome> {
   const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]>`
     SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
@@ -48,7 +48,7 @@ export async function freezeRun(
     return "invalid";
   }
   // Image tags -> digests (ADR 0012), same failure rules as the git source above.
-  const images = await pinImages(parsed.definition, input.registries ?? {});
+  const images = await pinImages(parsed.definition, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
   if (!images.ok) {
     if (images.kind === "unreachable" && !input.finalTry) {
       console.warn(JSON.stringify({ level: "warn", msg: "image registry unreachable; freeze will be retried", run_id: input.runId, err: images.message }));
