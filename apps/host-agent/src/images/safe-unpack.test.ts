@@ -1,13 +1,16 @@
+import { execFile } from "node:child_process";
 import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { promisify } from "node:util";
 import { writeTar, type TarEntry } from "@kiln/oci";
 import * as tar from "tar";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LayerApplier } from "./safe-unpack.ts";
 import { readTar } from "./tar-reader.ts";
 
+const execFileAsync = promisify(execFile);
 let base: string;
 let root: string;
 let sentinel: string;
@@ -145,6 +148,12 @@ describe("safe unpack", () => {
     for await (const c of tar.create({ cwd: src, portable: true }, ["."])) chunks.push(Buffer.from(c as Buffer));
     const applier = new LayerApplier(root, BIG);
     await applier.apply(readTar(Readable.from([Buffer.concat(chunks)])));
+    expect(await readFile(path.join(root, long), "utf8")).toBe("long name");
+    // GNU tar's own format (././@LongLink records, "ustar " magic), as docker-era layers often are.
+    const gnu = await execFileAsync("tar", ["--format=gnu", "-C", src, "-cf", "-", "."], { encoding: "buffer", maxBuffer: 1 << 24 });
+    await rm(root, { recursive: true, force: true });
+    await mkdir(root);
+    await new LayerApplier(root, BIG).apply(readTar(Readable.from([gnu.stdout])));
     expect(await readFile(path.join(root, long), "utf8")).toBe("long name");
     const corrupt = writeTar([{ path: "f", type: "file", data: "x" }]);
     corrupt[0] = "g".charCodeAt(0);

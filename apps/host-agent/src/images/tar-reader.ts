@@ -144,7 +144,8 @@ export async function* readTar(input: AsyncIterable<Uint8Array>): AsyncGenerator
       continue; // "g" (global) carries nothing we use
     }
     const magic = h.subarray(257, 263).toString("ascii");
-    const prefix = magic.startsWith("ustar") ? cString(h, 345, 155) : "";
+    // POSIX ustar ("ustar\0") has a name prefix at 345; old GNU ("ustar ") keeps times there instead.
+    const prefix = magic === "ustar\0" ? cString(h, 345, 155) : "";
     let path = longName ?? (prefix ? `${prefix}/${cString(h, 0, 100)}` : cString(h, 0, 100));
     let linkname = longLink ?? cString(h, 157, 100);
     if (pax.path !== undefined) path = pax.path;
