@@ -131,6 +131,17 @@ describe("safe unpack", () => {
     await expect(apply([[{ path: "d/.wh...", type: "file" }]])).rejects.toMatchObject({ code: "IMAGE.UNSAFE_LAYER" });
   });
 
+  it("never applies a directory's deferred mode to what replaced it (a symlink out of the root)", async () => {
+    const outside = path.join(base, "outside");
+    const before = (await stat(outside)).mode & 0o7777;
+    await apply([
+      [{ path: "d", type: "dir", mode: 0o700 }, { path: "e/f", type: "dir", mode: 0o711 }],
+      [{ path: ".wh.d", type: "file" }, { path: "d", type: "symlink", linkname: outside }, { path: "e", type: "symlink", linkname: outside }],
+    ]);
+    expect((await stat(outside)).mode & 0o7777).toBe(before);
+    expect(await readlink(path.join(root, "d"))).toBe(outside);
+  });
+
   it("enforces entry and byte budgets", async () => {
     const many: TarEntry[] = Array.from({ length: 5 }, (_, i) => ({ path: `f${i}`, type: "file", data: "x" }));
     await expect(apply([many], { maxBytes: 1 << 20, maxEntries: 3 })).rejects.toMatchObject({ code: "IMAGE.TOO_LARGE" });

@@ -54,6 +54,12 @@ export function safeParts(name: string): string[] {
 export class LayerApplier {
   /** Directory modes applied after the last layer, so a 0555 dir does not block its own children. */
   private readonly dirModes = new Map<string, number>();
+  /**
+   * Directories already proven real (lstat) during this unpack, to skip re-checking every parent of
+   * every entry. Only this unpack changes the tree, and any removal clears the set, so a directory
+   * later replaced by a symlink is checked again.
+   */
+  private readonly verifiedDirs = new Set<string>();
   readonly stats = newStats();
 
   constructor(
@@ -119,7 +125,10 @@ export class LayerApplier {
   /** Applies the deferred directory modes (deepest first). Call once after the last layer. */
   async finish(): Promise<void> {
     const dirs = [...this.dirModes.entries()].sort((a, b) => b[0].length - a[0].length);
-    for (const [dir, mode] of dirs) await chmod(dir, mode);
+    for (const [dir, mode] of dirs) {
+      // Belt and braces: only ever chmod a real directory (chmod follows symlinks).
+      if ((await lstat(dir)).isDirectory()) await chmod(dir, mode);
+    }
   }
 
   private cleanMode(mode: number): number {
@@ -134,7 +143,7 @@ export class LayerApplier {
     const st = await lstat(abs).catch(() => null);
     if (st?.isDirectory() && wantDir) return { abs, existingDir: true };
     // rm never follows a symlink at `abs`: it removes the link itself.
-    if (st) await rm(abs, { recursive: true, force: true });
+    if (st) await this.remove(abs);
     return { abs, existingDir: false };
   }
 
@@ -147,10 +156,16 @@ export class LayerApplier {
     let dir = this.root;
     for (const p of parts.slice(0, -1)) {
       dir = path.join(dir, p);
+      if (this.verifiedDirs.has(dir)) continue;
       const st = await lstat(dir).catch(() => null);
       if (!st) {
         if (!create) return null;
         await mkdir(dir, { mode: 0o755 });
+        this.verifiedDirs.add(dir);
+        continue;
+      }
+      if (st.isDirectory()) {
+        this.verifiedDirs.add(dir);
         continue;
       }
       if (st.isSymbolicLink()) throw unsafe(parts.join("/"), `would be written through the symlink ${JSON.stringify(path.relative(this.root, dir))}`);
@@ -194,13 +209,20 @@ export class LayerApplier {
     if (base === OPAQUE) {
       for (const child of await readdir(parent)) {
         const rel = relDir ? `${relDir}/${child}` : child;
-        if (!created.has(rel)) await rm(path.join(parent, child), { recursive: true, force: true });
+        if (!created.has(rel)) await this.remove(path.join(parent, child));
       }
       return;
     }
     const name = base.slice(WH.length);
     if (name === "" || name === "." || name === "..") throw unsafe(parts.join("/"), "is a whiteout for an invalid name");
-    await rm(path.join(parent, name), { recursive: true, force: true });
+    await this.remove(path.join(parent, name));
+  }
+
+  private async remove(abs: string): Promise<void> {
+    this.verifiedDirs.clear();
+    // A deferred chmod must never land on whatever replaces this path (say, a symlink out of the root).
+    for (const dir of this.dirModes.keys()) if (dir === abs || dir.startsWith(`${abs}/`)) this.dirModes.delete(dir);
+    await rm(abs, { recursive: true, force: true });
   }
 }
 
