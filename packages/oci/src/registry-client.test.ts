@@ -107,6 +107,20 @@ describe("RegistryClient against docker-registry", () => {
     await expect(anonymous.getManifest("kiln/token", "1")).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED", message: expect.stringContaining("refused (401)") });
   });
 
+  it("gives up on a registry that accepts the connection and never answers", async () => {
+    const silent = http.createServer(() => { /* never respond */ });
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const host = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const client = new RegistryClient(registryEndpoint({}, host), { timeoutMs: 300 });
+      await expect(client.getManifest("kiln/x", "1")).rejects.toMatchObject({ code: "IMAGE.UNREACHABLE", message: expect.stringContaining("no answer within 300 ms") });
+      await expect(client.openBlob("kiln/x", image.layerDigests[0]!)).rejects.toMatchObject({ code: "IMAGE.UNREACHABLE" });
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
   it("refuses plain http to a non-loopback registry and bad references", async () => {
     expect(() => registryEndpoint({ "registry.example.com": { endpoint: "http://registry.example.com" } }, "registry.example.com")).toThrow(/only loopback/);
     expect(registryEndpoint({}, "registry.example.com").baseUrl).toBe("https://registry.example.com");

@@ -23,8 +23,11 @@ interface RequestOpts {
   headers?: Record<string, string>;
   body?: Uint8Array;
   signal?: AbortSignal;
-  /** Per-request limit for requests without a caller signal. */
-  timeoutMs?: number;
+  /**
+   * Streaming bodies (blobs): the time limit covers only the wait for the response headers; the
+   * reader enforces its own idle limit. Otherwise it covers the whole exchange.
+   */
+  streaming?: boolean;
 }
 
 export class RegistryClient {
@@ -57,12 +60,24 @@ export class RegistryClient {
 
   /** Opens a blob for reading; the caller hashes the stream. 404 is NOT_FOUND. */
   async openBlob(repository: string, digest: string, signal?: AbortSignal): Promise<{ body: ReadableStream<Uint8Array>; size: number | null }> {
-    const res = await this.request(`/v2/${repository}/blobs/${digest}`, { scope: pull(repository), ...(signal ? { signal } : { timeoutMs: 0 }) });
+    const res = await this.request(`/v2/${repository}/blobs/${digest}`, { scope: pull(repository), streaming: true, ...(signal ? { signal } : {}) });
     if (res.status === 404) throw new ImageError("IMAGE.NOT_FOUND", `blob ${this.name(repository, digest)} not found`);
     await this.expectOk(res, `GET blob ${this.name(repository, digest)}`);
     if (!res.body) throw new ImageError("IMAGE.UNREACHABLE", `GET blob ${this.name(repository, digest)}: empty response`);
     const len = res.headers.get("content-length");
     return { body: res.body, size: len === null ? null : Number(len) };
+  }
+
+  /** A small blob (an image config) read whole, within the request time limit, and verified. */
+  async getSmallBlob(repository: string, digest: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
+    const res = await this.request(`/v2/${repository}/blobs/${digest}`, { scope: pull(repository), ...(signal ? { signal } : {}) });
+    if (res.status === 404) throw new ImageError("IMAGE.NOT_FOUND", `blob ${this.name(repository, digest)} not found`);
+    await this.expectOk(res, `GET blob ${this.name(repository, digest)}`);
+    if (Number(res.headers.get("content-length") ?? "0") > maxBytes) throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    if (bytes.length > maxBytes) throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
+    verifyBytes(bytes, digest, `blob ${this.name(repository, digest)}`);
+    return bytes;
   }
 
   async hasBlob(repository: string, digest: string): Promise<boolean> {
@@ -113,13 +128,19 @@ export class RegistryClient {
     const send = async (authorization: string | null): Promise<Response> => {
       const headers: Record<string, string> = { ...opts.headers };
       if (authorization) headers.authorization = authorization;
-      const timeout = opts.timeoutMs ?? this.timeoutMs;
-      const signal = opts.signal ?? (timeout > 0 ? AbortSignal.timeout(timeout) : undefined);
+      // A registry that accepts the connection and then says nothing must not hold an attempt forever.
+      const limit = new AbortController();
+      const timer = setTimeout(() => limit.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer.unref();
+      const signal = opts.signal ? AbortSignal.any([opts.signal, limit.signal]) : limit.signal;
       try {
-        return await this.fetchImpl(url, { method: opts.method ?? "GET", headers, ...(opts.body ? { body: opts.body as Uint8Array<ArrayBuffer> } : {}), ...(signal ? { signal } : {}) });
+        const res = await this.fetchImpl(url, { method: opts.method ?? "GET", headers, ...(opts.body ? { body: opts.body as Uint8Array<ArrayBuffer> } : {}), signal });
+        if (opts.streaming) clearTimeout(timer);
+        return res;
       } catch (err) {
+        clearTimeout(timer);
         if (opts.signal?.aborted) throw err;
-        throw new ImageError("IMAGE.UNREACHABLE", `registry ${this.endpoint.registry} unreachable: ${causeOf(err)}`);
+        throw new ImageError("IMAGE.UNREACHABLE", `registry ${this.endpoint.registry} unreachable: ${limit.signal.aborted ? `no answer within ${this.timeoutMs} ms` : causeOf(err)}`);
       }
     };
     const first = await send(this.cachedAuth(opts.scope, creds));

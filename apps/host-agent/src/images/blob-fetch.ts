@@ -10,6 +10,9 @@ import { ImageError, type RegistryClient } from "@kiln/oci";
 import type { Logger } from "../logger.ts";
 import type { ImageCache } from "./image-cache.ts";
 
+/** A blob download that receives nothing for this long is abandoned (and the attempt retried). */
+export const BLOB_IDLE_TIMEOUT_MS = 60_000;
+
 export async function fetchBlob(
   cache: ImageCache,
   client: RegistryClient,
@@ -25,8 +28,10 @@ export async function fetchBlob(
       const { body } = await client.openBlob(repository, desc.digest, signal);
       const hash = createHash("sha256");
       let received = 0;
+      let idle: NodeJS.Timeout | undefined;
       const meter = new Transform({
         transform(chunk: Buffer, _enc, done) {
+          idle?.refresh();
           received += chunk.length;
           // The manifest says how big the blob is; a registry streaming more is not sending it.
           if (received > desc.size) return done(new ImageError("IMAGE.DIGEST_MISMATCH", `blob ${desc.digest} is larger than its declared ${desc.size} bytes`));
@@ -34,9 +39,11 @@ export async function fetchBlob(
           done(null, chunk);
         },
       });
+      idle = setTimeout(() => meter.destroy(new ImageError("IMAGE.UNREACHABLE", `blob ${desc.digest}: nothing received for ${BLOB_IDLE_TIMEOUT_MS} ms`)), BLOB_IDLE_TIMEOUT_MS);
       try {
         await pipeline(Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>), meter, createWriteStream(tmp, { mode: 0o600 }), ...(signal ? [{ signal }] as const : []));
       } finally {
+        clearTimeout(idle);
         pulledBytes += received;
       }
       const actual = `sha256:${hash.digest("hex")}`;

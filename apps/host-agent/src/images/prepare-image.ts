@@ -11,7 +11,7 @@ import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import {
   assertDigest, GZIP_LAYER_TYPES, ImageError, manifestKind, parseConfig, parseImageRef, parseIndex, parseManifest,
-  RegistryClient, registryEndpoint, selectPlatform, verifyBytes, type ImageConfig, type ImageManifest, type RegistryConfig,
+  RegistryClient, registryEndpoint, selectPlatform, type ImageConfig, type ImageManifest, type RegistryConfig,
 } from "@kiln/oci";
 import type { Logger } from "../logger.ts";
 import { fetchBlob } from "./blob-fetch.ts";
@@ -100,10 +100,8 @@ export class ImagePreparer {
     }
     const manifest = parseManifest(top.bytes, `manifest ${top.digest}`);
     if (manifest.config.size > MAX_CONFIG_BYTES) throw new ImageError("IMAGE.TOO_LARGE", `image config is ${manifest.config.size} bytes`);
-    const configRes = await client.openBlob(repository, manifest.config.digest, signal);
-    const configBytes = Buffer.from(await new Response(configRes.body).arrayBuffer());
+    const configBytes = await client.getSmallBlob(repository, manifest.config.digest, MAX_CONFIG_BYTES, signal); // verified
     pulled += configBytes.length;
-    verifyBytes(configBytes, manifest.config.digest, "image config");
     const config = parseConfig(configBytes, `config ${manifest.config.digest}`);
     if (config.rootfs.diff_ids.length !== manifest.layers.length) throw new ImageError("IMAGE.BAD_MANIFEST", "image config and manifest disagree on the number of layers");
 
