@@ -6,6 +6,7 @@ import { EgressProxy } from "./egress/index.ts";
 import { ClaimLoop } from "./claim-loop.ts";
 import type { ControlClient } from "./control-client.ts";
 import type { AgentEnv } from "./env.ts";
+import { ImagePreparer } from "./images/index.ts";
 import { JobRunner } from "./job-runner.ts";
 import type { Logger } from "./logger.ts";
 import type { SandboxDriver } from "./sandboxes/index.ts";
@@ -42,6 +43,14 @@ export class HostAgent {
       driver: deps.driver,
       logger: deps.logger,
       cancelGraceMs: deps.env.KILN_CANCEL_GRACE_MS,
+      images: new ImagePreparer({
+        // Beside the sandboxes like the log spool: sandbox teardown and leftover sweeps never touch it.
+        cacheDir: path.join(deps.env.KILN_WORK_DIR, ".images"),
+        cacheBytes: deps.env.KILN_IMAGE_CACHE_BYTES,
+        registries: deps.env.KILN_REGISTRIES,
+        budget: { maxBytes: deps.env.KILN_IMAGE_MAX_BYTES, maxEntries: deps.env.KILN_IMAGE_MAX_ENTRIES },
+        log: deps.logger,
+      }),
       logs: {
         flushMs: deps.env.KILN_LOG_FLUSH_MS,
         flushBytes: deps.env.KILN_LOG_FLUSH_BYTES,

@@ -2,6 +2,7 @@
 // file that may read process.env; everything else receives the parsed `AgentEnv`.
 import os from "node:os";
 import path from "node:path";
+import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
 /** Unset and empty mean the same thing: use the default. */
@@ -58,6 +59,23 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Let allowed names resolve to loopback/private/link-local addresses (on-premises mirrors,
     // local development). Default false: DNS cannot turn an allowed name into the host's services.
     KILN_EGRESS_ALLOW_INTERNAL: optional(z.enum(["true", "false"]).default("false")),
+    // Images (docs/adr/0012-images-by-digest.md). Registries as JSON keyed by host[:port], e.g.
+    // {"registry.example.com":{"username":"ci","password":"..."}}: used to pull pinned images;
+    // unlisted hosts are pulled anonymously over https; plain http only for 127.0.0.1/localhost.
+    KILN_REGISTRIES: optional(z.string().optional()).transform((v, ctx) => {
+      try {
+        return parseRegistryConfig(v);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+        return z.NEVER;
+      }
+    }),
+    // Byte budget of the node-local image cache (<KILN_WORK_DIR>/.images: layer blobs + unpacked
+    // rootfs dirs); least recently used entries no attempt holds are evicted past it. 10 GiB.
+    KILN_IMAGE_CACHE_BYTES: intVar(1024 * 1024, 2 ** 50, 10 * 1024 ** 3),
+    // Most bytes / entries one image may unpack to (a decompression bomb fails as image.too_large).
+    KILN_IMAGE_MAX_BYTES: intVar(1024, 2 ** 50, 8 * 1024 ** 3),
+    KILN_IMAGE_MAX_ENTRIES: intVar(10, 100_000_000, 1_000_000),
   });
   const env = schema.parse(source);
   return { ...env, KILN_WORK_DIR: path.resolve(env.KILN_WORK_DIR) };

@@ -1,3 +1,4 @@
+import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
 // Workers' configuration, parsed once at boot. process.env is read nowhere else in this app.
@@ -34,6 +35,33 @@ const schema = z.object({
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
   KILN_LOG_SEGMENT_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  /**
+   * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.
+   * {"registry.example.com":{"username":"ci","password":"..."},"127.0.0.1:5000":{}}. Freezing a run
+   * resolves image tags to digests with these credentials; hosts not listed are tried anonymously
+   * over https. Plain http only for 127.0.0.1/localhost. Default: none.
+   */
+  KILN_REGISTRIES: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()).transform((v, ctx) => {
+    try {
+      return parseRegistryConfig(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+      return z.NEVER;
+    }
+  }),
+  /**
+   * Default base image per pool for jobs that name none (ADR 0012), JSON {pool: ref}, e.g.
+   * {"default":"127.0.0.1:5000/kiln/base:1"} after `npm run publish-base-image`. Default: none
+   * (such jobs get no image; the process driver runs them on the host as before).
+   */
+  KILN_POOL_IMAGES: z.preprocess((v) => (v === "" || v === undefined ? "{}" : v), z.string()).transform((v, ctx) => {
+    const r = z.record(z.string().min(1), z.string().min(1)).safeParse((() => { try { return JSON.parse(v) as unknown; } catch { return null; } })());
+    if (!r.success) {
+      ctx.addIssue({ code: "custom", message: 'KILN_POOL_IMAGES must be JSON like {"default":"host/repo:tag"}' });
+      return z.NEVER;
+    }
+    return r.data;
+  }),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

@@ -29,7 +29,7 @@ const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
 boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
 await boss.start();
 
-const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache") };
+const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"), registries: env.KILN_REGISTRIES, poolImages: env.KILN_POOL_IMAGES };
 for (const job of JOBS) {
   const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds };
   if (!(await boss.getQueue(job.name))) await boss.createQueue(job.name, queue).catch(() => undefined);

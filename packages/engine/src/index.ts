@@ -3,6 +3,7 @@ export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journ
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody } from "./runs/admit-manual.ts";
+export { pinImages, resolveImage, type PinImagesResult, type ResolveImageResult } from "./images/index.ts";
 export { freezeRun, DEFAULT_POOL, type FreezeOutcome } from "./runs/freeze-run.ts";
 export { cancelRun } from "./runs/cancel-run.ts";
 export { retryRun } from "./runs/retry-run.ts";

@@ -6,9 +6,11 @@ import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
+import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
 import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
 import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
+import type { SandboxSpec } from "../sandboxes/sandbox-driver.ts";
 import { checkoutSource } from "../source/git-checkout.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
@@ -39,6 +41,8 @@ export interface AttemptDeps {
   logs: LogShipperConfig & { drainMs: number };
   /** Mediated egress (issue 3): absent, sandboxes get no way out at all. */
   egress?: EgressProxy;
+  /** Pulls and unpacks pinned job images (ADR 0012); without it images are not prepared. */
+  images?: ImagePreparer;
   now?: MonotonicClock;
 }
 
@@ -53,6 +57,8 @@ export class AttemptRun {
   private timers: NodeJS.Timeout[] = [];
   private firstStepAt: number | null = null;
   private executionMs = 0;
+  private imageMs = 0;
+  private releaseImage: (() => void) | null = null;
   private artifacts: ArtifactTransfer | null = null;
   private egress: AttemptEgress | null = null;
   private readonly logs: LogShipper;
@@ -112,6 +118,8 @@ export class AttemptRun {
       sandboxDestroyed = await this.destroySandbox();
       // Its listener dies with the sandbox; the decisions are reported while the lease still lives.
       await this.egress?.close().catch((err: unknown) => this.log.error("egress close failed", { error: errorMessage(err) }));
+      // The rootfs may be evicted from the image cache only once no sandbox uses it.
+      if (sandboxDestroyed) this.releaseImage?.();
       // While the heartbeat still renews the lease: ingest and seal need a live attempt.
       await this.settleLogs();
       heartbeat.stop();
@@ -143,6 +151,8 @@ export class AttemptRun {
     this.artifacts = new ArtifactTransfer({ client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d) });
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
+    const image = await this.prepareImage(heartbeat);
+    if ("verdict" in image) return image.verdict;
     try {
       // Before the sandbox: drivers look the attempt's egress listener up while they build it.
       if (this.deps.egress) this.egress = await this.openEgress(this.deps.egress);
@@ -150,7 +160,7 @@ export class AttemptRun {
       return platformFailure("egress.setup_failed", errorMessage(err));
     }
     try {
-      this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image });
+      this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image, rootfs: image.rootfs });
     } catch (err) {
       return platformFailure("sandbox.create_failed", errorMessage(err));
     }
@@ -171,6 +181,28 @@ export class AttemptRun {
     if (verdict !== SUCCESS) return verdict;
     const published = await this.artifacts.publishAll(this.sandbox);
     return published === "ok" ? SUCCESS : published;
+  }
+
+  /** Pulls, verifies and unpacks the pinned image before the sandbox exists; timed as image_ms. */
+  private async prepareImage(heartbeat: HeartbeatLoop): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
+    const { image, imageDigest } = this.ticket.job;
+    if (!image || !imageDigest || !this.deps.images) return { rootfs: null };
+    const started = this.now();
+    try {
+      const prepared = await this.deps.images.prepareImage({ ref: image, digest: imageDigest, signal: this.abort.signal });
+      this.releaseImage = prepared.release;
+      this.imageMs = this.now() - started;
+      heartbeat.reportPhase({ image_ms: wireMs(this.imageMs) });
+      this.log.info("image ready", { image, digest: prepared.digest, cache_hit: prepared.cacheHit, pulled_bytes: prepared.pulledBytes, image_ms: wireMs(this.imageMs) });
+      if (this.abort.signal.aborted) return { verdict: null };
+      return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
+    } catch (err) {
+      this.imageMs = this.now() - started;
+      if (this.abort.signal.aborted) return { verdict: null };
+      const verdict = imageFailureVerdict(image, err);
+      this.log.warn("image preparation failed", { image, digest: imageDigest, cause: verdict.cause, error: errorMessage(err) });
+      return { verdict };
+    }
   }
 
   private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
@@ -224,7 +256,7 @@ export class AttemptRun {
   private markStarted(heartbeat: HeartbeatLoop): void {
     const at = this.now();
     this.firstStepAt = at;
-    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt), image_ms: 0, started: true });
+    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt - this.imageMs), image_ms: wireMs(this.imageMs), started: true });
     const timeoutMs = Math.min(MAX_TIMER_MS, Math.max(0, this.ticket.job.timeoutMinutes * 60_000));
     this.timers.push(setTimeout(() => this.stop("timeout"), timeoutMs));
   }
@@ -279,8 +311,9 @@ export class AttemptRun {
       exit_code: final.exitCode,
       sandbox_destroyed: sandboxDestroyed,
       phases: {
-        image_ms: 0,
-        dispatch_ms: wireMs((this.firstStepAt ?? setupEndedAt) - this.claimedAt),
+        image_ms: wireMs(this.imageMs),
+        // Image preparation is its own phase: dispatch is the rest of the way to the first step.
+        dispatch_ms: wireMs((this.firstStepAt ?? setupEndedAt) - this.claimedAt - this.imageMs),
         execution_ms: wireMs(this.executionMs),
         finalize_ms: wireMs(this.artifacts?.finalizeMs ?? 0),
       },

@@ -23,6 +23,12 @@ export interface SandboxSpec {
   attemptId: string;
   /** Container/VM image requested by the job; drivers without images ignore it (and say so). */
   image: string | null;
+  /**
+   * The job image unpacked and verified by the agent (apps/host-agent/src/images), when the ticket
+   * pinned one: `dir` is a read-only-by-convention rootfs shared between attempts (drivers copy or
+   * overlay it, never write into it), `digest` its manifest digest. Drivers without images ignore it.
+   */
+  rootfs?: { dir: string; digest: string } | null;
 }
 
 /** Directory names and VM ids come from this; anything else is refused (no path games). */

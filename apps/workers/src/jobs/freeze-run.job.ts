@@ -15,8 +15,8 @@ export const freezeRunJob = defineJob({
   expireInSeconds: 120,
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
-  handle: async ({ db, gitCacheDir }, data, job) => {
-    const outcome = await freezeRun(db, { runId: data.runId, gitCacheDir, finalTry: job.retryCount >= 5 });
-    if (outcome === "retry_later") throw new Error(`git source unreachable for run ${data.runId}; will retry (the worker log has git's message)`);
+  handle: async ({ db, gitCacheDir, registries, poolImages }, data, job) => {
+    const outcome = await freezeRun(db, { runId: data.runId, gitCacheDir, registries, poolImages, finalTry: job.retryCount >= 5 });
+    if (outcome === "retry_later") throw new Error(`git source or image registry unreachable for run ${data.runId}; will retry (the worker log has the cause)`);
   },
 });

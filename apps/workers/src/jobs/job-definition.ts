@@ -1,5 +1,6 @@
 import type { Db } from "@kiln/db";
 import type { EngineConfig } from "@kiln/engine";
+import type { RegistryConfig } from "@kiln/oci";
 import type { Job, PgBoss } from "pg-boss";
 import type { z } from "zod";
 
@@ -8,6 +9,10 @@ export interface WorkerDeps {
   boss: PgBoss;
   cfg: EngineConfig;
   gitCacheDir: string;
+  /** KILN_REGISTRIES: where freezing resolves image tags (ADR 0012). */
+  registries: RegistryConfig;
+  /** KILN_POOL_IMAGES: each pool's default base image for jobs that name none. */
+  poolImages: Record<string, string>;
 }
 
 /** One pg-boss job per file: name, payload schema, retry policy, idempotent handler (rule 9). */

@@ -64,6 +64,8 @@ export const jobTicket = z.object({
     name: z.string(),
     index: z.number().int(),
     image: z.string().nullable(),
+    /** Manifest digest pinned at freeze time (ADR 0012); absent from control planes before it. */
+    imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/).nullable().optional(),
     steps: z.array(z.string()),
     env: z.record(z.string(), z.string()),
     timeoutMinutes: z.number(),

@@ -9,7 +9,11 @@ export interface WorkflowJob {
    * the one before it, so a plain list of jobs runs as a sequence.
    */
   needs: number[];
-  image: { ref: string } | null;
+  /**
+   * As written in the file; `digest` (sha256 of the linux/amd64 image manifest) is added when the
+   * run is frozen, so every attempt runs the same bytes however the tag moves later.
+   */
+  image: { ref: string; digest?: string } | null;
   env: Record<string, string>;
   /** Shell commands; `{name, run}` steps are reduced to `run`, with the name kept alongside. */
   steps: string[];

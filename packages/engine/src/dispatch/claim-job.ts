@@ -33,6 +33,8 @@ export interface JobTicket {
     name: string;
     index: number;
     image: string | null;
+    /** The image's manifest digest pinned at freeze time (ADR 0012); the agent pulls exactly it. */
+    imageDigest: string | null;
     steps: string[];
     env: Record<string, string>;
     timeoutMinutes: number;
@@ -230,6 +232,7 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attempt
       name: a.name,
       index: a.job_index,
       image: def.image?.ref ?? null,
+      imageDigest: def.image?.digest ?? null,
       steps: def.steps,
       env: { ...a.definition.env, ...def.env },
       timeoutMinutes: def.timeoutMinutes,

@@ -1,5 +1,7 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { initialReadyJobs, parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
+import type { RegistryConfig } from "@kiln/oci";
+import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
@@ -16,7 +18,7 @@ export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later"
  */
 export async function freezeRun(
   db: Db,
-  input: { runId: string; gitCacheDir: string; finalTry: boolean },
+  input: { runId: string; gitCacheDir: string; finalTry: boolean; registries?: RegistryConfig; poolImages?: Record<string, string> },
 ): Promise<FreezeOutcome> {
   const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]>`
     SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
@@ -45,14 +47,25 @@ export async function freezeRun(
     await failFreeze(db, input.runId, "user_failure", "workflow.invalid", `${run.workflow_path}: ${parsed.error.message}`, file.sha256);
     return "invalid";
   }
+  // Image tags -> digests (ADR 0012), same failure rules as the git source above.
+  const images = await pinImages(parsed.definition, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
+  if (!images.ok) {
+    if (images.kind === "unreachable" && !input.finalTry) {
+      console.warn(JSON.stringify({ level: "warn", msg: "image registry unreachable; freeze will be retried", run_id: input.runId, err: images.message }));
+      return "retry_later";
+    }
+    await failFreeze(db, input.runId, images.kind === "unreachable" ? "platform_failure" : "user_failure", images.cause, images.message, file.sha256);
+    return images.kind === "unreachable" ? "gave_up" : "invalid";
+  }
+  const definition = images.definition;
   const done = await withTx(db, "freeze-run", async (tx) => {
     const locked = await lockRun(tx, input.runId, "update");
     if (!locked || locked.status !== "pending") return false;
     await tx.$executeRaw`
-      UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(parsed.definition)}::jsonb
+      UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(definition)}::jsonb
       WHERE id = ${input.runId}::uuid AND status = 'pending'`;
-    await recordTransition(tx, { orgId: locked.orgId, runId: locked.id, entity: "run", from: "pending", to: "running", reason: "frozen", data: { workflow_hash: file.sha256, jobs: parsed.definition.jobs.length } });
-    await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, parsed.definition);
+    await recordTransition(tx, { orgId: locked.orgId, runId: locked.id, entity: "run", from: "pending", to: "running", reason: "frozen", data: { workflow_hash: file.sha256, jobs: definition.jobs.length } });
+    await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
     return true;
   });
   return done ? "frozen" : "not_pending";

@@ -1,0 +1,27 @@
+// How an image preparation failure is reported (ADR 0012): the image's own fault is the user's
+// (missing, malformed, hostile, too big); anything else (registry down, bad bytes twice, disk) is
+// the platform's and the attempt is retried elsewhere.
+import { isImageError } from "@kiln/oci";
+import { errorMessage } from "../logger.ts";
+import { platformFailure, type Verdict } from "../attempts/verdict.ts";
+
+export function imageFailureVerdict(ref: string, err: unknown): Verdict {
+  const message = `image ${ref}: ${errorMessage(err)}`;
+  if (isImageError(err)) {
+    switch (err.code) {
+      case "IMAGE.NOT_FOUND":
+        return { outcome: "user_failure", cause: "image.not_found", message, exitCode: null };
+      case "IMAGE.UNSAFE_LAYER":
+        return { outcome: "user_failure", cause: "image.unsafe_layer", message, exitCode: null };
+      case "IMAGE.TOO_LARGE":
+        return { outcome: "user_failure", cause: "image.too_large", message, exitCode: null };
+      case "IMAGE.INVALID_REF":
+      case "IMAGE.BAD_MANIFEST":
+      case "IMAGE.NO_PLATFORM":
+        return { outcome: "user_failure", cause: "image.invalid", message, exitCode: null };
+      default:
+        break;
+    }
+  }
+  return platformFailure("image.pull_failed", message);
+}
