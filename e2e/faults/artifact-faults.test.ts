@@ -1,8 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../scripts/lib/chaos/stack.ts";
 import { FaultStack, sleep } from "./support/harness.ts";
 import { ProtocolAgent } from "./support/protocol-agent.ts";
 
@@ -46,6 +43,49 @@ async function generations(runId: string) {
 }
 
 describe("artifact faults", () => {
+  it("required artifact missing: the job fails explicitly and an older run's artifact is never substituted", async () => {
+    const t = await s.seedTenant("missing", { ".kiln/workflow.yaml": PIPELINE("mkdir -p out && echo good > out/app.bin") });
+    s.startAgent("agent-m", t.agentToken);
+    const good = await s.trigger(t, "good");
+    expect((await s.waitForRun(good.json.run_id, t.token, (x) => x.status === "completed", 90_000)).outcome).toBe("success");
+
+    // Same repo, same artifact name; this commit's build forgets to write it.
+    const sha = await t.git.commit({ ".kiln/workflow.yaml": PIPELINE("mkdir -p out && echo forgot") });
+    const bad = await s.trigger(t, "bad", { sha });
+    const run = await s.waitForRun(bad.json.run_id, t.token, (x) => x.status === "completed", 90_000);
+    expect([run.outcome, run.cause]).toEqual(["user_failure", "artifact.missing"]);
+    expect([run.jobs[0].outcome, run.jobs[0].cause]).toEqual(["user_failure", "artifact.missing"]);
+    expect([run.jobs[1].outcome, run.jobs[1].cause, run.jobs[1].attempts.length]).toEqual(["cancelled", "needs.not_satisfied", 0]);
+    expect(await s.db.$queryRaw`SELECT id FROM artifact_binding WHERE run_id = ${run.id}::uuid`).toEqual([]);
+    await s.signal("agent-m", "SIGKILL");
+
+    // At the protocol level: an agent reporting success without the declared artifact sealed is not
+    // believed. Each such report is a platform failure (artifact.required_missing) and retried, until
+    // the retry budget (2) is spent and the job fails explicitly; nothing is ever bound.
+    const sha2 = await t.git.commit({ ".kiln/workflow.yaml": PIPELINE("true") });
+    const liar = new ProtocolAgent(s.baseUrl(), t.agentToken, "liar");
+    await liar.register();
+    const third = await s.trigger(t, "liar", { sha: sha2 });
+    const answers: string[] = [];
+    while (answers.at(-1) !== "platform_failure" && answers.length < 6) {
+      const ticket = (await liar.claim(60_000))!;
+      expect(ticket.runId).toBe(third.json.run_id);
+      const r = await liar.complete(ticket, "success", { exit_code: 0 });
+      answers.push(r.status === 200 ? r.json.job_outcome : `${r.status} ${r.json?.error?.code}`);
+    }
+    // Retried while the budget (2 retries) lasts, then failed explicitly. (Under heavy load one of the
+    // scripted agent's leases may also run out first: that is a platform failure too, and retried.)
+    expect(answers.slice(0, -1).every((a) => a === "retry_scheduled" || a === "409 ATTEMPT.LEASE_EXPIRED"), answers.join()).toBe(true);
+    expect(answers.at(-1), answers.join()).toBe("platform_failure");
+    const lied = await s.waitForRun(third.json.run_id, t.token, (x) => x.status === "completed", 30_000);
+    const causes = lied.jobs[0].attempts.map((a: any) => `${a.outcome}/${a.cause}`);
+    expect([lied.outcome, lied.jobs[0].cause], causes.join()).toEqual(["platform_failure", "artifact.required_missing"]);
+    expect(causes.every((c: string) => c === "platform_failure/artifact.required_missing" || c === "platform_failure/lease.expired"), causes.join()).toBe(true);
+    expect(causes).toHaveLength(3);
+    expect([lied.jobs[1].outcome, lied.jobs[1].attempts.length]).toEqual(["cancelled", 0]);
+    expect(await s.db.$queryRaw`SELECT id FROM artifact_binding WHERE run_id = ${lied.id}::uuid`).toEqual([]);
+  }, 240_000);
+
   it("host lost mid-upload: the replacement opens its own generation and uploads every part; the dead host's parts are never reused", async () => {
     const t = await s.seedTenant("hostlost", { ".kiln/workflow.yaml": PIPELINE(`mkdir -p out && head -c ${BLOB_BYTES} /dev/urandom > out/app.bin`) });
     s.startAgent("agent-a", t.agentToken, { env: { KILN_AGENT_SLOTS: "1" } });

@@ -26,7 +26,7 @@ let s: FaultStack;
 let t: Tenant;
 
 beforeAll(async () => {
-  s = await FaultStack.create({ env: { KILN_LEASE_TTL_MS: "5000", KILN_HEARTBEAT_MS: "1000", KILN_ARTIFACT_PART_MIB: "5" } });
+  s = await FaultStack.create({ env: { KILN_LEASE_TTL_MS: "8000", KILN_HEARTBEAT_MS: "1000", KILN_ARTIFACT_PART_MIB: "5" } });
   t = await s.seedTenant("stale", { ".kiln/workflow.yaml": WORKFLOW });
   s.startWorkers();
   await s.startWeb();
