@@ -11,6 +11,8 @@ import { createDb, ensureDatabase, migrateDatabase } from "@kiln/db";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
 import { PgBoss } from "pg-boss";
 import { startPostgres, startRedis, startS3 } from "./lib/embedded-services.ts";
+import { BUSYBOX, publishBaseImage } from "./lib/base-image.ts";
+import { startRegistry } from "./lib/oci-registry.ts";
 import { ProcessGroup, run, waitForHttp } from "./lib/processes.ts";
 import { webBuildIsStale } from "./lib/web-build.ts";
 import { createDemoRepo } from "./lib/demo-repo.ts";
@@ -55,6 +57,22 @@ async function main(): Promise<void> {
     s3Endpoint = s3.endpoint;
   }
 
+  // Images (ADR 0012): a local OCI registry (Debian's docker-registry) with the platform's base image,
+  // pinned by digest at freeze and pulled by the agents. Skipped, and said so, where it is missing.
+  let registries: string | undefined = process.env.KILN_REGISTRIES;
+  let poolImages: string | undefined = process.env.KILN_POOL_IMAGES;
+  if (!registries && existsSync("/usr/bin/docker-registry") && existsSync(BUSYBOX)) {
+    log("KILN_REGISTRIES not set: starting a local OCI registry and publishing the base image");
+    const reg = await startRegistry({ dataDir: path.join(DATA, "registry") });
+    stops.push(reg.stop);
+    const img = await publishBaseImage({ registry: reg.host });
+    registries = JSON.stringify({ [reg.host]: {} });
+    poolImages ??= JSON.stringify({ default: img.ref });
+    log(`base image ${img.ref} = ${img.manifestDigest}`);
+  } else if (!registries) {
+    log("no docker-registry/busybox-static here (apt-get install docker-registry busybox-static): jobs without an image run on the pool's host root");
+  }
+
   const db = createDb({ url: databaseUrl, max: 2 });
   const demo = await seedDemo(db);
   await db.$disconnect();
@@ -71,6 +89,8 @@ async function main(): Promise<void> {
     AUTH_SECRET: process.env.AUTH_SECRET ?? (await readFile(authSecretFile, "utf8")).trim(),
     AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
     AUTH_TRUST_HOST: "true",
+    ...(registries ? { KILN_REGISTRIES: registries } : {}),
+    ...(poolImages ? { KILN_POOL_IMAGES: poolImages } : {}),
   };
   if (webBuildIsStale(ROOT)) {
     log("building the web app (next build)");
