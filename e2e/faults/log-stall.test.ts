@@ -86,6 +86,9 @@ describe("log ingestion stalls", () => {
     expect(log.state).toBe("sealed");
     expect(log.bytes.equals(EXPECTED)).toBe(true);
     await s.signal(agent.name, "SIGKILL");
+    // Its claim long-poll (KILN_CLAIM_WAIT_MS=2000) may still be open at the web: let it lapse, or
+    // the next test's job could be claimed for this dead agent (a lease expiry, not a log stall).
+    await sleep(2_500);
   }, 180_000);
 
   it("a stall past the drain deadline: the outcome is published, the log is gapped and holds exactly the acknowledged bytes", async () => {

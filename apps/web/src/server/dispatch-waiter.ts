@@ -11,16 +11,20 @@ export class DispatchWaiter {
 
   constructor(private readonly url: string) {}
 
-  async wait(ms: number): Promise<void> {
+  /** Waits for a dispatch NOTIFY, `ms`, or `signal` (the caller hung up), whichever comes first. */
+  async wait(ms: number, signal?: AbortSignal): Promise<void> {
     await this.ensureListening().catch(() => undefined);
+    if (signal?.aborted) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(t);
         this.waiters.delete(done);
+        signal?.removeEventListener("abort", done);
         resolve();
       };
       const t = setTimeout(done, ms);
       this.waiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
     });
   }
 

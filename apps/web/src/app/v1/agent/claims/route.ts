@@ -18,6 +18,10 @@ export const POST = route({
     const deadline = Date.now() + body.wait_ms;
     const queue = `dispatch-${agent.pool}`;
     for (;;) {
+      // An agent that hung up (killed mid-long-poll) must not be handed a job: nobody would run it
+      // until its lease expired. The race that remains (a claim committing as it hangs up) is the
+      // lease's to settle.
+      if (req.signal.aborted) return new Response(null, { status: 204 });
       // Under the fair policy a hint carries no order (the dispatch view decides) and the relay only
       // NOTIFYs: fetching and completing one would cost two queue round trips per claim on the web's
       // small pg-boss pool. Under FIFO (the benchmark baseline) the hinted job is tried first.
@@ -37,7 +41,7 @@ export const POST = route({
       // A hint that was stale tells nothing about other work: look again at once.
       if (hint) continue;
       if (Date.now() >= deadline) return new Response(null, { status: 204 });
-      await waiter.wait(Math.min(500, Math.max(0, deadline - Date.now())));
+      await waiter.wait(Math.min(500, Math.max(0, deadline - Date.now())), req.signal);
     }
   },
 });
