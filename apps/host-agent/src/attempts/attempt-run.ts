@@ -50,6 +50,7 @@ export class AttemptRun {
   private timers: NodeJS.Timeout[] = [];
   private firstStepAt: number | null = null;
   private executionMs = 0;
+  private imageMs = 0;
   private artifacts: ArtifactTransfer | null = null;
   private readonly logs: LogShipper;
 
@@ -138,7 +139,10 @@ export class AttemptRun {
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
     try {
+      const createStartedAt = this.now();
       this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image });
+      // Sandbox preparation (microVM boot or warm-pool restore) is the attempt's image phase.
+      this.imageMs = this.now() - createStartedAt;
     } catch (err) {
       return platformFailure("sandbox.create_failed", errorMessage(err));
     }
@@ -204,7 +208,7 @@ export class AttemptRun {
   private markStarted(heartbeat: HeartbeatLoop): void {
     const at = this.now();
     this.firstStepAt = at;
-    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt), image_ms: 0, started: true });
+    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt), image_ms: wireMs(this.imageMs), started: true });
     const timeoutMs = Math.min(MAX_TIMER_MS, Math.max(0, this.ticket.job.timeoutMinutes * 60_000));
     this.timers.push(setTimeout(() => this.stop("timeout"), timeoutMs));
   }
@@ -259,7 +263,7 @@ export class AttemptRun {
       exit_code: final.exitCode,
       sandbox_destroyed: sandboxDestroyed,
       phases: {
-        image_ms: 0,
+        image_ms: wireMs(this.imageMs),
         dispatch_ms: wireMs((this.firstStepAt ?? setupEndedAt) - this.claimedAt),
         execution_ms: wireMs(this.executionMs),
         finalize_ms: wireMs(this.artifacts?.finalizeMs ?? 0),
