@@ -5,7 +5,8 @@ import { access, constants, readFile, rm } from "node:fs/promises";
 import { coldBoot, newRunDir, type BootConfig } from "./vm-boot.ts";
 import { tscKhzFromCpuinfo, type Accel } from "./qemu-command.ts";
 
-const KVM_PROBE_TIMEOUT_MS = 8_000;
+// A working KVM boots this guest in well under a second; a hanging one never does.
+const KVM_PROBE_TIMEOUT_MS = 5_000;
 
 export interface AccelChoice {
   accel: Accel;

@@ -8,10 +8,14 @@ import { createLogger } from "../../logger.ts";
 import { contractChildArgv } from "../contract-child-argv.ts";
 import { describeSandboxContract } from "../sandbox-contract.ts";
 import { createMicrovmDriver } from "./microvm-driver.ts";
+import { describeWarmPool } from "./warm-pool-cases.ts";
+import type { Accel } from "./qemu-command.ts";
 
 // Content-addressed, so sharing it between runs and files is safe and saves the asset build.
 export const TEST_ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
 const quiet = createLogger({}, () => undefined);
+// The KVM probe runs once (in the contract's setup); later drivers reuse its answer.
+let probed: Accel | "auto" = "auto";
 
 describeSandboxContract({
   name: "microvm",
@@ -20,6 +24,7 @@ describeSandboxContract({
     const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-"));
     // A warm pool of one: most cases get a restored VM, the rest cold-boot (both paths exercised).
     const driver = await createMicrovmDriver({ workDir, assetsDir: TEST_ASSETS_DIR, warmPoolSize: 1, accel: "auto", logger: quiet });
+    probed = driver.accel;
     return {
       driver,
       workDir,
@@ -33,3 +38,5 @@ describeSandboxContract({
     };
   },
 });
+
+describeWarmPool({ assetsDir: TEST_ASSETS_DIR, accel: () => probed, logger: quiet });
