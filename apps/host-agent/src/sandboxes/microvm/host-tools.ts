@@ -1,7 +1,7 @@
 // Host programs the driver needs, all from Debian packages (qemu-system-x86, linux-image-cloud-amd64,
 // busybox-static, e2fsprogs). A missing one is a clear MICROVM.MISSING_TOOL naming the package.
 import { execFile } from "node:child_process";
-import { access, constants, readdir } from "node:fs/promises";
+import { access, constants, readdir, readFile } from "node:fs/promises";
 import { MicrovmError } from "./microvm-errors.ts";
 
 const TOOLS = {
@@ -14,9 +14,27 @@ export type ToolName = keyof typeof TOOLS;
 
 export async function findTool(name: ToolName): Promise<string> {
   for (const p of TOOLS[name].paths) {
-    if (await access(p, constants.X_OK).then(() => true, () => false)) return p;
+    if (!(await access(p, constants.X_OK).then(() => true, () => false))) continue;
+    // The guest has no libc: Debian's dynamically linked `busybox` package would not start there.
+    if (name === "busybox" && hasElfInterpreter(await readFile(p))) {
+      throw new MicrovmError("MICROVM.MISSING_TOOL", `${p} is dynamically linked (apt-get install busybox-static)`);
+    }
+    return p;
   }
   throw new MicrovmError("MICROVM.MISSING_TOOL", `${name} not found (apt-get install ${TOOLS[name].pkg})`);
+}
+
+/** True when an ELF64 binary names a dynamic loader (has a PT_INTERP program header). */
+export function hasElfInterpreter(elf: Buffer): boolean {
+  if (elf.length < 64 || elf.readUInt32BE(0) !== 0x7f454c46) return false;
+  const phoff = Number(elf.readBigUInt64LE(0x20));
+  const phentsize = elf.readUInt16LE(0x36);
+  const phnum = elf.readUInt16LE(0x38);
+  for (let i = 0; i < phnum; i++) {
+    const at = phoff + i * phentsize;
+    if (at + 4 <= elf.length && elf.readUInt32LE(at) === 3) return true;
+  }
+  return false;
 }
 
 /** The newest Debian cloud kernel under /boot and its module directory. */

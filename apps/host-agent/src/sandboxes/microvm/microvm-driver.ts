@@ -37,6 +37,8 @@ export interface MicrovmStats {
   /** Last create() durations by path, ms (bounded). */
   coldStartMs: number[];
   warmStartMs: number[];
+  /** Background snapshot restores that filled the pool (spawn -> guest answers PING), ms. */
+  restoreMs: number[];
 }
 
 export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<MicrovmDriver> {
@@ -67,7 +69,7 @@ export class MicrovmDriver implements SandboxDriver {
   private snapshot: string | null = null;
   /** Run dirs of VMs this driver owns right now (pooled or in use): never leftovers. */
   private readonly live = new Set<string>();
-  private readonly counters = { hits: 0, misses: 0, cold: [] as number[], warm: [] as number[] };
+  private readonly counters = { hits: 0, misses: 0, cold: [] as number[], warm: [] as number[], restore: [] as number[] };
   /** What the accel probe chose (kvm or tcg). */
   readonly accel: Accel;
 
@@ -83,7 +85,7 @@ export class MicrovmDriver implements SandboxDriver {
   }
 
   get stats(): MicrovmStats {
-    return { poolHits: this.counters.hits, poolMisses: this.counters.misses, poolReady: this.pool?.readyCount ?? 0, coldStartMs: [...this.counters.cold], warmStartMs: [...this.counters.warm] };
+    return { poolHits: this.counters.hits, poolMisses: this.counters.misses, poolReady: this.pool?.readyCount ?? 0, coldStartMs: [...this.counters.cold], warmStartMs: [...this.counters.warm], restoreMs: [...this.counters.restore] };
   }
 
   /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
@@ -134,14 +136,16 @@ export class MicrovmDriver implements SandboxDriver {
   }
 
   private async bootCold(rootfs: string): Promise<BootedVm> {
-    const runDir = await this.track(newRunDir(this.workDir));
+    const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
     return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
   }
 
   private async restoreOne(): Promise<BootedVm> {
     if (!this.snapshot) throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", "no snapshot");
-    const runDir = await this.track(newRunDir(this.workDir));
-    return restoreSnapshot(this.cfg, this.assets.baseRootfs, this.snapshot, runDir, RESTORE_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+    const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
+    const booted = await restoreSnapshot(this.cfg, this.assets.baseRootfs, this.snapshot, runDir, RESTORE_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+    remember(this.counters.restore, booted.bootMs);
+    return booted;
   }
 
   /** A VM that never came up: its directory goes (QEMU is already dead), the error propagates. */
@@ -149,12 +153,6 @@ export class MicrovmDriver implements SandboxDriver {
     await rm(runDir, { recursive: true, force: true });
     this.live.delete(runDir);
     throw err;
-  }
-
-  private async track(runDir: Promise<string>): Promise<string> {
-    const dir = await runDir;
-    this.live.add(dir);
-    return dir;
   }
 }
 

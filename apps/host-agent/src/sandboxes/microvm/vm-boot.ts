@@ -27,10 +27,15 @@ export interface BootedVm {
   bootMs: number;
 }
 
-export async function newRunDir(workDir: string): Promise<string> {
+/**
+ * A fresh run directory. `claim` sees the name before the directory exists, so a concurrent
+ * leftover sweep can never mistake it for a crashed agent's.
+ */
+export async function newRunDir(workDir: string, claim: (runDir: string) => void = () => undefined): Promise<string> {
   // Short random names, not attempt ids: unix socket paths are limited to 107 bytes, and pool VMs
   // exist before any attempt does.
   const runDir = path.join(workDir, `vm-${randomBytes(6).toString("hex")}`);
+  claim(runDir);
   await mkdir(runDir, { mode: 0o700 });
   await writeFile(path.join(runDir, RUN_DIR_MARKER), "");
   return runDir;

@@ -61,13 +61,14 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
 
     it("boots a job's own root filesystem (by digest) as a pool miss", { timeout: TIMEOUT_MS }, async () => {
       const image = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-image-"));
+      const marker = `custom-image-${Date.now()}`;
+      const digestHex = createHash("sha256").update(marker).digest("hex");
       try {
         for (const d of ["bin", "etc"]) await mkdir(path.join(image, d));
         await copyFile(await findTool("busybox"), path.join(image, "bin/busybox"));
         for (const applet of ["sh", "cat", "ls"]) await symlink("busybox", path.join(image, "bin", applet));
-        const marker = `custom-image-${Date.now()}`;
         await writeFile(path.join(image, "etc/kiln-image"), `${marker}\n`);
-        const digest = `sha256:${createHash("sha256").update(marker).digest("hex")}`;
+        const digest = `sha256:${digestHex}`;
         const misses = driver.stats.poolMisses;
         const sb = await driver.create({ attemptId: "own-root", image: "example/custom", rootfs: { dir: image, digest } });
         try {
@@ -80,6 +81,7 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
         await expect(driver.create({ attemptId: "bad-digest", image: null, rootfs: { dir: image, digest: "latest" } })).rejects.toThrow(/MICROVM.BAD_INPUT/);
       } finally {
         await rm(image, { recursive: true, force: true });
+        await rm(path.join(opts.assetsDir, "rootfs", `${digestHex}.ext4`), { force: true });
       }
     });
   });

@@ -11,9 +11,10 @@ const REFILL_BACKOFF_MS = 5_000;
 
 export class WarmPool {
   private ready: BootedVm[] = [];
-  private filling = false;
+  private filling: Promise<void> | null = null;
   private stopped = false;
   private failuresInARow = 0;
+  private readonly stopSignal = new AbortController();
 
   constructor(
     private readonly size: number,
@@ -39,13 +40,15 @@ export class WarmPool {
 
   refill(): void {
     if (this.filling || this.stopped) return;
-    this.filling = true;
-    void this.fillLoop().finally(() => (this.filling = false));
+    this.filling = this.fillLoop().finally(() => (this.filling = null));
   }
 
+  /** Kills every pooled VM, including one still being restored. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopSignal.abort();
     await Promise.all(this.ready.splice(0).map(discard));
+    await this.filling;
   }
 
   private async fillLoop(): Promise<void> {
@@ -62,7 +65,7 @@ export class WarmPool {
       } catch (err) {
         this.failuresInARow++;
         this.log.error("warm pool: restore failed", { error: errorMessage(err), failures_in_a_row: this.failuresInARow });
-        await sleep(REFILL_BACKOFF_MS * Math.min(this.failuresInARow, 12));
+        await sleep(REFILL_BACKOFF_MS * Math.min(this.failuresInARow, 12), this.stopSignal.signal);
       }
     }
   }

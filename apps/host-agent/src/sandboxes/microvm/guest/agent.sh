@@ -62,6 +62,8 @@ while IFS= read -r line <&3; do
       if head -c "$2" <&4 | tar -x -C /newroot/workspace 2>/run/put.err; then echo PUT-OK >&3
       else echo "PUT-ERR $(head -c 200 /run/put.err | tr '\n' ' ')" >&3; fi ;;
     RUN) run_step "$2" ;;
+    # A KILL that raced with the step's end: nothing to signal, and no reply (the host is not waiting).
+    KILL) ;;
     PULL)
       tar -c -C /newroot/workspace -f /run/ws.tar . 2>/dev/null
       echo "PULL $(wc -c < /run/ws.tar)" >&3
