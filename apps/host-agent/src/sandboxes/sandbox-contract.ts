@@ -38,6 +38,9 @@ function killedBy(r: StepResult): string | null {
   return null;
 }
 
+// Quotes, expansions and a newline: none of it may be interpreted on the way into the step.
+const TRICKY_VALUE = "hi 'there' $x `id` $(id) \"q\"\nsecond line \\n";
+
 const exists = (p: string) => access(p).then(() => true, () => false);
 
 export function describeSandboxContract(opts: ContractOptions): void {
@@ -71,10 +74,10 @@ export function describeSandboxContract(opts: ContractOptions): void {
 
       test("steps", "runs steps in order, in the workspace, with exactly the given env", async () => {
         process.env.KILN_CONTRACT_AGENT_SECRET = "agent-only-7d1e";
-        const first = await runCaptured(sb, 'cat checked-out.txt; echo one > order.txt; pwd; echo "$GREETING"; echo "$HOME|$TMPDIR"; env', { GREETING: "hi 'there' $x" });
+        const first = await runCaptured(sb, 'cat checked-out.txt; echo one > order.txt; pwd; printf "%s\\n" "$GREETING"; echo "$HOME|$TMPDIR"; env', { GREETING: TRICKY_VALUE });
         delete process.env.KILN_CONTRACT_AGENT_SECRET;
         expect(first.exitCode).toBe(0);
-        expect(first.out.startsWith(`from the checkout\n${sb.paths.workspace}\nhi 'there' $x\n${sb.paths.home}|${sb.paths.tmp}\n`)).toBe(true);
+        expect(first.out.startsWith(`from the checkout\n${sb.paths.workspace}\n${TRICKY_VALUE}\n${sb.paths.home}|${sb.paths.tmp}\n`)).toBe(true);
         expect(first.out).not.toContain("KILN_CONTRACT_AGENT_SECRET");
         const second = await runCaptured(sb, "cat order.txt; echo two >> order.txt; export LEAKED=1");
         expect(second.out).toBe("one\n");

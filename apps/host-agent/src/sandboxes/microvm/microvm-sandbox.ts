@@ -97,6 +97,8 @@ export class MicrovmSandbox implements Sandbox {
   async collectWorkspace(): Promise<void> {
     if (this.destroying || !this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
     if (this.streams) throw new Error(`sandbox ${this.id} is running a step`);
+    // No step ran: the guest never received the workspace, so the host copy is the truth.
+    if (!this.prepared) return;
     await pullWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir, PULL_MAX_BYTES);
   }
 
