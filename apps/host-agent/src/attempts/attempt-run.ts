@@ -7,7 +7,7 @@ import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
 import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
-import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
+import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
 import { checkoutSource } from "../source/git-checkout.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
@@ -178,6 +178,7 @@ export class AttemptRun {
         try {
           result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
         } catch (err) {
+          if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
         }
         this.executionMs += result.durationMs;

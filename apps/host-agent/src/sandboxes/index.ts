@@ -6,6 +6,7 @@ import { createProcessDriver } from "./process/process-driver.ts";
 import type { SandboxDriver } from "./sandbox-driver.ts";
 
 export type { Sandbox, SandboxDriver, SandboxPaths, StepResult } from "./sandbox-driver.ts";
+export { SandboxLostError } from "./sandbox-driver.ts";
 
 export interface SandboxDriverConfig {
   workDir: string;

@@ -30,6 +30,17 @@ export interface SandboxSpec {
   rootfs?: { dir: string; digest: string } | null;
 }
 
+/**
+ * Thrown by runStep when the sandbox itself died under the step (a VM that crashed or was killed
+ * from outside the driver): a platform failure of the sandbox, not a step that could not start.
+ */
+export class SandboxLostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SandboxLostError";
+  }
+}
+
 /** Directory names and VM ids come from this; anything else is refused (no path games). */
 export const SAFE_SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 

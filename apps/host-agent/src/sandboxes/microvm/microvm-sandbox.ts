@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { constants } from "node:os";
 import { rm } from "node:fs/promises";
-import type { OutputListener, Sandbox, SandboxIsolation, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
+import { SandboxLostError, type OutputListener, type Sandbox, type SandboxIsolation, type SandboxPaths, type StepOptions, type StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 import { GUEST_PATHS } from "./microvm-limits.ts";
@@ -69,6 +69,9 @@ export class MicrovmSandbox implements Sandbox {
     } catch (err) {
       // The VM went away under the step: ours (kill/destroy) is a signal, anything else a lost VM.
       if (this.hardKilled || this.destroying) return { exitCode: null, signal: "SIGKILL", durationMs: monotonicNow() - startedAt };
+      if (!this.vm.alive || (err instanceof MicrovmError && err.code === "MICROVM.VM_LOST")) {
+        throw new SandboxLostError(`VM of sandbox ${this.id} exited during the step (console: ${this.runDir}/console.log)`);
+      }
       throw err;
     } finally {
       this.streams = null;

@@ -2,12 +2,13 @@
 // from one snapshot, each with a fresh clock and entropy, and a job with its own root filesystem
 // is a pool miss that boots that image.
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Logger } from "../../logger.ts";
-import { runCaptured } from "../sandbox-contract-support.ts";
+import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
+import { SandboxLostError } from "../sandbox-driver.ts";
 import { findTool } from "./host-tools.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
 import type { Accel } from "./qemu-command.ts";
@@ -57,6 +58,19 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
         await second.destroy();
       }
       expect(driver.stats.warmStartMs.length).toBe(2);
+    });
+
+    it("reports a VM that dies under a step as a lost sandbox, and cleans up after it", { timeout: TIMEOUT_MS }, async () => {
+      await poolReady();
+      const sb = await driver.create({ attemptId: "lost-vm", image: null });
+      const root = path.dirname(sb.hostWorkspaceDir);
+      let out = "";
+      const pending = sb.runStep("echo started; sleep 600", { PATH: "/bin" }, {}, (c) => (out += c.toString()), () => undefined);
+      while (!out.includes("started")) await new Promise((r) => setTimeout(r, 20));
+      process.kill(Number(await readFile(path.join(root, "qemu.pid"), "utf8")), "SIGKILL"); // from outside the driver
+      await expect(pending).rejects.toBeInstanceOf(SandboxLostError);
+      await sb.destroy();
+      expect(await waitForNoProcesses(root)).toEqual([]);
     });
 
     it("boots a job's own root filesystem (by digest) as a pool miss", { timeout: TIMEOUT_MS }, async () => {
