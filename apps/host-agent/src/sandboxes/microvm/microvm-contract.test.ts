@@ -12,7 +12,7 @@ import { describeWarmPool } from "./warm-pool-cases.ts";
 import type { Accel } from "./qemu-command.ts";
 
 // Content-addressed, so sharing it between runs and files is safe and saves the asset build.
-export const TEST_ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
+const TEST_ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
 const quiet = createLogger({}, () => undefined);
 // The KVM probe runs once (in the contract's setup); later drivers reuse its answer.
 let probed: Accel | "auto" = "auto";

@@ -16,7 +16,8 @@ const PREP_TIMEOUT_MS = 60_000;
 const START_TIMEOUT_MS = 60_000;
 // A guest that ignores KILL (wedged agent) is stopped from outside: QEMU dies, the step with it.
 const HARD_KILL_AFTER_MS = 3_000;
-const PULL_MAX_BYTES = 1024 * 1024 * 1024;
+// Above the guest workspace tmpfs cap (128 MiB) plus tar overhead; anything larger is a lying guest.
+const PULL_MAX_BYTES = 256 * 1024 * 1024;
 
 interface Streams {
   out: OutputListener;
