@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALL_BYTES, ALL_BYTES_PRINTF, processesReferencing, runCaptured, waitForNoProcesses } from "./sandbox-contract-support.ts";
 import type { Sandbox, SandboxDriver, StepResult } from "./sandbox-driver.ts";
 
-export type ContractCase = "steps" | "streams" | "chatty" | "kill" | "isolation" | "destroy" | "leftovers" | "agent-sigkill";
+export type ContractCase = "steps" | "streams" | "chatty" | "processes-network" | "kill" | "isolation" | "destroy" | "leftovers" | "agent-sigkill";
 
 export interface ContractTarget {
   driver: SandboxDriver;
@@ -104,6 +104,26 @@ export function describeSandboxContract(opts: ContractOptions): void {
         expect(r.stdout.length).toBe(4 * 1024 * 1024);
         expect(r.stdout.every((b) => b === 0x78)).toBe(true);
         expect(r.stderr.length).toBe(1024 * 1024);
+      });
+
+      test("processes-network", "a job cannot see another job's processes, and has no network but loopback", async () => {
+        const chunks: string[] = [];
+        const running = sb.runStep("sleep 987654 & echo started; wait", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
+        while (!chunks.join("").includes("started")) await new Promise((r) => setTimeout(r, 20));
+        const other = await newSandbox();
+        try {
+          // Its own background sleep must show up (the census works), the other job's must not.
+          const census = "sleep 55555 & for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -o 'sleep [0-9][0-9]*' | sort -u; kill $!";
+          const r = await runCaptured(other, `${census}; cat /proc/net/dev`);
+          const [seen, ...netDev] = r.out.split("\n");
+          expect(seen).toBe("sleep 55555");
+          const interfaces = netDev.slice(2).filter((l) => l.includes(":")).map((l) => l.split(":")[0]!.trim());
+          expect(interfaces).toEqual(["lo"]);
+        } finally {
+          sb.kill("SIGKILL");
+          await running;
+          await other.destroy();
+        }
       });
 
       test("kill", "kill() stops a running step: SIGTERM, and SIGKILL for a step that ignores it", async () => {
