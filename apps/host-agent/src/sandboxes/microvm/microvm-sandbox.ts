@@ -32,6 +32,8 @@ export class MicrovmSandbox implements Sandbox {
   private prepared = false;
   private streams: Streams | null = null;
   private signalSent: NodeJS.Signals | null = null;
+  private pendingSignal: NodeJS.Signals | null = null;
+  private started = false;
   private hardKilled = false;
   private destroying: Promise<void> | null = null;
 
@@ -54,14 +56,18 @@ export class MicrovmSandbox implements Sandbox {
     const cwd = guestWorkingDirectory(opts.workingDirectory);
     const launcher = stepLauncher(command, env, cwd);
     if (!this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
-    if (!this.prepared) await this.prepare();
     const startedAt = monotonicNow();
     const streams: Streams = { out: onStdout, err: onStderr, outBytes: 0, errBytes: 0, onProgress: () => undefined };
     this.streams = streams;
     this.signalSent = null;
+    this.pendingSignal = null;
     try {
+      if (!this.prepared) await this.prepare();
       this.vm.ctl.send(`RUN ${Buffer.from(launcher).toString("base64")}`);
       await this.vm.ctl.expect("START", START_TIMEOUT_MS);
+      this.started = true;
+      // A kill() that came while the workspace was still being pushed applies to this step.
+      if (this.pendingSignal) this.kill(this.pendingSignal);
       const exit = await this.vm.ctl.expect("EXIT", Infinity, "the step");
       const [status, outBytes, errBytes] = exit.map(Number) as [number, number, number];
       if (![status, outBytes, errBytes].every(Number.isSafeInteger)) throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `bad EXIT line ${JSON.stringify(exit.join(" ").slice(0, 100))}`);
@@ -76,11 +82,16 @@ export class MicrovmSandbox implements Sandbox {
       throw err;
     } finally {
       this.streams = null;
+      this.started = false;
     }
   }
 
   kill(signal: NodeJS.Signals): void {
     if (!this.streams || !this.vm.alive) return;
+    if (!this.started) {
+      if (this.pendingSignal !== "SIGKILL") this.pendingSignal = signal;
+      return;
+    }
     this.signalSent = signal;
     try {
       this.vm.ctl.send(`KILL ${signal.replace(/^SIG/, "")}`);
