@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   const workRoot = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-sb-"));
   const assetsDir = path.join(os.tmpdir(), "kiln-microvm-assets");
   const rows: Array<{ name: string; samples: number[]; floor: number[] }> = [];
+  const loadAtStart = os.loadavg().map((x) => x.toFixed(1)).join(" ");
   try {
     const floor = await sample("floor sh -c true", counts.floor, spawnFloor);
     const proc = await createProcessDriver({ workDir: path.join(workRoot, "p") });
@@ -81,7 +82,7 @@ async function main(): Promise<void> {
     await warm.close();
     rows.push({ name: "  (background snapshot restore, spawn -> guest PONG)", samples: restoreMs, floor: [] });
 
-    console.log(`\naccel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}\n`);
+    console.log(`\naccel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}; load average at start ${loadAtStart}, at end ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
     console.log("| measurement | n | p50 | p95 | floor p50 (`sh -c true`, same run) |");
     console.log("|---|---|---|---|---|");
     for (const r of rows) {
