@@ -97,6 +97,8 @@ export class HostAgent {
       await Promise.race([this.runner.shutdown(), sleep(SHUTDOWN_BUDGET_MS)]);
       await this.egress?.close();
       if (this.runner.activeCount > 0) this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", { running_jobs: this.runner.activeCount });
+      // Pre-booted sandboxes (microvm warm pool) die with the agent, never outlive it.
+      await this.deps.driver.close?.();
     })();
     return this.stopping;
   }

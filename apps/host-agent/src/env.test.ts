@@ -14,6 +14,8 @@ describe("parseEnv", () => {
       KILN_WORK_DIR: path.resolve(".kiln-data/agent-4242"),
       KILN_CLAIM_WAIT_MS: 20_000,
       KILN_CANCEL_GRACE_MS: 5_000,
+      KILN_MICROVM_ASSETS: path.resolve(".kiln-data/microvm-assets"),
+      KILN_MICROVM_ACCEL: "auto",
     });
     expect(env.KILN_HOSTNAME).toMatch(/-4242$/);
   });

@@ -20,7 +20,7 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // the control plane maps it to a pool. Never logged and never passed to a step.
     KILN_AGENT_TOKEN: z.string({ error: "KILN_AGENT_TOKEN is required (the host credential)" }).min(1),
     // Which SandboxDriver runs jobs: `process` (host processes + namespaces when available) or
-    // `microvm` (not in this build; the agent exits with an error). Default: process.
+    // `microvm` (QEMU microvm per job, docs/adr/0011-microvm-sandboxes.md). Default: process.
     KILN_SANDBOX_DRIVER: optional(z.enum(["process", "microvm"]).default("process")),
     // Pool name, informational only (logged): the control plane derives the pool from the token.
     KILN_POOL: optional(z.string().min(1).default("default")),
@@ -29,6 +29,11 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Pre-booted sandboxes kept ready. The process driver has nothing to pre-boot (a sandbox is a
     // directory), so the default is 0 and other values are ignored with a log line.
     KILN_WARM_POOL_SIZE: intVar(0, 64, 0),
+    // microvm driver: cache of guest kernel, initramfs, base rootfs, pool snapshot and per-digest
+    // rootfs images, shared by the agents of one host. Default: <KILN_WORK_DIR>/../microvm-assets.
+    KILN_MICROVM_ASSETS: optional(z.string().min(1).optional()),
+    // microvm driver: `auto` boot-probes KVM and falls back to TCG; `kvm`/`tcg` force one. Default auto.
+    KILN_MICROVM_ACCEL: optional(z.enum(["auto", "kvm", "tcg"]).default("auto")),
     // Where sandboxes live (<dir>/<attemptId>/{workspace,home,tmp}). Default is per process so two
     // agents on one host never share it: ./.kiln-data/agent-<pid>.
     KILN_WORK_DIR: optional(z.string().min(1).default(`./.kiln-data/agent-${pid}`)),
@@ -78,7 +83,8 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     KILN_IMAGE_MAX_ENTRIES: intVar(10, 100_000_000, 1_000_000),
   });
   const env = schema.parse(source);
-  return { ...env, KILN_WORK_DIR: path.resolve(env.KILN_WORK_DIR) };
+  const workDir = path.resolve(env.KILN_WORK_DIR);
+  return { ...env, KILN_WORK_DIR: workDir, KILN_MICROVM_ASSETS: path.resolve(env.KILN_MICROVM_ASSETS ?? path.join(workDir, "..", "microvm-assets")) };
 }
 
 export type AgentEnv = ReturnType<typeof parseEnv>;

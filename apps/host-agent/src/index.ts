@@ -16,7 +16,13 @@ try {
 const logger = createLogger({ service: "host-agent", hostname: env.KILN_HOSTNAME });
 
 try {
-  const driver = await createSandboxDriver(env.KILN_SANDBOX_DRIVER, env.KILN_WORK_DIR);
+  const driver = await createSandboxDriver(env.KILN_SANDBOX_DRIVER, {
+    workDir: env.KILN_WORK_DIR,
+    logger,
+    warmPoolSize: env.KILN_WARM_POOL_SIZE,
+    microvmAssetsDir: env.KILN_MICROVM_ASSETS,
+    microvmAccel: env.KILN_MICROVM_ACCEL,
+  });
   const client = new ControlClient(env.KILN_CONTROL_URL, env.KILN_AGENT_TOKEN);
   const agent = new HostAgent({ env, client, driver, logger });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

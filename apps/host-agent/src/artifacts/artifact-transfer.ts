@@ -60,6 +60,12 @@ export class ArtifactTransfer {
     sandbox.kill("SIGKILL");
     const spoolDir = await this.makeSpool(sandbox);
     try {
+      // A microVM's steps wrote the guest's workspace, not hostWorkspaceDir: copy it out first.
+      try {
+        await sandbox.collectWorkspace?.();
+      } catch (err) {
+        return platformFailure("sandbox.workspace_collect_failed", err instanceof Error ? err.message : String(err));
+      }
       const frozen: FrozenArtifact[] = [];
       for (const entry of ticket.job.artifacts.publish) {
         const f = await freezeArtifact(sandbox.hostWorkspaceDir, spoolDir, entry);

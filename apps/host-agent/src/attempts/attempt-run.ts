@@ -9,7 +9,7 @@ import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egre
 import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
 import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
-import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
+import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
 import type { SandboxSpec } from "../sandboxes/sandbox-driver.ts";
 import { checkoutSource } from "../source/git-checkout.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
@@ -160,7 +160,10 @@ export class AttemptRun {
       return platformFailure("egress.setup_failed", errorMessage(err));
     }
     try {
+      const createStartedAt = this.now();
       this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image, rootfs: image.rootfs });
+      // Sandbox preparation (microVM boot or warm-pool restore) belongs to the image phase too.
+      this.imageMs += this.now() - createStartedAt;
     } catch (err) {
       return platformFailure("sandbox.create_failed", errorMessage(err));
     }
@@ -218,6 +221,7 @@ export class AttemptRun {
         try {
           result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
         } catch (err) {
+          if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
         }
         this.executionMs += result.durationMs;

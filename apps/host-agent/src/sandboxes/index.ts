@@ -1,17 +1,28 @@
 // Picks the SandboxDriver named by KILN_SANDBOX_DRIVER.
 import { assertNever } from "@kiln/domain";
-import { FatalAgentError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { createMicrovmDriver } from "./microvm/microvm-driver.ts";
 import { createProcessDriver } from "./process/process-driver.ts";
 import type { SandboxDriver } from "./sandbox-driver.ts";
 
 export type { Sandbox, SandboxDriver, SandboxPaths, StepResult } from "./sandbox-driver.ts";
+export { SandboxLostError } from "./sandbox-driver.ts";
 
-export async function createSandboxDriver(kind: "process" | "microvm", workDir: string): Promise<SandboxDriver> {
+export interface SandboxDriverConfig {
+  workDir: string;
+  logger: Logger;
+  /** microvm only (the process driver has nothing to pre-boot). */
+  warmPoolSize: number;
+  microvmAssetsDir: string;
+  microvmAccel: "auto" | "kvm" | "tcg";
+}
+
+export async function createSandboxDriver(kind: "process" | "microvm", cfg: SandboxDriverConfig): Promise<SandboxDriver> {
   switch (kind) {
     case "process":
-      return createProcessDriver({ workDir });
+      return createProcessDriver({ workDir: cfg.workDir });
     case "microvm":
-      throw new FatalAgentError("microvm driver not available in this build");
+      return createMicrovmDriver({ workDir: cfg.workDir, assetsDir: cfg.microvmAssetsDir, warmPoolSize: cfg.warmPoolSize, accel: cfg.microvmAccel, logger: cfg.logger });
     default:
       return assertNever(kind, "sandbox driver");
   }

@@ -1,10 +1,10 @@
 // The SandboxDriver port (conventions rule 10): how the agent gets an isolated place to run one
-// attempt's steps. One folder per driver: `process/` today; a `microvm/` driver (QEMU/Firecracker)
-// plugs in behind the same interface later:
+// attempt's steps. One folder per driver: `process/` (host processes + namespaces) and `microvm/`
+// (QEMU microvm, one VM per job, warm pool of snapshot restores):
 //   - create(spec) boots/prepares the sandbox (a microVM restores a snapshot or boots the image;
 //     its cost is the attempt's image_ms),
 //   - hostWorkspaceDir is where the agent checks the source out *before* any step runs (the process
-//     driver uses it directly; a microVM driver shares it via virtiofs or packs it into a disk),
+//     driver uses it directly; the microvm driver ships it into the guest before the first step),
 //   - paths are what steps see (guest paths), used for HOME/TMPDIR/KILN_WORKSPACE,
 //   - runStep executes one shell command to completion with a clean, explicit environment,
 //   - kill signals whatever the current step left running; destroy removes every trace.
@@ -29,6 +29,17 @@ export interface SandboxSpec {
    * overlay it, never write into it), `digest` its manifest digest. Drivers without images ignore it.
    */
   rootfs?: { dir: string; digest: string } | null;
+}
+
+/**
+ * Thrown by runStep when the sandbox itself died under the step (a VM that crashed or was killed
+ * from outside the driver): a platform failure of the sandbox, not a step that could not start.
+ */
+export class SandboxLostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SandboxLostError";
+  }
 }
 
 /** Directory names and VM ids come from this; anything else is refused (no path games). */
@@ -71,6 +82,11 @@ export interface Sandbox {
   kill(signal: NodeJS.Signals): void;
   /** Kills everything left and removes all sandbox state. Idempotent; safe to call concurrently. */
   destroy(): Promise<void>;
+  /**
+   * Drivers whose steps do not write hostWorkspaceDir directly (microvm) copy the step-visible
+   * workspace back into it; call it, when present, before reading outputs from hostWorkspaceDir.
+   */
+  collectWorkspace?(): Promise<void>;
 }
 
 export interface SandboxDriver {
@@ -80,4 +96,6 @@ export interface SandboxDriver {
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** Removes sandboxes a previous (crashed) agent left behind in the driver's own storage. */
   removeLeftovers(): Promise<number>;
+  /** Releases what the driver holds besides sandboxes (the microvm warm pool). */
+  close?(): Promise<void>;
 }

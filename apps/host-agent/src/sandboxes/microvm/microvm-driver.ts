@@ -1,0 +1,162 @@
+// The `microvm` SandboxDriver: every sandbox is a QEMU microvm that runs exactly one job and is then
+// destroyed. Warmth comes from a pool of VMs restored from a snapshot of the idle base guest (never
+// from reuse); a job with its own root filesystem, or a pool miss, cold-boots.
+import { createHash } from "node:crypto";
+import { mkdir, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "../../logger.ts";
+import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxIsolation, type SandboxSpec } from "../sandbox-driver.ts";
+import { chooseAccel, hostTscKhz } from "./accel-probe.ts";
+import { findTool } from "./host-tools.ts";
+import { removeLeftoverVms } from "./leftover-sweep.ts";
+import { ensureMicrovmAssets, type MicrovmAssets } from "./microvm-assets.ts";
+import { MicrovmError } from "./microvm-errors.ts";
+import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
+import { MicrovmSandbox } from "./microvm-sandbox.ts";
+import type { Accel } from "./qemu-command.ts";
+import { RootfsCache } from "./rootfs-cache.ts";
+import { coldBoot, newRunDir, restoreSnapshot, saveSnapshot, type BootConfig, type BootedVm } from "./vm-boot.ts";
+import { WarmPool } from "./warm-pool.ts";
+
+const BOOT_TIMEOUT_MS = 60_000;
+const RESTORE_TIMEOUT_MS = 30_000;
+
+export interface MicrovmDriverOptions {
+  workDir: string;
+  /** Content-addressed cache for kernel, initramfs, base rootfs, snapshots and per-digest rootfs images. */
+  assetsDir: string;
+  warmPoolSize: number;
+  accel?: "auto" | Accel;
+  logger: Logger;
+}
+
+export interface MicrovmStats {
+  poolHits: number;
+  poolMisses: number;
+  poolReady: number;
+  /** Last create() durations by path, ms (bounded). */
+  coldStartMs: number[];
+  warmStartMs: number[];
+  /** Background snapshot restores that filled the pool (spawn -> guest answers PING), ms. */
+  restoreMs: number[];
+}
+
+export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<MicrovmDriver> {
+  const workDir = path.resolve(opts.workDir);
+  await mkdir(workDir, { recursive: true, mode: 0o700 });
+  // Longest socket path: <workDir>/vm-<12 hex>/stdout.sock; unix sockets allow 107 bytes.
+  if (Buffer.byteLength(path.join(workDir, "vm-000000000000", "stdout.sock")) > 107) {
+    throw new MicrovmError("MICROVM.BAD_INPUT", `work dir ${workDir} is too long for unix socket paths (max ~80 bytes)`);
+  }
+  const assets = await ensureMicrovmAssets(path.resolve(opts.assetsDir));
+  const [qemuPath, mkfsPath, tscKhz] = await Promise.all([findTool("qemu"), findTool("mkfs"), hostTscKhz()]);
+  const base = { qemuPath, tscKhz, vmlinuz: assets.vmlinuz, initramfs: assets.initramfs };
+  const choice = await chooseAccel(opts.accel ?? "auto", base, assets.baseRootfs, workDir);
+  const cfg: BootConfig = { ...base, accel: choice.accel };
+  const isolation: SandboxIsolation = {
+    level: "microvm",
+    detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, no network device, single-use`,
+  };
+  const driver = new MicrovmDriver(workDir, assets, cfg, isolation, new RootfsCache(path.join(path.resolve(opts.assetsDir), "rootfs"), mkfsPath), opts.logger);
+  if (opts.warmPoolSize > 0) await driver.startPool(opts.warmPoolSize);
+  opts.logger.info("microvm driver ready", { accel: choice.accel, accel_reason: choice.reason, assets: assets.key, warm_pool_size: opts.warmPoolSize });
+  return driver;
+}
+
+export class MicrovmDriver implements SandboxDriver {
+  readonly kind = "microvm" as const;
+  private pool: WarmPool | null = null;
+  private snapshot: string | null = null;
+  /** Run dirs of VMs this driver owns right now (pooled or in use): never leftovers. */
+  private readonly live = new Set<string>();
+  private readonly counters = { hits: 0, misses: 0, cold: [] as number[], warm: [] as number[], restore: [] as number[] };
+  /** What the accel probe chose (kvm or tcg). */
+  readonly accel: Accel;
+
+  constructor(
+    private readonly workDir: string,
+    private readonly assets: MicrovmAssets,
+    private readonly cfg: BootConfig,
+    readonly isolation: SandboxIsolation,
+    private readonly rootfsCache: RootfsCache,
+    private readonly log: Logger,
+  ) {
+    this.accel = cfg.accel;
+  }
+
+  get stats(): MicrovmStats {
+    return { poolHits: this.counters.hits, poolMisses: this.counters.misses, poolReady: this.pool?.readyCount ?? 0, coldStartMs: [...this.counters.cold], warmStartMs: [...this.counters.warm], restoreMs: [...this.counters.restore] };
+  }
+
+  /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
+  async startPool(size: number): Promise<void> {
+    const qemu = await stat(this.cfg.qemuPath);
+    const key = createHash("sha256").update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}`).digest("hex").slice(0, 16);
+    const file = path.join(this.assets.dir, `idle-${key}.snap`);
+    if (!(await stat(file).then(() => true, () => false))) {
+      const started = performance.now();
+      await saveSnapshot(this.cfg, this.assets.baseRootfs, this.workDir, file, BOOT_TIMEOUT_MS);
+      this.log.info("warm pool: base snapshot saved", { snapshot: file, save_ms: Math.round(performance.now() - started) });
+    }
+    this.snapshot = file;
+    this.pool = new WarmPool(size, () => this.restoreOne(), this.log);
+    this.pool.refill();
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    if (!SAFE_SANDBOX_ID.test(spec.attemptId)) throw new MicrovmError("MICROVM.BAD_INPUT", `unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
+    const started = performance.now();
+    const ownRoot = spec.rootfs ? await this.rootfsCache.ensure(spec.rootfs.dir, spec.rootfs.digest) : null;
+    // Only the base image is pre-booted: a job with its own root filesystem always cold-boots.
+    const pooled = ownRoot ? null : (this.pool?.take() ?? null);
+    let booted: BootedVm;
+    if (pooled) {
+      booted = pooled;
+      this.counters.hits++;
+    } else {
+      if (this.pool || ownRoot) this.counters.misses++;
+      booted = await this.bootCold(ownRoot ?? this.assets.baseRootfs);
+    }
+    const hostWorkspaceDir = path.join(booted.runDir, "workspace");
+    await mkdir(hostWorkspaceDir, { mode: 0o700 });
+    const ms = performance.now() - started;
+    remember(pooled ? this.counters.warm : this.counters.cold, ms);
+    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
+    const runDir = booted.runDir;
+    return new MicrovmSandbox(spec.attemptId, this.isolation, booted.vm, runDir, hostWorkspaceDir, () => this.live.delete(runDir));
+  }
+
+  removeLeftovers(): Promise<number> {
+    return removeLeftoverVms(this.workDir, this.live);
+  }
+
+  /** Kills the pooled VMs (sandboxes handed out are destroyed by their owners). */
+  async close(): Promise<void> {
+    await this.pool?.stop();
+  }
+
+  private async bootCold(rootfs: string): Promise<BootedVm> {
+    const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
+    return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+  }
+
+  private async restoreOne(): Promise<BootedVm> {
+    if (!this.snapshot) throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", "no snapshot");
+    const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
+    const booted = await restoreSnapshot(this.cfg, this.assets.baseRootfs, this.snapshot, runDir, RESTORE_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+    remember(this.counters.restore, booted.bootMs);
+    return booted;
+  }
+
+  /** A VM that never came up: its directory goes (QEMU is already dead), the error propagates. */
+  private async forget(runDir: string, err: unknown): Promise<never> {
+    await rm(runDir, { recursive: true, force: true });
+    this.live.delete(runDir);
+    throw err;
+  }
+}
+
+function remember(list: number[], ms: number): void {
+  list.push(Math.round(ms));
+  if (list.length > 1000) list.shift();
+}

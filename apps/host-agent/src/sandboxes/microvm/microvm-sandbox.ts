@@ -1,0 +1,170 @@
+// One job's microVM. Before the first step the guest gets the wall-clock time, fresh entropy and the
+// workspace the agent checked out; then steps run one by one over the ctl port. The VM is never
+// reused: destroy() kills QEMU and deletes every file of the sandbox.
+import { randomBytes } from "node:crypto";
+import { constants } from "node:os";
+import { rm } from "node:fs/promises";
+import { SandboxLostError, type OutputListener, type Sandbox, type SandboxIsolation, type SandboxPaths, type StepOptions, type StepResult } from "../sandbox-driver.ts";
+import { monotonicNow, sleep } from "../../timing.ts";
+import { MicrovmError } from "./microvm-errors.ts";
+import { GUEST_PATHS } from "./microvm-limits.ts";
+import { guestWorkingDirectory, stepLauncher } from "./step-launcher.ts";
+import type { VmProcess } from "./vm-process.ts";
+import { pullWorkspace, pushWorkspace } from "./workspace-transfer.ts";
+
+const PREP_TIMEOUT_MS = 60_000;
+const START_TIMEOUT_MS = 60_000;
+// A guest that ignores KILL (wedged agent) is stopped from outside: QEMU dies, the step with it.
+const HARD_KILL_AFTER_MS = 3_000;
+// Above the guest workspace tmpfs cap (128 MiB) plus tar overhead; anything larger is a lying guest.
+const PULL_MAX_BYTES = 256 * 1024 * 1024;
+
+interface Streams {
+  out: OutputListener;
+  err: OutputListener;
+  outBytes: number;
+  errBytes: number;
+  onProgress: () => void;
+}
+
+export class MicrovmSandbox implements Sandbox {
+  readonly paths: SandboxPaths = { ...GUEST_PATHS };
+  private prepared = false;
+  private streams: Streams | null = null;
+  private signalSent: NodeJS.Signals | null = null;
+  private pendingSignal: NodeJS.Signals | null = null;
+  private started = false;
+  private hardKilled = false;
+  private destroying: Promise<void> | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly isolation: SandboxIsolation,
+    private readonly vm: VmProcess,
+    private readonly runDir: string,
+    readonly hostWorkspaceDir: string,
+    private readonly onDestroyed: () => void,
+  ) {
+    // Always drained, even between steps, so the guest can never block on a full port.
+    vm.sockets.stdout.on("data", (c: Buffer) => this.deliver(c, "out"));
+    vm.sockets.stderr.on("data", (c: Buffer) => this.deliver(c, "err"));
+  }
+
+  async runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult> {
+    if (this.destroying) throw new MicrovmError("MICROVM.DESTROYED", `sandbox ${this.id} is destroyed`);
+    if (this.streams) throw new Error(`sandbox ${this.id} is already running a step`);
+    const cwd = guestWorkingDirectory(opts.workingDirectory);
+    const launcher = stepLauncher(command, env, cwd);
+    if (!this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
+    const startedAt = monotonicNow();
+    const streams: Streams = { out: onStdout, err: onStderr, outBytes: 0, errBytes: 0, onProgress: () => undefined };
+    this.streams = streams;
+    this.signalSent = null;
+    this.pendingSignal = null;
+    try {
+      if (!this.prepared) await this.prepare();
+      this.vm.ctl.send(`RUN ${Buffer.from(launcher).toString("base64")}`);
+      await this.vm.ctl.expect("START", START_TIMEOUT_MS);
+      this.started = true;
+      // A kill() that came while the workspace was still being pushed applies to this step.
+      if (this.pendingSignal) this.kill(this.pendingSignal);
+      const exit = await this.vm.ctl.expect("EXIT", Infinity, "the step");
+      const [status, outBytes, errBytes] = exit.map(Number) as [number, number, number];
+      if (![status, outBytes, errBytes].every(Number.isSafeInteger)) throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `bad EXIT line ${JSON.stringify(exit.join(" ").slice(0, 100))}`);
+      await this.drained(streams, outBytes, errBytes);
+      return { ...this.classify(status), durationMs: monotonicNow() - startedAt };
+    } catch (err) {
+      // The VM went away under the step: ours (kill/destroy) is a signal, anything else a lost VM.
+      if (this.hardKilled || this.destroying) return { exitCode: null, signal: "SIGKILL", durationMs: monotonicNow() - startedAt };
+      if (!this.vm.alive || (err instanceof MicrovmError && err.code === "MICROVM.VM_LOST")) {
+        throw new SandboxLostError(`VM of sandbox ${this.id} exited during the step (console: ${this.runDir}/console.log)`);
+      }
+      throw err;
+    } finally {
+      this.streams = null;
+      this.started = false;
+    }
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    if (!this.streams || !this.vm.alive) return;
+    if (!this.started) {
+      if (this.pendingSignal !== "SIGKILL") this.pendingSignal = signal;
+      return;
+    }
+    this.signalSent = signal;
+    try {
+      this.vm.ctl.send(`KILL ${signal.replace(/^SIG/, "")}`);
+    } catch {
+      // control port already gone: the VM is exiting
+    }
+    if (signal === "SIGKILL") {
+      const streams = this.streams;
+      void sleep(HARD_KILL_AFTER_MS).then(() => {
+        if (this.streams !== streams || !this.vm.alive) return;
+        this.hardKilled = true;
+        void this.vm.kill();
+      });
+    }
+  }
+
+  /** Copies the guest's /workspace back into hostWorkspaceDir (for artifact publishing). */
+  async collectWorkspace(): Promise<void> {
+    if (this.destroying || !this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
+    if (this.streams) throw new Error(`sandbox ${this.id} is running a step`);
+    // No step ran: the guest never received the workspace, so the host copy is the truth.
+    if (!this.prepared) return;
+    await pullWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir, PULL_MAX_BYTES);
+  }
+
+  destroy(): Promise<void> {
+    this.destroying ??= (async () => {
+      await this.vm.kill();
+      await rm(this.runDir, { recursive: true, force: true, maxRetries: 3 });
+      this.onDestroyed();
+    })();
+    return this.destroying;
+  }
+
+  /** Fresh clock and entropy (a restored snapshot shares both with every clone), then the workspace. */
+  private async prepare(): Promise<void> {
+    const seconds = Math.floor(Date.now() / 1000);
+    this.vm.ctl.send(`PREP ${seconds} ${randomBytes(64).toString("base64")}`);
+    await this.vm.ctl.expect("PREP-OK", PREP_TIMEOUT_MS);
+    await pushWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir);
+    this.prepared = true;
+  }
+
+  private classify(status: number): { exitCode: number | null; signal: NodeJS.Signals | null } {
+    // The guest shell reports 128+n for a step killed by signal n; we only call it a signal when we sent it.
+    const sent = this.signalSent;
+    if (sent && (status === 128 + constants.signals[sent] || status === 128 + constants.signals.SIGKILL)) {
+      return { exitCode: null, signal: status === 128 + constants.signals.SIGKILL ? "SIGKILL" : sent };
+    }
+    return { exitCode: status, signal: null };
+  }
+
+  private deliver(chunk: Buffer, which: "out" | "err"): void {
+    const s = this.streams;
+    if (!s) return; // between steps nothing legitimate writes; drained and dropped
+    if (which === "out") {
+      s.outBytes += chunk.length;
+      s.out(chunk);
+    } else {
+      s.errBytes += chunk.length;
+      s.err(chunk);
+    }
+    s.onProgress();
+  }
+
+  /** EXIT carries the byte counts the guest copied; wait until all of them have arrived. */
+  private drained(s: Streams, outBytes: number, errBytes: number): Promise<void> {
+    if (s.outBytes >= outBytes && s.errBytes >= errBytes) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      s.onProgress = () => {
+        if (s.outBytes >= outBytes && s.errBytes >= errBytes) resolve();
+      };
+      void this.vm.exited.then(() => reject(new MicrovmError("MICROVM.VM_LOST", "VM exited before the step's output arrived")));
+    });
+  }
+}

@@ -1,0 +1,28 @@
+// The shared SandboxDriver contract for the process driver (namespaces as probed on this host).
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { contractChildArgv } from "../contract-child-argv.ts";
+import { describeSandboxContract } from "../sandbox-contract.ts";
+import { createProcessDriver } from "./process-driver.ts";
+
+describeSandboxContract({
+  name: "process",
+  timeoutMs: 30_000,
+  knownFailures: {
+    // Steps see the host's filesystem: a concurrent job can read another's workspace by its path.
+    isolation: "steps share the host filesystem, so a running job's files are readable by path",
+    // The step runs in its own session (unshare, detached), so nothing kills it with the agent.
+    "agent-sigkill": "steps survive an agent SIGKILL until the next agent's removeLeftovers",
+  },
+  async setup() {
+    const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-contract-process-"));
+    return {
+      driver: await createProcessDriver({ workDir }),
+      workDir,
+      restart: () => createProcessDriver({ workDir }),
+      childAgentArgv: () => contractChildArgv(["process", workDir, path.join(workDir, "unused-assets"), "tcg"]),
+      close: () => rm(workDir, { recursive: true, force: true }),
+    };
+  },
+});
