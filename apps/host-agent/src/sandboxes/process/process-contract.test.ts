@@ -12,8 +12,6 @@ describeSandboxContract({
   knownFailures: {
     // Steps see the host's filesystem: a concurrent job can read another's workspace by its path.
     isolation: "steps share the host filesystem, so a running job's files are readable by path",
-    // The step runs in its own session (unshare, detached), so nothing kills it with the agent.
-    "agent-sigkill": "steps survive an agent SIGKILL until the next agent's removeLeftovers",
   },
   async setup() {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-contract-process-"));
