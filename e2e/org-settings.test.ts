@@ -67,6 +67,8 @@ describe("org settings", { timeout: 120_000 }, () => {
     await admin.locator("[data-testid='egress-list'] [data-pattern='*.github.com']").waitFor();
     await admin.getByRole("button", { name: "Remove *.github.com" }).click();
     await admin.locator("[data-testid='egress-list'] [data-pattern='*.github.com']").waitFor({ state: "detached" });
+    await admin.getByText("Removed *.github.com.").waitFor();
+    expect(await admin.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("pattern");
     await screenshot(admin, "org-settings");
 
     await admin.reload();

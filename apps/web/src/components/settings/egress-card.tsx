@@ -17,10 +17,19 @@ export function EgressCard({ org, rules, admin, now }: { org: string; rules: Org
   const trpc = useTRPC();
   const refresh = useRefreshSettings(org);
   const [removeError, setRemoveError] = useState<string | null>(null);
+  const [removed, setRemoved] = useState<string | null>(null);
   const remove = useMutation(
     trpc.tenants.removeEgressHost.mutationOptions({
-      onMutate: () => setRemoveError(null),
-      onSuccess: () => refresh(),
+      onMutate: () => {
+        setRemoveError(null);
+        setRemoved(null);
+      },
+      onSuccess: async (_r, v) => {
+        await refresh();
+        setRemoved(`Removed ${v.pattern}.`);
+        // The focused button is gone with its row; keep the keyboard user in the card.
+        document.querySelector<HTMLInputElement>("#egress input[name=pattern]")?.focus();
+      },
       onError: (e, v) => setRemoveError(`Could not remove ${v.pattern}: ${e.message}`),
     }),
   );
@@ -50,6 +59,7 @@ export function EgressCard({ org, rules, admin, now }: { org: string; rules: Org
         </ul>
       )}
       {removeError ? <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">{removeError}</p> : null}
+      <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">{removed ?? ""}</p>
       {admin ? <AllowHostForm org={org} /> : null}
     </Card>
   );
