@@ -5,6 +5,7 @@ export { Button, buttonClasses, type ButtonVariant } from "./button.tsx";
 export { StatusBadge, outcomeLabel, type OutcomeClassName } from "./badge.tsx";
 export { Card, Stat } from "./card.tsx";
 export { EmptyState, ErrorState, Skeleton, LoadingBlock } from "./states.tsx";
+export { Field, inputClasses } from "./field.tsx";
 export { JobGraph, type JobGraphNode, type LinkLike } from "./job-graph.tsx";
 export { layoutJobGraph, type GraphJob, type GraphLayout } from "./job-graph-layout.ts";
 export { AttemptTimeline, type TimelineAttempt } from "./attempt-timeline.tsx";

@@ -9,3 +9,6 @@ export type OverviewData = Out["runs"]["overview"];
 export type RunRowData = Out["runs"]["list"]["runs"][number];
 export type JobHeaderData = Out["jobs"]["get"];
 export type Membership = Out["tenants"]["list"][number];
+export type OrgSettingsData = Out["tenants"]["settings"];
+export type PoolEntitlementData = OrgSettingsData["entitlements"][number];
+export type SettingsChangeData = OrgSettingsData["changes"][number];

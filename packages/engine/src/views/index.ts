@@ -1,9 +1,10 @@
 // Read-side use cases for the dashboard (issue 6). Every function takes a TenantScope, which only
 // resolveTenant can make, and filters by its org_id in the query itself.
-export { resolveTenant, ALL_ROLES, OPERATOR_ROLES, type TenantScope } from "./tenants/resolve-tenant.ts";
+export { resolveTenant, ALL_ROLES, OPERATOR_ROLES, ADMIN_ROLES, type TenantScope } from "./tenants/resolve-tenant.ts";
 export { resolveJobTenant } from "./tenants/resolve-job-tenant.ts";
 export { listMemberships, type MembershipView } from "./tenants/list-memberships.ts";
 export { findSignInUser, type SignInUser } from "./tenants/find-sign-in-user.ts";
+export { getOrgSettings, type OrgSettingsView, type PoolEntitlementView, type EgressEntryView, type SettingsChange } from "./tenants/get-org-settings.ts";
 export { listRuns, type RunRow, type RunPage } from "./runs/list-runs.ts";
 export { runFilters, RUN_TRIGGERS, type RunFilters } from "./runs/run-filters.ts";
 export { encodeRunCursor, decodeRunCursor } from "./runs/run-cursor.ts";

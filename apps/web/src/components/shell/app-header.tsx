@@ -17,6 +17,7 @@ export function AppHeader({ orgs, current, login }: { orgs: Membership[]; curren
         <nav aria-label="Main" className="flex items-center gap-1">
           <NavLink href={base} exact>Overview</NavLink>
           <NavLink href={`${base}/runs`}>Runs</NavLink>
+          <NavLink href={`${base}/settings`}>Settings</NavLink>
         </nav>
         <div className="ml-auto flex items-center gap-3 text-sm">
           <span className="text-zinc-600 dark:text-zinc-400" data-testid="signed-in-as">{login}</span>

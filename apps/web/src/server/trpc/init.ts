@@ -2,7 +2,7 @@ import type { Db } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { ALL_ROLES, OPERATOR_ROLES, resolveTenant } from "./engine-views.ts";
+import { ADMIN_ROLES, ALL_ROLES, OPERATOR_ROLES, resolveTenant } from "./engine-views.ts";
 import { isUnavailable, trpcCodeFor } from "./error-map.ts";
 
 export interface TrpcContext {
@@ -16,9 +16,24 @@ const t = initTRPC.context<TrpcContext>().create({
     const domainCode = isDomainError(error.cause) ? error.cause.code : null;
     // Unexpected errors keep their details in the server log (route handler onError), not in the answer.
     const hide = error.code === "INTERNAL_SERVER_ERROR";
-    return { ...shape, message: hide ? "internal error" : shape.message, data: { code: shape.data.code, httpStatus: shape.data.httpStatus, domainCode } };
+    // Input that fails its schema: a readable sentence plus per-field messages (forms show them
+    // inline), instead of the validator's JSON dump of issues.
+    const issues = inputIssues(error.cause);
+    const fieldErrors = issues ? Object.fromEntries(issues.map((i) => [i.field, i.message])) : null;
+    const message = hide ? "internal error" : issues ? issues.map((i) => `${i.field}: ${i.message}`).join("; ") : shape.message;
+    return { ...shape, message, data: { code: shape.data.code, httpStatus: shape.data.httpStatus, domainCode, fieldErrors } };
   },
 });
+
+/** Issues of a failed input parse (zod, or any Standard Schema validator), keyed by field path. */
+function inputIssues(cause: unknown): { field: string; message: string }[] | null {
+  const issues = (cause as { issues?: unknown } | null | undefined)?.issues;
+  if (!Array.isArray(issues) || issues.length === 0) return null;
+  return issues.map((i: { path?: readonly (PropertyKey | { key: PropertyKey })[]; message?: string }) => ({
+    field: (i.path ?? []).map((p) => String(typeof p === "object" ? p.key : p)).join(".") || "input",
+    message: i.message ?? "invalid",
+  }));
+}
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
@@ -60,3 +75,5 @@ function tenantProcedure(roles: typeof ALL_ROLES) {
 export const readProcedure = tenantProcedure(ALL_ROLES);
 /** Cancel and retry: admins and members; auditors are refused in the tenant query itself. */
 export const operatorProcedure = tenantProcedure(OPERATOR_ROLES);
+/** Org settings (entitlements, egress allow-list): admins only, refused in the tenant query itself. */
+export const adminProcedure = tenantProcedure(ADMIN_ROLES);

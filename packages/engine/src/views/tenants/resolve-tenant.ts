@@ -19,6 +19,8 @@ export interface TenantScope {
 export const ALL_ROLES: readonly Role[] = ["admin", "member", "auditor"];
 /** Roles that may change a run (cancel, retry); auditors only read. */
 export const OPERATOR_ROLES: readonly Role[] = ["admin", "member"];
+/** Roles that may change the org's settings (entitlements, egress allow-list). */
+export const ADMIN_ROLES: readonly Role[] = ["admin"];
 
 /**
  * The org named by `orgSlug`, if the user's membership in it has one of `roles`. Membership and role

@@ -1,0 +1,39 @@
+"use client";
+import { LoadingBlock } from "@kiln/ui";
+import { useQuery } from "@tanstack/react-query";
+import { useTRPC } from "@/server/trpc/client.tsx";
+import { useOrg } from "../org-context.tsx";
+import { QueryError } from "../query-error.tsx";
+import { useNow } from "../time.tsx";
+import { CapacityCard } from "./capacity-card.tsx";
+import { EgressCard } from "./egress-card.tsx";
+import { RecentChanges } from "./recent-changes.tsx";
+
+/**
+ * Org settings: capacity per pool, the egress allow-list and the audit trail. Everyone in the org
+ * reads them; only admins see the forms (the server refuses other roles regardless).
+ */
+export function SettingsView({ org }: { org: string }) {
+  const trpc = useTRPC();
+  const { role } = useOrg();
+  const q = useQuery(trpc.tenants.settings.queryOptions({ org }));
+  const now = useNow(30_000);
+  if (q.isPending) return <LoadingBlock label="Loading settings" rows={6} />;
+  if (q.isError) return <QueryError error={q.error} what="Settings" onRetry={() => void q.refetch()} />;
+  const admin = role === "admin";
+  return (
+    <div className="space-y-6">
+      <div>
+        <h1 className="text-xl font-semibold tracking-tight">Settings</h1>
+        {admin ? null : (
+          <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400" data-testid="read-only-note">
+            Read only: you are a {role} of {org}; only admins can change these settings.
+          </p>
+        )}
+      </div>
+      <CapacityCard org={org} rows={q.data.entitlements} admin={admin} />
+      <EgressCard org={org} rules={q.data.egress} admin={admin} now={now} />
+      <RecentChanges changes={q.data.changes} now={now} />
+    </div>
+  );
+}
