@@ -43,6 +43,8 @@ export class HostAgent {
       driver: deps.driver,
       logger: deps.logger,
       cancelGraceMs: deps.env.KILN_CANCEL_GRACE_MS,
+      // Beside the sandboxes like the image cache: teardown and leftover sweeps never touch it.
+      gitMirrorDir: path.join(deps.env.KILN_WORK_DIR, ".git-mirrors"),
       images: new ImagePreparer({
         // Beside the sandboxes like the log spool: sandbox teardown and leftover sweeps never touch it.
         cacheDir: path.join(deps.env.KILN_WORK_DIR, ".images"),

@@ -41,6 +41,8 @@ export interface AttemptDeps {
   logs: LogShipperConfig & { drainMs: number };
   /** Mediated egress (issue 3): absent, sandboxes get no way out at all. */
   egress?: EgressProxy;
+  /** Host-local git mirrors for checkouts (source/git-checkout.ts); without it every checkout asks the forge. */
+  gitMirrorDir?: string;
   /** Pulls and unpacks pinned job images (ADR 0012); without it images are not prepared. */
   images?: ImagePreparer;
   now?: MonotonicClock;
@@ -171,7 +173,10 @@ export class AttemptRun {
     this.log.info("sandbox created", { isolation: isolation.level, isolation_detail: isolation.detail });
     if (this.abort.signal.aborted) return null;
     try {
-      await checkoutSource({ dir: this.sandbox.hostWorkspaceDir, ...this.ticket.source, signal: this.abort.signal });
+      await checkoutSource({
+        dir: this.sandbox.hostWorkspaceDir, ...this.ticket.source, signal: this.abort.signal,
+        ...(this.deps.gitMirrorDir ? { mirrorDir: this.deps.gitMirrorDir } : {}),
+      });
     } catch (err) {
       if (this.abort.signal.aborted) return null;
       return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));

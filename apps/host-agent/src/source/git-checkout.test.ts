@@ -63,4 +63,22 @@ describe("checkoutSource", () => {
     controller.abort();
     await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: firstSha, signal: controller.signal })).rejects.toThrow(/aborted/);
   });
+
+  it("with a host mirror: asks the forge once per commit, then checks out from the mirror alone", async () => {
+    const mirrorDir = path.join(tmp, "mirrors");
+    const copy = path.join(tmp, "repo-copy");
+    await exec("cp", ["-a", repo, copy]);
+    const cloneUrl = `file://${copy}`;
+    const first = await Promise.all([5, 6, 7].map((i) => checkoutSource({ dir: path.join(tmp, `ws-${i}`), cloneUrl, commitSha: firstSha, mirrorDir })));
+    expect(first).toHaveLength(3);
+    for (const i of [5, 6, 7]) expect(await readFile(path.join(tmp, `ws-${i}`, "a.txt"), "utf8")).toBe("one\n");
+    // The forge is gone: the commit still checks out, from the mirror.
+    await rm(copy, { recursive: true, force: true });
+    const dir = path.join(tmp, "ws-8");
+    await checkoutSource({ dir, cloneUrl, commitSha: firstSha, mirrorDir });
+    expect(await git(dir, "rev-parse", "HEAD")).toBe(firstSha);
+    expect(await readFile(path.join(dir, "a.txt"), "utf8")).toBe("one\n");
+    // A commit the mirror lacks still needs the forge, and says why it failed.
+    await expect(checkoutSource({ dir: path.join(tmp, "ws-9"), cloneUrl, commitSha: "2".repeat(40), mirrorDir })).rejects.toThrow(/git fetch exited with code 128/);
+  });
 });

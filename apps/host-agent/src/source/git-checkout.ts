@@ -3,6 +3,9 @@
 // Git gets a clean environment too: no agent tokens, no user/system git config (credential
 // helpers, url rewrites), no prompts, and only ordinary transports (never `ext::`).
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdir, stat } from "node:fs/promises";
+import path from "node:path";
 import { redactUrlCredentials } from "../logger.ts";
 
 const GIT_ENV = {
@@ -27,6 +30,12 @@ export interface CheckoutSpec {
   commitSha: string;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /**
+   * A host-local cache of bare mirrors, one per clone URL (credentials included in the key, so
+   * access is exactly the URL's). The forge is asked for a commit once per host; every later
+   * checkout of it is a local fetch. Agent-owned, outside every sandbox: no job can write to it.
+   */
+  mirrorDir?: string;
 }
 
 export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
@@ -35,9 +44,39 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
   if (!/^[0-9a-f]{7,64}$/i.test(spec.commitSha)) throw new CheckoutError(`invalid commit sha ${JSON.stringify(spec.commitSha.slice(0, 80))}`);
   const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
   const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+  const source = spec.mirrorDir ? await mirrorWithCommit(spec.mirrorDir, spec.cloneUrl, spec.commitSha, signal) : spec.cloneUrl;
   await git("init", ["init", "-q", spec.dir], signal);
-  await git("fetch", ["-C", spec.dir, "fetch", "-q", "--depth", "1", "--", spec.cloneUrl, spec.commitSha], signal);
+  await git("fetch", ["-C", spec.dir, "fetch", "-q", "--depth", "1", "--", source, spec.commitSha], signal);
   await git("checkout", ["-C", spec.dir, "checkout", "-q", "FETCH_HEAD"], signal);
+}
+
+// One fetch at a time per mirror in this agent: git refuses a second concurrent shallow fetch into
+// one repository (shallow.lock) rather than waiting for it.
+const mirrorQueues = new Map<string, Promise<unknown>>();
+
+async function mirrorWithCommit(mirrorDir: string, cloneUrl: string, sha: string, signal: AbortSignal): Promise<string> {
+  const dir = path.join(mirrorDir, `${createHash("sha256").update(cloneUrl).digest("hex").slice(0, 32)}.git`);
+  const has = () => git("cat-file", ["--git-dir", dir, "cat-file", "-e", `${sha}^{commit}`], signal).then(() => true, () => false);
+  if (await stat(path.join(dir, "HEAD")).then(() => has(), () => false)) return dir;
+  const prev = mirrorQueues.get(dir) ?? Promise.resolve();
+  const run = prev.then(async () => {
+    if (!(await stat(path.join(dir, "HEAD")).then(() => true, () => false))) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await git("init", ["init", "-q", "--bare", dir], signal);
+      // Workspaces fetch one commit by id from here.
+      await git("config", ["--git-dir", dir, "config", "uploadpack.allowAnySHA1InWant", "true"], signal);
+    }
+    if (await has()) return;
+    // Kept under a ref of its own so the mirror's housekeeping never prunes it.
+    await git("fetch", ["--git-dir", dir, "fetch", "-q", "--depth", "1", "--", cloneUrl, `+${sha}:refs/kiln/${sha}`], signal);
+  });
+  const tail = run.then(() => undefined, () => undefined);
+  mirrorQueues.set(dir, tail);
+  void tail.then(() => {
+    if (mirrorQueues.get(dir) === tail) mirrorQueues.delete(dir);
+  });
+  await run;
+  return dir;
 }
 
 function git(what: string, args: string[], signal: AbortSignal): Promise<void> {
