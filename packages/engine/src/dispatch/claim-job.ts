@@ -51,6 +51,7 @@ interface SessionRow {
   id: string;
   pool: string;
   capacity: number;
+  running: number;
   hostname: string;
 }
 
@@ -61,9 +62,7 @@ interface SessionRow {
  */
 export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Promise<ClaimResult> {
   const key = await platformKey(db);
-  const sessions = await db.$queryRaw<{ pool: string }[]>`SELECT pool FROM agent_session WHERE id = ${req.sessionId}::uuid`;
-  const pool = sessions[0]?.pool;
-  if (pool === undefined) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  const pool = await poolOfSession(db, req.sessionId);
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
@@ -80,7 +79,9 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       const locked = await tx.$queryRaw<SessionRow[]>`
-        UPDATE agent_session SET last_seen_at = now() WHERE id = ${req.sessionId}::uuid RETURNING id, pool, capacity, hostname`;
+        UPDATE agent_session SET last_seen_at = now() WHERE id = ${req.sessionId}::uuid
+        RETURNING id, pool, capacity, hostname,
+                  (SELECT count(*)::int FROM attempt WHERE session_id = ${req.sessionId}::uuid AND status = 'running') AS running`;
       const session = locked[0];
       if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
       let lastReason = "none";
@@ -124,6 +125,20 @@ async function chooseCandidates(
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
 
+// A session's pool never changes: remembered per process, one query less per claim (bounded).
+const sessionPools = new Map<string, string>();
+
+async function poolOfSession(db: Db, sessionId: string): Promise<string> {
+  const known = sessionPools.get(sessionId);
+  if (known !== undefined) return known;
+  const rows = await db.$queryRaw<{ pool: string }[]>`SELECT pool FROM agent_session WHERE id = ${sessionId}::uuid`;
+  const pool = rows[0]?.pool;
+  if (pool === undefined) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  if (sessionPools.size >= 10_000) sessionPools.clear();
+  sessionPools.set(sessionId, pool);
+  return pool;
+}
+
 async function findTicketByRequest(tx: Tx, req: ClaimRequest): Promise<string | null> {
   const rows = await tx.$queryRaw<{ id: string; session_id: string }[]>`
     SELECT id, session_id FROM attempt WHERE claim_request_id = ${req.claimRequestId}`;
@@ -152,8 +167,6 @@ async function tryClaim(
     FROM job_run j WHERE j.id = ${candidate.id}::uuid FOR UPDATE SKIP LOCKED`;
   const job = jobs[0];
   if (!job) return { ok: false, reason: "locked" };
-  const running = await tx.$queryRaw<{ n: bigint }[]>`
-    SELECT count(*) AS n FROM attempt WHERE session_id = ${session.id}::uuid AND status = 'running'`;
   const decision = decideClaim({
     runStatus: run.status as RunStatus,
     jobStatus: job.status,
@@ -162,7 +175,9 @@ async function tryClaim(
     predecessorsSucceeded: job.preds_ok,
     notBefore: job.next_attempt_at,
     now: job.now,
-    sessionRunning: Number(running[0]?.n ?? 0n),
+    // Counted under the session's row lock (taken by the claim's first update): no other claim of
+    // this session can add to it meanwhile; a completion can only make it smaller (conservative).
+    sessionRunning: session.running,
     sessionCapacity: session.capacity,
   });
   if (!decision.ok) return { ok: false, reason: decision.reason };
