@@ -9,5 +9,6 @@ export * from "./workflow/index.ts";
 export * from "./artifacts/index.ts";
 export * from "./logs/index.ts";
 export * from "./egress/index.ts";
+export * from "./caches/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
 export * as dispatch from "./dispatch/index.ts";

@@ -1,4 +1,5 @@
 import { isMap } from "yaml";
+import { CACHE_KINDS, type CacheKind } from "../caches/cache-key.ts";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { sandboxPathProblem, workspacePathProblem } from "./paths.ts";
@@ -8,7 +9,6 @@ import type { WorkflowJob } from "./types.ts";
 const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
-const CACHE_KINDS = ["dependencies", "directory"] as const;
 // Lists of paths are not covered by WORKFLOW_LIMITS; this keeps them in the
 // same order of magnitude as steps so no single list dominates the byte budget.
 const MAX_PATHS_PER_LIST = 256;
@@ -81,8 +81,8 @@ export function readCache(reader: Reader, at: Located): NonNullable<WorkflowJob[
   const fields = reader.mapping(at, ["kind", "version", "inputs", "paths"]);
   const kindAt = reader.required(fields, "kind", at);
   const kind = reader.text(kindAt);
-  if (!(CACHE_KINDS as readonly string[]).includes(kind)) {
-    reader.fail(kindAt, `${label(kindAt)} must be one of: ${CACHE_KINDS.join(", ")} (got ${quote(kind)})`);
+  if (!isCacheKind(kind)) {
+    return reader.fail(kindAt, `${label(kindAt)} must be one of: ${CACHE_KINDS.join(", ")} (got ${quote(kind)})`);
   }
   const versionAt = reader.required(fields, "version", at);
   const version = reader.text(versionAt);
@@ -93,6 +93,10 @@ export function readCache(reader: Reader, at: Located): NonNullable<WorkflowJob[
   const inputs = readPaths(reader, reader.required(fields, "inputs", at), 0, workspacePathProblem);
   const paths = readPaths(reader, reader.required(fields, "paths", at), 1, sandboxPathProblem);
   return { kind, version, inputs, paths };
+}
+
+function isCacheKind(kind: string): kind is CacheKind {
+  return (CACHE_KINDS as readonly string[]).includes(kind);
 }
 
 function readPaths(

@@ -1,3 +1,5 @@
+import type { CacheKind } from "../caches/cache-key.ts";
+
 export type Tier = "interactive" | "scheduled" | "background";
 
 export interface WorkflowJob {
@@ -20,7 +22,7 @@ export interface WorkflowJob {
   stepNames: (string | null)[];
   timeoutMinutes: number;
   tier: Tier | null;
-  cache: { kind: string; version: string; inputs: string[]; paths: string[] } | null;
+  cache: { kind: CacheKind; version: string; inputs: string[]; paths: string[] } | null;
   artifacts: {
     publish: { name: string; path: string }[];
     restore: { fromJob: string; name: string; path: string }[];
