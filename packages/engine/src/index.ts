@@ -36,3 +36,4 @@ export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
 export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
 export * from "./views/index.ts";
 export * from "./egress/index.ts";
+export * from "./caches/index.ts";

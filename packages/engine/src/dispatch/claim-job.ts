@@ -39,6 +39,8 @@ export interface JobTicket {
     env: Record<string, string>;
     timeoutMinutes: number;
     artifacts: WorkflowDefinition["jobs"][number]["artifacts"];
+    /** Build cache block (issue 8); the key itself is derived by the control plane at each call. */
+    cache: WorkflowDefinition["jobs"][number]["cache"];
   };
 }
 
@@ -252,6 +254,7 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attempt
       env: { ...a.definition.env, ...def.env },
       timeoutMinutes: def.timeoutMinutes,
       artifacts: def.artifacts,
+      cache: def.cache ?? null,
     },
   };
 }
