@@ -1,5 +1,5 @@
 import { createDb, type Db } from "@kiln/db";
-import { createObjectStore, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, type ArtifactStore, type EngineConfig } from "@kiln/engine";
+import { createObjectStore, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_CACHE_SETTINGS, DEFAULT_ENGINE_CONFIG, type ArtifactStore, type CacheStore, type EngineConfig } from "@kiln/engine";
 import { DEFAULT_LOG_CONFIG, LogArchiveReader, LogHeadCache, LogHub, LogPublisher, s3LogStore, type LogConfig, type LogFollowerDeps } from "@kiln/engine";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -15,6 +15,8 @@ interface Services {
   waiter: DispatchWaiter;
   /** The artifact object store, created on first use (most requests never touch it). */
   artifacts: () => ArtifactStore;
+  /** Build caches (issue 8): same store and bucket as artifacts, keys under caches/. */
+  caches: () => CacheStore;
   /** Logs (issue 4): journal pool, Redis publisher + subscriber hub, archive reader; on first use. */
   logs: () => LogServices;
 }
@@ -56,6 +58,11 @@ export function services(): Services {
         uploadUrlTtlSec: e.KILN_ARTIFACT_UPLOAD_URL_TTL_S,
         downloadUrlTtlSec: e.KILN_ARTIFACT_DOWNLOAD_URL_TTL_S,
       },
+    })),
+    caches: lazy(() => ({
+      s3: createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }),
+      bucket: e.KILN_S3_BUCKET,
+      settings: { ...DEFAULT_CACHE_SETTINGS, downloadUrlTtlSec: e.KILN_CACHE_DOWNLOAD_URL_TTL_S, defaultQuotaBytes: e.KILN_CACHE_QUOTA_MIB * 1024 * 1024 },
     })),
     logs: lazy(() => createLogServices(e)),
   };

@@ -32,6 +32,10 @@ const schema = z.object({
   KILN_ARTIFACT_UPLOAD_URL_TTL_S: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(3600),
   /** Lifetime of presigned download URLs (agent restores, the public 302), seconds. */
   KILN_ARTIFACT_DOWNLOAD_URL_TTL_S: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(300),
+  /** Build caches (issue 8): lifetime of a restore's presigned GET, seconds; a restore slower than this is a miss. */
+  KILN_CACHE_DOWNLOAD_URL_TTL_S: z.coerce.number().int().min(10).max(24 * 3600).default(900),
+  /** Per-org cache byte quota in MiB when the org has none of its own (eviction is LRU beyond it). */
+  KILN_CACHE_QUOTA_MIB: z.coerce.number().int().min(1).default(10 * 1024),
   /** Redis for live log fan-out (pub/sub). A latency path only: logs replay from PostgreSQL/S3. */
   REDIS_URL: z.string().min(1).default("redis://127.0.0.1:6379"),
   /** Per-attempt log limit (stdout + stderr), enforced by ingest as well as by the agent. */

@@ -1,0 +1,25 @@
+import { agentProtocol, DomainError } from "@kiln/domain";
+import { authenticateJobToken, finalizeCacheSave } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+// Read-back verification streams the whole archive once (as for artifacts, ADR 0007).
+export const maxDuration = 3600;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Verifies the uploaded archive and binds its key first-writer-wins (idempotent). */
+export const POST = route({
+  body: agentProtocol.cacheCompleteRequest,
+  uuidParams: ["jobId"],
+  handler: async ({ req, params, body }) => {
+    const { db, caches } = services();
+    const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
+    const entryId = params.entryId ?? "";
+    if (!UUID.test(entryId)) throw new DomainError("CACHE.UPLOAD_NOT_FOUND", "no such cache save");
+    const epoch = body.epoch === claims.epoch ? body.epoch : -1;
+    const r = await finalizeCacheSave(db, caches(), { ...claims, epoch }, entryId);
+    return json(200, { state: r.state, entry_id: r.entryId, key: r.key });
+  },
+});
