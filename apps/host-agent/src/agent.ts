@@ -7,6 +7,7 @@ import { ClaimLoop } from "./claim-loop.ts";
 import type { ControlClient } from "./control-client.ts";
 import type { AgentEnv } from "./env.ts";
 import { ImagePreparer } from "./images/index.ts";
+import { LocalCacheTier } from "./caches/index.ts";
 import { JobRunner } from "./job-runner.ts";
 import type { Logger } from "./logger.ts";
 import type { SandboxDriver } from "./sandboxes/index.ts";
@@ -27,6 +28,7 @@ export class HostAgent {
   private stopping: Promise<void> | null = null;
 
   private readonly egress: EgressProxy | null;
+  private readonly cacheTier: LocalCacheTier;
 
   constructor(private readonly deps: HostAgentDeps) {
     this.egress = deps.env.KILN_EGRESS === "on"
@@ -37,6 +39,8 @@ export class HostAgent {
           logger: deps.logger.child({ component: "egress-proxy" }),
         })
       : null;
+    // Beside the sandboxes like the image cache: sandbox teardown and leftover sweeps never touch it.
+    this.cacheTier = new LocalCacheTier(path.join(deps.env.KILN_WORK_DIR, ".caches"), deps.env.KILN_CACHE_LOCAL_BYTES);
     this.runner = new JobRunner({
       ...(this.egress ? { egress: this.egress } : {}),
       client: deps.client,
@@ -53,6 +57,10 @@ export class HostAgent {
         budget: { maxBytes: deps.env.KILN_IMAGE_MAX_BYTES, maxEntries: deps.env.KILN_IMAGE_MAX_ENTRIES },
         log: deps.logger,
       }),
+      caches: {
+        localTier: this.cacheTier,
+        limits: { maxBytes: deps.env.KILN_CACHE_MAX_BYTES, maxEntries: deps.env.KILN_CACHE_MAX_ENTRIES, timeoutMs: deps.env.KILN_CACHE_RESTORE_TIMEOUT_MS },
+      },
       logs: {
         flushMs: deps.env.KILN_LOG_FLUSH_MS,
         flushBytes: deps.env.KILN_LOG_FLUSH_BYTES,
@@ -70,6 +78,7 @@ export class HostAgent {
   async run(): Promise<void> {
     const { env, client, driver, logger } = this.deps;
     await this.announce();
+    await this.cacheTier.init();
     const session = new AgentSession(
       client,
       {

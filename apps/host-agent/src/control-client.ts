@@ -19,6 +19,12 @@ export type ArtifactPartResponse = z.output<typeof agentProtocol.artifactPartRes
 export type ArtifactCompleteResponse = z.output<typeof agentProtocol.artifactCompleteResponse>;
 export type ArtifactDownloadRequest = z.input<typeof agentProtocol.artifactDownloadRequest>;
 export type ArtifactDownloadGrant = z.output<typeof agentProtocol.artifactDownloadGrant>;
+export type CacheRestoreRequest = z.input<typeof agentProtocol.cacheRestoreRequest>;
+export type CacheRestoreGrant = z.output<typeof agentProtocol.cacheRestoreGrant>;
+export type CacheSaveRequest = z.input<typeof agentProtocol.cacheSaveRequest>;
+export type CacheSaveSession = z.output<typeof agentProtocol.cacheSaveSession>;
+export type CacheCompleteResponse = z.output<typeof agentProtocol.cacheCompleteResponse>;
+export type CacheStatsRequest = z.input<typeof agentProtocol.cacheStatsRequest>;
 export type LogAppendHeader = z.input<typeof agentProtocol.logAppendHeader>;
 export type LogAppendResponse = z.output<typeof agentProtocol.logAppendResponse>;
 export type LogSealRequest = z.input<typeof agentProtocol.logSealRequest>;
@@ -107,6 +113,27 @@ export class ControlClient {
   requestArtifactDownload(jobId: string, jobToken: string, body: ArtifactDownloadRequest, opts: CallOptions): Promise<ApiResult<ArtifactDownloadGrant>> {
     const payload = agentProtocol.artifactDownloadRequest.parse(body);
     return this.post(`${jobPath(jobId)}/artifacts/downloads`, jobToken, payload, agentProtocol.artifactDownloadGrant, opts);
+  }
+
+  // Build caches (docs/adr/0014-build-caches.md): metadata only; bytes go to presigned URLs.
+  requestCacheRestore(jobId: string, jobToken: string, body: CacheRestoreRequest, opts: CallOptions): Promise<ApiResult<CacheRestoreGrant>> {
+    const payload = agentProtocol.cacheRestoreRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/caches/restore`, jobToken, payload, agentProtocol.cacheRestoreGrant, opts);
+  }
+
+  openCacheSave(jobId: string, jobToken: string, body: CacheSaveRequest, opts: CallOptions): Promise<ApiResult<CacheSaveSession>> {
+    const payload = agentProtocol.cacheSaveRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/caches/saves`, jobToken, payload, agentProtocol.cacheSaveSession, opts);
+  }
+
+  completeCacheSave(jobId: string, jobToken: string, entryId: string, epoch: number, opts: CallOptions): Promise<ApiResult<CacheCompleteResponse>> {
+    const payload = agentProtocol.cacheCompleteRequest.parse({ epoch });
+    return this.post(`${jobPath(jobId)}/caches/saves/${encodeURIComponent(entryId)}/complete`, jobToken, payload, agentProtocol.cacheCompleteResponse, opts);
+  }
+
+  reportCacheStats(jobId: string, jobToken: string, body: CacheStatsRequest, opts: CallOptions): Promise<ApiResult<{ recorded: boolean }>> {
+    const payload = agentProtocol.cacheStatsRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/caches/stats`, jobToken, payload, agentProtocol.cacheStatsResponse, opts);
   }
 
   // Logs (docs/adr/0006-logs.md): 200 means the chunks are durable on the control plane.

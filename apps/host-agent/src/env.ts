@@ -81,6 +81,14 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Most bytes / entries one image may unpack to (a decompression bomb fails as image.too_large).
     KILN_IMAGE_MAX_BYTES: intVar(1024, 2 ** 50, 8 * 1024 ** 3),
     KILN_IMAGE_MAX_ENTRIES: intVar(10, 100_000_000, 1_000_000),
+    // Build caches (docs/adr/0014-build-caches.md). Byte budget of the node-local tier
+    // (<KILN_WORK_DIR>/.caches: verified archives by digest, least recently used out first). 10 GiB.
+    KILN_CACHE_LOCAL_BYTES: intVar(0, 2 ** 50, 10 * 1024 ** 3),
+    // Most bytes / entries one cache may unpack to or pack from (decompression-bomb guard). 10 GiB.
+    KILN_CACHE_MAX_BYTES: intVar(1024, 2 ** 50, 10 * 1024 ** 3),
+    KILN_CACHE_MAX_ENTRIES: intVar(10, 100_000_000, 1_000_000),
+    // A restore slower than this is abandoned and counts as a miss. 10 minutes.
+    KILN_CACHE_RESTORE_TIMEOUT_MS: intVar(1_000, 3_600_000, 600_000),
   });
   const env = schema.parse(source);
   const workDir = path.resolve(env.KILN_WORK_DIR);

@@ -5,6 +5,7 @@
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
+import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
@@ -45,6 +46,8 @@ export interface AttemptDeps {
   gitMirrorDir?: string;
   /** Pulls and unpacks pinned job images (ADR 0012); without it images are not prepared. */
   images?: ImagePreparer;
+  /** Build caches (issue 8); without it caches are restored and saved without a node-local tier. */
+  caches?: CacheHostConfig;
   now?: MonotonicClock;
 }
 
@@ -185,10 +188,19 @@ export class AttemptRun {
     // Inputs are verified before any step can see them; outputs are published only after success.
     const restored = await this.artifacts.restoreAll(this.sandbox);
     if (restored !== "ok") return restored;
+    const caches = new CacheTransfer({
+      client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d),
+      writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
+      config: this.deps.caches ?? { localTier: null, limits: DEFAULT_CACHE_LIMITS },
+    });
+    // A miss is never a failure: the steps then rebuild from the clean checkout.
+    if ((await caches.restore(this.sandbox)) === null) return null;
     const verdict = await this.runSteps(this.sandbox, heartbeat);
     if (verdict !== SUCCESS) return verdict;
     const published = await this.artifacts.publishAll(this.sandbox);
-    return published === "ok" ? SUCCESS : published;
+    if (published !== "ok") return published;
+    if ((await caches.save(this.sandbox, job.artifacts.publish.length > 0)) === null) return null;
+    return SUCCESS;
   }
 
   /** Pulls, verifies and unpacks the pinned image before the sandbox exists; timed as image_ms. */

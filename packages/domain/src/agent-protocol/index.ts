@@ -332,3 +332,4 @@ export const cacheStatsRequest = z
       .optional(),
   })
   .strict();
+export const cacheStatsResponse = z.object({ recorded: z.boolean() });

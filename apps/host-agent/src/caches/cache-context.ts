@@ -1,0 +1,30 @@
+import type { ControlClient, JobTicket } from "../control-client.ts";
+import type { Logger } from "../logger.ts";
+import type { CallFailure } from "../artifacts/control-calls.ts";
+import type { LocalCacheTier } from "./local-tier.ts";
+
+export interface CacheLimits {
+  /** Unpacked bytes and entries one restore or save may reach (decompression-bomb guard). */
+  maxBytes: number;
+  maxEntries: number;
+  /** A restore slower than this is abandoned and counts as a miss. */
+  timeoutMs: number;
+}
+
+export interface CacheContext {
+  client: ControlClient;
+  ticket: JobTicket;
+  log: Logger;
+  signal: AbortSignal;
+  workspaceDir: string;
+  localTier: LocalCacheTier | null;
+  limits: CacheLimits;
+}
+
+export interface InputDigest {
+  path: string;
+  sha256: string | null;
+}
+
+/** Not a miss: the attempt itself was interrupted or fenced, and the attempt decides what follows. */
+export type CacheFailure = { failure: Exclude<CallFailure, { kind: "error" }> };

@@ -1,0 +1,108 @@
+// Restores the job's cache before the first step: node-local tier, then object storage. The bytes
+// are verified while they are extracted into an agent-owned staging directory (extract-cache.ts);
+// only a fully verified tree is renamed into the workspace. Any failure, timeout or mismatch
+// removes everything this restore wrote and is a miss: the job continues from its clean checkout.
+import { randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { lstat, mkdir, mkdtemp, open, realpath, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import { resolveRestoreTarget } from "../artifacts/restore-artifact.ts";
+import { callControl } from "../artifacts/control-calls.ts";
+import { errorMessage } from "../logger.ts";
+import { monotonicNow } from "../timing.ts";
+import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
+import { CacheRejected, extractCache } from "./extract-cache.ts";
+
+export type RestoreOutcome =
+  | { result: "hit"; tier: "local" | "remote"; exact: boolean; bytes: number; ms: number; key: string }
+  | { result: "miss"; reason: string; ms: number; key: string | null }
+  | CacheFailure;
+
+export async function restoreCache(ctx: CacheContext, inputs: InputDigest[]): Promise<RestoreOutcome> {
+  const started = monotonicNow();
+  const ms = () => Math.round(monotonicNow() - started);
+  const cache = ctx.ticket.job.cache;
+  if (!cache) return { result: "miss", reason: "no cache declared", ms: 0, key: null };
+  const grant = await callControl("request cache restore", (s) => ctx.client.requestCacheRestore(ctx.ticket.jobId, ctx.ticket.jobToken, { epoch: ctx.ticket.epoch, inputs }, { timeoutMs: 30_000, signal: s }), {
+    signal: ctx.signal, log: ctx.log, attempts: 3,
+  });
+  if (!grant.ok) {
+    if (grant.failure.kind !== "error") return { failure: grant.failure };
+    return { result: "miss", reason: `the control plane could not look the key up: ${grant.failure.message}`, ms: ms(), key: null };
+  }
+  const g = grant.data;
+  if (!g.hit) return { result: "miss", reason: "no entry for this key", ms: ms(), key: g.key };
+  if (g.unpacked_bytes > ctx.limits.maxBytes || g.entry_count > ctx.limits.maxEntries) {
+    return { result: "miss", reason: `the entry is larger than this host's restore budget`, ms: ms(), key: g.key };
+  }
+  const want = { paths: cache.paths, sizeBytes: g.size_bytes, sha256: g.sha256, maxBytes: ctx.limits.maxBytes, maxEntries: ctx.limits.maxEntries };
+  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.limits.timeoutMs)]);
+  const reasons: string[] = [];
+  const local = ctx.localTier ? await ctx.localTier.lookup(g.sha256) : null;
+  if (local && ctx.localTier) {
+    const r = await attempt(ctx, want, signal, () => createReadStream(local, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>);
+    if (r === "ok") return { result: "hit", tier: "local", exact: g.exact, bytes: g.unpacked_bytes, ms: ms(), key: g.key };
+    if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
+    // A local file that fails verification is never offered again.
+    await ctx.localTier.remove(g.sha256);
+    reasons.push(`node-local copy rejected: ${r}`);
+  }
+  const tier = ctx.localTier;
+  const temp = tier ? tier.tempPath(g.sha256, randomUUID()) : null;
+  const r = await attempt(ctx, want, signal, () => download(g.url, signal, temp));
+  if (r === "ok") {
+    if (tier && temp) await tier.adopt(temp, g.sha256).catch((err: unknown) => ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }));
+    return { result: "hit", tier: "remote", exact: g.exact, bytes: g.unpacked_bytes, ms: ms(), key: g.key };
+  }
+  if (temp) await rm(temp, { force: true });
+  if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
+  reasons.push(`object storage copy rejected: ${r}`);
+  return { result: "miss", reason: reasons.join("; "), ms: ms(), key: g.key };
+}
+
+/** One tier: extract into staging, verify, place. "ok" or why not; nothing is left behind on failure. */
+async function attempt(
+  ctx: CacheContext,
+  want: Parameters<typeof extractCache>[2],
+  signal: AbortSignal,
+  source: () => AsyncIterable<Buffer>,
+): Promise<"ok" | string> {
+  const staging = await mkdtemp(path.join(path.dirname(ctx.workspaceDir), ".kiln-cache-stage-"));
+  const placed: string[] = [];
+  try {
+    await extractCache(source(), staging, want, signal);
+    const workspaceReal = await realpath(ctx.workspaceDir);
+    for (const [i, declared] of want.paths.entries()) {
+      const target = await resolveRestoreTarget(workspaceReal, declared);
+      if (!target.ok) throw new CacheRejected(`cache path ${JSON.stringify(declared)}: ${target.message}`);
+      // Restoring over what the checkout put there would mix trees; any doubt is a miss.
+      if (await lstat(target.path).catch(() => null)) throw new CacheRejected(`cache path ${JSON.stringify(declared)} already exists in the workspace`);
+      await mkdir(path.dirname(target.path), { recursive: true });
+      await rename(path.join(staging, String(i)), target.path);
+      placed.push(target.path);
+    }
+    return "ok";
+  } catch (err) {
+    for (const p of placed) await rm(p, { recursive: true, force: true });
+    if (signal.aborted && !ctx.signal.aborted) return "timed out";
+    return err instanceof CacheRejected ? err.message : errorMessage(err);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Streams a presigned GET; with `keep`, also writes the bytes to the node-local temp file. */
+async function* download(url: string, signal: AbortSignal, keep: string | null): AsyncIterable<Buffer> {
+  const res = await fetch(url, { signal });
+  if (res.status !== 200 || !res.body) throw new CacheRejected(`object store answered ${res.status}`);
+  const fh = keep ? await open(keep, "wx", 0o600) : null;
+  try {
+    for await (const chunk of res.body) {
+      const b = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (fh) await fh.write(b);
+      yield b;
+    }
+  } finally {
+    await fh?.close();
+  }
+}
