@@ -50,9 +50,15 @@ export interface ExtractStats {
 export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: string, want: ExtractExpectation, signal?: AbortSignal): Promise<ExtractStats> {
   const archiveHash = createHash("sha256");
   const stats: ExtractStats = { compressedBytes: 0, unpackedBytes: 0, entries: 0 };
-  // Decompressed bytes may exceed file bytes only by tar headers and padding; twice the budget
-  // plus a few MiB is a ceiling no honest archive reaches and a bomb reaches almost at once.
-  const inflatedCeiling = want.maxBytes * 2 + 16 * 1024 * 1024 + MAX_MANIFEST_BYTES;
+  // Decompressed bytes may exceed the manifest's file bytes only by tar headers, pax records and
+  // padding. Until the manifest is read the ceiling is the manifest's own limit; after, it is
+  // what the manifest declares plus that overhead: a bomb trips it almost at once.
+  let inflatedCeiling = MAX_MANIFEST_BYTES + 1024 * 1024;
+  const onManifest = (m: CacheManifest, manifestBytes: number) => {
+    let files = 0;
+    for (const e of m.entries) if (e.type === "file") files += e.size;
+    inflatedCeiling = manifestBytes + files + (m.entries.length + 2) * 10 * 1024 + 1024 * 1024;
+  };
   let inflated = 0;
   const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
   const counted = gunzip.pipe(
@@ -81,13 +87,15 @@ export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: st
   const it = (counted as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const inflatedStream: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => ({ next: () => it.next() }) };
   try {
-    await applyMembers(readTar(inflatedStream), stagingDir, want, stats, signal);
+    await applyMembers(readTar(inflatedStream), stagingDir, want, stats, onManifest, signal);
     for (;;) if ((await it.next()).done) break;
     await feeding;
   } catch (e) {
     gunzip.destroy();
     counted.destroy();
-    throw e;
+    // A malformed tar or gzip stream is hostile input like any other: a refusal, not a crash.
+    if (e instanceof CacheRejected || !(e instanceof Error) || "syscall" in e) throw e;
+    throw new CacheRejected(`the archive is malformed: ${e.message}`);
   }
   const digest = archiveHash.digest("hex");
   if (stats.compressedBytes !== want.sizeBytes || digest !== want.sha256) {
@@ -96,7 +104,14 @@ export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: st
   return stats;
 }
 
-async function applyMembers(items: AsyncIterable<TarItem>, stagingDir: string, want: ExtractExpectation, stats: ExtractStats, signal?: AbortSignal): Promise<void> {
+async function applyMembers(
+  items: AsyncIterable<TarItem>,
+  stagingDir: string,
+  want: ExtractExpectation,
+  stats: ExtractStats,
+  onManifest: (m: CacheManifest, bytes: number) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   let manifest: CacheManifest | null = null;
   let next = 0;
   // Only directories this extraction made may hold members: never a link, never a file.
@@ -109,6 +124,7 @@ async function applyMembers(items: AsyncIterable<TarItem>, stagingDir: string, w
       if (name !== MANIFEST_NAME || header.type !== "file") throw new CacheRejected("the archive does not start with its manifest");
       if (header.size > MAX_MANIFEST_BYTES) throw new CacheRejected("the manifest is too large");
       manifest = parseManifest(await readAll(body, header.size), want);
+      onManifest(manifest, header.size);
       continue;
     }
     const expected = manifest.entries[next++];
@@ -170,6 +186,9 @@ function parseManifest(bytes: Buffer, want: ExtractExpectation): CacheManifest {
   let total = 0;
   for (const e of m.data.entries) if (e.type === "file") total += e.size;
   if (total > want.maxBytes) throw new CacheRejected(`the manifest declares more than ${want.maxBytes} bytes`);
+  // Every declared path is a directory the archive creates itself (what pack-cache writes).
+  const roots = new Set(m.data.entries.filter((e) => e.type === "dir" && /^[0-9]+$/.test(e.path)).map((e) => e.path));
+  for (let i = 0; i < want.paths.length; i++) if (!roots.has(String(i))) throw new CacheRejected(`the manifest has no directory for cache path ${i}`);
   return m.data;
 }
 
