@@ -49,3 +49,49 @@ export function ArtifactsList({ data }: { data: RunPageData }) {
     </table>
   );
 }
+
+const ms = (v: number | null) => (v === null ? "—" : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
+
+/** Build caches (issue 8): what each job restored and saved, and the org's hit rate by trust class. */
+export function CachesList({ data }: { data: RunPageData }) {
+  if (data.caches.length === 0 && data.cache_org.length === 0) return <EmptyState title="No caches">No job of this run declared a cache.</EmptyState>;
+  const jobName = new Map(data.run.jobs.map((j) => [j.id, j.name]));
+  return (
+    <div className="space-y-3">
+      <table className="w-full text-left text-sm" data-testid="caches">
+        <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
+          <tr>
+            <th scope="col" className="py-1.5 pr-4 font-medium">Job</th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">Restore</th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">Bytes restored</th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">Restore time</th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">Save</th>
+            <th scope="col" className="py-1.5 font-medium">Save time</th>
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
+          {data.caches.map((c) => (
+            <tr key={c.jobId}>
+              <td className="py-1.5 pr-4 font-medium">{jobName.get(c.jobId) ?? "—"}</td>
+              <td className="py-1.5 pr-4" title={c.restoreReason ?? undefined}>
+                {c.restoreResult === "hit" ? `hit (${c.restoreTier === "local" ? "node-local" : "object storage"}${c.restoreExact === false ? ", prefix" : ""})` : (c.restoreResult ?? "—")}
+              </td>
+              <td className="py-1.5 pr-4 tabular-nums">{formatBytes(c.bytesRestored)}</td>
+              <td className="py-1.5 pr-4 tabular-nums">{ms(c.restoreMs)}</td>
+              <td className="py-1.5 pr-4" title={c.saveReason ?? undefined}>{c.saveResult === "refused" ? (c.saveReason ?? "refused") : (c.saveResult ?? "—")}</td>
+              <td className="py-1.5 tabular-nums">{ms(c.saveMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {data.cache_org.length > 0 ? (
+        <p className="text-xs text-zinc-500 dark:text-zinc-400" data-testid="cache-org">
+          Org, last 30 days:{" "}
+          {data.cache_org
+            .map((o) => `${o.trustClass} ${o.hitRate === null ? "—" : `${Math.round(o.hitRate * 100)}%`} hit rate (${o.hits}/${o.restores}), ~${ms(o.estimatedSavedMs)} saved`)
+            .join("; ")}
+        </p>
+      ) : null}
+    </div>
+  );
+}

@@ -9,7 +9,7 @@ import { Elapsed, RelativeTime, useNow } from "../time.tsx";
 import type { RunPageData } from "../types.ts";
 import { FirstFailureCard } from "./first-failure-card.tsx";
 import { JobDetails } from "./job-details.tsx";
-import { ArtifactsList, DefinitionFacts } from "./run-facts.tsx";
+import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
 
 /**
@@ -50,6 +50,7 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
       <div className="grid gap-6 lg:grid-cols-2">
         <Card title="Definition" id="definition"><DefinitionFacts data={d} /></Card>
         <Card title="Artifacts" id="artifacts"><ArtifactsList data={d} /></Card>
+        <Card title="Caches" id="caches"><CachesList data={d} /></Card>
       </div>
     </div>
   );

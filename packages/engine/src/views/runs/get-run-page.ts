@@ -1,6 +1,7 @@
 import type { Db } from "@kiln/db";
 import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
 import { getRun, type RunView } from "../../runs/get-run.ts";
+import { orgCacheFigures, runCacheFigures, type JobCacheFigures, type OrgCacheFigures } from "../../caches/cache-figures.ts";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 
@@ -28,6 +29,9 @@ export interface RunPageView {
   job_classes: Record<string, OutcomeClass | null>;
   job_steps: Record<string, JobStepsView>;
   artifacts: ArtifactView[];
+  /** Build caches (issue 8): per job of this run (latest reporting attempt), per trust class of the org (30 days). */
+  caches: JobCacheFigures[];
+  cache_org: OrgCacheFigures[];
   first_failure: FirstFailure | null;
   /** The run's own retry children, newest first, so a red run links to its re-runs. */
   retries: { id: string; status: string; outcome: string | null; created_at: string }[];
@@ -42,7 +46,7 @@ const cls = (o: string | null): OutcomeClass | null => (o !== null && isOutcome(
  * empty extras, never another tenant's rows.
  */
 export async function getRunPage(db: Db, scope: TenantScope, input: { runId: string }): Promise<RunPageView> {
-  const [run, meta, artifacts, retries] = await Promise.all([
+  const [run, meta, artifacts, retries, caches, cacheOrg] = await Promise.all([
     getRun(db, { orgId: scope.orgId, runId: input.runId }),
     db.$queryRaw<{ repo_name: string; definition: WorkflowDefinition | null }[]>`
       SELECT repo.full_name AS repo_name, r.definition
@@ -61,6 +65,8 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
         -- A retry is always newer than its parent: bounds the (org_id, created_at) index scan.
         AND created_at >= (SELECT p.created_at FROM workflow_run p WHERE p.id = ${input.runId}::uuid AND p.org_id = ${scope.orgId}::uuid)
       ORDER BY created_at DESC LIMIT 10`,
+    runCacheFigures(db, { orgId: scope.orgId, runId: input.runId }),
+    orgCacheFigures(db, { orgId: scope.orgId, sinceDays: 30 }),
   ]);
   const definition = meta[0]?.definition ?? null;
   const stepsByIndex = new Map((definition?.jobs ?? []).map((j) => [j.index, j.steps]));
@@ -84,6 +90,8 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
       size_bytes: a.size_bytes === null ? null : Number(a.size_bytes),
       sealed_at: a.sealed_at ? a.sealed_at.toISOString() : null,
     })),
+    caches,
+    cache_org: cacheOrg,
     first_failure: findFirstFailure(run.jobs, stepsByIndex),
     retries: retries.map((r) => ({ ...r, created_at: r.created_at.toISOString() })),
   };
