@@ -31,6 +31,10 @@ const schema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).default("S3RVER"),
   /** Unbound artifact generations and abandoned multipart uploads are collected this long after their attempt ended. */
   KILN_ARTIFACT_GC_GRACE_MS: z.coerce.number().int().min(0).default(24 * 3600_000),
+  /** Build cache entries unused this many days are evicted whatever the quota (issue 8: 7). */
+  KILN_CACHE_IDLE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  /** Per-org cache byte quota in MiB when the org has none of its own (LRU eviction beyond it). */
+  KILN_CACHE_QUOTA_MIB: z.coerce.number().int().min(1).default(10 * 1024),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */

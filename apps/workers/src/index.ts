@@ -5,6 +5,7 @@ import { PgBoss, type JobResult } from "pg-boss";
 import { env } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
+import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
 import { JOBS } from "./jobs/registry.ts";
@@ -58,6 +59,8 @@ for (const job of JOBS) {
 await boss.schedule("reconcile", "* * * * *", {});
 // Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
 await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
+// Build caches: idle and over-quota entries, unfinished uploads (docs/adr/0014-build-caches.md).
+await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
 
 const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS, cfg.dispatchPolicy === "fifo");
 await relay.start();

@@ -1,7 +1,8 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
+import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 
 /** Every pg-boss job the workers run. */
-export const JOBS = [freezeRunJob, reconcileJob, gcArtifactsJob, archiveLogsJob] as const;
+export const JOBS = [freezeRunJob, reconcileJob, gcArtifactsJob, archiveLogsJob, evictCachesJob] as const;
