@@ -2,7 +2,8 @@
 // least recently used first out. A file here is only ever a candidate: every restore re-verifies
 // the digest while extracting, so a corrupted or planted file is a miss (and is removed), never a
 // restore. Files are added by rename from a same-directory temp file: readers never see half of one.
-import { mkdir, readdir, rename, rm, stat, utimes } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { copyFile, mkdir, readdir, rename, rm, stat, utimes } from "node:fs/promises";
 import path from "node:path";
 
 const SHA = /^[0-9a-f]{64}$/;
@@ -42,6 +43,23 @@ export class LocalCacheTier {
   async adopt(tempFile: string, sha256: string): Promise<void> {
     await rename(tempFile, this.pathFor(sha256));
     await this.trim();
+  }
+
+  /**
+   * Keeps a copy of an archive this host just packed and the control plane bound under that digest
+   * (the next job here skips the download). Copied via a temp file when the spool is elsewhere.
+   */
+  async keep(file: string, sha256: string): Promise<void> {
+    const temp = this.tempPath(sha256, randomUUID());
+    try {
+      await rename(file, temp).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== "EXDEV") throw err;
+        await copyFile(file, temp);
+      });
+      await this.adopt(temp, sha256);
+    } finally {
+      await rm(temp, { force: true });
+    }
   }
 
   async remove(sha256: string): Promise<void> {

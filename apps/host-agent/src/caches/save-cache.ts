@@ -38,7 +38,10 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
       return { result: refused ? "refused" : "failed", reason: opened.failure.message, bytes: 0, ms: ms() };
     }
     const o = opened.data;
-    if (o.state !== "upload") return { result: o.state, bytes: 0, ms: ms(), key: o.key };
+    if (o.state !== "upload") {
+      if (o.state === "already_bound") await keepLocally(ctx, spoolFile, packed.sha256);
+      return { result: o.state, bytes: 0, ms: ms(), key: o.key };
+    }
     await putFileRange(o.url, spoolFile, 0, packed.sizeBytes, ctx.signal);
     const done = await callControl("complete cache save", (s) => ctx.client.completeCacheSave(jobId, jobToken, o.entry_id, epoch, { timeoutMs: 600_000, signal: s }), {
       signal: ctx.signal, log: ctx.log, attempts: 3,
@@ -48,6 +51,7 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
       return { result: "failed", reason: done.failure.message, bytes: packed.sizeBytes, ms: ms() };
     }
     const state = done.data.state === "bound" ? "saved" : done.data.state;
+    if (state !== "conflict") await keepLocally(ctx, spoolFile, packed.sha256);
     return { result: state, bytes: packed.sizeBytes, ms: ms(), key: done.data.key };
   } catch (err) {
     if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
@@ -55,4 +59,10 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
   } finally {
     await rm(spoolFile, { force: true });
   }
+}
+
+/** Only bytes whose digest the control plane holds bound: the local tier never holds anything else. */
+async function keepLocally(ctx: CacheContext, file: string, sha256: string): Promise<void> {
+  if (!ctx.localTier) return;
+  await ctx.localTier.keep(file, sha256).catch((err: unknown) => ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }));
 }

@@ -1,0 +1,152 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { sign } from "@octokit/webhooks-methods";
+import { createObjectStore } from "@kiln/engine";
+import { startS3, type S3Handle } from "@kiln/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Platform, type Proc } from "./support/platform.ts";
+
+// Issue 8 end to end: real web server, workers, host agents (process driver), s3rver and git.
+// A trusted run misses and saves; the next one hits the node-local tier, a fresh host hits object
+// storage; a fork PR reads the trusted entry but its write is refused with the named reason in its
+// log; tampered bytes in object storage are a miss on a fresh host and the job rebuilds from a clean
+// checkout. Every byte goes agent <-> s3rver through presigned URLs.
+let s3: S3Handle;
+let s3Dir = "";
+let p: Platform;
+let tenant: Awaited<ReturnType<Platform["seedTenant"]>>;
+
+const WORKFLOW = `version: 1
+jobs:
+  - name: build
+    steps:
+      - |
+        if [ -f deps/marker ]; then echo "restored: $(cat deps/marker) $(sha256sum < deps/sub/blob | cut -c1-16)"; exit 0; fi
+        mkdir -p deps/sub && echo "built-by-$KILN_RUN_ID" > deps/marker
+        head -c 300000 /dev/urandom > deps/sub/blob && ln -s sub/blob deps/link
+        echo "built fresh $(sha256sum < deps/sub/blob | cut -c1-16)"
+    cache:
+      kind: dependencies
+      version: deps-v1
+      inputs: [lock.txt]
+      paths: [deps]
+`;
+
+beforeAll(async () => {
+  s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-s3-"));
+  s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
+  p = new Platform({ KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000", S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln" });
+  await p.start();
+  tenant = await p.seedTenant("caches", { ".kiln/workflow.yaml": WORKFLOW, "lock.txt": "left-pad@1.3.0\n" }, { member: "dev" });
+}, 180_000);
+afterAll(async () => {
+  await p?.stop();
+  await s3?.stop();
+  await rm(s3Dir, { recursive: true, force: true });
+});
+
+async function manualRun(key: string): Promise<any> {
+  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha }, { "idempotency-key": key });
+  expect(r.status).toBe(202);
+  return p.waitForRun(r.json.run_id, tenant.token, (x) => x.status === "completed", 120_000);
+}
+
+async function jobLog(jobId: string, stream: "stdout" | "stderr"): Promise<string> {
+  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, { headers: { authorization: `Bearer ${tenant.token}` } });
+  expect(r.status).toBe(200);
+  return r.text();
+}
+
+async function stopAgent(a: Proc): Promise<void> {
+  const exited = new Promise((resolve) => a.child.once("exit", resolve));
+  a.child.kill("SIGTERM");
+  await exited;
+}
+
+async function stats(runId: string) {
+  return p.db.$queryRaw<{ restore_result: string | null; restore_tier: string | null; save_result: string | null; save_reason: string | null; bytes_restored: bigint | null }[]>`
+    SELECT restore_result, restore_tier, save_result, save_reason, bytes_restored FROM cache_job_stat WHERE run_id = ${runId}::uuid`;
+}
+
+describe("build caches across runs and hosts", () => {
+  let builtBy = "";
+  let agentA: Proc;
+  let agentB: Proc;
+
+  it("a trusted run misses and saves; the next run restores it from the node-local tier", async () => {
+    agentA = await p.startAgent("agent-a", tenant.agentToken);
+    const first = await manualRun("cache-1");
+    expect(first).toMatchObject({ outcome: "success", trust_class: "trusted" });
+    const out1 = await jobLog(first.jobs[0].id, "stdout");
+    expect(out1).toMatch(/built fresh [0-9a-f]{16}/);
+    builtBy = `built-by-${first.id} ${/built fresh ([0-9a-f]{16})/.exec(out1)![1]}`;
+    const err1 = await jobLog(first.jobs[0].id, "stderr");
+    expect(err1).toContain("[kiln] cache miss: no entry for this key");
+    expect(err1).toMatch(/\[kiln\] cache saved: \d+ bytes/);
+    expect(await stats(first.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "saved" })]);
+
+    const second = await manualRun("cache-2");
+    expect(second.outcome).toBe("success");
+    expect(await jobLog(second.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
+    const err2 = await jobLog(second.jobs[0].id, "stderr");
+    expect(err2).toMatch(/\[kiln\] cache hit \(node-local\): restored \d+ bytes/);
+    expect(err2).toContain("[kiln] cache not saved: this key already holds the same bytes");
+    expect(await stats(second.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_tier: "local", save_result: "already_bound" })]);
+  }, 300_000);
+
+  it("a fresh host restores from object storage; a fork PR reads it but its write is refused", async () => {
+    await stopAgent(agentA);
+    agentB = await p.startAgent("agent-b", tenant.agentToken);
+    const third = await manualRun("cache-3");
+    expect(await jobLog(third.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
+    expect(await jobLog(third.jobs[0].id, "stderr")).toMatch(/\[kiln\] cache hit \(object storage\): restored \d+ bytes/);
+
+    const body = JSON.stringify({
+      action: "opened",
+      pull_request: { head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } }, base: { repo: { full_name: tenant.repoName } }, user: { login: "outsider" } },
+      repository: { full_name: tenant.repoName }, sender: { login: "outsider" },
+    });
+    const hook = await fetch(`${p.base}/v1/webhooks/github`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": "cache-fork-1", "x-hub-signature-256": await sign(tenant.secret, body) },
+      body,
+    });
+    expect(hook.status).toBe(202);
+    const { run_id: forkRunId } = (await hook.json()) as { run_id: string };
+    const fork = await p.waitForRun(forkRunId, tenant.token, (x) => x.status === "completed", 120_000);
+    expect(fork).toMatchObject({ outcome: "success", trust_class: "untrusted" });
+    expect(await jobLog(fork.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
+    expect(await jobLog(fork.jobs[0].id, "stderr")).toContain("[kiln] cache write refused: untrusted run");
+    expect(await stats(forkRunId)).toEqual([expect.objectContaining({ restore_result: "hit", save_result: "refused", save_reason: "cache write refused: untrusted run" })]);
+    const written = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_entry WHERE run_id = ${forkRunId}::uuid`;
+    expect(Number(written[0]?.n)).toBe(0);
+  }, 300_000);
+
+  it("tampered bytes in object storage: a miss on a fresh host, nothing extracted, a clean rebuild", async () => {
+    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound'`;
+    expect(entries).toHaveLength(1);
+    const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+    const key = entries[0]!.object_key;
+    const original = Buffer.from(await (await store.send(new GetObjectCommand({ Bucket: "kiln", Key: key }))).Body!.transformToByteArray());
+    const tampered = Buffer.from(original);
+    tampered[tampered.length - 20] = (tampered[tampered.length - 20] ?? 0) ^ 0xff;
+    await store.send(new PutObjectCommand({ Bucket: "kiln", Key: key, Body: tampered }));
+    store.destroy();
+
+    // agent-b holds a verified node-local copy; a third host only has object storage.
+    await stopAgent(agentB);
+    await p.startAgent("agent-c", tenant.agentToken);
+    const fourth = await manualRun("cache-4");
+    expect(fourth.outcome).toBe("success");
+    expect(await jobLog(fourth.jobs[0].id, "stdout")).toMatch(/built fresh [0-9a-f]{16}/);
+    const err = await jobLog(fourth.jobs[0].id, "stderr");
+    expect(err).toMatch(/\[kiln\] cache miss: object storage copy rejected: (archive digest mismatch|file .* does not match|the archive is malformed)/);
+    // Its own save of other bytes under the bound key is a conflict, not an overwrite.
+    expect(err).toContain("[kiln] cache not saved: this key already holds other bytes");
+    const conflicts = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_conflict`;
+    expect(Number(conflicts[0]?.n)).toBe(1);
+    expect(await stats(fourth.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "conflict" })]);
+  }, 300_000);
+});
