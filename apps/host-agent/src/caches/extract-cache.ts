@@ -5,14 +5,19 @@
 // Refused outright, never skipped: absolute names, "..", members outside a declared path, hardlinks,
 // devices, fifos, setuid/setgid/sticky bits, symlinks leading out of their cache path, writing
 // beneath anything that is not a directory this extraction created, and any byte or entry count
-// past the budget (a gzip bomb trips the decompressed-byte counter, not the disk). The caller
+// past the budget (a gzip bomb trips the decompressed-byte ceiling, not the disk). The caller
 // removes the staging directory on any error; only a fully verified tree is ever moved into place.
-import { createHash } from "node:crypto";
-import { constants } from "node:fs";
-import { chmod, mkdir, open, symlink } from "node:fs/promises";
+//
+// Speed (docs/benchmarks.md, "Build caches"): gunzip runs on libuv's pool; the tar stream is parsed
+// by a synchronous push parser inside one Writable and members are written with synchronous calls,
+// at most one decompressed chunk (1 MiB) at a time, so the event loop is never held for long while
+// the per-file thread-pool round trips of async fs calls (open, write, chmod, close) are avoided.
+import { createHash, type Hash } from "node:crypto";
+import { closeSync, constants, fchmodSync, mkdirSync, openSync, symlinkSync, writeSync, chmodSync } from "node:fs";
 import path from "node:path";
-import { Transform } from "node:stream";
-import { createGunzip, type Gunzip } from "node:zlib";
+import { Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip } from "node:zlib";
 import {
   cacheManifest,
   cacheModeProblem,
@@ -21,8 +26,9 @@ import {
   MAX_MANIFEST_BYTES,
   parseCacheMemberName,
   type CacheManifest,
+  type CacheManifestEntry,
 } from "@kiln/domain";
-import { readTar, type TarItem } from "../images/tar-reader.ts";
+import { checksumOk, cString, MAX_META_BYTES, numeric, parsePax, TYPES, type TarType } from "../images/tar-reader.ts";
 
 export class CacheRejected extends Error {
   constructor(message: string) {
@@ -50,49 +56,30 @@ export interface ExtractStats {
 export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: string, want: ExtractExpectation, signal?: AbortSignal): Promise<ExtractStats> {
   const archiveHash = createHash("sha256");
   const stats: ExtractStats = { compressedBytes: 0, unpackedBytes: 0, entries: 0 };
+  const sink = new MemberSink(stagingDir, want, stats);
+  const hashing = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      stats.compressedBytes += chunk.length;
+      if (stats.compressedBytes > want.sizeBytes) return cb(new CacheRejected(`the archive is longer than its entry's ${want.sizeBytes} bytes`));
+      archiveHash.update(chunk);
+      cb(null, chunk);
+    },
+  });
   // Decompressed bytes may exceed the manifest's file bytes only by tar headers, pax records and
   // padding. Until the manifest is read the ceiling is the manifest's own limit; after, it is
   // what the manifest declares plus that overhead: a bomb trips it almost at once.
-  let inflatedCeiling = MAX_MANIFEST_BYTES + 1024 * 1024;
-  const onManifest = (m: CacheManifest, manifestBytes: number) => {
-    let files = 0;
-    for (const e of m.entries) if (e.type === "file") files += e.size;
-    inflatedCeiling = manifestBytes + files + (m.entries.length + 2) * 10 * 1024 + 1024 * 1024;
-  };
-  let inflated = 0;
-  const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
-  const counted = gunzip.pipe(
-    new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        inflated += chunk.length;
-        if (inflated > inflatedCeiling) cb(new CacheRejected(`the archive inflates past ${inflatedCeiling} bytes (decompression bomb)`));
-        else cb(null, chunk);
-      },
-    }),
-  );
-  gunzip.on("error", (e) => counted.destroy(e));
-  const feeding = (async () => {
-    for await (const chunk of source) {
-      if (signal?.aborted) throw new CacheRejected("the restore was interrupted");
-      stats.compressedBytes += chunk.length;
-      if (stats.compressedBytes > want.sizeBytes) throw new CacheRejected(`the archive is longer than its entry's ${want.sizeBytes} bytes`);
-      archiveHash.update(chunk);
-      if (!gunzip.write(chunk)) await drained(gunzip);
-    }
-    gunzip.end();
-  })();
-  feeding.catch((e: unknown) => counted.destroy(e instanceof Error ? e : new Error(String(e))));
-  // One iterator for the whole stream, never closed by the tar reader, so whatever follows the
-  // end-of-archive blocks is still read (and hashed, and counted) below.
-  const it = (counted as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
-  const inflatedStream: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => ({ next: () => it.next() }) };
+  const inflation = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      sink.inflated += chunk.length;
+      if (sink.inflated > sink.inflatedCeiling) cb(new CacheRejected(`the archive inflates past ${sink.inflatedCeiling} bytes (decompression bomb)`));
+      else cb(null, chunk);
+    },
+  });
   try {
-    await applyMembers(readTar(inflatedStream), stagingDir, want, stats, onManifest, signal);
-    for (;;) if ((await it.next()).done) break;
-    await feeding;
+    await pipeline(source, hashing, createGunzip({ chunkSize: 1024 * 1024 }), inflation, sink, { signal: signal ?? new AbortController().signal });
   } catch (e) {
-    gunzip.destroy();
-    counted.destroy();
+    sink.closeOpenFile();
+    if (signal?.aborted) throw new CacheRejected("the restore was interrupted");
     // A malformed tar or gzip stream is hostile input like any other: a refusal, not a crash.
     if (e instanceof CacheRejected || !(e instanceof Error) || "syscall" in e) throw e;
     throw new CacheRejected(`the archive is malformed: ${e.message}`);
@@ -104,70 +91,264 @@ export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: st
   return stats;
 }
 
-async function applyMembers(
-  items: AsyncIterable<TarItem>,
-  stagingDir: string,
-  want: ExtractExpectation,
-  stats: ExtractStats,
-  onManifest: (m: CacheManifest, bytes: number) => void,
-  signal?: AbortSignal,
-): Promise<void> {
-  let manifest: CacheManifest | null = null;
-  let next = 0;
+interface Header {
+  name: string;
+  type: TarType;
+  mode: number;
+  size: number;
+  linkname: string;
+}
+
+type State =
+  | { kind: "header" }
+  | { kind: "meta"; typeflag: string; left: number; pad: number; parts: Buffer[] }
+  | { kind: "body"; left: number; pad: number; file: OpenFile | null; manifest: Buffer[] | null }
+  | { kind: "pad"; left: number }
+  | { kind: "end" };
+
+interface OpenFile {
+  fd: number;
+  hash: Hash;
+  name: string;
+  size: number;
+  mode: number;
+  sha256: string;
+  written: number;
+}
+
+/** Parses the inflated tar stream and applies each member as it arrives (synchronously). */
+class MemberSink extends Writable {
+  inflated = 0;
+  inflatedCeiling = MAX_MANIFEST_BYTES + 1024 * 1024;
+  private state: State = { kind: "header" };
+  private readonly head = Buffer.alloc(512);
+  private headFill = 0;
+  private pax: Record<string, string> = {};
+  private longName: string | null = null;
+  private longLink: string | null = null;
+  private manifest: CacheManifest | null = null;
+  private next = 0;
+  private file: OpenFile | null = null;
   // Only directories this extraction made may hold members: never a link, never a file.
-  const dirs = new Set<string>();
-  const dirModes: [string, number][] = [];
-  for await (const { header, body } of items) {
-    if (signal?.aborted) throw new CacheRejected("the restore was interrupted");
-    const name = header.path.endsWith("/") ? header.path.slice(0, -1) : header.path;
-    if (!manifest) {
-      if (name !== MANIFEST_NAME || header.type !== "file") throw new CacheRejected("the archive does not start with its manifest");
-      if (header.size > MAX_MANIFEST_BYTES) throw new CacheRejected("the manifest is too large");
-      manifest = parseManifest(await readAll(body, header.size), want);
-      onManifest(manifest, header.size);
-      continue;
+  private readonly dirs = new Set<string>();
+  private readonly dirModes: [string, number][] = [];
+
+  constructor(
+    private readonly stagingDir: string,
+    private readonly want: ExtractExpectation,
+    private readonly stats: ExtractStats,
+  ) {
+    super({ highWaterMark: 1024 * 1024 });
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
+    try {
+      this.push_(chunk);
+      cb();
+    } catch (e) {
+      cb(e instanceof Error ? e : new Error(String(e)));
     }
-    const expected = manifest.entries[next++];
-    if (!expected) throw new CacheRejected(`member ${JSON.stringify(name.slice(0, 200))} is not in the manifest`);
-    if (++stats.entries > want.maxEntries) throw new CacheRejected(`the archive has more than ${want.maxEntries} entries`);
-    if (expected.path !== name) throw new CacheRejected(`member ${JSON.stringify(name.slice(0, 200))} is out of manifest order`);
-    const parsed = parseCacheMemberName(name, want.paths.length);
-    if ("problem" in parsed) throw new CacheRejected(`member ${JSON.stringify(name.slice(0, 200))} ${parsed.problem}`);
-    const parent = parsed.rel.length === 0 ? stagingDir : path.join(stagingDir, String(parsed.index), ...parsed.rel.slice(0, -1));
-    if (parent !== stagingDir && !dirs.has(parent)) throw new CacheRejected(`member ${JSON.stringify(name.slice(0, 200))} is not inside a directory of the archive`);
-    const abs = path.join(stagingDir, String(parsed.index), ...parsed.rel);
-    if (header.type !== expected.type) throw new CacheRejected(`member ${JSON.stringify(name.slice(0, 200))} is a ${header.type}, the manifest says ${expected.type}`);
-    switch (expected.type) {
-      case "dir": {
-        const bad = cacheModeProblem(header.mode);
-        if (bad || header.mode !== expected.mode) throw new CacheRejected(`directory ${JSON.stringify(name)} ${bad ?? "has another mode than its manifest entry"}`);
-        if (dirs.has(abs)) throw new CacheRejected(`directory ${JSON.stringify(name)} appears twice`);
-        await mkdir(abs, { mode: 0o700 });
-        dirs.add(abs);
-        dirModes.push([abs, expected.mode]);
-        break;
+  }
+
+  override _final(cb: (e?: Error | null) => void): void {
+    try {
+      // No end-of-archive blocks is tolerated (like GNU tar) only between members.
+      if (this.state.kind !== "end" && !(this.state.kind === "header" && this.headFill === 0)) throw new CacheRejected("the archive is truncated");
+      if (!this.manifest) throw new CacheRejected("the archive is empty");
+      if (this.next !== this.manifest.entries.length) throw new CacheRejected(`the archive ends after ${this.next} of ${this.manifest.entries.length} manifest entries`);
+      for (const [dir, mode] of this.dirModes.reverse()) chmodSync(dir, mode | 0o700);
+      cb();
+    } catch (e) {
+      cb(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  override _destroy(err: Error | null, cb: (e?: Error | null) => void): void {
+    this.closeOpenFile();
+    cb(err);
+  }
+
+  closeOpenFile(): void {
+    if (this.file) {
+      try {
+        closeSync(this.file.fd);
+      } catch {
+        // already closed; the staging directory is removed by the caller anyway
       }
-      case "symlink": {
-        const bad = cacheSymlinkProblem(parsed.rel, header.linkname);
-        if (bad) throw new CacheRejected(`symlink ${JSON.stringify(name)} ${bad}`);
-        if (header.linkname !== expected.target) throw new CacheRejected(`symlink ${JSON.stringify(name)} has another target than its manifest entry`);
-        await symlink(header.linkname, abs);
-        break;
-      }
-      case "file": {
-        const bad = cacheModeProblem(header.mode);
-        if (bad || header.mode !== expected.mode) throw new CacheRejected(`file ${JSON.stringify(name)} ${bad ?? "has another mode than its manifest entry"}`);
-        if (header.size !== expected.size) throw new CacheRejected(`file ${JSON.stringify(name)} has another size than its manifest entry`);
-        if (stats.unpackedBytes + header.size > want.maxBytes) throw new CacheRejected(`the archive unpacks to more than ${want.maxBytes} bytes`);
-        await writeVerified(abs, header.size, expected.mode, expected.sha256, body, name);
-        stats.unpackedBytes += header.size;
-        break;
+      this.file = null;
+    }
+  }
+
+  private push_(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length) {
+      const s = this.state;
+      const avail = chunk.length - at;
+      switch (s.kind) {
+        case "end":
+          return; // trailing zeros after the end blocks: counted by the inflation ceiling only
+        case "header": {
+          const n = Math.min(512 - this.headFill, avail);
+          chunk.copy(this.head, this.headFill, at, at + n);
+          this.headFill += n;
+          at += n;
+          if (this.headFill === 512) {
+            this.headFill = 0;
+            this.onHeader();
+          }
+          break;
+        }
+        case "meta": {
+          const n = Math.min(s.left, avail);
+          s.parts.push(Buffer.from(chunk.subarray(at, at + n)));
+          s.left -= n;
+          at += n;
+          if (s.left === 0) this.onMeta(s.typeflag, Buffer.concat(s.parts), s.pad);
+          break;
+        }
+        case "body": {
+          const n = Math.min(s.left, avail);
+          const part = chunk.subarray(at, at + n);
+          if (s.file) this.writeFilePart(s.file, part);
+          else if (s.manifest) s.manifest.push(Buffer.from(part));
+          s.left -= n;
+          at += n;
+          if (s.left === 0) {
+            if (s.file) this.finishFile(s.file);
+            if (s.manifest) this.onManifest(Buffer.concat(s.manifest));
+            this.state = s.pad > 0 ? { kind: "pad", left: s.pad } : { kind: "header" };
+          }
+          break;
+        }
+        case "pad": {
+          const n = Math.min(s.left, avail);
+          s.left -= n;
+          at += n;
+          if (s.left === 0) this.state = { kind: "header" };
+          break;
+        }
       }
     }
   }
-  if (!manifest) throw new CacheRejected("the archive is empty");
-  if (next !== manifest.entries.length) throw new CacheRejected(`the archive ends after ${next} of ${manifest.entries.length} manifest entries`);
-  for (const [dir, mode] of dirModes.reverse()) await chmod(dir, mode | 0o700);
+
+  private onHeader(): void {
+    const h = this.head;
+    if (h.every((b) => b === 0)) {
+      this.state = { kind: "end" };
+      return;
+    }
+    if (!checksumOk(h)) throw new CacheRejected("the archive is malformed: tar header checksum mismatch");
+    const typeflag = String.fromCharCode(h[156]!);
+    let size = numeric(h, 124, 12);
+    const pad = (n: number) => (512 - (n % 512)) % 512;
+    if (typeflag === "x" || typeflag === "g" || typeflag === "L" || typeflag === "K") {
+      if (size > MAX_META_BYTES) throw new CacheRejected("the archive is malformed: tar metadata record too large");
+      this.state = size === 0 ? { kind: "header" } : { kind: "meta", typeflag, left: size, pad: pad(size), parts: [] };
+      return;
+    }
+    const magic = h.subarray(257, 263).toString("ascii");
+    const prefix = magic === "ustar\0" ? cString(h, 345, 155) : "";
+    let name = this.longName ?? (prefix ? `${prefix}/${cString(h, 0, 100)}` : cString(h, 0, 100));
+    let linkname = this.longLink ?? cString(h, 157, 100);
+    if (this.pax.path !== undefined) name = this.pax.path;
+    if (this.pax.linkpath !== undefined) linkname = this.pax.linkpath;
+    if (this.pax.size !== undefined) {
+      size = Number(this.pax.size);
+      if (!Number.isSafeInteger(size) || size < 0) throw new CacheRejected("the archive is malformed: bad pax size");
+    }
+    this.pax = {};
+    this.longName = null;
+    this.longLink = null;
+    const header: Header = { name: name.endsWith("/") ? name.slice(0, -1) : name, type: TYPES[typeflag] ?? "other", mode: numeric(h, 100, 8), size, linkname };
+    const consumer = this.onMember(header);
+    // Only files carry data. A directory or link claiming a size is followed by bytes that then
+    // fail as the next header: a refusal either way.
+    const bodySize = header.type === "file" ? size : 0;
+    this.state = bodySize === 0 ? { kind: "header" } : { kind: "body", left: bodySize, pad: pad(bodySize), file: consumer.file, manifest: consumer.manifest };
+    if (bodySize === 0 && consumer.file) this.finishFile(consumer.file);
+    if (bodySize === 0 && consumer.manifest) this.onManifest(Buffer.alloc(0));
+  }
+
+  private onMeta(typeflag: string, data: Buffer, pad: number): void {
+    if (typeflag === "x") this.pax = { ...this.pax, ...parsePax(data) };
+    else if (typeflag === "L") this.longName = cString(data, 0, data.length);
+    else if (typeflag === "K") this.longLink = cString(data, 0, data.length);
+    this.state = pad > 0 ? { kind: "pad", left: pad } : { kind: "header" };
+  }
+
+  private onMember(h: Header): { file: OpenFile | null; manifest: Buffer[] | null } {
+    const { name } = h;
+    const quoted = JSON.stringify(name.slice(0, 200));
+    if (!this.manifest) {
+      if (this.next > 0 || name !== MANIFEST_NAME || h.type !== "file") throw new CacheRejected("the archive does not start with its manifest");
+      if (h.size > MAX_MANIFEST_BYTES) throw new CacheRejected("the manifest is too large");
+      this.next = -1; // the manifest is being read
+      return { file: null, manifest: [] };
+    }
+    const expected: CacheManifestEntry | undefined = this.manifest.entries[this.next++];
+    if (!expected) throw new CacheRejected(`member ${quoted} is not in the manifest`);
+    if (++this.stats.entries > this.want.maxEntries) throw new CacheRejected(`the archive has more than ${this.want.maxEntries} entries`);
+    if (expected.path !== name) throw new CacheRejected(`member ${quoted} is out of manifest order`);
+    const parsed = parseCacheMemberName(name, this.want.paths.length);
+    if ("problem" in parsed) throw new CacheRejected(`member ${quoted} ${parsed.problem}`);
+    if (h.type !== expected.type) throw new CacheRejected(`member ${quoted} is a ${h.type}, the manifest says ${expected.type}`);
+    const parent = parsed.rel.length === 0 ? this.stagingDir : path.join(this.stagingDir, String(parsed.index), ...parsed.rel.slice(0, -1));
+    if (parent !== this.stagingDir && !this.dirs.has(parent)) throw new CacheRejected(`member ${quoted} is not inside a directory of the archive`);
+    const abs = path.join(this.stagingDir, String(parsed.index), ...parsed.rel);
+    switch (expected.type) {
+      case "dir": {
+        const bad = cacheModeProblem(h.mode);
+        if (bad || h.mode !== expected.mode) throw new CacheRejected(`directory ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
+        if (this.dirs.has(abs)) throw new CacheRejected(`directory ${quoted} appears twice`);
+        mkdirSync(abs, { mode: 0o700 });
+        this.dirs.add(abs);
+        this.dirModes.push([abs, expected.mode]);
+        return { file: null, manifest: null };
+      }
+      case "symlink": {
+        const bad = cacheSymlinkProblem(parsed.rel, h.linkname);
+        if (bad) throw new CacheRejected(`symlink ${quoted} ${bad}`);
+        if (h.linkname !== expected.target) throw new CacheRejected(`symlink ${quoted} has another target than its manifest entry`);
+        symlinkSync(h.linkname, abs);
+        return { file: null, manifest: null };
+      }
+      case "file": {
+        const bad = cacheModeProblem(h.mode);
+        if (bad || h.mode !== expected.mode) throw new CacheRejected(`file ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
+        if (h.size !== expected.size) throw new CacheRejected(`file ${quoted} has another size than its manifest entry`);
+        if (this.stats.unpackedBytes + h.size > this.want.maxBytes) throw new CacheRejected(`the archive unpacks to more than ${this.want.maxBytes} bytes`);
+        // O_EXCL|O_NOFOLLOW: never through a link, never over something already extracted.
+        const fd = openSync(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+        this.file = { fd, hash: createHash("sha256"), name, size: h.size, mode: expected.mode, sha256: expected.sha256, written: 0 };
+        return { file: this.file, manifest: null };
+      }
+    }
+  }
+
+  private writeFilePart(f: OpenFile, part: Buffer): void {
+    f.hash.update(part);
+    let off = 0;
+    while (off < part.length) off += writeSync(f.fd, part, off, part.length - off);
+    f.written += part.length;
+  }
+
+  private finishFile(f: OpenFile): void {
+    fchmodSync(f.fd, f.mode);
+    closeSync(f.fd);
+    this.file = null;
+    if (f.written !== f.size) throw new CacheRejected(`file ${JSON.stringify(f.name)} is shorter than its header says`);
+    if (f.hash.digest("hex") !== f.sha256) throw new CacheRejected(`file ${JSON.stringify(f.name)} does not match its manifest sha256`);
+    this.stats.unpackedBytes += f.size;
+  }
+
+  private onManifest(bytes: Buffer): void {
+    const m = parseManifest(bytes, this.want);
+    this.manifest = m;
+    this.next = 0;
+    let files = 0;
+    for (const e of m.entries) if (e.type === "file") files += e.size;
+    this.inflatedCeiling = bytes.length + files + (m.entries.length + 2) * 10 * 1024 + 1024 * 1024;
+  }
 }
 
 function parseManifest(bytes: Buffer, want: ExtractExpectation): CacheManifest {
@@ -190,51 +371,4 @@ function parseManifest(bytes: Buffer, want: ExtractExpectation): CacheManifest {
   const roots = new Set(m.data.entries.filter((e) => e.type === "dir" && /^[0-9]+$/.test(e.path)).map((e) => e.path));
   for (let i = 0; i < want.paths.length; i++) if (!roots.has(String(i))) throw new CacheRejected(`the manifest has no directory for cache path ${i}`);
   return m.data;
-}
-
-function drained(stream: Gunzip): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      stream.off("drain", done);
-      stream.off("error", fail);
-      stream.off("close", closed);
-      resolve();
-    };
-    const fail = (e: unknown) => {
-      stream.off("drain", done);
-      stream.off("close", closed);
-      reject(e instanceof Error ? e : new Error(String(e)));
-    };
-    const closed = () => fail(new CacheRejected("the decompressor closed early"));
-    stream.once("drain", done);
-    stream.once("error", fail);
-    stream.once("close", closed);
-  });
-}
-
-async function readAll(body: AsyncIterable<Buffer>, size: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(c);
-  const b = Buffer.concat(chunks);
-  if (b.length !== size) throw new CacheRejected("a member is shorter than its header says");
-  return b;
-}
-
-async function writeVerified(abs: string, size: number, mode: number, sha256: string, body: AsyncIterable<Buffer>, name: string): Promise<void> {
-  // O_EXCL|O_NOFOLLOW: never through a link, never over something already extracted.
-  const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  const h = createHash("sha256");
-  let written = 0;
-  try {
-    for await (const chunk of body) {
-      h.update(chunk);
-      await fh.write(chunk);
-      written += chunk.length;
-    }
-    await fh.chmod(mode);
-  } finally {
-    await fh.close();
-  }
-  if (written !== size) throw new CacheRejected(`file ${JSON.stringify(name)} is shorter than its header says`);
-  if (h.digest("hex") !== sha256) throw new CacheRejected(`file ${JSON.stringify(name)} does not match its manifest sha256`);
 }

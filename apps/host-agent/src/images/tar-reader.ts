@@ -21,9 +21,9 @@ export interface TarItem {
 }
 
 /** pax/GNU metadata records are small; anything bigger is an attack on memory. */
-const MAX_META_BYTES = 1024 * 1024;
+export const MAX_META_BYTES = 1024 * 1024;
 
-const TYPES: Record<string, TarType> = { "0": "file", "\0": "file", "7": "file", "1": "hardlink", "2": "symlink", "3": "chardev", "4": "blockdev", "5": "dir", "6": "fifo" };
+export const TYPES: Record<string, TarType> = { "0": "file", "\0": "file", "7": "file", "1": "hardlink", "2": "symlink", "3": "chardev", "4": "blockdev", "5": "dir", "6": "fifo" };
 
 class ByteSource {
   private chunks: Buffer[] = [];
@@ -79,13 +79,13 @@ class ByteSource {
 
 const truncated = () => new ImageError("IMAGE.BAD_MANIFEST", "layer tar is truncated");
 
-function cString(buf: Buffer, start: number, len: number): string {
+export function cString(buf: Buffer, start: number, len: number): string {
   const field = buf.subarray(start, start + len);
   const nul = field.indexOf(0);
   return field.subarray(0, nul < 0 ? len : nul).toString("utf8");
 }
 
-function numeric(buf: Buffer, start: number, len: number): number {
+export function numeric(buf: Buffer, start: number, len: number): number {
   const field = buf.subarray(start, start + len);
   if (field[0]! & 0x80) {
     // GNU base-256: big-endian, first byte's high bit is the marker.
@@ -100,13 +100,13 @@ function numeric(buf: Buffer, start: number, len: number): number {
   return parseInt(text, 8);
 }
 
-function checksumOk(h: Buffer): boolean {
+export function checksumOk(h: Buffer): boolean {
   let sum = 0;
   for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : h[i]!;
   return sum === numeric(h, 148, 8);
 }
 
-function parsePax(data: Buffer): Record<string, string> {
+export function parsePax(data: Buffer): Record<string, string> {
   const out: Record<string, string> = {};
   let at = 0;
   while (at < data.length) {
