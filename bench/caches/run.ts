@@ -81,7 +81,6 @@ async function main(): Promise<void> {
 
     const rows: { tar: number; local: number; remote: number }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      // Order rotates per round so a load spike does not always land on the same path.
       const plain = path.join(root, `plain-${r}`);
       await mkdir(plain);
       const tarMs = await timed(() => execFileAsync("tar", ["-xzf", archive, "-C", plain]));
