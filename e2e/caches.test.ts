@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { sign } from "@octokit/webhooks-methods";
-import { createObjectStore } from "@kiln/engine";
+import { createObjectStore, platformKey, signJobToken } from "@kiln/engine";
 import { startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform, type Proc } from "./support/platform.ts";
@@ -149,4 +149,31 @@ describe("build caches across runs and hosts", () => {
     expect(Number(conflicts[0]?.n)).toBe(1);
     expect(await stats(fourth.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "conflict" })]);
   }, 300_000);
+
+  it("a finished or stale epoch gets 409 on every cache call; bad bodies get 4xx, never a 500", async () => {
+    const jobs = await p.db.$queryRaw<{ job_id: string; attempt_id: string }[]>`
+      SELECT a.job_id, a.id AS attempt_id FROM attempt a JOIN workflow_run r ON r.id = a.run_id WHERE r.trust_class = 'trusted' ORDER BY a.claimed_at LIMIT 1`;
+    const { job_id: jobId, attempt_id: attemptId } = jobs[0]!;
+    const token = signJobToken(await platformKey(p.db), { jobId, attemptId, epoch: 1 });
+    const inputs = [{ path: "lock.txt", sha256: "a".repeat(64) }];
+    const calls: [string, unknown][] = [
+      ["caches/restore", { epoch: 1, inputs }],
+      ["caches/saves", { epoch: 1, inputs, size_bytes: 10, sha256: "b".repeat(64), unpacked_bytes: 10, entry_count: 1 }],
+      [`caches/saves/${"0".repeat(8)}-0000-4000-8000-${"0".repeat(12)}/complete`, { epoch: 1 }],
+      ["caches/stats", { epoch: 1, save: { result: "saved", reason: null, bytes: 1, ms: 1 } }],
+    ];
+    for (const [route, body] of calls) {
+      const r = await p.api("POST", `/v1/agent/jobs/${jobId}/${route}`, token, body);
+      expect([route, r.status, r.json.error?.code]).toEqual([route, 409, "ATTEMPT.STALE_EPOCH"]);
+    }
+    for (const bad of [{}, { epoch: 1 }, { epoch: 1, inputs: [{ path: "", sha256: "x" }] }, { epoch: "1", inputs }, { epoch: 1, inputs, extra: true }]) {
+      const r = await p.api("POST", `/v1/agent/jobs/${jobId}/caches/restore`, token, bad);
+      expect(r.status).toBeGreaterThanOrEqual(400);
+      expect(r.status).toBeLessThan(500);
+      expect(typeof r.json.error.code).toBe("string");
+    }
+    const bogusEntry = await p.api("POST", `/v1/agent/jobs/${jobId}/caches/saves/not-a-uuid/complete`, token, { epoch: 1 });
+    expect(bogusEntry.status).toBeGreaterThanOrEqual(400);
+    expect(bogusEntry.status).toBeLessThan(500);
+  }, 60_000);
 });
