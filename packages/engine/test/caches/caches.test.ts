@@ -9,6 +9,9 @@ import { grantCacheRestore } from "../../src/caches/grant-restore.ts";
 import { openCacheSave } from "../../src/caches/open-save.ts";
 import { recordCacheStats } from "../../src/caches/record-stats.ts";
 import { orgCacheFigures, runCacheFigures } from "../../src/caches/cache-figures.ts";
+import { addMember } from "../../src/tenants/admin.ts";
+import { getOrgSettings } from "../../src/views/tenants/get-org-settings.ts";
+import { resolveTenant } from "../../src/views/tenants/resolve-tenant.ts";
 import { def, newSession, seedFrozenRun, seedTenant, useTestDb, type Tenant } from "../support.ts";
 import { bytes, claim, claimsOf, expireLease, fetchBytes, publish, sha256, useS3 } from "../artifacts/support.ts";
 
@@ -165,6 +168,17 @@ describe("restore and save through the control plane", () => {
     expect(await save(d, lock("c"), first)).toMatchObject({ state: "already_bound" });
     const reader = await runOne(t.db(), tenant, DEPS());
     expect(await grantCacheRestore(t.db(), store(), claimsOf(reader), lock("c"))).toMatchObject({ hit: true, sha256: sha256(first) });
+    // Shown to the org's admins (settings page), not to members.
+    const scopeOf = async (login: string, role: "admin" | "member") => {
+      const { userId } = await addMember(t.db(), { orgSlug: tenant.slug, login, role });
+      return resolveTenant(t.db(), { userId, login, orgSlug: tenant.slug, roles: [role] });
+    };
+    const adminView = await getOrgSettings(t.db(), await scopeOf(`${tenant.slug}-boss`, "admin"));
+    expect(adminView.cache_conflicts).toEqual([
+      expect.objectContaining({ repo: tenant.repoName, bound_sha256: sha256(first), rejected_sha256: sha256(bytes(3000, 12)), run_id: c.runId }),
+      expect.objectContaining({ repo: tenant.repoName, bound_sha256: sha256(first), rejected_sha256: sha256(second), run_id: b.runId }),
+    ]);
+    expect((await getOrgSettings(t.db(), await scopeOf(`${tenant.slug}-dev`, "member"))).cache_conflicts).toEqual([]);
     const events = await t.db().$queryRaw<{ to_state: string; reason: string }[]>`
       SELECT to_state, reason FROM transition_event WHERE org_id = ${tenant.orgId}::uuid AND entity = 'cache' ORDER BY id`;
     expect(events.map((e) => `${e.to_state}:${e.reason}`)).toEqual(["uploading:save_opened", "uploading:save_opened", "bound:verified", "abandoned:conflict", "abandoned:conflict"]);

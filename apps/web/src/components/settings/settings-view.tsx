@@ -5,6 +5,7 @@ import { useTRPC } from "@/server/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";
+import { CacheConflicts } from "./cache-conflicts.tsx";
 import { CapacityCard } from "./capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
 import { RecentChanges } from "./recent-changes.tsx";
@@ -34,6 +35,7 @@ export function SettingsView({ org }: { org: string }) {
       <CapacityCard org={org} rows={q.data.entitlements} admin={admin} />
       <EgressCard org={org} rules={q.data.egress} admin={admin} now={now} />
       <RecentChanges changes={q.data.changes} now={now} />
+      {admin ? <CacheConflicts conflicts={q.data.cache_conflicts} now={now} /> : null}
     </div>
   );
 }
