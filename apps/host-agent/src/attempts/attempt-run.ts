@@ -186,15 +186,16 @@ export class AttemptRun {
     }
     if (this.abort.signal.aborted) return null;
     // Inputs are verified before any step can see them; outputs are published only after success.
-    const restored = await this.artifacts.restoreAll(this.sandbox);
-    if (restored !== "ok") return restored;
     const caches = new CacheTransfer({
       client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d),
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
       config: this.deps.caches ?? { localTier: null, limits: DEFAULT_CACHE_LIMITS },
     });
-    // A miss is never a failure: the steps then rebuild from the clean checkout.
+    // Straight after the checkout: the key hashes the inputs as the pinned commit has them, before an
+    // artifact restore or a step could change them. A miss is never a failure: the steps rebuild.
     if ((await caches.restore(this.sandbox)) === null) return null;
+    const restored = await this.artifacts.restoreAll(this.sandbox);
+    if (restored !== "ok") return restored;
     const verdict = await this.runSteps(this.sandbox, heartbeat);
     if (verdict !== SUCCESS) return verdict;
     const published = await this.artifacts.publishAll(this.sandbox);
