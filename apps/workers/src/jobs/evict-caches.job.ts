@@ -1,4 +1,5 @@
-import { createObjectStore, DEFAULT_CACHE_SETTINGS, evictCaches, type CacheStore } from "@kiln/engine";
+import { createObjectStore, DEFAULT_CACHE_SETTINGS, evictCaches, type CacheEvictionReport, type CacheStore } from "@kiln/engine";
+import type { Db } from "@kiln/db";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
 
@@ -16,12 +17,17 @@ export const evictCachesJob = defineJob({
   retryDelaySeconds: 30,
   expireInSeconds: 15 * 60,
   handle: async ({ db }) => {
-    const report = await evictCaches(db, await storeFromEnv());
+    const report = await runCacheEviction(db, await storeFromEnv());
     if (report.evictedIdle + report.evictedOverQuota + report.abandonedUploads + report.objectsDeleted > 0) {
       console.log(JSON.stringify({ level: "info", msg: "caches evicted", ...report }));
     }
   },
 });
+
+/** One pass; the handler's whole body, exported so the run-it-twice test drives exactly it. */
+export function runCacheEviction(db: Db, store: CacheStore): Promise<CacheEvictionReport> {
+  return evictCaches(db, store);
+}
 
 let store: CacheStore | null = null;
 
