@@ -3,9 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { sign } from "@octokit/webhooks-methods";
-import { createObjectStore, platformKey, signJobToken } from "@kiln/engine";
+import { addMember, createObjectStore, platformKey, signJobToken } from "@kiln/engine";
 import { startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signIn, TestBrowser } from "./support/browser.ts";
 import { Platform, type Proc } from "./support/platform.ts";
 
 // Issue 8 end to end: real web server, workers, host agents (process driver), s3rver and git.
@@ -37,7 +38,11 @@ jobs:
 beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-s3-"));
   s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
-  p = new Platform({ KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000", S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln" });
+  p = new Platform({
+    KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000", S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln",
+    // The run page and the settings page are read through the dashboard at the end.
+    KILN_DEV_LOGIN: "1", AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
+  });
   await p.start();
   tenant = await p.seedTenant("caches", { ".kiln/workflow.yaml": WORKFLOW, "lock.txt": "left-pad@1.3.0\n" }, { member: "dev" });
 }, 180_000);
@@ -72,6 +77,7 @@ async function stats(runId: string) {
 
 describe("build caches across runs and hosts", () => {
   let builtBy = "";
+  let secondRunId = "";
   let agentA: Proc;
   let agentB: Proc;
 
@@ -88,6 +94,7 @@ describe("build caches across runs and hosts", () => {
     expect(await stats(first.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "saved" })]);
 
     const second = await manualRun("cache-2");
+    secondRunId = second.id;
     expect(second.outcome).toBe("success");
     expect(await jobLog(second.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
     const err2 = await jobLog(second.jobs[0].id, "stderr");
@@ -176,4 +183,27 @@ describe("build caches across runs and hosts", () => {
     expect(bogusEntry.status).toBeGreaterThanOrEqual(400);
     expect(bogusEntry.status).toBeLessThan(500);
   }, 60_000);
+
+  it("the run page shows each job's cache figures; the settings page shows conflicts to admins", async () => {
+    await addMember(p.db, { orgSlug: "caches", login: "ada", role: "admin" });
+    const browser = await TestBrowser.launch();
+    try {
+      const page = await browser.page();
+      await signIn(page, p.base, "ada", "/orgs/caches");
+      await page.goto(`${p.base}/orgs/caches/runs/${secondRunId}`);
+      const caches = page.getByTestId("caches");
+      await caches.waitFor({ timeout: 60_000 });
+      const text = (await caches.textContent()) ?? "";
+      expect(text).toContain("hit (node-local)");
+      expect(text).toContain("already_bound");
+      expect(await page.getByTestId("cache-org").textContent()).toMatch(/trusted \d+% hit rate/);
+      await page.goto(`${p.base}/orgs/caches/settings`);
+      const conflicts = page.getByTestId("cache-conflicts");
+      await conflicts.waitFor({ timeout: 60_000 });
+      expect(await conflicts.locator("tbody tr").count()).toBe(1);
+      expect(await conflicts.textContent()).toContain(tenant.repoName);
+    } finally {
+      await browser.close();
+    }
+  }, 180_000);
 });
