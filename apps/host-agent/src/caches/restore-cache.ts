@@ -3,8 +3,12 @@
 // only a fully verified tree is renamed into the workspace. Any failure, timeout or mismatch
 // removes everything this restore wrote and is a miss: the job continues from its clean checkout.
 import { randomUUID } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { lstat, mkdir, mkdtemp, open, realpath, rename, rm } from "node:fs/promises";
+import { once } from "node:events";
+import { createReadStream, createWriteStream } from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import { finished } from "node:stream/promises";
+import { lstat, mkdir, mkdtemp, realpath, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { resolveRestoreTarget } from "../artifacts/restore-artifact.ts";
 import { callControl } from "../artifacts/control-calls.ts";
@@ -110,18 +114,32 @@ async function attempt(
   }
 }
 
-/** Streams a presigned GET; with `keep`, also writes the bytes to the node-local temp file. */
+/**
+ * Streams a presigned GET (node:http: no web-stream layer per chunk); with `keep`, also writes the
+ * bytes to the node-local temp file, waiting only when the disk pushes back.
+ */
 async function* download(url: string, signal: AbortSignal, keep: string | null): AsyncIterable<Buffer> {
-  const res = await fetch(url, { signal });
-  if (res.status !== 200 || !res.body) throw new CacheRejected(`object store answered ${res.status}`);
-  const fh = keep ? await open(keep, "wx", 0o600) : null;
+  const u = new URL(url);
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = (u.protocol === "https:" ? https : http).get(u, { signal }, resolve);
+    req.once("error", reject);
+  });
+  if (res.statusCode !== 200) {
+    res.resume();
+    throw new CacheRejected(`object store answered ${res.statusCode ?? 0}`);
+  }
+  const out = keep ? createWriteStream(keep, { flags: "wx", mode: 0o600 }) : null;
+  const closed = out ? finished(out) : null;
+  closed?.catch(() => undefined);
   try {
-    for await (const chunk of res.body) {
-      const b = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      if (fh) await fh.write(b);
-      yield b;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      if (out && !out.write(chunk)) await once(out, "drain", { signal });
+      yield chunk;
     }
   } finally {
-    await fh?.close();
+    out?.end();
+    res.destroy();
   }
+  // The node-local copy is adopted only after this point, so it must be complete on disk.
+  await closed;
 }
