@@ -34,6 +34,10 @@ export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims
     if (!write.allowed) throw new DomainError("CACHE.WRITE_REFUSED", UNTRUSTED_WRITE_MESSAGE, { reason: write.reason });
     checkCacheArchive(store.settings.limits, req);
     const { attempt } = scope;
+    // An archive larger than the org's whole quota would be evicted by the next pass: refuse it now.
+    const quota = await tx.$queryRaw<{ q: bigint | null }[]>`SELECT cache_quota_bytes AS q FROM org WHERE id = ${attempt.orgId}::uuid`;
+    const quotaBytes = quota[0]?.q === null || quota[0]?.q === undefined ? store.settings.defaultQuotaBytes : Number(quota[0].q);
+    if (req.sizeBytes > quotaBytes) throw new DomainError("CACHE.TOO_LARGE", `cache archive is ${req.sizeBytes} bytes; the org's cache quota is ${quotaBytes}`);
     const bound = await lockBinding(tx, scope.key);
     const decision = decideCacheBind(bound, req);
     const own = await tx.$queryRaw<{ id: string; state: string; sha256: string; size_bytes: bigint; object_key: string }[]>`

@@ -131,6 +131,14 @@ describe("restore and save through the control plane", () => {
     expect(Number(bound[0]?.n)).toBe(0);
   });
 
+  it("refuses an archive larger than the org's whole quota", async () => {
+    const tenant = await seedTenant(t.db());
+    await t.db().$executeRaw`UPDATE org SET cache_quota_bytes = 1000 WHERE id = ${tenant.orgId}::uuid`;
+    const tk = await runOne(t.db(), tenant, DEPS());
+    await expect(save(tk, lock("a"), bytes(1001, 1))).rejects.toMatchObject({ code: "CACHE.TOO_LARGE" });
+    expect(await save(tk, lock("b"), bytes(1000, 1))).toMatchObject({ state: "bound" });
+  });
+
   it("never binds bytes that differ from what was declared", async () => {
     const tenant = await seedTenant(t.db());
     const tk = await runOne(t.db(), tenant, DEPS());
