@@ -18,6 +18,7 @@ let s3: S3Handle;
 let s3Dir = "";
 let p: Platform;
 let tenant: Awaited<ReturnType<Platform["seedTenant"]>>;
+let firstSha = "";
 
 const WORKFLOW = `version: 1
 jobs:
@@ -45,6 +46,7 @@ beforeAll(async () => {
   });
   await p.start();
   tenant = await p.seedTenant("caches", { ".kiln/workflow.yaml": WORKFLOW, "lock.txt": "left-pad@1.3.0\n" }, { member: "dev" });
+  firstSha = tenant.git.headSha;
 }, 180_000);
 afterAll(async () => {
   await p?.stop();
@@ -52,8 +54,8 @@ afterAll(async () => {
   await rm(s3Dir, { recursive: true, force: true });
 });
 
-async function manualRun(key: string): Promise<any> {
-  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha }, { "idempotency-key": key });
+async function manualRun(key: string, commitSha = firstSha): Promise<any> {
+  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: commitSha }, { "idempotency-key": key });
   expect(r.status).toBe(202);
   return p.waitForRun(r.json.run_id, tenant.token, (x) => x.status === "completed", 120_000);
 }
@@ -71,19 +73,21 @@ async function stopAgent(a: Proc): Promise<void> {
 }
 
 async function stats(runId: string) {
-  return p.db.$queryRaw<{ restore_result: string | null; restore_tier: string | null; save_result: string | null; save_reason: string | null; bytes_restored: bigint | null }[]>`
-    SELECT restore_result, restore_tier, save_result, save_reason, bytes_restored FROM cache_job_stat WHERE run_id = ${runId}::uuid`;
+  return p.db.$queryRaw<{ restore_result: string | null; restore_tier: string | null; restore_exact: boolean | null; save_result: string | null; save_reason: string | null; bytes_restored: bigint | null }[]>`
+    SELECT restore_result, restore_tier, restore_exact, save_result, save_reason, bytes_restored FROM cache_job_stat WHERE run_id = ${runId}::uuid`;
 }
 
 describe("build caches across runs and hosts", () => {
   let builtBy = "";
   let secondRunId = "";
+  let firstRunId = "";
   let agentA: Proc;
   let agentB: Proc;
 
   it("a trusted run misses and saves; the next run restores it from the node-local tier", async () => {
     agentA = await p.startAgent("agent-a", tenant.agentToken);
     const first = await manualRun("cache-1");
+    firstRunId = first.id;
     expect(first).toMatchObject({ outcome: "success", trust_class: "trusted" });
     const out1 = await jobLog(first.jobs[0].id, "stdout");
     expect(out1).toMatch(/built fresh [0-9a-f]{16}/);
@@ -99,8 +103,9 @@ describe("build caches across runs and hosts", () => {
     expect(await jobLog(second.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
     const err2 = await jobLog(second.jobs[0].id, "stderr");
     expect(err2).toMatch(/\[kiln\] cache hit \(node-local\): restored \d+ bytes/);
-    expect(err2).toContain("[kiln] cache not saved: this key already holds the same bytes");
-    expect(await stats(second.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_tier: "local", save_result: "already_bound" })]);
+    // An exact hit is not packed again: the key already holds these bytes.
+    expect(err2).toContain("[kiln] cache not saved: it was restored from this exact key");
+    expect(await stats(second.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_tier: "local", save_result: "skipped" })]);
   }, 300_000);
 
   it("a fresh host restores from object storage; a fork PR reads it but its write is refused", async () => {
@@ -112,7 +117,7 @@ describe("build caches across runs and hosts", () => {
 
     const body = JSON.stringify({
       action: "opened",
-      pull_request: { head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } }, base: { repo: { full_name: tenant.repoName } }, user: { login: "outsider" } },
+      pull_request: { head: { sha: firstSha, ref: "feature", repo: { full_name: "outsider/app" } }, base: { repo: { full_name: tenant.repoName } }, user: { login: "outsider" } },
       repository: { full_name: tenant.repoName }, sender: { login: "outsider" },
     });
     const hook = await fetch(`${p.base}/v1/webhooks/github`, {
@@ -131,8 +136,19 @@ describe("build caches across runs and hosts", () => {
     expect(Number(written[0]?.n)).toBe(0);
   }, 300_000);
 
+  it("a changed lock file falls back to the newest dependency entry with the same prefix, then saves its own key", async () => {
+    const sha = await tenant.git.commit({ "lock.txt": "left-pad@1.3.1\n" });
+    const run = await manualRun("cache-prefix", sha);
+    expect(run.outcome).toBe("success");
+    expect(await jobLog(run.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
+    const err = await jobLog(run.jobs[0].id, "stderr");
+    expect(err).toMatch(/\[kiln\] cache hit \(node-local, newest entry with the same prefix\): restored \d+ bytes/);
+    expect(err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
+    expect(await stats(run.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_exact: false, save_result: "saved" })]);
+  }, 300_000);
+
   it("tampered bytes in object storage: a miss on a fresh host, nothing extracted, a clean rebuild", async () => {
-    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound'`;
+    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
     expect(entries).toHaveLength(1);
     const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
     const key = entries[0]!.object_key;
@@ -195,7 +211,7 @@ describe("build caches across runs and hosts", () => {
       await caches.waitFor({ timeout: 60_000 });
       const text = (await caches.textContent()) ?? "";
       expect(text).toContain("hit (node-local)");
-      expect(text).toContain("already_bound");
+      expect(text).toContain("skipped");
       expect(await page.getByTestId("cache-org").textContent()).toMatch(/trusted \d+% hit rate/);
       await page.goto(`${p.base}/orgs/caches/settings`);
       const conflicts = page.getByTestId("cache-conflicts");

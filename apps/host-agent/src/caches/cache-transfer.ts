@@ -4,7 +4,7 @@
 // fenced answer from the control plane is handed back to the attempt, which then stops.
 import { mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
-import { cachePathProblem } from "@kiln/domain";
+import { cachePathProblem, decideCacheWrite } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "../logger.ts";
 import type { Sandbox } from "../sandboxes/index.ts";
@@ -37,6 +37,8 @@ export interface CacheTransferDeps {
 export class CacheTransfer {
   /** Input digests taken from the pinned checkout before the steps; null disables the save. */
   private inputs: InputDigest[] | null = null;
+  /** Restored from this exact key: saving would pack the same tree for an answer we already know. */
+  private exactHit = false;
 
   constructor(private readonly deps: CacheTransferDeps) {}
 
@@ -46,18 +48,15 @@ export class CacheTransfer {
     if (!cache) return "ok";
     const bad = cache.paths.map((p) => [p, cachePathProblem(p)] as const).find(([, problem]) => problem !== null);
     if (bad) {
-      this.line(`cache disabled: cache path ${JSON.stringify(bad[0])} ${bad[1]} (this version restores and saves workspace-relative paths only)`);
-      return "ok";
+      return this.disabled(`cache path ${JSON.stringify(bad[0])} ${bad[1]} (this version restores and saves workspace-relative paths only)`);
     }
     const hashed = await hashCacheInputs(sandbox.hostWorkspaceDir, cache.inputs).catch((err: unknown) => ({ ok: false as const, reason: errorMessage(err) }));
-    if (!hashed.ok) {
-      this.line(`cache disabled: ${hashed.reason}`);
-      return "ok";
-    }
+    if (!hashed.ok) return this.disabled(hashed.reason);
     this.inputs = hashed.digests;
     const r = await restoreCache(this.context(sandbox), hashed.digests);
     if ("failure" in r) return this.interrupted(r);
     if (r.result === "hit") {
+      this.exactHit = r.exact;
       this.line(`cache hit (${r.tier === "local" ? "node-local" : "object storage"}${r.exact ? "" : ", newest entry with the same prefix"}): restored ${r.bytes} bytes in ${r.ms} ms`);
     } else {
       this.line(`cache miss: ${r.reason}`);
@@ -77,6 +76,12 @@ export class CacheTransfer {
    */
   async save(sandbox: Sandbox, collected: boolean): Promise<"ok" | null> {
     if (!this.deps.ticket.job.cache || this.inputs === null) return "ok";
+    // An untrusted run always gets its refusal line, hit or not.
+    if (this.exactHit && decideCacheWrite(this.deps.ticket.trustClass).allowed) {
+      this.line("cache not saved: it was restored from this exact key");
+      await this.report({ save: { result: "skipped", reason: "restored from this exact key", bytes: 0, ms: 0 } });
+      return this.deps.signal.aborted ? null : "ok";
+    }
     sandbox.kill("SIGKILL");
     if (!collected) {
       try {
@@ -116,6 +121,13 @@ export class CacheTransfer {
     } finally {
       await rm(spoolDir, { recursive: true, force: true });
     }
+  }
+
+  /** The job runs without a cache; the reason goes to its log and to the run page. */
+  private async disabled(reason: string): Promise<"ok" | null> {
+    this.line(`cache disabled: ${reason}`);
+    await this.report({ restore: { result: "miss", tier: null, exact: null, reason: `cache disabled: ${reason}`.slice(0, 200), bytes: 0, ms: 0 } });
+    return this.deps.signal.aborted ? null : "ok";
   }
 
   private context(sandbox: Sandbox) {
