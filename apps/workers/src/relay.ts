@@ -20,6 +20,8 @@ export class OutboxRelay {
     private readonly pollMs: number,
     /** Under the fair policy dispatch hints are only wake-ups: NOTIFY, no queue row (ADR 0009). */
     private readonly hintsAsQueueJobs: boolean,
+    /** Called after freeze requests were queued, so this process's freeze worker fetches now. */
+    private readonly onQueued: (queue: string) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -70,6 +72,7 @@ export class OutboxRelay {
 
   private async publish(messages: OutboxMessage[]): Promise<void> {
     const pools = new Set<string>();
+    let freezes = 0;
     for (const m of messages) {
       if (m.topic === "job.dispatch") {
         const p = m.payload as DispatchPayload;
@@ -82,8 +85,10 @@ export class OutboxRelay {
       } else {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
+        freezes++;
       }
     }
+    if (freezes > 0) this.onQueued("run-freeze");
     for (const pool of pools) await this.db.$executeRaw`SELECT pg_notify('kiln_dispatch', ${pool})`;
   }
 

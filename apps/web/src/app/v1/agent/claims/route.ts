@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateAgentToken, claimJob, type DispatchPayload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -37,7 +37,7 @@ export const POST = route({
       }).finally(async () => {
         if (hint && q) await q.complete(queue, hint.id).catch(() => undefined);
       });
-      if (result.kind === "claimed") return json(200, result.ticket);
+      if (result.kind === "claimed") return machineJson(200, result.ticket);
       // A hint that was stale tells nothing about other work: look again at once.
       if (hint) continue;
       if (Date.now() >= deadline) return new Response(null, { status: 204 });
