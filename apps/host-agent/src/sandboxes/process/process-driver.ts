@@ -47,6 +47,7 @@ export class ProcessDriver implements SandboxDriver {
     await writeFile(path.join(root, MARKER_FILE), "");
     const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces, this.forwarder);
     for (const dir of Object.values(sandbox.paths)) await mkdir(dir, { mode: 0o700 });
+    sandbox.prestart();
     return sandbox;
   }
 
