@@ -12,6 +12,12 @@ export interface ClaimRequest {
   claimRequestId: string;
   /** A dispatch hint from the work queue, when the agent got one. */
   offer?: { jobId: string; generation: number } | null;
+  /**
+   * The SHA-256 of the caller's host credential. Given, the claim itself proves that the
+   * credential is live and owns the session (inside its first statement); the agent protocol
+   * always gives it. Omitted only by callers that authenticated the session themselves.
+   */
+  credentialHash?: string | null;
 }
 
 export interface JobTicket {
@@ -65,7 +71,8 @@ type SessionRow = {
 export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Promise<ClaimResult> {
   const key = await platformKey(db);
   const sql = sqlPool(db);
-  const pool = await poolOfSession(sql, req.sessionId);
+  const credential = req.credentialHash ?? null;
+  const pool = await poolOfSession(sql, req.sessionId, credential);
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
@@ -79,17 +86,25 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, req.offer ?? null);
     result = await withJournalTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
-      const locked = await c.query<SessionRow & { replay_id: string | null; replay_session: string | null }>({
+      // The host credential is checked here as well, on every claim, not only by the cached pool
+      // lookup: one round trip less than a separate authentication query (ADR 0015).
+      const locked = await c.query<SessionRow & { token_ok: boolean; replay_id: string | null; replay_session: string | null }>({
         name: "claim-session",
-        text: `WITH s AS (UPDATE agent_session SET last_seen_at = now() WHERE id = $1::uuid RETURNING id, pool, capacity, hostname)
+        text: `WITH s AS (
+                 UPDATE agent_session SET last_seen_at = now()
+                 WHERE id = $1::uuid
+                   AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL))
+                 RETURNING id, pool, capacity, hostname)
                SELECT s.id, s.pool, s.capacity, s.hostname,
-                      (SELECT count(*)::int FROM attempt WHERE session_id = $1::uuid AND status = 'running') AS running,
+                      ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL)) AS token_ok,
+                      (SELECT count(*)::int FROM attempt WHERE session_id = s.id AND status = 'running') AS running,
                       r.id AS replay_id, r.session_id AS replay_session
-               FROM s LEFT JOIN attempt r ON r.claim_request_id = $2`,
-        values: [req.sessionId, req.claimRequestId],
+               FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN attempt r ON r.claim_request_id = $2`,
+        values: [req.sessionId, req.claimRequestId, credential],
       });
       const session = locked.rows[0];
-      if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+      if (!session?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+      if (!session.id) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
       if (session.replay_id) {
         // A claim id is only meaningful to the session that made it.
         if (session.replay_session !== req.sessionId) throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
@@ -137,18 +152,27 @@ async function chooseCandidates(
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
 
-// A session's pool never changes: remembered per process, one query less per claim (bounded).
+// A session's pool never changes: remembered per process (per credential, when one is given, so
+// a cached answer never stands in for a credential check), one query less per claim (bounded).
 const sessionPools = new Map<string, string>();
 
-async function poolOfSession(sql: SqlPool, sessionId: string): Promise<string> {
-  const known = sessionPools.get(sessionId);
+async function poolOfSession(sql: SqlPool, sessionId: string, credential: string | null): Promise<string> {
+  const cacheKey = `${sessionId}:${credential ?? ""}`;
+  const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;
-  const rows = await sql.query<{ pool: string }>({ name: "session-pool", text: "SELECT pool FROM agent_session WHERE id = $1::uuid", values: [sessionId] });
-  const pool = rows.rows[0]?.pool;
-  if (pool === undefined) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  const rows = await sql.query<{ token_ok: boolean; pool: string | null }>({
+    name: "session-pool",
+    text: `SELECT ($2::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL)) AS token_ok,
+                  (SELECT s.pool FROM agent_session s WHERE s.id = $1::uuid
+                     AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL))) AS pool`,
+    values: [sessionId, credential],
+  });
+  const row = rows.rows[0];
+  if (!row?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+  if (row.pool === null) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   if (sessionPools.size >= 10_000) sessionPools.clear();
-  sessionPools.set(sessionId, pool);
-  return pool;
+  sessionPools.set(cacheKey, row.pool);
+  return row.pool;
 }
 
 /** What the claim transaction returns: everything the ticket needs, read under its locks. */

@@ -40,6 +40,14 @@ export async function authenticateAgentToken(db: Db, authorization: string | nul
   return { id: t.id, pool: t.pool };
 }
 
+/**
+ * The hash a host credential is stored under, from an Authorization header (401 when missing).
+ * The claim checks it inside its own first statement (claimJob's credentialHash).
+ */
+export function agentCredentialHash(authorization: string | null): string {
+  return hashSecret(bearer(authorization));
+}
+
 /** A job-scoped token: authorises exactly one (job, attempt, epoch). */
 export async function authenticateJobToken(db: Db, authorization: string | null, jobId: string): Promise<JobTokenClaims> {
   const claims = verifyJobToken(await platformKey(db), bearer(authorization));
