@@ -37,14 +37,29 @@ export class OutboxRelay {
 
   private async listen(): Promise<void> {
     const c = new pg.Client({ connectionString: this.databaseUrl });
-    c.on("error", () => {
-      this.listener = null;
+    let retired = false;
+    // One reconnect per client, however many times it fails: a client can emit 'error' more than
+    // once, or fail in connect() after its 'error', and every extra reconnect used to start a
+    // client of its own. Under repeated session cuts that doubled the relay's connections each
+    // time, until the database refused everyone ("too many clients", e2e/faults/db-sessions-cut).
+    const retire = () => {
+      if (retired) return;
+      retired = true;
+      if (this.listener === c) this.listener = null;
+      void c.end().catch(() => undefined);
       // Reconnect later; polling keeps the relay correct meanwhile.
-      setTimeout(() => void this.listen().catch(() => undefined), 1_000);
-    });
-    await c.connect();
-    await c.query("LISTEN kiln_outbox");
+      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000);
+    };
+    c.on("error", retire);
+    try {
+      await c.connect();
+      await c.query("LISTEN kiln_outbox");
+    } catch (e) {
+      retire();
+      throw e;
+    }
     c.on("notification", () => this.wake?.());
+    if (retired) return;
     this.listener = c;
   }
 
