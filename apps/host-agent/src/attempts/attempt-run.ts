@@ -245,7 +245,9 @@ export class AttemptRun {
   private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {
     return openAttemptEgress({
       proxy, client: this.deps.client, ticket: this.ticket, log: this.log,
-      listen: this.deps.driver.kind === "microvm" ? "tcp" : "unix",
+      // Both drivers dial a unix socket: the process driver's forwarder from its namespace, and the
+      // microvm relay (QEMU guestfwd cmd:) through the VM's egress link (sandboxes/microvm/egress-relay.ts).
+      listen: "unix",
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
     });
   }
