@@ -131,7 +131,7 @@ export class MicrovmDriver implements SandboxDriver {
     if (egress) await linkEgress(booted.runDir, egress.path);
     const ms = performance.now() - started;
     remember(pooled ? this.counters.warm : this.counters.cold, ms);
-    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
+    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, run_dir: booted.runDir, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
     const runDir = booted.runDir;
     return new MicrovmSandbox(spec.attemptId, this.isolation, booted.vm, runDir, hostWorkspaceDir, egress !== null, () => this.live.delete(runDir));
   }
