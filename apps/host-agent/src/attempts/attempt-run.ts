@@ -223,8 +223,19 @@ export class AttemptRun {
         if (index === 0) this.markStarted(heartbeat);
         this.log.info("step started", { step: index + 1 });
         let result;
+        // The first byte the user's command writes is when the job really started (for a microVM
+        // that is after clock, entropy and workspace reach the guest): logged for trigger ->
+        // first-step-start measurements (bench/sandboxes).
+        let quiet = index === 0;
+        const first = (sink: (chunk: Buffer) => void) => (chunk: Buffer) => {
+          if (quiet) {
+            quiet = false;
+            this.log.info("first step output", { since_claim_ms: wireMs(this.now() - this.claimedAt) });
+          }
+          sink(chunk);
+        };
         try {
-          result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
+          result = await sandbox.runStep(command, env, {}, first(output.stdout), first(output.stderr));
         } catch (err) {
           if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
