@@ -24,7 +24,8 @@ my %src = (0 => \*STDIN, fileno($u) => $u);
 my %open = (0 => 1, fileno($u) => 1);
 while (%open) {
   my $rin = ""; vec($rin, $_, 1) = 1 for keys %open;
-  next if select(my $rout = $rin, undef, undef, undef) < 0 && $!{EINTR};
+  my $n = select(my $rout = $rin, undef, undef, undef);
+  if ($n < 0) { next if $!{EINTR}; last; }
   for my $fd (keys %open) {
     next unless vec($rout, $fd, 1);
     my $got = sysread($src{$fd}, my $buf, 65536);

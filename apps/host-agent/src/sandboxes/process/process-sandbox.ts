@@ -119,8 +119,11 @@ export class ProcessSandbox implements Sandbox {
   /** Every namespaced step sees only its own sandbox of the work dir, and the host read-only. */
   private privateView(egressSocket: string | null, argv: string[]): string[] {
     const ns = this.namespaces;
+    const tools = this.forwarder;
+    // Fail closed: a namespaced step without its private view would see every other sandbox.
+    if (!tools || "missing" in tools) throw new Error("this host has namespaces but no perl (Debian: perl-base) to set up the sandbox's filesystem view");
     const setpriv = ns.available ? (ns.deathSignal?.[0] ?? null) : null;
-    return privateViewArgv({ root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv }, argv);
+    return privateViewArgv({ root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv, perl: tools.perl }, argv);
   }
 
   kill(signal: NodeJS.Signals): void {
