@@ -129,6 +129,12 @@ describe("microvm driver through the control plane", () => {
     expect(stdout).toContain("allowed: HTTP/1.1 200");
     expect(stdout).toMatch(/elsewhere: HTTP\/1\.1 403/);
     expect(await jobLog(job.id, "stderr")).toContain("kiln egress denied: example.com is not allowed for trusted runs");
+    // Both decisions are recorded against the run (reported by the agent before its completion).
+    const egress = await p.api("GET", `/v1/workflow-runs/${runId}/egress`, tenant.token);
+    expect(egress.status).toBe(200);
+    const seen = egress.json.events.map((e: any) => [e.host, e.decision, e.reason]);
+    expect(seen).toContainEqual(["localhost", "allowed", "allow_list"]);
+    expect(seen).toContainEqual(["example.com", "denied", "not_on_allow_list"]);
 
     const attemptId = await attemptIdOf(job.id);
     const created = sandboxLogs().find((l) => l.attempt_id === attemptId);
