@@ -41,13 +41,16 @@ function serve(handler: http.RequestListener): Promise<number> {
 // the connection as its stdin/stdout (-e), which keeps its side open until the answer has ended.
 // Every request asks for a close, so an answer ends only when that close has come back through
 // the relay.
-const PROBES = (allowedPort: number, otherPort: number) => String.raw`
+const CLIENT = String.raw`
 echo "proxy=$HTTP_PROXY"
 printf '%s\n' 'printf "$REQ"; cat >&2' > /tmp/client.sh
 send() { REQ="$1" timeout 30 nc 10.0.2.100 3128 -e sh /tmp/client.sh 2>&1; }
 req() { send "GET http://$1/ HTTP/1.1\r\nHost: $1\r\nConnection: close\r\n\r\n"; }
 tunnel() { send "CONNECT $1 HTTP/1.1\r\nHost: $1\r\n\r\nGET /tunnel HTTP/1.1\r\nHost: $1\r\nConnection: close\r\n\r\n"; }
 direct() { if printf '' | timeout 10 nc -w 5 "$1" "$2" >/dev/null 2>&1; then echo "direct $1:$2 reached"; else echo "direct $1:$2 blocked"; fi; }
+`;
+
+const PROBES = (allowedPort: number, otherPort: number) => String.raw`${CLIENT}
 echo "--- allowed"; req localhost:${allowedPort}; echo
 echo "--- tunnel"; tunnel localhost:${allowedPort}; echo
 echo "--- other"; req localhost:${otherPort}; echo
@@ -143,6 +146,32 @@ describe("microvm mediated egress", () => {
     ]);
     // Relays die with their connections and QEMU; nothing of the VM survives destroy().
     expect(await waitForNoProcesses(path.dirname(sandbox.hostWorkspaceDir))).toEqual([]);
+  });
+
+  it("an untrusted attempt reaches platform hosts only, whatever the allow-list says", { timeout: TIMEOUT_MS }, async () => {
+    const attemptId = randomUUID();
+    const decisions: EgressDecisionEvent[] = [];
+    const listener = await proxy.open({
+      attemptId, trustClass: "untrusted", listen: "unix",
+      // The control plane sends untrusted attempts an empty list; a stale one must not matter either.
+      policy: { trustClass: "untrusted", platformHosts: [`localhost:${other}`], allowList: [`localhost:${allowed}`] },
+      onDecision: (e) => decisions.push(e),
+      onDenied: () => undefined,
+    });
+    const sandbox = await driver.create({ attemptId, image: null });
+    let out = "";
+    try {
+      out = (await runCaptured(sandbox, `${CLIENT}\necho "--- allowed"; req localhost:${allowed}; echo\necho "--- platform"; req localhost:${other}; echo\necho "--- end"`)).stdout.toString();
+    } finally {
+      await sandbox.destroy();
+      await listener.close();
+    }
+    expect(out).toContain(`X-Kiln-Egress: kiln egress denied: localhost:${allowed} is not allowed for untrusted runs`);
+    expect(out.split("--- platform\n")[1]).toContain("the other server");
+    expect(decisions).toEqual([
+      { host: "localhost", port: allowed, decision: "denied", reason: "untrusted_run" },
+      { host: "localhost", port: other, decision: "allowed", reason: "platform_service" },
+    ]);
   });
 
   it("an attempt without an egress listener gets a network that leads nowhere", { timeout: TIMEOUT_MS }, async () => {
