@@ -19,7 +19,8 @@ const setprivPath = existsSync("/usr/bin/setpriv") ? "/usr/bin/setpriv" : null;
 // its guestfwd socket pairs over 127.0.0.1 TCP ("slirp_socketpair(): Network is unreachable"
 // otherwise). Needs root (an unprivileged agent has no user namespace set up here).
 const unsharePath = existsSync("/usr/bin/unshare") && existsSync("/bin/ip") && process.getuid?.() === 0 ? "/usr/bin/unshare" : null;
-const IN_OWN_NETNS = 'ip link set lo up && exec "$0" "$@"';
+// QEMU is started with an empty environment: the ip path is absolute.
+const IN_OWN_NETNS = '/bin/ip link set lo up && exec "$0" "$@"';
 
 /** Whether QEMU runs in its own loopback-only network namespace (for the isolation detail). */
 export const qemuInOwnNetns = unsharePath !== null;
