@@ -246,8 +246,19 @@ export class AttemptRun {
         if (index === 0) this.markStarted(heartbeat);
         this.log.info("step started", { step: index + 1 });
         let result;
+        // The first byte the user's command writes is when the job really started (for a microVM
+        // that is after clock, entropy and workspace reach the guest): logged for trigger ->
+        // first-step-start measurements (bench/sandboxes).
+        let quiet = index === 0;
+        const first = (sink: (chunk: Buffer) => void) => (chunk: Buffer) => {
+          if (quiet) {
+            quiet = false;
+            this.log.info("first step output", { since_claim_ms: wireMs(this.now() - this.claimedAt) });
+          }
+          sink(chunk);
+        };
         try {
-          result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
+          result = await sandbox.runStep(command, env, {}, first(output.stdout), first(output.stderr));
         } catch (err) {
           if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
@@ -268,7 +279,9 @@ export class AttemptRun {
   private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {
     return openAttemptEgress({
       proxy, client: this.deps.client, ticket: this.ticket, log: this.log,
-      listen: this.deps.driver.kind === "microvm" ? "tcp" : "unix",
+      // Both drivers dial a unix socket: the process driver's forwarder from its namespace, and the
+      // microvm relay (QEMU guestfwd cmd:) through the VM's egress link (sandboxes/microvm/egress-relay.ts).
+      listen: "unix",
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
     });
   }
