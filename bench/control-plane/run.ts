@@ -1,8 +1,11 @@
 // Control-plane benchmarks (issue #2), each beside a floor measured in the same run:
-//   1. webhook accept latency, 20 concurrent senders       (floor: GET /healthz, same concurrency)
+//   1. webhook accept latency, 20 concurrent senders, closed loop and paced (floor: GET /healthz, same load)
 //   2. claim throughput, 8 concurrent HTTP claimers        (floor: GET /healthz throughput, 8 clients)
-//   3. READY -> claimed latency with long-polling agents    (from database timestamps)
-//   4. trivial single-job builds per second, 2 host agents (peer: Buildbot 6-10 builds/s here)
+//   3. READY -> claimed latency with long-polling agents    (from database timestamps; free slots,
+//      and under the builds' queueing)
+//   4. mixed runs per second, 2 host agents
+//   5. trivial one-job builds per second, 2 host agents (peer: Buildbot 6-10 builds/s here)
+//   6. trigger -> first step with idle agents (peer: Buildbot p50 64-127 ms)
 // Usage: npm run bench -- control-plane   (or: tsx bench/control-plane/run.ts [--rounds 3])
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
@@ -32,6 +35,24 @@ async function concurrent(n: number, perWorker: number, f: (w: number, i: number
     for (let i = 0; i < perWorker; i++) samples.push(await f(w, i));
   }));
   return { samples, wallMs: performance.now() - t0 };
+}
+
+/** `n` senders, each firing `perSender` requests every `everyMs` from a random phase, not waiting for answers. */
+async function openLoop(n: number, perSender: number, everyMs: number, f: (w: number, i: number) => Promise<number>): Promise<number[]> {
+  const samples: number[] = [];
+  await Promise.all(Array.from({ length: n }, async (_, w) => {
+    await new Promise((res) => setTimeout(res, Math.random() * everyMs));
+    const start = performance.now();
+    const inflight: Promise<void>[] = [];
+    for (let i = 0; i < perSender; i++) {
+      const due = start + i * everyMs;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      inflight.push(f(w, i).then((t) => void samples.push(t)));
+    }
+    await Promise.all(inflight);
+  }));
+  return samples;
 }
 
 async function main(): Promise<void> {
@@ -71,6 +92,27 @@ async function main(): Promise<void> {
       hook.push({ p50: percentile(accepted.samples, 50), p99: percentile(accepted.samples, 99), floorP50: percentile(floor.samples, 50), floorP99: percentile(floor.samples, 99) });
     }
     results.webhook = hook;
+    // 1b. The same 20 senders as independent sources (open loop): each sends every 100 ms from a
+    // random phase, 200 deliveries/s offered in all, whatever the answers' latency. Closed-loop
+    // senders above measure saturation: there latency is concurrency / throughput by construction.
+    const paced = [] as { p50: number; p99: number; floorP50: number; floorP99: number }[];
+    for (let round = 0; round < rounds; round++) {
+      const floor = await openLoop(20, 25, 100, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
+      const accepted = await openLoop(20, 25, 100, async (w, i) => {
+        const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
+        const sig = await sign("bench-secret", body);
+        const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
+          method: "POST", body,
+          headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `p${round}-w${w}-i${i}-${randomUUID()}`, "x-hub-signature-256": sig },
+        }));
+        if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
+        await res.arrayBuffer();
+        return t;
+      });
+      paced.push({ p50: percentile(accepted, 50), p99: percentile(accepted, 99), floorP50: percentile(floor, 50), floorP99: percentile(floor, 99) });
+      progress(`round ${round}: paced webhooks ${JSON.stringify(paced.at(-1))}`);
+    }
+    results.webhookPaced = paced;
     // The accepted runs are frozen by the workers (git read at the pinned commit, parse, jobs).
     const freezeStart = performance.now();
     for (;;) {
@@ -83,7 +125,7 @@ async function main(): Promise<void> {
       JOIN LATERAL (SELECT max(at) AS at FROM transition_event e WHERE e.run_id = r.id AND e.reason = 'frozen') a ON true`;
     results.freeze = { runs: Number(frozen[0]?.n ?? 0n), drainMs: performance.now() - freezeStart, spanMs: (frozen[0]?.last?.getTime() ?? 0) - (frozen[0]?.first?.getTime() ?? 0) };
     progress(`freeze backlog drained: ${JSON.stringify(results.freeze)}`);
-    // Let the workers drain the 1,500 frozen runs' dispatch work out of the way of the next part.
+    // Let the workers drain the frozen runs' dispatch work out of the way of the next part.
     await stack.db.$executeRaw`UPDATE job_run SET status = 'completed', outcome = 'cancelled', cause = 'bench.cleanup' WHERE status IN ('pending', 'ready')`;
 
     progress("2. claim throughput");
@@ -141,6 +183,31 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) stack.spawnAgent(agentTok.token, { KILN_AGENT_SLOTS: "4", KILN_CLAIM_WAIT_MS: "20000" });
     await new Promise((res) => setTimeout(res, 3000));
     const chainSha = await repo.commit({ ".kiln/chain.yaml": `version: 1\njobs:\n${Array.from({ length: 5 }, (_, i) => `  - name: s${i}\n    steps: ["true"]\n`).join("")}` });
+    // 3. READY -> claimed with free slots: one five-job chain at a time, so every job becomes READY
+    // (the first from the freeze, the rest from their predecessor's completion) while both agents
+    // have idle long-polls waiting. This is dispatch latency; the builds below add queueing.
+    const idle = [] as { p50: number; p95: number; n: number }[];
+    for (let round = 0; round < rounds; round++) {
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/chain.yaml", commit_sha: chainSha }) });
+        const id = ((await res.json()) as { run_id: string }).run_id;
+        ids.push(id);
+        for (;;) {
+          const rows = await stack.db.$queryRaw<{ status: string }[]>`SELECT status FROM workflow_run WHERE id = ${id}::uuid`;
+          if (rows[0]?.status === "completed") break;
+          await new Promise((res) => setTimeout(res, 20));
+        }
+      }
+      const lat = await stack.db.$queryRaw<{ ms: number }[]>`
+        SELECT (EXTRACT(EPOCH FROM (a.claimed_at - j.ready_at)) * 1000)::float8 AS ms
+        FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.run_id = ANY(${ids}::uuid[])`;
+      const xs = lat.map((l) => l.ms);
+      idle.push({ p50: percentile(xs, 50), p95: percentile(xs, 95), n: xs.length });
+      progress(`round ${round}: idle READY -> claimed ${JSON.stringify(idle.at(-1))}`);
+    }
+    results.idleDispatch = idle;
+
     const builds = [] as { buildsPerSec: number; readyToClaimedP50: number; readyToClaimedP95: number; n: number }[];
     for (let round = 0; round < rounds; round++) {
       const runIds: string[] = [];
@@ -165,24 +232,71 @@ async function main(): Promise<void> {
       builds.push({ buildsPerSec: (runIds.length / wall) * 1000, readyToClaimedP50: percentile(xs, 50), readyToClaimedP95: percentile(xs, 95), n: xs.length });
     }
     results.builds = builds;
+
+    // 5. Buildbot's figure is trivial single-step builds per second: 40 one-job runs at once.
+    const singles = [] as { buildsPerSec: number; triggerToStepP50: number }[];
+    for (let round = 0; round < rounds; round++) {
+      const t0 = performance.now();
+      const runIds = await Promise.all(Array.from({ length: 40 }, async () => {
+        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: chainSha }) });
+        return ((await res.json()) as { run_id: string }).run_id;
+      }));
+      for (;;) {
+        const rows = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${runIds}::uuid[]) AND status <> 'completed'`;
+        if (rows[0]?.n === 0n) break;
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      const wall = performance.now() - t0;
+      const ok = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${runIds}::uuid[]) AND outcome = 'success'`;
+      if (Number(ok[0]?.n) !== runIds.length) throw new Error(`only ${ok[0]?.n} of ${runIds.length} runs succeeded`);
+      const lat = await stack.db.$queryRaw<{ ms: number }[]>`SELECT (EXTRACT(EPOCH FROM (a.started_at - r.created_at)) * 1000)::float8 AS ms FROM attempt a JOIN workflow_run r ON r.id = a.run_id WHERE a.run_id = ANY(${runIds}::uuid[])`;
+      singles.push({ buildsPerSec: (runIds.length / wall) * 1000, triggerToStepP50: percentile(lat.map((l) => l.ms), 50) });
+      progress(`round ${round}: single-job builds ${JSON.stringify(singles.at(-1))}`);
+    }
+    results.singles = singles;
+
+    // 6. Trigger -> first step with idle agents, one run at a time (Buildbot: p50 64-127 ms).
+    const solo: number[] = [];
+    for (let i = 0; i < 10 * rounds; i++) {
+      const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: chainSha }) });
+      const id = ((await res.json()) as { run_id: string }).run_id;
+      for (;;) {
+        const rows = await stack.db.$queryRaw<{ status: string }[]>`SELECT status FROM workflow_run WHERE id = ${id}::uuid`;
+        if (rows[0]?.status === "completed") break;
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      const lat = await stack.db.$queryRaw<{ ms: number }[]>`SELECT (EXTRACT(EPOCH FROM (a.started_at - r.created_at)) * 1000)::float8 AS ms FROM attempt a JOIN workflow_run r ON r.id = a.run_id WHERE a.run_id = ${id}::uuid`;
+      if (lat[0]) solo.push(lat[0].ms);
+    }
+    results.triggerToStep = { p50: percentile(solo, 50), p95: percentile(solo, 95), n: solo.length };
   } finally {
     await stack.stop();
     await git.stop();
   }
   const h = results.webhook as { p50: number; p99: number; floorP50: number; floorP99: number }[];
+  const hp = results.webhookPaced as { p50: number; p99: number; floorP50: number; floorP99: number }[];
   const c = results.claims as { claimsPerSec: number; floorReqPerSec: number; doubleClaims: number }[];
+  const d = results.idleDispatch as { p50: number; p95: number }[];
+  const sg = results.singles as { buildsPerSec: number }[];
+  const tts = results.triggerToStep as { p50: number; p95: number };
   const b = results.builds as { buildsPerSec: number; readyToClaimedP50: number; readyToClaimedP95: number }[];
   const f = (x: number) => x.toFixed(1);
   console.log(`| metric (median of ${rounds} rounds) | Kiln | floor in same run | ratio | target |
 |---|---|---|---|---|
-| webhook accept p50, 20 senders | ${f(median(h.map((x) => x.p50)))} ms | ${f(median(h.map((x) => x.floorP50)))} ms (GET /healthz) | ${f(median(h.map((x) => x.p50 / x.floorP50)))}x | |
-| webhook accept p99, 20 senders | ${f(median(h.map((x) => x.p99)))} ms | ${f(median(h.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(h.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
+| webhook accept p50, 20 closed-loop senders (saturation) | ${f(median(h.map((x) => x.p50)))} ms | ${f(median(h.map((x) => x.floorP50)))} ms (GET /healthz) | ${f(median(h.map((x) => x.p50 / x.floorP50)))}x | |
+| webhook accept p99, 20 closed-loop senders (saturation) | ${f(median(h.map((x) => x.p99)))} ms | ${f(median(h.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(h.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
+| webhook accept p50, 20 paced senders (200/s offered) | ${f(median(hp.map((x) => x.p50)))} ms | ${f(median(hp.map((x) => x.floorP50)))} ms (GET /healthz) | ${f(median(hp.map((x) => x.p50 / x.floorP50)))}x | |
+| webhook accept p99, 20 paced senders (200/s offered) | ${f(median(hp.map((x) => x.p99)))} ms | ${f(median(hp.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(hp.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
 | claims/s, 8 concurrent claimers | ${f(median(c.map((x) => x.claimsPerSec)))} | ${f(median(c.map((x) => x.floorReqPerSec)))} req/s (GET /healthz) | ${median(c.map((x) => x.claimsPerSec / x.floorReqPerSec)).toFixed(2)} | >= 200/s |
 | double claims | ${c.reduce((s, x) => s + x.doubleClaims, 0)} | | | 0 |
-| READY -> claimed p50 | ${f(median(b.map((x) => x.readyToClaimedP50)))} ms | | | |
-| READY -> claimed p95 | ${f(median(b.map((x) => x.readyToClaimedP95)))} ms | | | < 100 ms |
-| webhook -> frozen runs/s (1,500 accepted in bursts) | ${f((results.freeze as { runs: number; spanMs: number }).runs / ((results.freeze as { spanMs: number }).spanMs / 1000))} | | | |
-| trivial runs/s, 2 agents x 4 slots | ${f(median(b.map((x) => x.buildsPerSec)))} | Buildbot 3.7: 6-10 builds/s | | beat peer |`);
+| READY -> claimed p50, free slots | ${f(median(d.map((x) => x.p50)))} ms | | | |
+| READY -> claimed p95, free slots | ${f(median(d.map((x) => x.p95)))} ms | | | < 100 ms |
+| READY -> claimed p50, 30 runs queued on 8 slots | ${f(median(b.map((x) => x.readyToClaimedP50)))} ms | | | |
+| READY -> claimed p95, 30 runs queued on 8 slots | ${f(median(b.map((x) => x.readyToClaimedP95)))} ms | | | |
+| webhook -> frozen runs/s (${(results.freeze as { runs: number }).runs} accepted in bursts) | ${f((results.freeze as { runs: number; spanMs: number }).runs / ((results.freeze as { spanMs: number }).spanMs / 1000))} | | | |
+| trivial one-job builds/s, 40 at once, 2 agents x 4 slots | ${f(median(sg.map((x) => x.buildsPerSec)))} | Buildbot 3.7: 6-10 builds/s | | beat peer |
+| trigger (API accept) -> first step p50 / p95, idle agents | ${f(tts.p50)} / ${f(tts.p95)} ms | Buildbot 3.7: p50 64-127 ms | | beat peer |
+| mixed runs/s (1 in 3 a five-job chain), 2 agents x 4 slots | ${f(median(b.map((x) => x.buildsPerSec)))} | Buildbot 3.7: 6-10 builds/s | | beat peer |`);
   await writeFile(path.join(path.dirname(new URL(import.meta.url).pathname), "last-run.json"), JSON.stringify(results, null, 2));
 }
 

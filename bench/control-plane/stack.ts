@@ -49,12 +49,22 @@ export class BenchStack {
     }
   }
 
-  spawnAgent(token: string, extra: Record<string, string>): ChildProcess {
+  /** A host agent process; `onLogLine` receives its JSON log lines (stdout) when given. */
+  spawnAgent(token: string, extra: Record<string, string>, onLogLine?: (line: string) => void): ChildProcess {
     const child = spawn(process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], {
       cwd: ROOT,
       env: { ...process.env, KILN_CONTROL_URL: this.base, KILN_AGENT_TOKEN: token, KILN_WORK_DIR: path.join(this.tmp, `agent-${this.procs.length}`), ...extra },
-      stdio: "ignore",
+      stdio: ["ignore", onLogLine ? "pipe" : "ignore", "ignore"],
     });
+    if (onLogLine && child.stdout) {
+      let buffered = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => {
+        buffered += c;
+        const lines = buffered.split("\n");
+        buffered = lines.pop() ?? "";
+        for (const l of lines) onLogLine(l);
+      });
+    }
     this.procs.push(child);
     return child;
   }

@@ -1,11 +1,14 @@
-// Sandbox benchmarks (issue #3): bare sandbox create -> first step start, p50/p95, for
+// Sandbox benchmarks (issue #3). Part 1: bare sandbox create -> first step start, p50/p95, for
 //   1. the process driver (namespaces as probed),
 //   2. the microvm driver, cold boot (no warm pool),
 //   3. the microvm driver, warm (pool hit: a snapshot restore done in the background),
 // each beside the floor measured in the same run: spawning `sh -c true` and waiting for its exit.
 // "First step start" is the first byte of the step's output reaching the agent (`echo s`), so it
 // includes everything before the user's command runs (for microvm: clock/entropy, workspace push).
-// Usage: npm run bench -- sandboxes   (or: tsx bench/sandboxes/run.ts [--cold 5] [--warm 10] [--process 30])
+// Part 2 (trigger.ts): API trigger -> first step start through web, workers and a host agent, per
+// driver (process, microvm warm, microvm cold), in rounds; the median of the rounds' p50 and p95.
+// Usage: npm run bench -- sandboxes   (or: tsx bench/sandboxes/run.ts [--cold 5] [--warm 10] [--process 30]
+//        [--trigger-rounds 3] [--trigger-jobs 5] [--only bare|trigger])
 // CPU-heavy (QEMU under TCG): run it on an otherwise idle machine.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -17,9 +20,11 @@ import { createMicrovmDriver, type MicrovmDriver } from "../../apps/host-agent/s
 import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
 import type { SandboxDriver } from "../../apps/host-agent/src/sandboxes/sandbox-driver.ts";
 import { percentile } from "../lib/stats.ts";
+import { benchTriggerToFirstStep, triggerTable } from "./trigger.ts";
 
 const arg = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || fallback) || fallback;
-const counts = { process: arg("process", 30), cold: arg("cold", 5), warm: arg("warm", 10), floor: arg("floor", 30) };
+const counts = { process: arg("process", 30), cold: arg("cold", 5), warm: arg("warm", 10), floor: arg("floor", 30), triggerRounds: arg("trigger-rounds", 3), triggerJobs: arg("trigger-jobs", 5) };
+const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : null;
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const quiet = createLogger({}, () => undefined);
 const STEP_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin" };
@@ -58,6 +63,18 @@ async function waitForPool(driver: MicrovmDriver): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (only !== "trigger") await bare();
+  if (only !== "bare") await trigger();
+}
+
+async function trigger(): Promise<void> {
+  const loadAtStart = os.loadavg().map((x) => x.toFixed(1)).join(" ");
+  const rows = await benchTriggerToFirstStep({ rounds: counts.triggerRounds, perRound: counts.triggerJobs, assetsDir: path.join(os.tmpdir(), "kiln-microvm-assets"), progress });
+  console.log(`\ntrigger -> first step start (API POST -> first byte of \`echo s\` at the agent); load average at start ${loadAtStart}, at end ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
+  console.log(triggerTable(rows));
+}
+
+async function bare(): Promise<void> {
   const workRoot = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-sb-"));
   const assetsDir = path.join(os.tmpdir(), "kiln-microvm-assets");
   const rows: Array<{ name: string; samples: number[]; floor: number[] }> = [];

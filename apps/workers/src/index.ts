@@ -30,6 +30,7 @@ const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
 boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
 await boss.start();
 
+const workerIds = new Map<string, string>();
 const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"), registries: env.KILN_REGISTRIES, poolImages: env.KILN_POOL_IMAGES };
 for (const job of JOBS) {
   const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds };
@@ -38,7 +39,7 @@ for (const job of JOBS) {
   // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
   // the worker fetches again at once; with batches of one pg-boss waits a polling interval between
   // jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each job settles on its own.
-  await boss.work(
+  const workerId = await boss.work(
     job.name,
     { batchSize: 2, burstWhenBatchFull: true, perJobResults: true, pollingIntervalSeconds: 0.5, localConcurrency: job.concurrency ?? 1 },
     async (jobs) => {
@@ -55,6 +56,7 @@ for (const job of JOBS) {
       return results;
     },
   );
+  workerIds.set(job.name, workerId);
 }
 await boss.schedule("reconcile", "* * * * *", {});
 // Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
@@ -62,7 +64,13 @@ await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
 // Build caches: idle and over-quota entries, unfinished uploads (docs/adr/0014-build-caches.md).
 await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
 
-const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS, cfg.dispatchPolicy === "fifo");
+// Freeze requests the relay just queued are fetched at once by this process's worker instead of at
+// its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).
+// Other worker processes still find them by polling.
+const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS, cfg.dispatchPolicy === "fifo", (queue) => {
+  const id = workerIds.get(queue);
+  if (id) boss.notifyWorker(id);
+});
 await relay.start();
 
 // The ticker runs the sweep in-process at sub-minute resolution; the cron above is the backstop

@@ -20,6 +20,8 @@ export class OutboxRelay {
     private readonly pollMs: number,
     /** Under the fair policy dispatch hints are only wake-ups: NOTIFY, no queue row (ADR 0009). */
     private readonly hintsAsQueueJobs: boolean,
+    /** Called after freeze requests were queued, so this process's freeze worker fetches now. */
+    private readonly onQueued: (queue: string) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -35,14 +37,29 @@ export class OutboxRelay {
 
   private async listen(): Promise<void> {
     const c = new pg.Client({ connectionString: this.databaseUrl });
-    c.on("error", () => {
-      this.listener = null;
+    let retired = false;
+    // One reconnect per client, however many times it fails: a client can emit 'error' more than
+    // once, or fail in connect() after its 'error', and every extra reconnect used to start a
+    // client of its own. Under repeated session cuts that doubled the relay's connections each
+    // time, until the database refused everyone ("too many clients", e2e/faults/db-sessions-cut).
+    const retire = () => {
+      if (retired) return;
+      retired = true;
+      if (this.listener === c) this.listener = null;
+      void c.end().catch(() => undefined);
       // Reconnect later; polling keeps the relay correct meanwhile.
-      setTimeout(() => void this.listen().catch(() => undefined), 1_000);
-    });
-    await c.connect();
-    await c.query("LISTEN kiln_outbox");
+      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000);
+    };
+    c.on("error", retire);
+    try {
+      await c.connect();
+      await c.query("LISTEN kiln_outbox");
+    } catch (e) {
+      retire();
+      throw e;
+    }
     c.on("notification", () => this.wake?.());
+    if (retired) return;
     this.listener = c;
   }
 
@@ -70,6 +87,7 @@ export class OutboxRelay {
 
   private async publish(messages: OutboxMessage[]): Promise<void> {
     const pools = new Set<string>();
+    let freezes = 0;
     for (const m of messages) {
       if (m.topic === "job.dispatch") {
         const p = m.payload as DispatchPayload;
@@ -82,8 +100,10 @@ export class OutboxRelay {
       } else {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
+        freezes++;
       }
     }
+    if (freezes > 0) this.onQueued("run-freeze");
     for (const pool of pools) await this.db.$executeRaw`SELECT pg_notify('kiln_dispatch', ${pool})`;
   }
 

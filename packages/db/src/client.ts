@@ -25,5 +25,21 @@ export function createDb(opts: DbOptions): Db {
     client.on("error", () => undefined);
   });
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+  const db = new PrismaClient({ adapter });
+  pools.set(db, pool);
+  return db;
+}
+
+const pools = new WeakMap<Db, pg.Pool>();
+
+/**
+ * The node-postgres pool under a Db, for the few hot paths that run as plain SQL (claim, webhook
+ * acceptance, the log journal): each statement through Prisma's driver adapter costs about 1 ms of
+ * Node CPU here, plain node-postgres about a tenth of that (docs/adr/0015-hot-paths-on-plain-sql.md).
+ * Same pool, same connection budget; Prisma stays the default everywhere else.
+ */
+export function sqlPool(db: Db): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error("this Db was not made by createDb");
+  return pool;
 }

@@ -14,7 +14,7 @@ export { registerSession, registerSessionBody } from "./dispatch/register-sessio
 export { heartbeat, type HeartbeatResult } from "./attempts/heartbeat.ts";
 export { completeAttempt, type CompletionReport, type CompletionResult } from "./attempts/complete-attempt.ts";
 export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
-export { authenticateApiToken, authenticateAgentToken, authenticateJobToken } from "./identity/authenticate.ts";
+export { authenticateApiToken, authenticateAgentToken, authenticateJobToken, agentCredentialHash } from "./identity/authenticate.ts";
 export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
 export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";

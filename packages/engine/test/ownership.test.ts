@@ -5,6 +5,9 @@ import { heartbeat } from "../src/attempts/heartbeat.ts";
 import { completeAttempt } from "../src/attempts/complete-attempt.ts";
 import { reconcile } from "../src/attempts/reconcile.ts";
 import { cancelRun } from "../src/runs/cancel-run.ts";
+import { registerSession } from "../src/dispatch/register-session.ts";
+import { createAgentToken } from "../src/tenants/admin.ts";
+import { hashSecret } from "../src/identity/tokens.ts";
 import { def, newSession, ONE_JOB, runStatus, seedFrozenRun, seedTenant, TEST_CFG, TWO_JOBS, useTestDb } from "./support.ts";
 
 const t = useTestDb();
@@ -46,6 +49,29 @@ describe("claim", () => {
     }));
     expect(got).toHaveLength(40);
     expect(new Set(got.map((g) => g.jobId)).size).toBe(40);
+  });
+
+  it("checks the host credential inside the claim: unknown, revoked or another host's session gets nothing", async () => {
+    const tenant = await seedTenant(t.db());
+    const own = await createAgentToken(t.db(), { pool: tenant.pool });
+    const other = await createAgentToken(t.db(), { pool: tenant.pool });
+    const s = await registerSession(t.db(), TEST_CFG, {
+      agentTokenId: own.id, pool: tenant.pool, body: { hostname: "h", capacity: 4, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
+    });
+    const runId = await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
+    const attempt = (credentialHash: string) => claimJob(t.db(), TEST_CFG, { sessionId: s.sessionId, claimRequestId: randomUUID(), credentialHash });
+    await expect(attempt(hashSecret("kat_nobody"))).rejects.toMatchObject({ code: "AUTH.UNAUTHENTICATED" });
+    await expect(attempt(hashSecret(other.token))).rejects.toMatchObject({ code: "SESSION.NOT_FOUND" });
+    // A claim id containing quotes and backslashes is data, never SQL.
+    const tricky = await claimJob(t.db(), TEST_CFG, { sessionId: s.sessionId, claimRequestId: "x'); DROP TABLE attempt; --\\'", credentialHash: hashSecret(own.token) });
+    expect(tricky.kind === "claimed" && tricky.ticket.runId).toBe(runId);
+    const rows = await t.db().$queryRaw<{ claim_request_id: string }[]>`SELECT claim_request_id FROM attempt WHERE run_id = ${runId}::uuid`;
+    expect(rows).toEqual([{ claim_request_id: "x'); DROP TABLE attempt; --\\'" }]);
+    // Revoked after its session's pool was remembered: the claim's own statement still refuses it.
+    await t.db().$executeRaw`UPDATE agent_token SET revoked_at = now() WHERE id = ${own.id}::uuid`;
+    await expect(attempt(hashSecret(own.token))).rejects.toMatchObject({ code: "AUTH.UNAUTHENTICATED" });
+    const touched = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE session_id = ${s.sessionId}::uuid`;
+    expect(touched[0]?.n).toBe(1n);
   });
 
   it("returns the same ticket for a retried claim request id", async () => {

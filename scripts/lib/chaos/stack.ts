@@ -233,7 +233,8 @@ export class Stack {
     this.specs.set(name, spec);
     const child = spawn(spec.cmd, spec.args, {
       cwd: spec.cwd,
-      env: { ...process.env, DATABASE_URL: this.dbUrl, KILN_DATA_DIR: path.join(this.tmp, "data"), NEXT_TELEMETRY_DISABLED: "1", ...this.env, ...spec.env },
+      // PGAPPNAME names every PostgreSQL session after its process (pg_stat_activity.application_name).
+      env: { ...process.env, DATABASE_URL: this.dbUrl, KILN_DATA_DIR: path.join(this.tmp, "data"), NEXT_TELEMETRY_DISABLED: "1", PGAPPNAME: name, ...this.env, ...spec.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const keep = (b: Buffer) => this.outputs.set(name, ((this.outputs.get(name) ?? "") + b.toString("utf8")).slice(-200_000));

@@ -120,17 +120,34 @@ export class AttemptRun {
       for (const t of this.timers) clearTimeout(t);
       // Destroy before reporting: once the control plane hears "done" it may hand the next job
       // to this host, and nothing of this one may still exist by then.
+      let mark = this.now();
       sandboxDestroyed = await this.destroySandbox();
+      mark = this.lap("destroy", mark);
       // Its listener dies with the sandbox; the decisions are reported while the lease still lives.
       await this.egress?.close().catch((err: unknown) => this.log.error("egress close failed", { error: errorMessage(err) }));
+      mark = this.lap("egress_close", mark);
       // The rootfs may be evicted from the image cache only once no sandbox uses it.
       if (sandboxDestroyed) this.releaseImage?.();
       // While the heartbeat still renews the lease: ingest and seal need a live attempt.
       await this.settleLogs();
+      this.lap("settle_logs", mark);
       heartbeat.stop();
       watchdog.stop();
     }
+    const reportStarted = this.now();
     await this.report(verdict, sandboxDestroyed, setupEndedAt);
+    this.lap("report", reportStarted);
+    // Where an attempt's own time went, for finding the slow part of a short job.
+    this.log.info("attempt timings", { ms: this.laps });
+  }
+
+  private readonly laps: Record<string, number> = {};
+
+  /** Records `name` as the time since `since`; returns now, the next lap's start. */
+  private lap(name: string, since: number): number {
+    const now = this.now();
+    this.laps[name] = Math.round(now - since);
+    return now;
   }
 
   /** Interrupts the attempt. Safe to call at any time, any number of times. */
@@ -158,9 +175,11 @@ export class AttemptRun {
     if (this.abort.signal.aborted) return null;
     const image = await this.prepareImage(heartbeat);
     if ("verdict" in image) return image.verdict;
+    let mark = this.now();
     try {
       // Before the sandbox: drivers look the attempt's egress listener up while they build it.
       if (this.deps.egress) this.egress = await this.openEgress(this.deps.egress);
+      mark = this.lap("egress_open", mark);
     } catch (err) {
       return platformFailure("egress.setup_failed", errorMessage(err));
     }
@@ -169,6 +188,7 @@ export class AttemptRun {
       this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image, rootfs: image.rootfs });
       // Sandbox preparation (microVM boot or warm-pool restore) belongs to the image phase too.
       this.imageMs += this.now() - createStartedAt;
+      mark = this.lap("sandbox_create", mark);
     } catch (err) {
       return platformFailure("sandbox.create_failed", errorMessage(err));
     }
@@ -185,6 +205,7 @@ export class AttemptRun {
       return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
     }
     if (this.abort.signal.aborted) return null;
+    mark = this.lap("checkout", mark);
     // Inputs are verified before any step can see them; outputs are published only after success.
     const caches = new CacheTransfer({
       client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d),
@@ -196,7 +217,9 @@ export class AttemptRun {
     if ((await caches.restore(this.sandbox)) === null) return null;
     const restored = await this.artifacts.restoreAll(this.sandbox);
     if (restored !== "ok") return restored;
+    mark = this.lap("restore", mark);
     const verdict = await this.runSteps(this.sandbox, heartbeat);
+    mark = this.lap("steps", mark);
     if (verdict !== SUCCESS) return verdict;
     const published = await this.artifacts.publishAll(this.sandbox);
     if (published !== "ok") return published;
@@ -236,8 +259,19 @@ export class AttemptRun {
         if (index === 0) this.markStarted(heartbeat);
         this.log.info("step started", { step: index + 1 });
         let result;
+        // The first byte the user's command writes is when the job really started (for a microVM
+        // that is after clock, entropy and workspace reach the guest): logged for trigger ->
+        // first-step-start measurements (bench/sandboxes).
+        let quiet = index === 0;
+        const first = (sink: (chunk: Buffer) => void) => (chunk: Buffer) => {
+          if (quiet) {
+            quiet = false;
+            this.log.info("first step output", { since_claim_ms: wireMs(this.now() - this.claimedAt) });
+          }
+          sink(chunk);
+        };
         try {
-          result = await sandbox.runStep(command, env, {}, output.stdout, output.stderr);
+          result = await sandbox.runStep(command, env, {}, first(output.stdout), first(output.stderr));
         } catch (err) {
           if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
           return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
@@ -258,7 +292,9 @@ export class AttemptRun {
   private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {
     return openAttemptEgress({
       proxy, client: this.deps.client, ticket: this.ticket, log: this.log,
-      listen: this.deps.driver.kind === "microvm" ? "tcp" : "unix",
+      // Both drivers dial a unix socket: the process driver's forwarder from its namespace, and the
+      // microvm relay (QEMU guestfwd cmd:) through the VM's egress link (sandboxes/microvm/egress-relay.ts).
+      listen: "unix",
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
     });
   }

@@ -3,9 +3,12 @@
 // destroyed, so a driver asks here while it builds or runs the sandbox:
 //   - process driver: egressSocketFor(attemptId) -> { path } (a unix socket the step's forwarder
 //     inside its network namespace relays 127.0.0.1:3128 to),
-//   - microvm driver: egressEndpointFor(attemptId) -> { port } (TCP on 127.0.0.1, the target of
-//     QEMU's `guestfwd=tcp:10.0.2.100:3128-tcp:127.0.0.1:<port>`; the guest's proxy is then
-//     http://10.0.2.100:3128).
+//   - microvm driver: egressSocketFor(attemptId) too; create() links the VM's egress link to it, and
+//     QEMU's `guestfwd=tcp:10.0.2.100:3128-cmd:<relay>` reaches it once per guest connection
+//     (sandboxes/microvm/egress-relay.ts); the guest's proxy is http://10.0.2.100:3128.
+//   - egressEndpointFor(attemptId) -> { port } serves a TCP listener on 127.0.0.1 (no driver uses it
+//     now: a QEMU chardev guestfwd to a port shares one host connection between all guest
+//     connections and never passes a close).
 // Null means no egress for that attempt: the sandbox gets no way out at all.
 
 export type EgressListenerAddress = { kind: "tcp"; port: number } | { kind: "unix"; path: string };

@@ -3,8 +3,9 @@
 // case then runs as `it.fails`, so the gap stays visible and the day it is fixed the suite says so.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { access, mkdir, readFile, writeFile } from "node:fs/promises";
-import { constants } from "node:os";
+import { access, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import net from "node:net";
+import os, { constants } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALL_BYTES, ALL_BYTES_PRINTF, processesReferencing, runCaptured, waitForNoProcesses } from "./sandbox-contract-support.ts";
@@ -28,6 +29,11 @@ export interface ContractOptions {
   /** Per-case budget; a VM boot on a loaded 2-core machine can take tens of seconds. */
   timeoutMs: number;
   knownFailures?: Partial<Record<ContractCase, string>>;
+  /**
+   * Network interfaces a step sees when its attempt has no egress listener (default: only `lo`).
+   * A driver listing more must say why; the case still proves none of them leads anywhere.
+   */
+  interfaces?: { names: string[]; reason: string };
 }
 
 /** A shell in a pid namespace (unshare) reports its child's signal n as exit 128+n: same fact. */
@@ -106,11 +112,17 @@ export function describeSandboxContract(opts: ContractOptions): void {
         expect(r.stderr.length).toBe(1024 * 1024);
       });
 
-      test("processes-network", "a job cannot see another job's processes, and has no network but loopback", async () => {
+      test("processes-network", "a job cannot see another job's processes, and without an egress listener reaches no network", async () => {
         const chunks: string[] = [];
         const running = sb.runStep("sleep 987654 & echo started; wait", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
         while (!chunks.join("").includes("started")) await new Promise((r) => setTimeout(r, 20));
         const other = await newSandbox();
+        // A host service on every host address, and the user-net gateway's view of the host.
+        let reached = 0;
+        const server = net.createServer((c) => ((reached += 1), c.destroy()));
+        await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", () => resolve()));
+        const port = (server.address() as net.AddressInfo).port;
+        const hostAddresses = Object.values(os.networkInterfaces()).flat().filter((a) => a?.family === "IPv4").map((a) => a!.address);
         try {
           // Its own background sleep must show up (the census works), the other job's must not.
           const census = "sleep 55555 & for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -o 'sleep [0-9][0-9]*' | sort -u; kill $!";
@@ -118,8 +130,17 @@ export function describeSandboxContract(opts: ContractOptions): void {
           const [seen, ...netDev] = r.out.split("\n");
           expect(seen).toBe("sleep 55555");
           const interfaces = netDev.slice(2).filter((l) => l.includes(":")).map((l) => l.split(":")[0]!.trim());
-          expect(interfaces).toEqual(["lo"]);
+          expect(interfaces.sort(), opts.interfaces?.reason).toEqual((opts.interfaces?.names ?? ["lo"]).slice().sort());
+          // busybox (busybox-static on the host, the base image's in a VM): the same client for both.
+          const probes = [...hostAddresses, "10.0.2.2"].map((a) => `if busybox nc -w 3 ${a} ${port} </dev/null >/dev/null 2>&1; then echo "reached ${a}"; else echo "blocked ${a}"; fi`);
+          const reach = await runCaptured(other, ["busybox nc --help >/dev/null 2>&1 && echo 'client ok'", ...probes].join("\n"));
+          // A missing client would read as "blocked": prove it is there first.
+          expect(reach.out).toContain("client ok");
+          expect(reach.out).not.toContain("reached");
+          expect(reach.out.split("\n").filter((l) => l.startsWith("blocked "))).toHaveLength(hostAddresses.length + 1);
+          expect(reached).toBe(0);
         } finally {
+          server.close();
           sb.kill("SIGKILL");
           await running;
           await other.destroy();
@@ -146,13 +167,18 @@ export function describeSandboxContract(opts: ContractOptions): void {
     test("isolation", "a job cannot see another job's files, and nothing a job writes reaches the next one", async () => {
       const a = await newSandbox();
       const b = await newSandbox();
+      // Unique host-wide names: a leftover of an earlier (failed) run must not decide this one.
+      const tag = randomUUID();
       try {
-        const write = await runCaptured(a, 'echo s1 > secret.txt; echo s2 > "$HOME/.secret"; echo s3 > "$TMPDIR/secret"; (echo s4 > /kiln-root-secret) 2>/dev/null; echo ok');
+        const write = await runCaptured(a, `echo s1 > secret.txt; echo s2 > "$HOME/.secret"; echo s3 > "$TMPDIR/secret"; (echo s4 > /kiln-root-secret-${tag}) 2>/dev/null; (echo s5 > /tmp/kiln-secret-${tag}) 2>/dev/null; (echo s6 > /dev/shm/kiln-secret-${tag}) 2>/dev/null; echo ok`);
         expect(write.out).toBe("ok\n");
         const aRoot = path.dirname(a.hostWorkspaceDir);
-        const probe = `cat secret.txt "$HOME/.secret" "$TMPDIR/secret" /kiln-root-secret "${a.paths.workspace}/secret.txt" "${aRoot}/workspace/secret.txt" 2>/dev/null; ls -A . "$HOME" "$TMPDIR" | grep -v ":$" | grep -v "^$"; true`;
+        // A root step trying to take the hiding away first (umount of what covers the work dir).
+        const escape = `umount -l "${path.dirname(aRoot)}" 2>/dev/null; umount -l "${path.dirname(aRoot)}" 2>/dev/null; `;
+        const probe = `${escape}cat secret.txt "$HOME/.secret" "$TMPDIR/secret" /kiln-root-secret-${tag} /tmp/kiln-secret-${tag} /dev/shm/kiln-secret-${tag} "${a.paths.workspace}/secret.txt" "${aRoot}/workspace/secret.txt" 2>/dev/null; ls -A . "$HOME" "$TMPDIR" | grep -v ":$" | grep -v "^$"; ls -A "${path.dirname(aRoot)}" 2>/dev/null | grep -x "${path.basename(aRoot)}"; (cd ../.. && ls -A) 2>/dev/null | grep -x "${path.basename(aRoot)}"; true`;
         const seen = await runCaptured(b, probe);
-        expect(seen.out).not.toMatch(/s1|s2|s3|s4/);
+        expect(seen.out).not.toMatch(/s1|s2|s3|s4|s5|s6/);
+        expect(seen.out).not.toContain(path.basename(aRoot));
         await a.destroy();
         const next = await newSandbox();
         try {
@@ -164,6 +190,8 @@ export function describeSandboxContract(opts: ContractOptions): void {
       } finally {
         await a.destroy();
         await b.destroy();
+        // A driver that let the writes through must not leave them on the host.
+        await Promise.all([`/kiln-root-secret-${tag}`, `/tmp/kiln-secret-${tag}`, `/dev/shm/kiln-secret-${tag}`].map((f) => rm(f, { force: true })));
       }
     });
 

@@ -45,7 +45,9 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
   const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
   const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
   const source = spec.mirrorDir ? await mirrorWithCommit(spec.mirrorDir, spec.cloneUrl, spec.commitSha, signal) : spec.cloneUrl;
-  await git("init", ["init", "-q", spec.dir], signal);
+  // No template: git's sample hooks and description are copied on every init otherwise, and
+  // were a third of a warm checkout's time here (docs/benchmarks.md).
+  await git("init", ["init", "-q", "--template=", spec.dir], signal);
   await git("fetch", ["-C", spec.dir, "fetch", "-q", "--depth", "1", "--", source, spec.commitSha], signal);
   await git("checkout", ["-C", spec.dir, "checkout", "-q", "FETCH_HEAD"], signal);
 }
@@ -53,16 +55,29 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
 // One fetch at a time per mirror in this agent: git refuses a second concurrent shallow fetch into
 // one repository (shallow.lock) rather than waiting for it.
 const mirrorQueues = new Map<string, Promise<unknown>>();
+const mirrored = new Set<string>();
+
+function remember(key: string): void {
+  if (mirrored.size >= 50_000) mirrored.clear();
+  mirrored.add(key);
+}
 
 async function mirrorWithCommit(mirrorDir: string, cloneUrl: string, sha: string, signal: AbortSignal): Promise<string> {
   const dir = path.join(mirrorDir, `${createHash("sha256").update(cloneUrl).digest("hex").slice(0, 32)}.git`);
+  // A commit this process put into (or found in) the mirror stays there: no mirror is ever pruned
+  // while the agent runs, so one git process per checkout is saved.
+  const known = `${dir}\0${sha}`;
+  if (mirrored.has(known)) return dir;
   const has = () => git("cat-file", ["--git-dir", dir, "cat-file", "-e", `${sha}^{commit}`], signal).then(() => true, () => false);
-  if (await stat(path.join(dir, "HEAD")).then(() => has(), () => false)) return dir;
+  if (await stat(path.join(dir, "HEAD")).then(() => has(), () => false)) {
+    remember(known);
+    return dir;
+  }
   const prev = mirrorQueues.get(dir) ?? Promise.resolve();
   const run = prev.then(async () => {
     if (!(await stat(path.join(dir, "HEAD")).then(() => true, () => false))) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      await git("init", ["init", "-q", "--bare", dir], signal);
+      await git("init", ["init", "-q", "--bare", "--template=", dir], signal);
       // Workspaces fetch one commit by id from here.
       await git("config", ["--git-dir", dir, "config", "uploadpack.allowAnySHA1InWant", "true"], signal);
     }
@@ -76,6 +91,7 @@ async function mirrorWithCommit(mirrorDir: string, cloneUrl: string, sha: string
     if (mirrorQueues.get(dir) === tail) mirrorQueues.delete(dir);
   });
   await run;
+  remember(known);
   return dir;
 }
 

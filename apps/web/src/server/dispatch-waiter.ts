@@ -32,17 +32,29 @@ export class DispatchWaiter {
     if (this.client) return Promise.resolve();
     if (!this.connecting) {
       const c = new pg.Client({ connectionString: this.url });
+      // Heard from the start and retired once: an 'error' with no listener would kill the web
+      // process, and a client that failed half-way is ended, never left open.
+      let retired = false;
+      const retire = () => {
+        if (retired) return;
+        retired = true;
+        if (this.client === c) this.client = null;
+        this.connecting = null;
+        void c.end().catch(() => undefined);
+        this.wakeAll();
+      };
+      c.on("error", retire);
       this.connecting = c
         .connect()
         .then(() => c.query("LISTEN kiln_dispatch"))
         .then(() => {
+          if (retired) return;
           c.on("notification", () => this.wakeAll());
-          c.on("error", () => {
-            this.client = null;
-            this.connecting = null;
-            this.wakeAll();
-          });
           this.client = c;
+        })
+        .catch((e: unknown) => {
+          retire();
+          throw e;
         })
         .finally(() => {
           if (!this.client) this.connecting = null;

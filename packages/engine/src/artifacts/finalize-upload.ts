@@ -1,4 +1,4 @@
-import { withTx, type Db, type DbOrTx } from "@kiln/db";
+import { sqlPool, withTx, type Db, type DbOrTx } from "@kiln/db";
 import { decideArtifactSeal, DomainError, type ArtifactState } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
@@ -37,6 +37,33 @@ interface Row {
  * store work and again at the seal; its generation stays unbound and is collected later.
  */
 export async function finalizeUpload(db: Db, store: ArtifactStore, claims: JobClaims, generationId: string): Promise<SealedArtifact> {
+  // Finalisers of one session run one at a time. Two at once (an agent asking again while its
+  // first request still runs) both completed the multipart upload, and S3-compatible stores that
+  // write the object non-atomically let one read back a half-written object: a false mismatch
+  // that abandoned good bytes. The lock is a session advisory lock on its own connection, held
+  // across the store work with no transaction open; a waiter then finds the session sealed.
+  const client = await sqlPool(db).connect();
+  let broken = false;
+  const onError = () => {
+    broken = true;
+  };
+  client.on("error", onError);
+  try {
+    await client.query("SELECT pg_advisory_lock(hashtextextended($1, 7))", [generationId]);
+    try {
+      return await finalizeLocked(db, store, claims, generationId);
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 7))", [generationId]).catch(() => {
+        broken = true; // a dead session released its locks with it
+      });
+    }
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, generationId: string): Promise<SealedArtifact> {
   const g = await withTx(db, "artifact-finalize-check", async (tx) => {
     await lockCurrentAttempt(tx, claims);
     return loadOwnGeneration(tx, claims, generationId);

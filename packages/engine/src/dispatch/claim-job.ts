@@ -1,11 +1,10 @@
-import { withTx, type Db, type Tx } from "@kiln/db";
+import { sqlPool, type Db } from "@kiln/db";
 import { decideClaim, DomainError, type JobStatus, type RunStatus, type TrustClass, type WorkflowDefinition } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
-import { recordTransition } from "../shared/journal.ts";
-import { lockRun } from "../runs/advance-run.ts";
+import { withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
 import { platformKey, signJobToken } from "../identity/tokens.ts";
 import { takeCandidates } from "./dispatch-view.ts";
-import { egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
+import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
 
 export interface ClaimRequest {
   sessionId: string;
@@ -13,6 +12,12 @@ export interface ClaimRequest {
   claimRequestId: string;
   /** A dispatch hint from the work queue, when the agent got one. */
   offer?: { jobId: string; generation: number } | null;
+  /**
+   * The SHA-256 of the caller's host credential. Given, the claim itself proves that the
+   * credential is live and owns the session (inside its first statement); the agent protocol
+   * always gives it. Omitted only by callers that authenticated the session themselves.
+   */
+  credentialHash?: string | null;
 }
 
 export interface JobTicket {
@@ -49,47 +54,68 @@ export type ClaimResult =
   | { kind: "none" }
   | { kind: "declined"; reason: string };
 
-interface SessionRow {
+type SessionRow = {
   id: string;
   pool: string;
   capacity: number;
   running: number;
   hostname: string;
-}
+};
 
 /**
  * The claim transaction (seed 000 section 7): run active, job READY, generation matches,
  * predecessors succeeded, capacity free; then a new attempt with the next epoch and a lease on
  * database time, all or nothing. Lock order is run then job, the same as completion and cancel.
+ *
+ * It runs as plain SQL on the Db's node-postgres pool (ADR 0015): four statements between BEGIN
+ * and COMMIT, and the ticket is built from what they returned, with no read after the commit.
  */
 export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Promise<ClaimResult> {
   const key = await platformKey(db);
-  const pool = await poolOfSession(db, req.sessionId);
+  const sql = sqlPool(db);
+  const credential = req.credentialHash ?? null;
+  const pool = await poolOfSession(sql, req.sessionId, credential);
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
   // One pick per round: a pick is counted as started in the shared view, so taking several would
   // withhold jobs from concurrent claimers (and from an org's hard cap) until the next reload.
-  let result: { kind: "claimed"; attemptId: string; replayed: boolean } | { kind: "none" } | { kind: "declined"; reason: string } = { kind: "none" };
+  let result: { kind: "claimed"; claimed: Claimed | null; attemptId: string; replayed: boolean } | { kind: "none" } | { kind: "declined"; reason: string } = { kind: "none" };
   const began = performance.now();
   for (let round = 0; round < 6; round++) {
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
     const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
     const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, req.offer ?? null);
-    result = await withTx(db, "claim-job", async (tx) => {
-      const replay = await findTicketByRequest(tx, req);
-      if (replay) return { kind: "claimed" as const, attemptId: replay, replayed: true };
+    result = await withJournalTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
-      const locked = await tx.$queryRaw<SessionRow[]>`
-        UPDATE agent_session SET last_seen_at = now() WHERE id = ${req.sessionId}::uuid
-        RETURNING id, pool, capacity, hostname,
-                  (SELECT count(*)::int FROM attempt WHERE session_id = ${req.sessionId}::uuid AND status = 'running') AS running`;
-      const session = locked[0];
-      if (!session) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+      // The host credential is checked here as well, on every claim, not only by the cached pool
+      // lookup: one round trip less than a separate authentication query (ADR 0015).
+      const locked = await c.query<SessionRow & { token_ok: boolean; replay_id: string | null; replay_session: string | null }>({
+        name: "claim-session",
+        text: `WITH s AS (
+                 UPDATE agent_session SET last_seen_at = now()
+                 WHERE id = $1::uuid
+                   AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL))
+                 RETURNING id, pool, capacity, hostname)
+               SELECT s.id, s.pool, s.capacity, s.hostname,
+                      ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL)) AS token_ok,
+                      (SELECT count(*)::int FROM attempt WHERE session_id = s.id AND status = 'running') AS running,
+                      r.id AS replay_id, r.session_id AS replay_session
+               FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN attempt r ON r.claim_request_id = $2`,
+        values: [req.sessionId, req.claimRequestId, credential],
+      });
+      const session = locked.rows[0];
+      if (!session?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+      if (!session.id) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+      if (session.replay_id) {
+        // A claim id is only meaningful to the session that made it.
+        if (session.replay_session !== req.sessionId) throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
+        return { kind: "claimed" as const, claimed: null, attemptId: session.replay_id, replayed: true };
+      }
       let lastReason = "none";
-      for (const c of candidates) {
-        const outcome = await tryClaim(tx, cfg, session, c, req);
-        if (outcome.ok) return { kind: "claimed" as const, attemptId: outcome.attemptId, replayed: false };
+      for (const cand of candidates) {
+        const outcome = await tryClaim(c, cfg, session, cand, req);
+        if (outcome.ok) return { kind: "claimed" as const, claimed: outcome.claimed, attemptId: outcome.claimed.attemptId, replayed: false };
         lastReason = outcome.reason;
         if (outcome.reason === "no_capacity") break;
       }
@@ -98,7 +124,8 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     if (result.kind !== "declined" || result.reason === "no_capacity") break;
   }
   if (result.kind !== "claimed") return result;
-  return { kind: "claimed", ticket: await loadTicket(db, cfg, key, result.attemptId), replayed: result.replayed };
+  const ticket = result.claimed ? ticketFrom(cfg, key, result.claimed) : await loadTicket(db, cfg, key, result.attemptId);
+  return { kind: "claimed", ticket, replayed: result.replayed };
 }
 
 /**
@@ -127,50 +154,80 @@ async function chooseCandidates(
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
 
-// A session's pool never changes: remembered per process, one query less per claim (bounded).
+// A session's pool never changes: remembered per process (per credential, when one is given, so
+// a cached answer never stands in for a credential check), one query less per claim (bounded).
 const sessionPools = new Map<string, string>();
 
-async function poolOfSession(db: Db, sessionId: string): Promise<string> {
-  const known = sessionPools.get(sessionId);
+async function poolOfSession(sql: SqlPool, sessionId: string, credential: string | null): Promise<string> {
+  const cacheKey = `${sessionId}:${credential ?? ""}`;
+  const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;
-  const rows = await db.$queryRaw<{ pool: string }[]>`SELECT pool FROM agent_session WHERE id = ${sessionId}::uuid`;
-  const pool = rows[0]?.pool;
-  if (pool === undefined) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+  const rows = await sql.query<{ token_ok: boolean; pool: string | null }>({
+    name: "session-pool",
+    text: `SELECT ($2::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL)) AS token_ok,
+                  (SELECT s.pool FROM agent_session s WHERE s.id = $1::uuid
+                     AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL))) AS pool`,
+    values: [sessionId, credential],
+  });
+  const row = rows.rows[0];
+  if (!row?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+  if (row.pool === null) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   if (sessionPools.size >= 10_000) sessionPools.clear();
-  sessionPools.set(sessionId, pool);
-  return pool;
+  sessionPools.set(cacheKey, row.pool);
+  return row.pool;
 }
 
-async function findTicketByRequest(tx: Tx, req: ClaimRequest): Promise<string | null> {
-  const rows = await tx.$queryRaw<{ id: string; session_id: string }[]>`
-    SELECT id, session_id FROM attempt WHERE claim_request_id = ${req.claimRequestId}`;
-  const row = rows[0];
-  if (!row) return null;
-  // A claim id is only meaningful to the session that made it.
-  if (row.session_id !== req.sessionId) throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
-  return row.id;
+/** What the claim transaction returns: everything the ticket needs, read under its locks. */
+interface Claimed {
+  attemptId: string;
+  runId: string;
+  jobId: string;
+  orgId: string;
+  epoch: number;
+  leaseExpiresAt: Date;
+  jobIndex: number;
+  name: string;
+  jobDef: WorkflowDefinition["jobs"][number] | null;
+  runEnv: Record<string, string> | null;
+  trustClass: TrustClass;
+  cloneUrl: string;
+  commitSha: string;
+  allowList: string[];
 }
 
 async function tryClaim(
-  tx: Tx,
+  c: SqlClient,
   cfg: EngineConfig,
   session: SessionRow,
   candidate: { id: string; run_id: string },
   req: ClaimRequest,
-): Promise<{ ok: true; attemptId: string } | { ok: false; reason: string }> {
-  const run = await lockRun(tx, candidate.run_id, "share");
+): Promise<{ ok: true; claimed: Claimed } | { ok: false; reason: string }> {
+  // Checked before any lock: a full session takes nothing, whatever the candidate's state.
+  if (session.running >= session.capacity) return { ok: false, reason: "no_capacity" };
+  const runs = await c.query<{ id: string; org_id: string; status: RunStatus; trust_class: TrustClass; commit_sha: string; clone_url: string }>({
+    name: "claim-lock-run",
+    text: `SELECT r.id, r.org_id, r.status, r.trust_class, r.commit_sha, rp.clone_url
+           FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = $1::uuid FOR SHARE OF r`,
+    values: [candidate.run_id],
+  });
+  const run = runs.rows[0];
   if (!run) return { ok: false, reason: "not_ready" };
-  const jobs = await tx.$queryRaw<
-    { id: string; org_id: string; status: JobStatus; dispatch_generation: number; current_epoch: number; next_attempt_at: Date | null; preds_ok: boolean; ready_at: Date | null; now: Date }[]
-  >`
-    SELECT j.id, j.org_id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now,
-      NOT EXISTS (SELECT 1 FROM job_run p WHERE p.run_id = j.run_id AND p.job_index = ANY(j.needs)
-                  AND p.outcome IS DISTINCT FROM 'success') AS preds_ok
-    FROM job_run j WHERE j.id = ${candidate.id}::uuid FOR UPDATE SKIP LOCKED`;
-  const job = jobs[0];
+  const jobs = await c.query<{
+    id: string; status: JobStatus; dispatch_generation: number; current_epoch: number; next_attempt_at: Date | null; ready_at: Date | null; now: Date;
+    preds_ok: boolean; job_index: number; name: string; job_def: WorkflowDefinition["jobs"][number] | null; run_env: Record<string, string> | null;
+  }>({
+    name: "claim-lock-job",
+    text: `SELECT j.id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now, j.job_index, j.name,
+             NOT EXISTS (SELECT 1 FROM job_run p WHERE p.run_id = j.run_id AND p.job_index = ANY(j.needs)
+                         AND p.outcome IS DISTINCT FROM 'success') AS preds_ok,
+             r.definition->'jobs'->j.job_index AS job_def, r.definition->'env' AS run_env
+           FROM job_run j JOIN workflow_run r ON r.id = j.run_id WHERE j.id = $1::uuid FOR UPDATE OF j SKIP LOCKED`,
+    values: [candidate.id],
+  });
+  const job = jobs.rows[0];
   if (!job) return { ok: false, reason: "locked" };
   const decision = decideClaim({
-    runStatus: run.status as RunStatus,
+    runStatus: run.status,
     jobStatus: job.status,
     jobGeneration: job.dispatch_generation,
     offeredGeneration: req.offer ? req.offer.generation : null,
@@ -184,42 +241,89 @@ async function tryClaim(
   });
   if (!decision.ok) return { ok: false, reason: decision.reason };
 
-  // The org's hard cap, enforced here and nowhere else: a guarded increment of its counter row,
-  // atomic with the job's transition (seed 003 Q3). Over the cap, the job stays READY with the
-  // reason recorded for the queue view.
-  const slot = await tx.$queryRaw<{ running: number }[]>`
-    INSERT INTO org_pool_usage (org_id, pool, running)
-    SELECT ${run.orgId}::uuid, ${session.pool}, 1
-    WHERE COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = ${run.orgId}::uuid AND pool = ${session.pool}), 2147483647) > 0
-    ON CONFLICT (org_id, pool) DO UPDATE SET running = org_pool_usage.running + 1
-    WHERE org_pool_usage.running < COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = ${run.orgId}::uuid AND pool = ${session.pool}), 2147483647)
-    RETURNING running`;
-  if (!slot[0]) {
-    await tx.$executeRaw`UPDATE job_run SET wait_reason = 'org_cap' WHERE id = ${job.id}::uuid AND status = 'ready'`;
-    return { ok: false, reason: "org_cap" };
-  }
+  // One statement for the rest. The org's hard cap is enforced here and nowhere else: a guarded
+  // increment of its counter row (seed 003 Q3); the attempt, the job's guarded transition and its
+  // event exist only if that increment did. Over the cap, the job stays READY with the reason
+  // recorded for the queue view. The org's egress allow-list is read in the same statement.
   const epoch = job.current_epoch + 1;
   const queuedMs = job.ready_at ? Math.max(0, job.now.getTime() - job.ready_at.getTime()) : null;
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool)
-    VALUES (${job.id}::uuid, ${run.id}::uuid, ${run.orgId}::uuid, ${epoch}, ${session.id}::uuid, ${req.claimRequestId},
-            ${session.hostname}, 'running', now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}), ${queuedMs}, ${session.pool})
-    RETURNING id`;
-  const attemptId = inserted[0]?.id;
-  if (!attemptId) throw new Error("attempt insert returned nothing");
-  const updated = await tx.$executeRaw`
-    UPDATE job_run SET status = 'running', current_epoch = ${epoch}, wait_reason = NULL
-    WHERE id = ${job.id}::uuid AND status = 'ready' AND dispatch_generation = ${job.dispatch_generation}`;
-  if (updated !== 1) throw new Error("guarded claim update lost a race it should have been locked against");
-  await recordTransition(tx, {
-    orgId: run.orgId, runId: run.id, jobId: job.id, attemptId, entity: "job", from: "ready", to: "running", reason: "claimed",
-    data: { epoch, session: session.id, host: session.hostname, generation: job.dispatch_generation },
+  const data = JSON.stringify({ epoch, session: session.id, host: session.hostname, generation: job.dispatch_generation });
+  const done = await c.query<{ attempt_id: string | null; lease_expires_at: Date | null; updated: number; events: number; allow_list: string[] }>({
+    name: "claim-commit",
+    text: `WITH cap AS (
+             SELECT COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = $1::uuid AND pool = $2), 2147483647) AS n),
+           slot AS (
+             INSERT INTO org_pool_usage (org_id, pool, running) SELECT $1::uuid, $2, 1 FROM cap WHERE cap.n > 0
+             ON CONFLICT (org_id, pool) DO UPDATE SET running = org_pool_usage.running + 1
+             WHERE org_pool_usage.running < (SELECT n FROM cap)
+             RETURNING running),
+           ins AS (
+             INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool)
+             SELECT $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2 FROM slot
+             RETURNING id, lease_expires_at),
+           upd AS (
+             UPDATE job_run SET status = 'running', current_epoch = $5, wait_reason = NULL
+             WHERE id = $3::uuid AND status = 'ready' AND dispatch_generation = $11 AND EXISTS (SELECT 1 FROM slot)
+             RETURNING id),
+           ev AS (
+             INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
+             SELECT $1::uuid, $4::uuid, $3::uuid, ins.id, 'job', 'ready', 'running', 'claimed', $12::jsonb FROM ins
+             RETURNING id),
+           capped AS (
+             UPDATE job_run SET wait_reason = 'org_cap' WHERE id = $3::uuid AND status = 'ready' AND NOT EXISTS (SELECT 1 FROM slot)
+             RETURNING id)
+           SELECT (SELECT id FROM ins) AS attempt_id, (SELECT lease_expires_at FROM ins) AS lease_expires_at,
+                  (SELECT count(*) FROM upd)::int AS updated, (SELECT count(*) FROM ev)::int AS events,
+                  CASE WHEN $13 THEN ARRAY(SELECT pattern FROM egress_rule WHERE org_id = $1::uuid ORDER BY pattern LIMIT 1000)
+                       ELSE '{}'::text[] END AS allow_list`,
+    values: [run.org_id, session.pool, job.id, run.id, epoch, session.id, req.claimRequestId, session.hostname, cfg.leaseTtlMs / 1000, queuedMs,
+      job.dispatch_generation, data, run.trust_class === "trusted"],
   });
+  const row = done.rows[0];
+  if (!row?.attempt_id || !row.lease_expires_at) return { ok: false, reason: "org_cap" };
+  if (row.updated !== 1 || row.events !== 1) throw new Error("guarded claim update lost a race it should have been locked against");
   // The run's start time is derived from its first attempt (see get-run): writing it here would
   // upgrade the shared run lock that concurrent claimers of one run hold, and deadlock them.
-  return { ok: true, attemptId };
+  return {
+    ok: true,
+    claimed: {
+      attemptId: row.attempt_id, runId: run.id, jobId: job.id, orgId: run.org_id, epoch, leaseExpiresAt: row.lease_expires_at,
+      jobIndex: job.job_index, name: job.name, jobDef: job.job_def, runEnv: job.run_env, trustClass: run.trust_class,
+      cloneUrl: run.clone_url, commitSha: run.commit_sha, allowList: row.allow_list,
+    },
+  };
 }
 
+function ticketFrom(cfg: EngineConfig, key: Buffer, a: Claimed): JobTicket {
+  const def = a.jobDef;
+  if (!def) throw new Error(`definition has no job ${a.jobIndex}`);
+  return {
+    runId: a.runId,
+    jobId: a.jobId,
+    attemptId: a.attemptId,
+    orgId: a.orgId,
+    epoch: a.epoch,
+    jobToken: signJobToken(key, { jobId: a.jobId, attemptId: a.attemptId, epoch: a.epoch }),
+    leaseExpiresAt: a.leaseExpiresAt.toISOString(),
+    leaseTtlMs: cfg.leaseTtlMs,
+    heartbeatMs: cfg.heartbeatMs,
+    trustClass: a.trustClass,
+    egress: egressPolicy({ trustClass: a.trustClass, platformHosts: cfg.egressPlatformHosts, allowList: a.allowList }),
+    source: { cloneUrl: a.cloneUrl, commitSha: a.commitSha },
+    job: {
+      name: a.name,
+      index: a.jobIndex,
+      image: def.image?.ref ?? null,
+      imageDigest: def.image?.digest ?? null,
+      steps: def.steps,
+      env: { ...a.runEnv, ...def.env },
+      timeoutMinutes: def.timeoutMinutes,
+      artifacts: def.artifacts,
+    },
+  };
+}
+
+/** A ticket read back from the database: a retried claim (same claim_request_id) gets its original one. */
 export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attemptId: string): Promise<JobTicket> {
   const rows = await db.$queryRaw<
     { id: string; job_id: string; run_id: string; org_id: string; epoch: number; lease_expires_at: Date; job_index: number; name: string; definition: WorkflowDefinition; trust_class: TrustClass; clone_url: string; commit_sha: string }[]

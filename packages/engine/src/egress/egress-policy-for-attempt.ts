@@ -14,5 +14,11 @@ export async function egressPolicyForAttempt(db: DbOrTx, input: { orgId: string;
   const allowList = input.trustClass === "trusted"
     ? (await db.$queryRaw<{ pattern: string }[]>`SELECT pattern FROM egress_rule WHERE org_id = ${input.orgId}::uuid ORDER BY pattern LIMIT 1000`).map((r) => r.pattern)
     : [];
+  return egressPolicy({ ...input, allowList });
+}
+
+/** The policy from its parts (the claim reads the allow-list inside its own transaction). */
+export function egressPolicy(input: { trustClass: TrustClass; platformHosts: readonly string[]; allowList: readonly string[] }): EgressPolicy {
+  const allowList = input.trustClass === "trusted" ? [...input.allowList] : [];
   return { trustClass: input.trustClass, platformHosts: [...new Set(input.platformHosts)].slice(0, 32), allowList };
 }

@@ -1,4 +1,4 @@
-import type { Db } from "@kiln/db";
+import { sqlPool, type Db } from "@kiln/db";
 import { DomainError, type Role } from "@kiln/domain";
 import type { Caller } from "../runs/admit-manual.ts";
 import { hashSecret, platformKey, verifyJobToken, type JobTokenClaims } from "./tokens.ts";
@@ -26,14 +26,26 @@ export async function authenticateApiToken(db: Db, authorization: string | null)
  */
 export async function authenticateAgentToken(db: Db, authorization: string | null, sessionId?: string): Promise<{ id: string; pool: string }> {
   const token = bearer(authorization);
-  const rows = await db.$queryRaw<{ id: string; pool: string; owns: boolean }[]>`
-    SELECT t.id, t.pool,
-           (${sessionId ?? null}::uuid IS NULL OR EXISTS (SELECT 1 FROM agent_session s WHERE s.id = ${sessionId ?? null}::uuid AND s.agent_token_id = t.id)) AS owns
-    FROM agent_token t WHERE t.token_hash = ${hashSecret(token)} AND t.revoked_at IS NULL`;
-  const t = rows[0];
+  // Plain SQL: every claim long-poll starts here (ADR 0015).
+  const rows = await sqlPool(db).query<{ id: string; pool: string; owns: boolean }>({
+    name: "auth-agent-token",
+    text: `SELECT t.id, t.pool,
+                  ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM agent_session s WHERE s.id = $2::uuid AND s.agent_token_id = t.id)) AS owns
+           FROM agent_token t WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+    values: [hashSecret(token), sessionId ?? null],
+  });
+  const t = rows.rows[0];
   if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
   if (!t.owns) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   return { id: t.id, pool: t.pool };
+}
+
+/**
+ * The hash a host credential is stored under, from an Authorization header (401 when missing).
+ * The claim checks it inside its own first statement (claimJob's credentialHash).
+ */
+export function agentCredentialHash(authorization: string | null): string {
+  return hashSecret(bearer(authorization));
 }
 
 /** A job-scoped token: authorises exactly one (job, attempt, epoch). */

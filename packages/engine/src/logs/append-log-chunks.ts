@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { decideChunkBatch, decideHeartbeat, DomainError, type LogChunkIdentity, type LogPosition, type LogState, type LogStream } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import { journalBytesInUse } from "./journal-budget.ts";
-import { num, withJournalTx, type SqlClient, type SqlPool } from "./sql-pool.ts";
+import { num, withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
 
 export interface IncomingChunk extends LogChunkIdentity {
   data: Buffer;

@@ -7,7 +7,7 @@ import type { LogStream } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import type { LogObjectStore } from "./log-object-store.ts";
 import { attemptPrefix, encodeSegment, segmentKey, type LogChunkRecord, type SegmentEntry } from "./log-segments.ts";
-import { num, withJournalTx, type SqlPool } from "./sql-pool.ts";
+import { num, withJournalTx, type SqlPool } from "../shared/sql-pool.ts";
 
 export interface ArchiveReport {
   attempts: number;

@@ -1,7 +1,7 @@
 // The journal budget: acknowledged bytes not yet archived, summed over log_attempt (partial index
 // on journal_bytes > 0). Read at most every BUDGET_CACHE_MS per process: the sum is a guard
 // against running out of room, not an exact quota, so a few hundred ms of staleness is fine.
-import { num, type SqlPool } from "./sql-pool.ts";
+import { num, type SqlPool } from "../shared/sql-pool.ts";
 
 const BUDGET_CACHE_MS = 250;
 const cache = new WeakMap<SqlPool, { at: number; value: Promise<number> }>();

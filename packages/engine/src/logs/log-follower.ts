@@ -8,7 +8,7 @@ import type { LogHead, LogHeadCache } from "./log-head.ts";
 import type { LogArchiveReader } from "./log-segments.ts";
 import { LiveQueue } from "./live-queue.ts";
 import { readLogChunks } from "./read-log-chunks.ts";
-import type { SqlPool } from "./sql-pool.ts";
+import type { SqlPool } from "../shared/sql-pool.ts";
 
 export interface LogFollowerDeps {
   db: Db;

@@ -1,6 +1,6 @@
 // Where one attempt's log stands: the row readers poll and the follower decides from.
 import type { LogState, LogStream } from "@kiln/domain";
-import { num, type SqlPool } from "./sql-pool.ts";
+import { num, type SqlPool } from "../shared/sql-pool.ts";
 
 // Compile-time proof that the CHECK list in prisma/migrations/0002_logs matches the domain union.
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

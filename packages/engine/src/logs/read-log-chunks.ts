@@ -2,7 +2,7 @@
 // the archive, whichever holds them. The archiver moves a prefix of the sequence (segment row and
 // journal delete in one transaction), so a chunk missing from the journal at time t is in a
 // segment committed before t: reading the journal first and the archive second never misses one.
-import { num, type SqlPool } from "./sql-pool.ts";
+import { num, type SqlPool } from "../shared/sql-pool.ts";
 import type { LogArchiveReader, LogChunkRecord, SegmentEntry } from "./log-segments.ts";
 import type { LogStream } from "@kiln/domain";
 

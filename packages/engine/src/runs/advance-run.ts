@@ -42,7 +42,7 @@ export async function makeJobsReady(
   if (jobs.length === 0) return;
   const from = legalSources(JOB_TRANSITIONS, reason, "ready")[0] ?? "pending";
   const notBefore = opts.notBefore ?? null;
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`
+  const rows = await tx.$queryRaw<{ id: bigint; pool: string }[]>`
     WITH upd AS (
       UPDATE job_run j SET status = 'ready', dispatch_generation = j.dispatch_generation + 1,
         ready_at = now(), dispatched_at = now(), next_attempt_at = ${notBefore}::timestamptz
@@ -59,9 +59,14 @@ export async function makeJobsReady(
            jsonb_build_object('jobId', id, 'runId', run_id, 'orgId', org_id, 'pool', pool, 'generation', dispatch_generation),
            id::text || ':' || dispatch_generation::text, COALESCE(${notBefore}::timestamptz, now())
     FROM upd
-    RETURNING id`;
-  // Wakes the relay on commit (NOTIFY is transactional); a lost notification costs one poll interval.
-  if (rows.length > 0) await tx.$executeRaw`SELECT pg_notify('kiln_outbox', 'job.dispatch')`;
+    RETURNING id, payload->>'pool' AS pool`;
+  if (rows.length === 0) return;
+  // Both wake-ups fire on commit (NOTIFY is transactional): the relay's, and, for jobs claimable
+  // now, the long-polling claimers' directly, a hop sooner than the relay's own NOTIFY (which still
+  // follows as the backstop). A lost notification costs one poll interval.
+  const pools = notBefore ? [] : [...new Set(rows.map((r) => r.pool))];
+  await tx.$executeRaw`
+    SELECT pg_notify('kiln_outbox', 'job.dispatch') UNION ALL SELECT pg_notify('kiln_dispatch', p) FROM unnest(${pools}::text[]) AS p`;
 }
 
 /**

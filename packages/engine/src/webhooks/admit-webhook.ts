@@ -1,7 +1,7 @@
-import { withTx, type Db } from "@kiln/db";
+import { randomUUID } from "node:crypto";
+import { sqlPool, type Db } from "@kiln/db";
 import { computeTrustClass, DomainError, type AdmissionEvent } from "@kiln/domain";
 import { z } from "zod";
-import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
 export type WebhookResult =
@@ -56,50 +56,93 @@ export async function admitGithubWebhook(
   }
   const base = anyPayload.safeParse(json);
   if (!base.success) throw new DomainError("WEBHOOK.BAD_PAYLOAD", "payload has no repository.full_name");
-  const repos = await db.$queryRaw<{ id: string; org_id: string; webhook_secret: string; workflow_path: string }[]>`
-    SELECT id, org_id, webhook_secret, workflow_path FROM repo WHERE full_name = ${base.data.repository.full_name}`;
-  const repo = repos[0];
+  const sql = sqlPool(db);
+  // Plain SQL, two statements (ADR 0015): the repo with the sender's membership, then acceptance
+  // as one statement. The sender is peeked at before the payload is validated so that membership
+  // comes with the repo lookup; validation still happens only after the signature verifies.
+  const peeked = peekActor(json);
+  const repos = await sql.query<{ id: string; org_id: string; webhook_secret: string; workflow_path: string; actor_is_member: boolean }>({
+    name: "webhook-repo",
+    text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path,
+                  ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
+                     WHERE ms.org_id = r.org_id AND u.login = $2 AND ms.role IN ('admin', 'member'))) AS actor_is_member
+           FROM repo r WHERE r.full_name = $1`,
+    values: [base.data.repository.full_name, peeked],
+  });
+  const repo = repos.rows[0];
   // Same answer as a bad signature: an unauthenticated caller learns nothing about which repos exist.
   if (!repo || !verifyGithubSignature(repo.webhook_secret, req.rawBody, req.signature)) {
     throw new DomainError("WEBHOOK.BAD_SIGNATURE", "signature does not match a registered repository's secret");
   }
   if (!req.deliveryId || req.deliveryId.length > 200) throw new DomainError("WEBHOOK.BAD_PAYLOAD", "missing X-GitHub-Delivery");
+  const deliveryId = req.deliveryId;
   const event = req.event ?? "";
 
   const plan = planEvent(event, json);
-  return withTx(db, "admit-webhook", async (tx) => {
-    const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome)
-      VALUES ('github', ${req.deliveryId}, ${event}, ${repo.id}::uuid, ${typeof plan === "string" ? "ignored" : "accepted"})
-      ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id`;
-    const delivery = inserted[0];
-    if (!delivery) {
-      const prior = await tx.$queryRaw<{ run_id: string | null }[]>`
-        SELECT run_id FROM webhook_delivery WHERE provider = 'github' AND delivery_id = ${req.deliveryId}`;
-      return { status: 200 as const, runId: prior[0]?.run_id ?? null, duplicate: true };
-    }
-    if (typeof plan === "string") return { status: 200 as const, runId: null, duplicate: false, ignored: plan };
+  const prior = async () => {
+    const rows = await sql.query<{ run_id: string | null }>({
+      name: "webhook-prior", text: "SELECT run_id FROM webhook_delivery WHERE provider = 'github' AND delivery_id = $1", values: [deliveryId],
+    });
+    return { status: 200 as const, runId: rows.rows[0]?.run_id ?? null, duplicate: true };
+  };
+  if (typeof plan === "string") {
+    const ignored = await sql.query({
+      name: "webhook-ignored",
+      text: `INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome) VALUES ('github', $1, $2, $3::uuid, 'ignored')
+             ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id`,
+      values: [deliveryId, event, repo.id],
+    });
+    return ignored.rowCount === 1 ? { status: 200 as const, runId: null, duplicate: false, ignored: plan } : prior();
+  }
 
-    const isMember = async (login: string | null) => {
-      if (!login) return false;
-      const m = await tx.$queryRaw<{ n: bigint }[]>`
-        SELECT count(*) AS n FROM membership ms JOIN app_user u ON u.id = ms.user_id
-        WHERE ms.org_id = ${repo.org_id}::uuid AND u.login = ${login} AND ms.role IN ('admin', 'member')`;
-      return (m[0]?.n ?? 0n) > 0n;
-    };
-    const trustClass = computeTrustClass(await plan.admission(isMember));
-    const runs = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, ref, commit_sha, workflow_path, inputs)
-      VALUES (${repo.org_id}::uuid, ${repo.id}::uuid, 'pending', ${trustClass}, ${plan.trigger}, ${plan.actor}, ${plan.ref},
-              ${plan.commitSha}, ${repo.workflow_path}, '{}'::jsonb)
-      RETURNING id`;
-    const runId = runs[0]?.id;
-    if (!runId) throw new Error("run insert returned nothing");
-    await tx.$executeRaw`UPDATE webhook_delivery SET run_id = ${runId}::uuid WHERE id = ${delivery.id}::uuid`;
-    await recordTransition(tx, { orgId: repo.org_id, runId, entity: "run", from: null, to: "pending", reason: "accepted", data: { trigger: plan.trigger, delivery: req.deliveryId, trust_class: trustClass } });
-    await enqueueOutbox(tx, "run.freeze", { runId }, { dedupeKey: runId });
-    return { status: 202 as const, runId, duplicate: false as const };
+  const isMember = async (login: string | null): Promise<boolean> => {
+    if (!login) return false;
+    if (login === peeked) return repo.actor_is_member;
+    const m = await sql.query({
+      name: "webhook-member",
+      text: `SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id WHERE ms.org_id = $1::uuid AND u.login = $2 AND ms.role IN ('admin', 'member')`,
+      values: [repo.org_id, login],
+    });
+    return (m.rowCount ?? 0) > 0;
+  };
+  const trustClass = computeTrustClass(await plan.admission(isMember));
+  // Acceptance is one statement, so one implicit transaction: the delivery row (unique per
+  // delivery id: a concurrent copy waits for this one and then inserts nothing), the run, its
+  // first event and the freeze request in the outbox, plus the relay's wake-up on commit. The run
+  // id is chosen here so the delivery row can name it in the same statement.
+  const runId = randomUUID();
+  const data = JSON.stringify({ trigger: plan.trigger, delivery: deliveryId, trust_class: trustClass });
+  const accepted = await sql.query<{ run_id: string | null }>({
+    name: "webhook-accept",
+    text: `WITH d AS (
+             INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome, run_id)
+             VALUES ('github', $1, $2, $3::uuid, 'accepted', $4::uuid)
+             ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id),
+           r AS (
+             INSERT INTO workflow_run (id, org_id, repo_id, status, trust_class, trigger, actor, ref, commit_sha, workflow_path, inputs)
+             SELECT $4::uuid, $5::uuid, $3::uuid, 'pending', $6, $7, $8, $9, $10, $11, '{}'::jsonb FROM d
+             RETURNING id),
+           e AS (
+             INSERT INTO transition_event (org_id, run_id, entity, from_state, to_state, reason, data)
+             SELECT $5::uuid, r.id, 'run', NULL, 'pending', 'accepted', $12::jsonb FROM r
+             RETURNING id),
+           o AS (
+             INSERT INTO outbox (topic, payload, dedupe_key)
+             SELECT 'run.freeze', jsonb_build_object('runId', r.id), r.id::text FROM r
+             RETURNING id)
+           SELECT (SELECT id FROM r) AS run_id, (SELECT pg_notify('kiln_outbox', 'run.freeze') FROM o) AS notified,
+                  (SELECT count(*) FROM e) AS events`,
+    values: [deliveryId, event, repo.id, runId, repo.org_id, trustClass, plan.trigger, plan.actor, plan.ref, plan.commitSha, repo.workflow_path, data],
   });
+  const created = accepted.rows[0]?.run_id;
+  return created ? { status: 202 as const, runId: created, duplicate: false as const } : prior();
+}
+
+/** The sender's login as the payload states it, unvalidated: only used to look up membership. */
+function peekActor(json: unknown): string | null {
+  const o = json as { sender?: { login?: unknown }; pull_request?: { user?: { login?: unknown } } } | null;
+  const login = o?.sender?.login ?? o?.pull_request?.user?.login;
+  return typeof login === "string" && login.length <= 200 ? login : null;
 }
 
 /** What an event means: a run to create, or the reason it starts nothing. */

@@ -20,6 +20,9 @@ let probed: Accel | "auto" = "auto";
 describeSandboxContract({
   name: "microvm",
   timeoutMs: 120_000,
+  // Every VM has the restricted user-mode network (the device model is fixed by the warm-pool
+  // snapshot); without an attempt's egress listener its one guestfwd leads nowhere.
+  interfaces: { names: ["lo", "eth0"], reason: "restricted user-net whose only guestfwd is the attempt's egress proxy" },
   async setup() {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-"));
     // A warm pool of one: most cases get a restored VM, the rest cold-boot (both paths exercised).

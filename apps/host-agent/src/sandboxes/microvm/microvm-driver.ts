@@ -6,14 +6,17 @@ import { mkdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "../../logger.ts";
 import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxIsolation, type SandboxSpec } from "../sandbox-driver.ts";
+import { egressSocketFor } from "../../egress/egress-registry.ts";
 import { chooseAccel, hostTscKhz } from "./accel-probe.ts";
+import { installEgressRelay, linkEgress } from "./egress-relay.ts";
 import { findTool } from "./host-tools.ts";
 import { removeLeftoverVms } from "./leftover-sweep.ts";
 import { ensureMicrovmAssets, type MicrovmAssets } from "./microvm-assets.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
 import { MicrovmSandbox } from "./microvm-sandbox.ts";
-import type { Accel } from "./qemu-command.ts";
+import { egressNetdevArgs, type Accel } from "./qemu-command.ts";
+import { qemuInOwnNetns } from "./vm-process.ts";
 import { RootfsCache } from "./rootfs-cache.ts";
 import { coldBoot, newRunDir, restoreSnapshot, saveSnapshot, type BootConfig, type BootedVm } from "./vm-boot.ts";
 import { WarmPool } from "./warm-pool.ts";
@@ -49,13 +52,13 @@ export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<M
     throw new MicrovmError("MICROVM.BAD_INPUT", `work dir ${workDir} is too long for unix socket paths (max ~80 bytes)`);
   }
   const assets = await ensureMicrovmAssets(path.resolve(opts.assetsDir));
-  const [qemuPath, mkfsPath, tscKhz] = await Promise.all([findTool("qemu"), findTool("mkfs"), hostTscKhz()]);
-  const base = { qemuPath, tscKhz, vmlinuz: assets.vmlinuz, initramfs: assets.initramfs };
+  const [qemuPath, mkfsPath, tscKhz, egressRelay] = await Promise.all([findTool("qemu"), findTool("mkfs"), hostTscKhz(), installEgressRelay(workDir)]);
+  const base = { qemuPath, tscKhz, vmlinuz: assets.vmlinuz, initramfs: assets.initramfs, egressRelay };
   const choice = await chooseAccel(opts.accel ?? "auto", base, assets.baseRootfs, workDir);
   const cfg: BootConfig = { ...base, accel: choice.accel };
   const isolation: SandboxIsolation = {
     level: "microvm",
-    detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, no network device, single-use`,
+    detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, network: user-net restrict=on with one guestfwd to the agent's egress proxy${qemuInOwnNetns ? " (QEMU in a loopback-only network namespace)" : ""}, single-use`,
   };
   const driver = new MicrovmDriver(workDir, assets, cfg, isolation, new RootfsCache(path.join(path.resolve(opts.assetsDir), "rootfs"), mkfsPath), opts.logger);
   if (opts.warmPoolSize > 0) await driver.startPool(opts.warmPoolSize);
@@ -91,7 +94,10 @@ export class MicrovmDriver implements SandboxDriver {
   /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
   async startPool(size: number): Promise<void> {
     const qemu = await stat(this.cfg.qemuPath);
-    const key = createHash("sha256").update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}`).digest("hex").slice(0, 16);
+    // The device model is part of the snapshot: the network device's presence (not the relay's
+    // paths, which are backend config given again at restore) must match between save and restore.
+    const devices = egressNetdevArgs(this.cfg.egressRelay, "/").filter((a) => a.startsWith("virtio-net"));
+    const key = createHash("sha256").update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}\0${devices.join(" ")}`).digest("hex").slice(0, 16);
     const file = path.join(this.assets.dir, `idle-${key}.snap`);
     if (!(await stat(file).then(() => true, () => false))) {
       const started = performance.now();
@@ -119,11 +125,15 @@ export class MicrovmDriver implements SandboxDriver {
     }
     const hostWorkspaceDir = path.join(booted.runDir, "workspace");
     await mkdir(hostWorkspaceDir, { mode: 0o700 });
+    // The attempt's listener is open before create() (attempt-run.ts); without one the VM keeps a
+    // network device that leads nowhere (its relay finds no link and closes every connection).
+    const egress = egressSocketFor(spec.attemptId);
+    if (egress) await linkEgress(booted.runDir, egress.path);
     const ms = performance.now() - started;
     remember(pooled ? this.counters.warm : this.counters.cold, ms);
-    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
+    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, run_dir: booted.runDir, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
     const runDir = booted.runDir;
-    return new MicrovmSandbox(spec.attemptId, this.isolation, booted.vm, runDir, hostWorkspaceDir, () => this.live.delete(runDir));
+    return new MicrovmSandbox(spec.attemptId, this.isolation, booted.vm, runDir, hostWorkspaceDir, egress !== null, () => this.live.delete(runDir));
   }
 
   removeLeftovers(): Promise<number> {

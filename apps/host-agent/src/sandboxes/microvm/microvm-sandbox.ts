@@ -7,7 +7,9 @@ import { rm } from "node:fs/promises";
 import { SandboxLostError, type OutputListener, type Sandbox, type SandboxIsolation, type SandboxPaths, type StepOptions, type StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
+import { egressProxyEnv } from "../../egress/egress-registry.ts";
 import { GUEST_PATHS } from "./microvm-limits.ts";
+import { GUEST_PROXY_URL } from "./qemu-command.ts";
 import { guestWorkingDirectory, stepLauncher } from "./step-launcher.ts";
 import type { VmProcess } from "./vm-process.ts";
 import { pullWorkspace, pushWorkspace } from "./workspace-transfer.ts";
@@ -43,6 +45,7 @@ export class MicrovmSandbox implements Sandbox {
     private readonly vm: VmProcess,
     private readonly runDir: string,
     readonly hostWorkspaceDir: string,
+    private readonly hasEgress: boolean,
     private readonly onDestroyed: () => void,
   ) {
     // Always drained, even between steps, so the guest can never block on a full port.
@@ -54,7 +57,7 @@ export class MicrovmSandbox implements Sandbox {
     if (this.destroying) throw new MicrovmError("MICROVM.DESTROYED", `sandbox ${this.id} is destroyed`);
     if (this.streams) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = guestWorkingDirectory(opts.workingDirectory);
-    const launcher = stepLauncher(command, env, cwd);
+    const launcher = stepLauncher(command, this.hasEgress ? { ...env, ...egressProxyEnv(GUEST_PROXY_URL) } : env, cwd);
     if (!this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
     const startedAt = monotonicNow();
     const streams: Streams = { out: onStdout, err: onStderr, outBytes: 0, errBytes: 0, onProgress: () => undefined };

@@ -1,6 +1,7 @@
 // The QEMU command line for one sandbox (feasibility Part B): microvm machine, one vCPU, fixed RAM,
 // the root image read-only on virtio-blk, four virtio-serial ports whose host ends are unix sockets
-// the agent listens on, the kernel console to a file, and no network device at all.
+// the agent listens on, the kernel console to a file, and one restricted user-mode network whose
+// only way out is the agent's egress proxy (docs/adr/0013-mediated-egress.md).
 import path from "node:path";
 import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
 
@@ -20,7 +21,20 @@ export interface QemuLaunch {
   tscKhz: number | null;
   /** Restore a warm-pool snapshot instead of booting. */
   incomingSnapshot?: string;
+  /** The per-connection relay QEMU runs for the guest's proxy address (egress-relay.ts). */
+  egressRelay: EgressRelay;
 }
+
+export interface EgressRelay {
+  perl: string;
+  script: string;
+}
+
+/** What the guest dials for its proxy; the guest's HTTP(S)_PROXY points here. */
+export const GUEST_PROXY = { address: "10.0.2.100", port: 3128 } as const;
+export const GUEST_PROXY_URL = `http://${GUEST_PROXY.address}:${GUEST_PROXY.port}`;
+/** Per-VM: the relay connects here; the driver points it at the attempt's egress socket at create(). */
+export const egressSocketLink = (runDir: string) => path.join(runDir, "egress.sock");
 
 export const socketPath = (runDir: string, port: PortName | "qmp") => path.join(runDir, `${port}.sock`);
 
@@ -51,7 +65,7 @@ export function qemuArgs(l: QemuLaunch): string[] {
     args.push("-chardev", `socket,id=${port},path=${socketPath(l.runDir, port)}`);
     args.push("-device", `virtserialport,chardev=${port},name=${port},nr=${i + 1}`);
   });
-  args.push(...egressNetdevArgs());
+  args.push(...egressNetdevArgs(l.egressRelay, l.runDir));
   args.push("-qmp", `unix:${socketPath(l.runDir, "qmp")},server=on,wait=off`);
   args.push("-pidfile", path.join(l.runDir, "qemu.pid"));
   if (l.incomingSnapshot) args.push("-incoming", `exec:cat ${shellQuote(l.incomingSnapshot)}`);
@@ -59,15 +73,27 @@ export function qemuArgs(l: QemuLaunch): string[] {
 }
 
 /**
- * EGRESS HOOK (not wired): the only network a sandbox may ever get is user-mode networking with
- * exactly one guestfwd to the host's egress proxy, e.g.
- *   -netdev user,id=n0,restrict=on,ipv6=off,guestfwd=tcp:10.0.2.100:3128-tcp:127.0.0.1:<proxy port>
- *   -device virtio-net-device,netdev=n0
- * The egress helper owns the proxy; until it lands, sandboxes have no network device at all.
- * Adding a device changes the machine, so the warm-pool snapshot key must include it.
+ * The only network a sandbox gets: user-mode networking with `restrict=on` (the guest reaches
+ * neither the host nor anything beyond it: feasibility Part B, where an unrestricted guest reached
+ * every host loopback service through 10.0.2.2) and exactly one guestfwd.
+ *
+ * The guestfwd is `cmd:`, not a `tcp:` chardev: a chardev is one host connection opened when QEMU
+ * starts and shared by every guest connection, which never sees a close (the feasibility pitfall)
+ * and would need the attempt's port before a warm-pool VM has an attempt. `cmd:` runs the relay
+ * once per guest connection with the connection on its stdin/stdout, so closes pass both ways, and
+ * the relay resolves the VM's egress link only when the guest dials: a pooled VM is restored before
+ * any claim and gets its attempt's listener at create() by that link (egress-relay.ts).
+ *
+ * libslirp splits the command on spaces and QEMU's option parser on commas; paths with either are
+ * refused rather than quoted.
  */
-export function egressNetdevArgs(): string[] {
-  return [];
+export function egressNetdevArgs(relay: EgressRelay, runDir: string): string[] {
+  const parts = [relay.perl, relay.script, egressSocketLink(runDir)];
+  for (const p of parts) {
+    if (/[\s,]/.test(p)) throw new Error(`path ${JSON.stringify(p)} contains a space or comma (QEMU guestfwd cannot carry it)`);
+  }
+  const fwd = `guestfwd=tcp:${GUEST_PROXY.address}:${GUEST_PROXY.port}-cmd:${parts.join(" ")}`;
+  return ["-netdev", `user,id=n0,restrict=on,ipv6=off,net=10.0.2.0/24,${fwd}`, "-device", "virtio-net-device,netdev=n0"];
 }
 
 function shellQuote(s: string): string {

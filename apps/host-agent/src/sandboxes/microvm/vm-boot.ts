@@ -6,7 +6,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
-import type { Accel } from "./qemu-command.ts";
+import type { Accel, EgressRelay } from "./qemu-command.ts";
 import { VmProcess } from "./vm-process.ts";
 
 /** Marks a run directory as created by this driver, so leftover cleanup never deletes anything else. */
@@ -19,6 +19,7 @@ export interface BootConfig {
   tscKhz: number | null;
   vmlinuz: string;
   initramfs: string;
+  egressRelay: EgressRelay;
 }
 
 export interface BootedVm {

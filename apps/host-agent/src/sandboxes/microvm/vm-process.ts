@@ -12,6 +12,18 @@ import { QmpClient } from "./qmp-client.ts";
 const CONNECT_TIMEOUT_MS = 30_000;
 // util-linux (essential on Debian); without it VMs of a SIGKILLed agent live until removeLeftovers.
 const setprivPath = existsSync("/usr/bin/setpriv") ? "/usr/bin/setpriv" : null;
+// Defence in depth behind restrict=on (feasibility warning 7): QEMU itself runs in a network
+// namespace of its own with nothing but a loopback, so even a slirp bug that let a guest packet out
+// would reach no host service. Everything QEMU talks to is a unix socket (ports, QMP, the egress
+// relay's link), which a network namespace does not cut. The loopback must be up: libslirp builds
+// its guestfwd socket pairs over 127.0.0.1 TCP ("slirp_socketpair(): Network is unreachable"
+// otherwise). Needs root (an unprivileged agent has no user namespace set up here).
+const unsharePath = existsSync("/usr/bin/unshare") && existsSync("/bin/ip") && process.getuid?.() === 0 ? "/usr/bin/unshare" : null;
+// QEMU is started with an empty environment: the ip path is absolute.
+const IN_OWN_NETNS = '/bin/ip link set lo up && exec "$0" "$@"';
+
+/** Whether QEMU runs in its own loopback-only network namespace (for the isolation detail). */
+export const qemuInOwnNetns = unsharePath !== null;
 
 export class VmProcess {
   readonly exited: Promise<number | null>;
@@ -43,7 +55,9 @@ export class VmProcess {
     // Own process group: a Ctrl-C on the agent's terminal must not kill VMs mid-job behind its back.
     // But a VM must not outlive its agent either (a SIGKILLed agent cannot clean up): setpriv sets
     // the parent-death signal, so the kernel SIGKILLs QEMU when the agent dies, however it dies.
-    const [file, args] = setprivPath ? [setprivPath, ["--pdeathsig", "KILL", "--", qemuPath, ...qemuArgs(launch)]] : [qemuPath, qemuArgs(launch)];
+    const qemu = unsharePath ? [unsharePath, "--net", "--", "/bin/sh", "-c", IN_OWN_NETNS, qemuPath, ...qemuArgs(launch)] : [qemuPath, ...qemuArgs(launch)];
+    // pdeathsig survives the exec chain (setpriv -> unshare -> sh -> qemu; none is setuid).
+    const [file, args] = setprivPath ? [setprivPath, ["--pdeathsig", "KILL", "--", ...qemu]] : [qemu[0]!, qemu.slice(1)];
     const child = spawn(file, args, { detached: true, stdio: ["ignore", "ignore", "pipe"], env: {} });
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr = (stderr + c).slice(-4000)));

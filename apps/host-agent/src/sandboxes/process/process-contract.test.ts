@@ -9,10 +9,6 @@ import { createProcessDriver } from "./process-driver.ts";
 describeSandboxContract({
   name: "process",
   timeoutMs: 30_000,
-  knownFailures: {
-    // Steps see the host's filesystem: a concurrent job can read another's workspace by its path.
-    isolation: "steps share the host filesystem, so a running job's files are readable by path",
-  },
   async setup() {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-contract-process-"));
     return {

@@ -6,6 +6,7 @@ import path from "node:path";
 import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxSpec } from "../sandbox-driver.ts";
 import { findForwarderTools, type ForwarderTools } from "./egress-forwarder.ts";
 import { probeNamespaces, unavailable, type NamespaceSupport } from "./namespace-probe.ts";
+import { EGRESS_SOCKET_IN_ROOT } from "./private-view.ts";
 import { ProcessSandbox } from "./process-sandbox.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -45,8 +46,11 @@ export class ProcessDriver implements SandboxDriver {
     // Not recursive: if this attempt's directory still exists, fail instead of sharing it.
     await mkdir(root, { mode: 0o700 });
     await writeFile(path.join(root, MARKER_FILE), "");
+    // Mountpoint for the attempt's egress socket inside the step's private view (private-view.ts).
+    await writeFile(path.join(root, EGRESS_SOCKET_IN_ROOT), "", { mode: 0o600 });
     const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces, this.forwarder);
     for (const dir of Object.values(sandbox.paths)) await mkdir(dir, { mode: 0o700 });
+    sandbox.prestart();
     return sandbox;
   }
 

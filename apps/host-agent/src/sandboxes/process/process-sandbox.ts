@@ -9,6 +9,7 @@ import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
 import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
+import { EGRESS_SOCKET_IN_ROOT, privateViewArgv } from "./private-view.ts";
 import { tiedToAgent, type NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -31,6 +32,7 @@ export class ProcessSandbox implements Sandbox {
   private destroying: Promise<void> | null = null;
   private warnedNoForwarder = false;
   private holder: NetHolder | null = null;
+  private holderStarting: Promise<NetHolder> | null = null;
 
   constructor(
     readonly id: string,
@@ -47,6 +49,29 @@ export class ProcessSandbox implements Sandbox {
     return this.namespaces.isolation;
   }
 
+  /**
+   * Starts the network-namespace holder now, while the agent checks the source out, instead of at
+   * the first step: a perl start-up less between claim and first step. Only for the root agent's
+   * held-namespace mode; a failure here is retried at the first step.
+   */
+  prestart(): void {
+    const socket = egressSocketFor(this.id);
+    const ns = this.namespaces;
+    const tools = this.forwarder;
+    if (!socket || !ns.available || !tools || "missing" in tools || ns.args.includes("--user") || !tools.nsenter) return;
+    const starting = NetHolder.start(ns.unsharePath, tools, socket.path);
+    this.holderStarting = starting;
+    starting.then(
+      (h) => {
+        if (this.destroying) h.stop();
+        else this.holder ??= h;
+      },
+      () => undefined,
+    ).finally(() => {
+      if (this.holderStarting === starting) this.holderStarting = null;
+    });
+  }
+
   async runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult> {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
@@ -57,7 +82,7 @@ export class ProcessSandbox implements Sandbox {
     const [file, args] = egress
       ? egress
       : this.namespaces.available
-        ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [...this.namespaces.args, "--", "/bin/sh", "-c", command])
+        ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [...this.namespaces.args, "--", ...this.privateView(null, ["/bin/sh", "-c", command])])
         : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
@@ -104,12 +129,26 @@ export class ProcessSandbox implements Sandbox {
       return null;
     }
     if (ns.args.includes("--user") || !tools.nsenter) {
-      return tiedToAgent(ns.deathSignal, ns.unsharePath, [...ns.args, "--", ...forwarderArgv(tools, socket.path, command)]);
+      // The forwarder runs inside the step's mount namespace, where the work dir (and the socket in
+      // it) is hidden: it dials the socket's bind inside the sandbox root instead.
+      const inRoot = path.join(this.root, EGRESS_SOCKET_IN_ROOT);
+      return tiedToAgent(ns.deathSignal, ns.unsharePath, [...ns.args, "--", ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command))]);
     }
+    if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
     if (!this.holder?.alive) this.holder = await NetHolder.start(ns.unsharePath, tools, socket.path);
     const stepArgs = ns.args.filter((a) => a !== "--net");
     // nsenter execs (no fork without --pid), so setpriv's parent is still the agent.
-    return [tools.nsenter, [`--net=${this.holder.netnsPath}`, "--", ...(ns.deathSignal ?? []), ns.unsharePath, ...stepArgs, "--", "/bin/sh", "-c", command]];
+    return [tools.nsenter, [`--net=${this.holder.netnsPath}`, "--", ...(ns.deathSignal ?? []), ns.unsharePath, ...stepArgs, "--", ...this.privateView(null, ["/bin/sh", "-c", command])]];
+  }
+
+  /** Every namespaced step sees only its own sandbox of the work dir, and the host read-only. */
+  private privateView(egressSocket: string | null, argv: string[]): string[] {
+    const ns = this.namespaces;
+    const tools = this.forwarder;
+    // Fail closed: a namespaced step without its private view would see every other sandbox.
+    if (!tools || "missing" in tools) throw new Error("this host has namespaces but no perl (Debian: perl-base) to set up the sandbox's filesystem view");
+    const setpriv = ns.available ? (ns.deathSignal?.[0] ?? null) : null;
+    return privateViewArgv({ root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv, perl: tools.perl }, argv);
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -147,6 +186,8 @@ export class ProcessSandbox implements Sandbox {
       killGroup(running.pid, "SIGKILL");
       await Promise.race([running.done, sleep(REAP_WAIT_MS)]);
     }
+    // A holder still starting is stopped by prestart's own continuation (destroying is set by now).
+    await this.holderStarting?.catch(() => undefined);
     this.holder?.stop();
     // Also catches processes that escaped the group and a checkout still running in the workspace.
     await killProcessesUnder(this.root);

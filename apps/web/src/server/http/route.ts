@@ -78,3 +78,12 @@ async function readLimited(req: Request, max: number): Promise<Uint8Array> {
 export function json(status: number, body: unknown): Response {
   return Response.json(body, { status, headers: { "cache-control": "no-store" } });
 }
+
+/**
+ * For machine peers (host agents, the forge's webhook sender): `no-transform` keeps Next's gzip
+ * off these answers. Tickets and acks are a few KiB on a data-centre link; compressing each one
+ * cost the web ~0.3 ms of CPU per claim, 6% of its time under claim load (docs/benchmarks.md).
+ */
+export function machineJson(status: number, body: unknown): Response {
+  return Response.json(body, { status, headers: { "cache-control": "no-store, no-transform" } });
+}

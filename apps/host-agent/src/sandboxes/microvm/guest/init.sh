@@ -41,4 +41,18 @@ ln -s /proc/self/fd /newroot/dev/fd
 ln -s /proc/self/fd/0 /newroot/dev/stdin
 ln -s /proc/self/fd/1 /newroot/dev/stdout
 ln -s /proc/self/fd/2 /newroot/dev/stderr
+# eth0 is QEMU's restricted user-mode network: its one reachable address is the egress proxy's
+# guestfwd (10.0.2.100:3128). Configured before READY so a warm-pool snapshot has it up already
+# (virtio-net reports NO-CARRIER for about 0.5 s after `up`).
+ip link set lo up
+if [ -e /sys/class/net/eth0 ]; then
+  ip link set eth0 up || fail "eth0 up"
+  ip addr add 10.0.2.15/24 dev eth0 || fail "eth0 address"
+  ip route add default via 10.0.2.2 || fail "default route"
+  i=0
+  while [ "$(cat /sys/class/net/eth0/operstate)" != up ]; do
+    i=$((i + 1)); [ $i -gt 500 ] && fail "eth0 never came up"
+    usleep 10000
+  done
+fi
 exec /bin/sh /kiln/agent.sh

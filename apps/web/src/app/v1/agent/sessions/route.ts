@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateAgentToken, registerSession } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -11,6 +11,6 @@ export const POST = route({
     const { db, cfg } = services();
     const agent = await authenticateAgentToken(db, req.headers.get("authorization"));
     const s = await registerSession(db, cfg, { agentTokenId: agent.id, pool: agent.pool, body });
-    return json(201, { session_id: s.sessionId, pool: s.pool, lease_ttl_ms: s.leaseTtlMs, heartbeat_ms: s.heartbeatMs });
+    return machineJson(201, { session_id: s.sessionId, pool: s.pool, lease_ttl_ms: s.leaseTtlMs, heartbeat_ms: s.heartbeatMs });
   },
 });

@@ -1,6 +1,6 @@
 import { admitGithubWebhook } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -14,6 +14,6 @@ export const POST = route({
       event: req.headers.get("x-github-event"),
       deliveryId: req.headers.get("x-github-delivery"),
     });
-    return json(r.status, { run_id: r.runId, duplicate: r.duplicate, ...("ignored" in r && r.ignored ? { ignored: r.ignored } : {}) });
+    return machineJson(r.status, { run_id: r.runId, duplicate: r.duplicate, ...("ignored" in r && r.ignored ? { ignored: r.ignored } : {}) });
   },
 });

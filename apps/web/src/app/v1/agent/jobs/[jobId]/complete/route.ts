@@ -1,7 +1,7 @@
 import { agentProtocol, DomainError } from "@kiln/domain";
 import { authenticateJobToken, completeAttempt } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -29,9 +29,9 @@ export const POST = route({
     });
     if (!r.accepted) {
       // Cancel committed first. An agent that itself reports "cancelled" agrees with that.
-      if (body.outcome === "cancelled") return json(200, { accepted: true, job_outcome: "cancelled" });
+      if (body.outcome === "cancelled") return machineJson(200, { accepted: true, job_outcome: "cancelled" });
       throw new DomainError("RUN.CANCELLED", "the run was cancelled before this completion; nothing was published");
     }
-    return json(200, { accepted: true, job_outcome: r.jobOutcome });
+    return machineJson(200, { accepted: true, job_outcome: r.jobOutcome });
   },
 });

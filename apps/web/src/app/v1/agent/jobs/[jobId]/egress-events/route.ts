@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateJobToken, recordEgressEvents } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -13,6 +13,6 @@ export const POST = route({
   handler: async ({ req, params, body }) => {
     const { db } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
-    return json(200, await recordEgressEvents(db, claims, body));
+    return machineJson(200, await recordEgressEvents(db, claims, body));
   },
 });

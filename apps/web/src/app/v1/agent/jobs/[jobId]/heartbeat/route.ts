@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateJobToken, heartbeat } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -16,6 +16,6 @@ export const POST = route({
       : undefined;
     // The token names an epoch; the body must agree (a token is never reusable for another epoch).
     const r = await heartbeat(db, cfg, { attemptId: claims.attemptId, jobId: claims.jobId, epoch: body.epoch === claims.epoch ? body.epoch : -1, ...(phase ? { phase } : {}) });
-    return json(200, { lease_expires_at: r.leaseExpiresAt, cancel_requested: r.cancelRequested });
+    return machineJson(200, { lease_expires_at: r.leaseExpiresAt, cancel_requested: r.cancelRequested });
   },
 });

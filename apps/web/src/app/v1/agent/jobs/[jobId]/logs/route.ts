@@ -1,6 +1,6 @@
 import { appendLogChunks, authenticateJobToken } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 import { parseChunkBatch } from "./_lib/parse-chunk-batch.ts";
 
 export const dynamic = "force-dynamic";
@@ -24,6 +24,6 @@ export const POST = route({
       const live = r.appended.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data }));
       logs.publisher.publish(claims.jobId, { kind: "chunks", epoch: claims.epoch, chunks: live });
     }
-    return json(200, { committed: r.position.committed, next_seq: r.position.nextSeq, stored: r.stored, duplicates: r.duplicates });
+    return machineJson(200, { committed: r.position.committed, next_seq: r.position.nextSeq, stored: r.stored, duplicates: r.duplicates });
   },
 });

@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateJobToken, grantDownload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -14,7 +14,7 @@ export const POST = route({
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
     const g = await grantDownload(db, artifacts(), { ...claims, epoch }, { fromJob: body.from_job, name: body.name });
-    return json(200, {
+    return machineJson(200, {
       generation_id: g.generationId, producer_epoch: g.producerEpoch, size_bytes: g.sizeBytes, sha256: g.sha256, format: g.format,
       url: g.url, url_expires_at: g.urlExpiresAt,
     });

@@ -1,7 +1,7 @@
 import { agentProtocol } from "@kiln/domain";
 import { authenticateJobToken, sealLog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -18,6 +18,6 @@ export const POST = route({
       dropped: body.dropped_bytes,
     });
     services().logs().publisher.publish(claims.jobId, { kind: "state", epoch: claims.epoch, state: r.state });
-    return json(200, { state: r.state });
+    return machineJson(200, { state: r.state });
   },
 });

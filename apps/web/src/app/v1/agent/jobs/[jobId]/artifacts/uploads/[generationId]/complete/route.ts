@@ -1,7 +1,7 @@
 import { agentProtocol, DomainError } from "@kiln/domain";
 import { authenticateJobToken, finalizeUpload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 // Read-back verification streams the whole object once (docs/adr/0007-artifacts.md).
@@ -20,6 +20,6 @@ export const POST = route({
     if (!UUID.test(generationId)) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
     const s = await finalizeUpload(db, artifacts(), { ...claims, epoch }, generationId);
-    return json(200, { state: "sealed", generation_id: s.generationId, size_bytes: s.sizeBytes, sha256: s.sha256 });
+    return machineJson(200, { state: "sealed", generation_id: s.generationId, size_bytes: s.sizeBytes, sha256: s.sha256 });
   },
 });

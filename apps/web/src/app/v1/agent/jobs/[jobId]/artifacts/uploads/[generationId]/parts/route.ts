@@ -1,7 +1,7 @@
 import { agentProtocol, DomainError } from "@kiln/domain";
 import { authenticateJobToken, recordPart } from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { json, route } from "@/server/http/route.ts";
+import { machineJson, route } from "@/server/http/route.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -20,6 +20,6 @@ export const POST = route({
     const r = await recordPart(db, { ...claims, epoch }, generationId, {
       partNumber: body.part_number, sizeBytes: body.size_bytes, sha256: body.sha256, etag: body.etag, tries: body.tries,
     });
-    return json(200, { recorded: true, retry: r.retry });
+    return machineJson(200, { recorded: true, retry: r.retry });
   },
 });

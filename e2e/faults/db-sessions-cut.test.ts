@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FaultStack, sleep, type Tenant } from "../support/harness.ts";
+import { FaultStack, sleep, type Tenant } from "./support/harness.ts";
 
 // Failure table row "Database is unavailable", its most common form: every session is cut at once
 // (a failover, a restart, an operator's pg_terminate_backend). Found by the chaos soak, where the

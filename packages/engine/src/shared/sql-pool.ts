@@ -1,8 +1,8 @@
-// The log journal's byte path runs on a plain node-postgres pool, not on Prisma: Prisma's client
-// engine round-trips every Bytes parameter through base64, which measured ~3x slower for 64 KiB
-// chunks (docs/adr/0006-logs.md, docs/benchmarks.md). Everything without payload bytes (seal,
-// gap marking, authorisation) stays on Prisma and withTx. The apps own the pool (they depend on
-// `pg`); the engine sees only this structural port.
+// Plain node-postgres for the hot paths. The log journal's byte path came first: Prisma's client
+// engine round-trips every Bytes parameter through base64, ~3x slower for 64 KiB chunks
+// (docs/adr/0006-logs.md). The claim and webhook acceptance followed: there the cost was Prisma's
+// ~1 ms of Node CPU per statement (docs/adr/0015-hot-paths-on-plain-sql.md). Everything else stays
+// on Prisma and withTx. The engine sees only this structural port (pg.Pool satisfies it).
 export interface SqlResult<R> {
   rows: R[];
   rowCount: number | null;

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FaultStack, sleep, type ApiResult, type Tenant } from "../support/harness.ts";
+import { FaultStack, sleep, type ApiResult, type Tenant } from "./support/harness.ts";
 
 // Failure table row "Database is unavailable": PostgreSQL is the authority, so while it is down
 // nothing authoritative may happen — no claim, no advancement, no outcome guessed from the queue or
