@@ -319,6 +319,7 @@ function ticketFrom(cfg: EngineConfig, key: Buffer, a: Claimed): JobTicket {
       env: { ...a.runEnv, ...def.env },
       timeoutMinutes: def.timeoutMinutes,
       artifacts: def.artifacts,
+      cache: def.cache ?? null,
     },
   };
 }
