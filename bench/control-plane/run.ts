@@ -113,6 +113,37 @@ async function main(): Promise<void> {
       progress(`round ${round}: paced webhooks ${JSON.stringify(paced.at(-1))}`);
     }
     results.webhookPaced = paced;
+    // 1c. The same paced senders with the workers paused: the accept path alone, as when the
+    // workers (freezing every accepted run: git, parse, jobs) run on other machines. On this
+    // 2-core box they otherwise take the CPU the web answers with.
+    const alone = [] as { p50: number; p99: number; floorP50: number; floorP99: number }[];
+    for (let round = 0; round < rounds; round++) {
+      for (;;) {
+        const rows = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE status = 'pending'`;
+        if (rows[0]?.n === 0n) break;
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      stack.pauseWorkers(true);
+      try {
+        const floor = await openLoop(20, 25, 100, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
+        const accepted = await openLoop(20, 25, 100, async (w, i) => {
+          const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
+          const sig = await sign("bench-secret", body);
+          const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
+            method: "POST", body,
+            headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `a${round}-w${w}-i${i}-${randomUUID()}`, "x-hub-signature-256": sig },
+          }));
+          if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
+          await res.arrayBuffer();
+          return t;
+        });
+        alone.push({ p50: percentile(accepted, 50), p99: percentile(accepted, 99), floorP50: percentile(floor, 50), floorP99: percentile(floor, 99) });
+      } finally {
+        stack.pauseWorkers(false);
+      }
+      progress(`round ${round}: paced webhooks, workers paused ${JSON.stringify(alone.at(-1))}`);
+    }
+    results.webhookAlone = alone;
     // The accepted runs are frozen by the workers (git read at the pinned commit, parse, jobs).
     const freezeStart = performance.now();
     for (;;) {
@@ -275,6 +306,7 @@ async function main(): Promise<void> {
   }
   const h = results.webhook as { p50: number; p99: number; floorP50: number; floorP99: number }[];
   const hp = results.webhookPaced as { p50: number; p99: number; floorP50: number; floorP99: number }[];
+  const ha = results.webhookAlone as { p50: number; p99: number; floorP50: number; floorP99: number }[];
   const c = results.claims as { claimsPerSec: number; floorReqPerSec: number; doubleClaims: number }[];
   const d = results.idleDispatch as { p50: number; p95: number }[];
   const sg = results.singles as { buildsPerSec: number }[];
@@ -287,6 +319,8 @@ async function main(): Promise<void> {
 | webhook accept p99, 20 closed-loop senders (saturation) | ${f(median(h.map((x) => x.p99)))} ms | ${f(median(h.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(h.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
 | webhook accept p50, 20 paced senders (200/s offered) | ${f(median(hp.map((x) => x.p50)))} ms | ${f(median(hp.map((x) => x.floorP50)))} ms (GET /healthz) | ${f(median(hp.map((x) => x.p50 / x.floorP50)))}x | |
 | webhook accept p99, 20 paced senders (200/s offered) | ${f(median(hp.map((x) => x.p99)))} ms | ${f(median(hp.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(hp.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
+| webhook accept p50, 20 paced senders, workers paused | ${f(median(ha.map((x) => x.p50)))} ms | ${f(median(ha.map((x) => x.floorP50)))} ms (GET /healthz) | ${f(median(ha.map((x) => x.p50 / x.floorP50)))}x | |
+| webhook accept p99, 20 paced senders, workers paused | ${f(median(ha.map((x) => x.p99)))} ms | ${f(median(ha.map((x) => x.floorP99)))} ms (GET /healthz) | ${f(median(ha.map((x) => x.p99 / x.floorP99)))}x | < 50 ms |
 | claims/s, 8 concurrent claimers | ${f(median(c.map((x) => x.claimsPerSec)))} | ${f(median(c.map((x) => x.floorReqPerSec)))} req/s (GET /healthz) | ${median(c.map((x) => x.claimsPerSec / x.floorReqPerSec)).toFixed(2)} | >= 200/s |
 | double claims | ${c.reduce((s, x) => s + x.doubleClaims, 0)} | | | 0 |
 | READY -> claimed p50, free slots | ${f(median(d.map((x) => x.p50)))} ms | | | |

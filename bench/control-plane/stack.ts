@@ -20,6 +20,7 @@ export class BenchStack {
   private tmp = "";
   private stopPg: (() => Promise<void>) | null = null;
   private procs: ChildProcess[] = [];
+  private workers: ChildProcess | null = null;
 
   async start(port: number, env: Record<string, string> = {}): Promise<void> {
     this.tmp = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-"));
@@ -34,7 +35,8 @@ export class BenchStack {
     await boss.stop({ graceful: false, close: true });
     this.db = createDb({ url: this.url, max: 10 });
     const common = { ...process.env, DATABASE_URL: this.url, NEXT_TELEMETRY_DISABLED: "1", KILN_DATA_DIR: path.join(this.tmp, "data"), ...env };
-    this.procs.push(spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env: common, stdio: "ignore" }));
+    this.workers = spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env: common, stdio: "ignore" });
+    this.procs.push(this.workers);
     this.procs.push(spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" }));
     this.base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
@@ -69,7 +71,16 @@ export class BenchStack {
     return child;
   }
 
+  /**
+   * Freezes the workers process (SIGSTOP) or lets it go on (SIGCONT): measures the web's accept
+   * path alone, as when the workers run on other machines; the backlog is frozen on resume.
+   */
+  pauseWorkers(paused: boolean): void {
+    this.workers?.kill(paused ? "SIGSTOP" : "SIGCONT");
+  }
+
   async stop(): Promise<void> {
+    this.pauseWorkers(false);
     for (const p of this.procs) p.kill("SIGKILL");
     await this.db?.$disconnect();
     await this.stopPg?.();

@@ -1,7 +1,7 @@
-import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FaultStack, sleep, type Tenant } from "./support/harness.ts";
+import { StepWatch } from "./support/step-watch.ts";
 
 // Failure table row 3, "Agent disappears after early queue ACK": the dispatch hint was consumed when
 // the agent claimed, so nothing will come back from the queue. The control plane reconciles the
@@ -10,21 +10,16 @@ import { FaultStack, sleep, type Tenant } from "./support/harness.ts";
 const TTL_MS = 8000;
 let s: FaultStack;
 let t: Tenant;
-let marks = "";
 
-// Each step appends "<attempt epoch> <i>" to a file outside the sandbox, so the test can see which
-// attempt's processes are still alive.
 const workflow = (n: number) => `version: 1
 jobs:
   - name: work
-    env: { MARK: "${marks}" }
     steps:
-      - for i in $(seq 1 ${n}); do echo "$KILN_ATTEMPT $i" >> "$MARK"; sleep 0.25; done
+      - for i in $(seq 1 ${n}); do echo "$KILN_ATTEMPT $i"; sleep 0.25; done
 `;
 
 beforeAll(async () => {
   s = await FaultStack.create({ env: { KILN_LEASE_TTL_MS: String(TTL_MS), KILN_HEARTBEAT_MS: "1000" } });
-  marks = path.join(s.tmp, "marks");
   t = await s.seedTenant("gone", { ".kiln/workflow.yaml": workflow(12), ".kiln/long.yaml": workflow(80) });
   s.startWorkers();
   await s.startWeb();
@@ -38,10 +33,6 @@ async function attemptRows(runId: string) {
     SELECT epoch, host, outcome, cause, claimed_at, finished_at, lease_expires_at, stopped_at FROM attempt WHERE run_id = ${runId}::uuid ORDER BY epoch`;
 }
 
-async function markLines(epoch: number, file = marks): Promise<number> {
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text.split("\n").filter((l) => l.startsWith(`${epoch} `)).length;
-}
 
 describe("agent gone after claim", () => {
   it("SIGKILL right after the claim: lease expires, attempt 1 is fenced (lease.expired), a replacement on another agent succeeds", async () => {
@@ -75,33 +66,33 @@ describe("agent gone after claim", () => {
   // agent process itself dies (OOM kill, crash, SIGKILL) and the host does not, nothing kills the
   // step: it keeps running past the lease, next to the replacement attempt.
   it("an agent killed mid-step leaves no step running past the attempt's lease", async () => {
-    // 60 s of "<epoch> <i> <epoch ms>" lines: long enough to outlive any lease in this test.
-    const longMarks = `${marks}-long`;
+    // 60 s of output: long enough to outlive any lease in this test. The marker in its command line
+    // lets the test watch the host's process table for it (the step cannot write outside its sandbox).
+    const marker = `kiln-gone-step-${process.pid}`;
+    const watch = new StepWatch(marker).start();
     const long = `version: 1
 jobs:
   - name: work
-    env: { MARK: "${longMarks}" }
     steps:
-      - for i in $(seq 1 240); do echo "$KILN_ATTEMPT $i $(date +%s%3N)" >> "$MARK"; sleep 0.25; done
+      - ": ${marker}; for i in $(seq 1 240); do echo $KILN_ATTEMPT $i; sleep 0.25; done"
 `;
     const sha = await t.git.commit({ ".kiln/long.yaml": long });
     s.startAgent("agent-c", t.agentToken);
     const r = await s.trigger(t, "gone-2", { workflowPath: ".kiln/long.yaml", sha });
     const runId = r.json.run_id as string;
     const deadline = Date.now() + 60_000;
-    while ((await markLines(1, longMarks)) < 2 && Date.now() < deadline) await sleep(50);
+    while (watch.seenForMs(1) < 500 && Date.now() < deadline) await sleep(50);
     await s.signal("agent-c", "SIGKILL");
     try {
       const [a] = await s.waitForSql(async () => (await attemptRows(runId)).filter((x) => x.outcome !== null), 60_000, 100);
       expect(a).toMatchObject({ epoch: 1, outcome: "platform_failure", cause: "lease.expired" });
       // The control plane now records the step as stopped at its lease expiry. Was it?
       await sleep(2_000);
-      const text = await readFile(longMarks, "utf8");
-      const stamps = text.split("\n").filter((l) => l.startsWith("1 ")).map((l) => Number(l.split(" ")[2]));
       const bound = a!.stopped_at!.getTime() + 500; // the watchdog checks a few times a second
-      const after = stamps.filter((ms) => ms > bound);
-      expect(after.length, `lines attempt 1's step wrote after its recorded stop (${a!.stopped_at!.toISOString()})`).toBe(0);
+      expect(watch.lastSeenAt(1), "attempt 1's step was never seen").not.toBeNull();
+      expect(watch.lastSeenAt(1)! - bound, `ms attempt 1's step ran past its recorded stop (${a!.stopped_at!.toISOString()})`).toBeLessThanOrEqual(0);
     } finally {
+      watch.stop();
       // A restarted agent sweeps its work dir (removeLeftovers) and kills what it finds.
       s.startAgent("agent-c2", t.agentToken, { env: { KILN_WORK_DIR: path.join(s.tmp, "agent-c") } });
       await s.api("POST", `/v1/workflow-runs/${runId}/cancel`, t.token);

@@ -1,7 +1,6 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FaultStack, sleep, type ApiResult, type Tenant } from "./support/harness.ts";
+import { StepWatch } from "./support/step-watch.ts";
 
 // Failure table row "Database is unavailable": PostgreSQL is the authority, so while it is down
 // nothing authoritative may happen — no claim, no advancement, no outcome guessed from the queue or
@@ -20,31 +19,28 @@ const TTL_MS = 6000;
 const HEARTBEAT_MS = 1000;
 let s: FaultStack;
 let t: Tenant;
-let marks = "";
+// The step's command line carries this marker: the test watches the host's process table for it.
+const MARKER = `kiln-outage-step-${process.pid}`;
+const watch = new StepWatch(MARKER);
 
 beforeAll(async () => {
   s = await FaultStack.create({ ownPostgres: true, env: { KILN_LEASE_TTL_MS: String(TTL_MS), KILN_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-  marks = path.join(s.tmp, "marks");
   const workflow = `version: 1
 jobs:
   - name: work
-    env: { MARK: "${marks}" }
     steps:
-      - for i in $(seq 1 40); do echo "$KILN_ATTEMPT $i" >> "$MARK"; sleep 0.25; done
+      - ": ${MARKER}; for i in $(seq 1 40); do echo $KILN_ATTEMPT $i; sleep 0.25; done"
 `;
+  watch.start();
   t = await s.seedTenant("outage", { ".kiln/workflow.yaml": workflow });
   s.startWorkers();
   await s.startWeb();
   s.startAgent("agent-1", t.agentToken, { env: { KILN_AGENT_SLOTS: "1" } });
 }, 240_000);
 afterAll(async () => {
+  watch.stop();
   await s?.stop();
 });
-
-async function lines(epoch: number): Promise<number> {
-  const text = await readFile(marks, "utf8").catch(() => "");
-  return text.split("\n").filter((l) => l.startsWith(`${epoch} `)).length;
-}
 
 function expectUnavailable(r: ApiResult, what: string) {
   expect([what, r.status, r.json?.error?.code, typeof r.json?.error?.message]).toEqual([what, 503, "SERVICE.UNAVAILABLE", "string"]);
@@ -56,8 +52,8 @@ describe("database unavailable", () => {
     expect(r.status).toBe(202);
     const runId = r.json.run_id as string;
     const deadline = Date.now() + 60_000;
-    while ((await lines(1)) < 4 && Date.now() < deadline) await sleep(50);
-    expect(await lines(1)).toBeGreaterThanOrEqual(4);
+    while (watch.seenForMs(1) < 1000 && Date.now() < deadline) await sleep(50);
+    expect(watch.seenForMs(1), "attempt 1's step ran for a second").toBeGreaterThanOrEqual(1000);
 
     const agent = s.proc("agent-1");
     const agentLogFrom = agent.output().length;
@@ -79,17 +75,16 @@ describe("database unavailable", () => {
     expectUnavailable(await s.api("POST", `/v1/workflow-runs/${runId}/cancel`, t.token), "cancel");
 
     // The step keeps running while its lease may still be live ...
-    const early = await lines(1);
     const stillLive = lease!.lease_expires_at.getTime() - 2_000;
     if (stillLive > Date.now() + 500) {
       await sleep(stillLive - Date.now());
-      expect(await lines(1), "the step was killed while its lease was still live").toBeGreaterThan(early);
+      expect(watch.alive(1), "the step was killed while its lease was still live").toBe(true);
     }
     // ... and is killed by the watchdog once it cannot have been renewed.
-    await sleep(Math.max(0, stoppedAt + TTL_MS + HEARTBEAT_MS + 1500 - Date.now()));
-    const atBound = await lines(1);
-    await sleep(1500);
-    expect(await lines(1), "the step still ran after its lease could no longer be renewed").toBe(atBound);
+    const bound = stoppedAt + TTL_MS + HEARTBEAT_MS + 1500;
+    await sleep(Math.max(0, bound - Date.now()) + 1500);
+    expect(watch.lastSeenAt(1), "attempt 1's step was never seen").not.toBeNull();
+    expect(watch.lastSeenAt(1)! - bound, "the step still ran after its lease could no longer be renewed (ms past the bound)").toBeLessThanOrEqual(0);
     const agentLog = agent.output().slice(agentLogFrom);
     expect(agentLog).toMatch(/"msg":"heartbeat failed"/);
     expect(agentLog).toMatch(/"msg":"stopping attempt".*"reason":"lease_lost"/);
