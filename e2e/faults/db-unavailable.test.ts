@@ -78,7 +78,7 @@ describe("database unavailable", () => {
     const stillLive = lease!.lease_expires_at.getTime() - 2_000;
     if (stillLive > Date.now() + 500) {
       await sleep(stillLive - Date.now());
-      expect(watch.alive(1), "the step was killed while its lease was still live").toBe(true);
+      expect(await watch.runningNow(1), "the step was killed while its lease was still live").toBe(true);
     }
     // ... and is killed by the watchdog once it cannot have been renewed.
     const bound = stoppedAt + TTL_MS + HEARTBEAT_MS + 1500;

@@ -37,10 +37,12 @@ export class StepWatch {
     return first === undefined || last === undefined ? 0 : last - first;
   }
 
-  /** Seen in one of the last few polls. */
-  alive(epoch: number): boolean {
-    const last = this.lastSeen.get(epoch);
-    return last !== undefined && Date.now() - last <= this.everyMs * 4;
+  /**
+   * Whether this attempt's step is running now, from a scan made for this question (a background
+   * poll can lag by hundreds of milliseconds on a loaded machine).
+   */
+  async runningNow(epoch: number): Promise<boolean> {
+    return (await this.scan()).has(epoch);
   }
 
   private async poll(): Promise<void> {
@@ -48,18 +50,26 @@ export class StepWatch {
     this.polling = true;
     try {
       const now = Date.now();
-      for (const pid of await readdir("/proc")) {
-        if (!/^\d+$/.test(pid)) continue;
-        const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-        if (!cmdline.includes(this.marker)) continue;
-        const environ = await readFile(`/proc/${pid}/environ`, "utf8").catch(() => "");
-        const epoch = Number(/(?:^|\0)KILN_ATTEMPT=(\d+)/.exec(environ)?.[1] ?? NaN);
-        if (!Number.isInteger(epoch)) continue;
+      for (const epoch of await this.scan()) {
         if (!this.firstSeen.has(epoch)) this.firstSeen.set(epoch, now);
         this.lastSeen.set(epoch, now);
       }
     } finally {
       this.polling = false;
     }
+  }
+
+  /** The epochs of the marked processes that exist at the time of the scan. */
+  private async scan(): Promise<Set<number>> {
+    const found = new Set<number>();
+    for (const pid of await readdir("/proc")) {
+      if (!/^\d+$/.test(pid)) continue;
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+      if (!cmdline.includes(this.marker)) continue;
+      const environ = await readFile(`/proc/${pid}/environ`, "utf8").catch(() => "");
+      const epoch = Number(/(?:^|\0)KILN_ATTEMPT=(\d+)/.exec(environ)?.[1] ?? NaN);
+      if (Number.isInteger(epoch)) found.add(epoch);
+    }
+    return found;
   }
 }

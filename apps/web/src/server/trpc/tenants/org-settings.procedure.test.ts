@@ -99,7 +99,7 @@ describe("org settings over tRPC", () => {
     expect((await refusal(as("gus").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 0, weight: 1 }))).code).toBe("FORBIDDEN");
     expect((await refusal(as("gus").tenants.removeEgressHost.mutate({ org: "acme", pattern: "registry.npmjs.org" }))).code).toBe("FORBIDDEN");
     expect(await auditCount()).toBe(before);
-    expect((await as("gus").tenants.settings.query({ org: "globex" }))).toEqual({ entitlements: [], egress: [], changes: [] });
+    expect((await as("gus").tenants.settings.query({ org: "globex" }))).toEqual({ entitlements: [], egress: [], changes: [], cache_conflicts: [] });
     expect((await refusal(as(null).tenants.settings.query({ org: "acme" }))).code).toBe("UNAUTHORIZED");
   });
 
