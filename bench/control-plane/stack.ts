@@ -21,6 +21,7 @@ export class BenchStack {
   private stopPg: (() => Promise<void>) | null = null;
   private procs: ChildProcess[] = [];
   private workers: ChildProcess | null = null;
+  private web: ChildProcess | null = null;
 
   async start(port: number, env: Record<string, string> = {}): Promise<void> {
     this.tmp = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-"));
@@ -37,7 +38,13 @@ export class BenchStack {
     const common = { ...process.env, DATABASE_URL: this.url, NEXT_TELEMETRY_DISABLED: "1", KILN_DATA_DIR: path.join(this.tmp, "data"), ...env };
     this.workers = spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env: common, stdio: "ignore" });
     this.procs.push(this.workers);
-    this.procs.push(spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" }));
+    // KILN_BENCH_WEB_PROFILE=<dir>: the web server runs under --cpu-prof and is stopped with SIGINT,
+    // so its CPU profile lands in <dir> (how the claim and ingest hot spots were found).
+    const profileDir = process.env.KILN_BENCH_WEB_PROFILE;
+    this.web = profileDir
+      ? spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, path.join(ROOT, "node_modules/next/dist/bin/next"), "start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" })
+      : spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" });
+    this.procs.push(this.web);
     this.base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -81,6 +88,11 @@ export class BenchStack {
 
   async stop(): Promise<void> {
     this.pauseWorkers(false);
+    if (process.env.KILN_BENCH_WEB_PROFILE && this.web && this.web.exitCode === null) {
+      const exited = new Promise((res) => this.web?.once("exit", res));
+      this.web.kill("SIGINT");
+      await Promise.race([exited, new Promise((res) => setTimeout(res, 10_000))]);
+    }
     for (const p of this.procs) p.kill("SIGKILL");
     await this.db?.$disconnect();
     await this.stopPg?.();
