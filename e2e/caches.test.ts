@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { sign } from "@octokit/webhooks-methods";
 import { addMember, createObjectStore, platformKey, signJobToken } from "@kiln/engine";
 import { startS3, type S3Handle } from "@kiln/testkit";
@@ -83,6 +83,7 @@ describe("build caches across runs and hosts", () => {
   let firstRunId = "";
   let agentA: Proc;
   let agentB: Proc;
+  let agentC: Proc;
 
   it("a trusted run misses and saves; the next run restores it from the node-local tier", async () => {
     agentA = await p.startAgent("agent-a", tenant.agentToken);
@@ -160,7 +161,7 @@ describe("build caches across runs and hosts", () => {
 
     // agent-b holds a verified node-local copy; a third host only has object storage.
     await stopAgent(agentB);
-    await p.startAgent("agent-c", tenant.agentToken);
+    agentC = await p.startAgent("agent-c", tenant.agentToken);
     const fourth = await manualRun("cache-4");
     expect(fourth.outcome).toBe("success");
     expect(await jobLog(fourth.jobs[0].id, "stdout")).toMatch(/built fresh [0-9a-f]{16}/);
@@ -171,6 +172,26 @@ describe("build caches across runs and hosts", () => {
     const conflicts = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_conflict`;
     expect(Number(conflicts[0]?.n)).toBe(1);
     expect(await stats(fourth.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "conflict" })]);
+  }, 300_000);
+
+  it("the bound blob gone from object storage (lost or evicted under the binding): a miss on a fresh host, a clean rebuild", async () => {
+    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
+    expect(entries).toHaveLength(1);
+    const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+    await store.send(new DeleteObjectCommand({ Bucket: "kiln", Key: entries[0]!.object_key }));
+    store.destroy();
+    // agent-c never kept a node-local copy (its restore was rejected); a fourth host has nothing.
+    await stopAgent(agentC);
+    await p.startAgent("agent-d", tenant.agentToken);
+    const fifth = await manualRun("cache-5");
+    expect(fifth.outcome).toBe("success");
+    expect(await jobLog(fifth.jobs[0].id, "stdout")).toMatch(/built fresh [0-9a-f]{16}/);
+    const err = await jobLog(fifth.jobs[0].id, "stderr");
+    expect(err).toMatch(/\[kiln\] cache miss: /);
+    // The key stays bound to the lost entry (first writer wins; only eviction unbinds), so this
+    // run's save is recorded as a conflict, not an overwrite: the second conflict of this file.
+    expect(err).toContain("[kiln] cache not saved: this key already holds other bytes");
+    expect(await stats(fifth.id)).toEqual([expect.objectContaining({ restore_result: "miss", bytes_restored: 0n, save_result: "conflict" })]);
   }, 300_000);
 
   it("a finished or stale epoch gets 409 on every cache call; bad bodies get 4xx, never a 500", async () => {
@@ -216,7 +237,7 @@ describe("build caches across runs and hosts", () => {
       await page.goto(`${p.base}/orgs/caches/settings`);
       const conflicts = page.getByTestId("cache-conflicts");
       await conflicts.waitFor({ timeout: 60_000 });
-      expect(await conflicts.locator("tbody tr").count()).toBe(1);
+      expect(await conflicts.locator("tbody tr").count()).toBe(2);
       expect(await conflicts.textContent()).toContain(tenant.repoName);
     } finally {
       await browser.close();
