@@ -73,22 +73,32 @@ async function main(): Promise<void> {
     // Warm up the server's route compilation and pools.
     for (let i = 0; i < 20; i++) await fetch(`${stack.base}/healthz`);
 
+    // One signed push delivery (a fresh delivery id each time); resolves to its accept latency.
+    const sendPush = async (id: string): Promise<number> => {
+      const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
+      const sig = await sign("bench-secret", body);
+      const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
+        method: "POST", body,
+        headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `${id}-${randomUUID()}`, "x-hub-signature-256": sig },
+      }));
+      if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
+      await res.arrayBuffer();
+      return t;
+    };
+    // A manual run through the API; resolves to its id.
+    const trigger = async (workflowPath: string, commitSha: string): Promise<string> => {
+      const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: workflowPath, commit_sha: commitSha }) });
+      if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { run_id: string }).run_id;
+    };
+    const healthz = async (): Promise<number> => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0];
+
     progress("stack up; 1. webhook latency");
     // 1. Webhook accept latency.
     const hook = [] as { p50: number; p99: number; floorP50: number; floorP99: number }[];
     for (let round = 0; round < rounds; round++) {
-      const floor = await concurrent(20, 25, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
-      const accepted = await concurrent(20, 25, async (w, i) => {
-        const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
-        const sig = await sign("bench-secret", body);
-        const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
-          method: "POST", body,
-          headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `r${round}-w${w}-i${i}-${randomUUID()}`, "x-hub-signature-256": sig },
-        }));
-        if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
-        await res.arrayBuffer();
-        return t;
-      });
+      const floor = await concurrent(20, 25, healthz);
+      const accepted = await concurrent(20, 25, (w, i) => sendPush(`r${round}-w${w}-i${i}`));
       hook.push({ p50: percentile(accepted.samples, 50), p99: percentile(accepted.samples, 99), floorP50: percentile(floor.samples, 50), floorP99: percentile(floor.samples, 99) });
     }
     results.webhook = hook;
@@ -97,18 +107,8 @@ async function main(): Promise<void> {
     // senders above measure saturation: there latency is concurrency / throughput by construction.
     const paced = [] as { p50: number; p99: number; floorP50: number; floorP99: number }[];
     for (let round = 0; round < rounds; round++) {
-      const floor = await openLoop(20, 25, 100, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
-      const accepted = await openLoop(20, 25, 100, async (w, i) => {
-        const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
-        const sig = await sign("bench-secret", body);
-        const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
-          method: "POST", body,
-          headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `p${round}-w${w}-i${i}-${randomUUID()}`, "x-hub-signature-256": sig },
-        }));
-        if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
-        await res.arrayBuffer();
-        return t;
-      });
+      const floor = await openLoop(20, 25, 100, healthz);
+      const accepted = await openLoop(20, 25, 100, (w, i) => sendPush(`p${round}-w${w}-i${i}`));
       paced.push({ p50: percentile(accepted, 50), p99: percentile(accepted, 99), floorP50: percentile(floor, 50), floorP99: percentile(floor, 99) });
       progress(`round ${round}: paced webhooks ${JSON.stringify(paced.at(-1))}`);
     }
@@ -125,18 +125,8 @@ async function main(): Promise<void> {
       }
       stack.pauseWorkers(true);
       try {
-        const floor = await openLoop(20, 25, 100, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
-        const accepted = await openLoop(20, 25, 100, async (w, i) => {
-          const body = JSON.stringify({ ref: "refs/heads/main", after: repo.headSha, deleted: false, repository: { full_name: "bench/app" }, sender: { login: "dev" } });
-          const sig = await sign("bench-secret", body);
-          const [t, res] = await timed(() => fetch(`${stack.base}/v1/webhooks/github`, {
-            method: "POST", body,
-            headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `a${round}-w${w}-i${i}-${randomUUID()}`, "x-hub-signature-256": sig },
-          }));
-          if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
-          await res.arrayBuffer();
-          return t;
-        });
+        const floor = await openLoop(20, 25, 100, healthz);
+        const accepted = await openLoop(20, 25, 100, (w, i) => sendPush(`a${round}-w${w}-i${i}`));
         alone.push({ p50: percentile(accepted, 50), p99: percentile(accepted, 99), floorP50: percentile(floor, 50), floorP99: percentile(floor, 99) });
       } finally {
         stack.pauseWorkers(false);
@@ -171,8 +161,7 @@ async function main(): Promise<void> {
       let created = 0;
       const runIds: string[] = [];
       while (created < jobs) {
-        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/claims.yaml", commit_sha: sha }) });
-        runIds.push(((await res.json()) as { run_id: string }).run_id);
+        runIds.push(await trigger(".kiln/claims.yaml", sha));
         created += 256;
       }
       progress(`round ${round}: ${runIds.length} runs accepted; waiting for freeze`);
@@ -200,7 +189,7 @@ async function main(): Promise<void> {
         }
       }));
       const claimMs = performance.now() - t0;
-      const floor = await concurrent(8, 150, async () => (await timed(() => fetch(`${stack.base}/healthz`).then((x) => x.arrayBuffer())))[0]);
+      const floor = await concurrent(8, 150, healthz);
       const dup = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM (SELECT job_id FROM attempt GROUP BY job_id HAVING count(*) > 1) d`;
       claims.push({ claimsPerSec: (claimed / claimMs) * 1000, floorReqPerSec: (1200 / floor.wallMs) * 1000, doubleClaims: Number(dup[0]?.n ?? 0n) });
       await stack.db.$executeRaw`UPDATE attempt SET status = 'completed', outcome = 'cancelled', cause = 'bench.cleanup', finished_at = now(), stopped_at = now() WHERE status = 'running'`;
@@ -221,8 +210,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
-        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/chain.yaml", commit_sha: chainSha }) });
-        const id = ((await res.json()) as { run_id: string }).run_id;
+        const id = await trigger(".kiln/chain.yaml", chainSha);
         ids.push(id);
         for (;;) {
           const rows = await stack.db.$queryRaw<{ status: string }[]>`SELECT status FROM workflow_run WHERE id = ${id}::uuid`;
@@ -244,8 +232,7 @@ async function main(): Promise<void> {
       const runIds: string[] = [];
       const t0 = performance.now();
       for (let i = 0; i < 30; i++) {
-        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: i % 3 === 0 ? ".kiln/chain.yaml" : ".kiln/workflow.yaml", commit_sha: chainSha }) });
-        runIds.push(((await res.json()) as { run_id: string }).run_id);
+        runIds.push(await trigger(i % 3 === 0 ? ".kiln/chain.yaml" : ".kiln/workflow.yaml", chainSha));
       }
       for (;;) {
         const rows = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${runIds}::uuid[]) AND status <> 'completed'`;
@@ -269,8 +256,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       const t0 = performance.now();
       const runIds = await Promise.all(Array.from({ length: 40 }, async () => {
-        const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: chainSha }) });
-        return ((await res.json()) as { run_id: string }).run_id;
+        return await trigger(".kiln/workflow.yaml", chainSha);
       }));
       for (;;) {
         const rows = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${runIds}::uuid[]) AND status <> 'completed'`;
@@ -289,8 +275,7 @@ async function main(): Promise<void> {
     // 6. Trigger -> first step with idle agents, one run at a time (Buildbot: p50 64-127 ms).
     const solo: number[] = [];
     for (let i = 0; i < 10 * rounds; i++) {
-      const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, { method: "POST", headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: chainSha }) });
-      const id = ((await res.json()) as { run_id: string }).run_id;
+      const id = await trigger(".kiln/workflow.yaml", chainSha);
       for (;;) {
         const rows = await stack.db.$queryRaw<{ status: string }[]>`SELECT status FROM workflow_run WHERE id = ${id}::uuid`;
         if (rows[0]?.status === "completed") break;
