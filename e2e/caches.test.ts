@@ -144,7 +144,7 @@ describe("build caches across runs and hosts", () => {
     expect(await jobLog(run.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
     const err = await jobLog(run.jobs[0].id, "stderr");
     expect(err).toMatch(/\[kiln\] cache hit \(node-local, newest entry with the same prefix\): restored \d+ bytes/);
-    expect(err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
+    expect(err, err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
     expect(await stats(run.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_exact: false, save_result: "saved" })]);
   }, 300_000);
 
@@ -174,7 +174,7 @@ describe("build caches across runs and hosts", () => {
     expect(await stats(fourth.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "conflict" })]);
   }, 300_000);
 
-  it("the bound blob gone from object storage (lost or evicted under the binding): a miss on a fresh host, a clean rebuild", async () => {
+  it("the bound blob gone from object storage: a miss and a clean rebuild, whose save replaces the dead entry", async () => {
     const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
     expect(entries).toHaveLength(1);
     const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
@@ -182,16 +182,26 @@ describe("build caches across runs and hosts", () => {
     store.destroy();
     // agent-c never kept a node-local copy (its restore was rejected); a fourth host has nothing.
     await stopAgent(agentC);
-    await p.startAgent("agent-d", tenant.agentToken);
+    const agentD = await p.startAgent("agent-d", tenant.agentToken);
     const fifth = await manualRun("cache-5");
     expect(fifth.outcome).toBe("success");
     expect(await jobLog(fifth.jobs[0].id, "stdout")).toMatch(/built fresh [0-9a-f]{16}/);
     const err = await jobLog(fifth.jobs[0].id, "stderr");
     expect(err).toMatch(/\[kiln\] cache miss: /);
-    // The key stays bound to the lost entry (first writer wins; only eviction unbinds), so this
-    // run's save is recorded as a conflict, not an overwrite: the second conflict of this file.
-    expect(err).toContain("[kiln] cache not saved: this key already holds other bytes");
-    expect(await stats(fifth.id)).toEqual([expect.objectContaining({ restore_result: "miss", bytes_restored: 0n, save_result: "conflict" })]);
+    // The dead entry no longer holds the key: the control plane found its blob gone when this run's
+    // verified save arrived, evicted it (blob_missing) and bound the new bytes. Not a conflict.
+    expect(err, err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
+    expect(await stats(fifth.id)).toEqual([expect.objectContaining({ restore_result: "miss", bytes_restored: 0n, save_result: "saved" })]);
+    const lost = await p.db.$queryRaw<{ state: string }[]>`SELECT state FROM cache_entry WHERE run_id = ${firstRunId}::uuid`;
+    expect(lost).toEqual([{ state: "evicted" }]);
+    const events = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM transition_event WHERE entity = 'cache' AND reason = 'blob_missing'`;
+    expect(events[0]?.n).toBe(1n);
+    // And the next fresh host restores the new bytes from object storage.
+    await stopAgent(agentD);
+    await p.startAgent("agent-e", tenant.agentToken);
+    const sixth = await manualRun("cache-6");
+    expect(sixth.outcome).toBe("success");
+    expect(await jobLog(sixth.jobs[0].id, "stdout")).toMatch(/restored: built-by-/);
   }, 300_000);
 
   it("a finished or stale epoch gets 409 on every cache call; bad bodies get 4xx, never a 500", async () => {
@@ -237,7 +247,7 @@ describe("build caches across runs and hosts", () => {
       await page.goto(`${p.base}/orgs/caches/settings`);
       const conflicts = page.getByTestId("cache-conflicts");
       await conflicts.waitFor({ timeout: 60_000 });
-      expect(await conflicts.locator("tbody tr").count()).toBe(2);
+      expect(await conflicts.locator("tbody tr").count()).toBe(1);
       expect(await conflicts.textContent()).toContain(tenant.repoName);
     } finally {
       await browser.close();

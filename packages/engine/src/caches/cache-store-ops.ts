@@ -3,7 +3,7 @@ import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sd
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DomainError } from "@kiln/domain";
 import { DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/artifact-context.ts";
-import { readBack, s3ErrorName } from "../artifacts/store-ops.ts";
+import { objectExists, readBack, s3ErrorName } from "../artifacts/store-ops.ts";
 import type { CacheStore } from "./cache-context.ts";
 
 export function presignCachePut(store: CacheStore, key: string, sizeBytes: number): Promise<string> {
@@ -38,5 +38,14 @@ export async function deleteCacheObject(store: CacheStore, key: string): Promise
   } catch (e) {
     if (s3ErrorName(e) === "NoSuchKey") return;
     throw new DomainError("CACHE.STORE_UNAVAILABLE", `object store DeleteObject failed: ${s3ErrorName(e)}`);
+  }
+}
+
+/** Whether the store still holds a cache object; a store error is not an answer (it throws). */
+export async function cacheObjectExists(store: CacheStore, key: string): Promise<boolean> {
+  try {
+    return await objectExists({ s3: store.s3, bucket: store.bucket, settings: DEFAULT_ARTIFACT_SETTINGS }, key);
+  } catch (e) {
+    throw new DomainError("CACHE.STORE_UNAVAILABLE", `object store HeadObject failed: ${e instanceof Error ? e.message : String(e)}`);
   }
 }

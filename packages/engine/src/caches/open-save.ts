@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { cacheObjectKey, checkCacheArchive, decideCacheBind, decideCacheWrite, DomainError } from "@kiln/domain";
 import type { JobClaims } from "../artifacts/artifact-attempt.ts";
-import { lockBinding, recordConflict } from "./cache-bindings.ts";
+import { lockBinding, recordConflict, releaseLostBinding } from "./cache-bindings.ts";
 import type { CacheStore } from "./cache-context.ts";
 import { recordCacheTransition } from "./cache-journal.ts";
 import { lockCacheScope, type CacheScope } from "./cache-scope.ts";
@@ -28,6 +28,9 @@ export const UNTRUSTED_WRITE_MESSAGE = "cache write refused: untrusted run";
  * away. Otherwise a fresh immutable entry (fresh object key) and a presigned PUT for it.
  */
 export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims, req: OpenSaveRequest): Promise<SaveSession> {
+  // A binding whose blob is gone is released first (its own store lookup, no transaction open).
+  const peek = await withTx(db, "cache-open-peek", (tx) => lockCacheScope(tx, claims, req.inputs));
+  if (decideCacheWrite(peek.trustClass).allowed) await releaseLostBinding(db, store, peek.key, req.sha256);
   const opened = await withTx(db, "cache-open-save", async (tx) => {
     const scope = await lockCacheScope(tx, claims, req.inputs);
     const write = decideCacheWrite(scope.trustClass);
