@@ -31,7 +31,7 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
       }
       if (m[4] === "parts") {
         const b = agentProtocol.artifactPartRequest.parse(body);
-        const r = await recordPart(db, claims, m[3], { partNumber: b.part_number, sizeBytes: b.size_bytes, sha256: b.sha256, etag: b.etag, tries: b.tries });
+        const r = await recordPart(db, claims, m[3], { partNumber: b.part_number, sizeBytes: b.size_bytes, sha256: b.sha256, etag: b.etag, md5: b.md5 ?? null, tries: b.tries });
         return Response.json({ recorded: true, retry: r.retry });
       }
       const s = await finalizeUpload(db, store, claims, m[3]);

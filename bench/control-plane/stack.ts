@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createDb, ensureDatabase, migrateDatabase, type Db } from "@kiln/db";
+import { createDb, ensureDatabase, migrateDatabase, sqlPool, type Db } from "@kiln/db";
 import { startPostgres } from "@kiln/testkit";
 import { PgBoss } from "pg-boss";
 
@@ -95,6 +95,9 @@ export class BenchStack {
     }
     for (const p of this.procs) p.kill("SIGKILL");
     await this.db?.$disconnect();
+    // Close the Db's own pool too before the server goes: an idle client of it, cut by the
+    // shutdown, crashed the bench after its figures were printed (and before they were saved).
+    if (this.db) await sqlPool(this.db).end().catch(() => undefined);
     await this.stopPg?.();
     await rm(this.tmp, { recursive: true, force: true });
   }

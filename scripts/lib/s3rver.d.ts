@@ -23,3 +23,9 @@ declare module "s3rver" {
     httpServer?: Server;
   }
 }
+
+declare module "s3rver/lib/models/error.js" {
+  export default class S3Error extends Error {
+    constructor(code: string, message: string, detail?: Record<string, string>);
+  }
+}

@@ -37,6 +37,7 @@ const schema = z.object({
   KILN_CACHE_QUOTA_MIB: z.coerce.number().int().min(1).default(10 * 1024),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
+  KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
   KILN_LOG_SEGMENT_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /**

@@ -43,7 +43,7 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
       if (r.kind !== "uploaded") return r;
       if (r.tries > 1) retriedParts++;
       const rec = await callControl("record artifact part", (s) => client.recordArtifactPart(ticket.jobId, ticket.jobToken, generationId, {
-        epoch: ticket.epoch, part_number: part.part_number, size_bytes: part.size, sha256: r.sha256, etag: r.etag, tries: r.tries,
+        epoch: ticket.epoch, part_number: part.part_number, size_bytes: part.size, sha256: r.sha256, etag: r.etag, md5: r.md5, tries: r.tries,
       }, { timeoutMs: CONTROL_TIMEOUT_MS, signal: s }), { signal, log });
       return rec.ok ? { kind: "uploaded" as const } : { kind: "failed" as const, failure: rec.failure };
     });
@@ -65,7 +65,7 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
   }
 }
 
-type PartOutcome = { kind: "uploaded"; etag: string; sha256: string; tries: number } | { kind: "refresh" } | { kind: "failed"; failure: CallFailure };
+type PartOutcome = { kind: "uploaded"; etag: string; sha256: string; md5: string; tries: number } | { kind: "refresh" } | { kind: "failed"; failure: CallFailure };
 
 async function uploadPart(a: FrozenArtifact, part: ArtifactUploadSession["parts"][number], o: UploadOptions): Promise<PartOutcome> {
   const tries = o.partTries ?? 5;

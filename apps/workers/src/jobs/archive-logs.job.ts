@@ -26,13 +26,15 @@ export interface LogArchiveRuntime {
   pool: SqlPool;
   store: LogObjectStore;
   cfg: LogConfig;
+  /** Logs archived at once (KILN_LOG_ARCHIVE_CONCURRENCY). */
+  concurrency?: number;
 }
 
 /** One pass: batches until a batch finds nothing more to do. */
 export async function runLogArchive(rt: LogArchiveRuntime, maxBatches = 20): Promise<ArchiveReport> {
   const total: ArchiveReport = { attempts: 0, segments: 0, bytes: 0, indexed: 0 };
   for (let i = 0; i < maxBatches; i++) {
-    const r = await archiveLogs(rt.pool, rt.store, rt.cfg, { limit: 50 });
+    const r = await archiveLogs(rt.pool, rt.store, rt.cfg, { limit: 50, concurrency: rt.concurrency ?? 1 });
     total.attempts += r.attempts;
     total.segments += r.segments;
     total.bytes += r.bytes;
@@ -48,9 +50,9 @@ let runtime: LogArchiveRuntime | null = null;
 async function runtimeFromEnv(): Promise<LogArchiveRuntime> {
   if (runtime) return runtime;
   const { env } = await import("../env.ts");
-  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: env.KILN_LOG_ARCHIVE_CONCURRENCY + 1 });
   pool.on("error", (e) => console.error(JSON.stringify({ level: "error", msg: "log archive pool", err: String(e).slice(0, 300) })));
   const s3 = createObjectStore({ endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
-  runtime = { pool, store: s3LogStore(s3, env.KILN_S3_BUCKET), cfg: { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES } };
+  runtime = { pool, store: s3LogStore(s3, env.KILN_S3_BUCKET), cfg: { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES }, concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY };
   return runtime;
 }

@@ -162,6 +162,9 @@ export const artifactPartRequest = z
     size_bytes: z.number().int().min(0),
     sha256: sha256Hex,
     etag: z.string().min(1).max(200),
+    /** MD5 of the part's bytes as sent (hex). Lets the control plane check the store's multipart
+     * ETag instead of reading the object back; without it the upload is read back. */
+    md5: z.string().regex(/^[0-9a-f]{32}$/, "md5 must be 32 lowercase hex digits").optional(),
     /** How many PUTs this part took (1 = no retry); kept for the multipart-retry signal. */
     tries: z.number().int().min(1).max(1000).default(1),
   })

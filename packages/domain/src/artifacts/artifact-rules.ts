@@ -1,5 +1,6 @@
 // Pure rules for artifact generations: who may open, extend, seal and read them (seed 000
 // sections 9 and 12). Handlers load state under locks, call these, and persist what they return.
+import { createHash } from "node:crypto";
 import type { AttemptStatus, RunStatus } from "../runs/run-state-machine.ts";
 import { DomainError } from "../shared/errors.ts";
 
@@ -116,6 +117,27 @@ export function decideArtifactPart(
 /** What the finaliser read back from the store versus what the session promised. */
 export function decideArtifactSeal(expected: { sizeBytes: number; sha256: string }, observed: { sizeBytes: number; sha256: string }): "seal" | "mismatch" {
   return expected.sizeBytes === observed.sizeBytes && expected.sha256 === observed.sha256 ? "seal" : "mismatch";
+}
+
+/**
+ * How the store's answer for a completed multipart upload can stand in for reading it back
+ * (docs/adr/0007-artifacts.md, "Verification by the store's part digests"). S3, MinIO and the
+ * embedded store give each part an ETag that is the MD5 of the bytes they received, and the
+ * completed object the ETag MD5(concat(binary part MD5s)) + "-" + part count. If that equals the
+ * same function of the MD5s the agent computed over the bytes it sent, in order, and the size
+ * matches, the store holds exactly those bytes. The multipart ETag is never read as the object's
+ * MD5. Anything else (no MD5 for some part, a store whose ETags are not MD5s, such as S3 with
+ * SSE-KMS, a missing or different ETag) is "read_back": any doubt means reading the object.
+ */
+export function decideStoreDigestCheck(
+  expected: { sizeBytes: number; partMd5s: readonly (string | null)[] },
+  stored: { sizeBytes: number; etag: string | null },
+): "verified" | "read_back" {
+  const md5s = expected.partMd5s;
+  if (md5s.length === 0 || md5s.some((m) => m === null || !/^[0-9a-f]{32}$/.test(m))) return "read_back";
+  if (stored.etag === null || stored.sizeBytes !== expected.sizeBytes) return "read_back";
+  const composite = createHash("md5").update(Buffer.concat(md5s.map((m) => Buffer.from(m as string, "hex")))).digest("hex");
+  return stored.etag.replace(/"/g, "").toLowerCase() === `${composite}-${md5s.length}` ? "verified" : "read_back";
 }
 
 /**

@@ -1,9 +1,9 @@
 import { sqlPool, withTx, type Db, type DbOrTx } from "@kiln/db";
-import { decideArtifactSeal, DomainError, type ArtifactState } from "@kiln/domain";
+import { decideArtifactSeal, decideStoreDigestCheck, DomainError, type ArtifactState } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
-import { completeMultipartUpload, readBack } from "./store-ops.ts";
+import { completeMultipartUpload, headObject, readBack } from "./store-ops.ts";
 
 export interface SealedArtifact {
   generationId: string;
@@ -30,7 +30,8 @@ interface Row {
 
 /**
  * The idempotent finaliser for one upload session (seed 000 section 12): complete the multipart
- * upload from the persisted part list, read the object back and hash it, and seal the generation
+ * upload from the persisted part list, verify the stored bytes (the store's multipart ETag against
+ * the agent's part MD5s, else a full read-back and SHA-256), and seal the generation
  * for this attempt only if the attempt is still current at that moment. Calling it again after a
  * lost response repairs exactly this session: a sealed generation is returned as it is, an upload
  * the store already completed is verified and sealed once. A fenced attempt is refused before any
@@ -71,26 +72,41 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
   if (g.state === "sealed") return sealedView(g);
   if (g.state !== "uploading" || !g.upload_id) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", `the upload session is ${g.state}`);
 
+  const parts = await db.$queryRaw<{ part_number: number; etag: string; md5: string | null }[]>`
+    SELECT part_number, etag, md5 FROM artifact_part WHERE generation_id = ${g.id}::uuid ORDER BY part_number`;
+  const expected = { sizeBytes: Number(g.size_bytes), sha256: g.sha256 };
   if (!g.store_completed_at) {
-    const parts = await db.$queryRaw<{ part_number: number; etag: string }[]>`
-      SELECT part_number, etag FROM artifact_part WHERE generation_id = ${g.id}::uuid ORDER BY part_number`;
     const have = new Set(parts.map((p) => p.part_number));
     const missing = Array.from({ length: g.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
     if (missing.length > 0) {
       throw new DomainError("ARTIFACT.PARTS_INCOMPLETE", `parts not recorded yet: ${missing.slice(0, 20).join(", ")}${missing.length > 20 ? ", ..." : ""}`);
     }
-    await completeMultipartUpload(store, g.object_key, g.upload_id, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+    const done = await completeMultipartUpload(store, g.object_key, g.upload_id, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+    if (done === "invalid_part") {
+      // The store refused the recorded ETags: it holds other bytes for some part than were reported.
+      await abandonOwn(db, g, "verification_failed", { store_error: "InvalidPart" });
+      throw new DomainError("ARTIFACT.VERIFICATION_FAILED", "the object store holds different bytes for a part than the agent recorded");
+    }
     await db.$executeRaw`UPDATE artifact_generation SET store_completed_at = now() WHERE id = ${g.id}::uuid AND store_completed_at IS NULL`;
   }
 
-  const observed = await readBack(store, g.object_key);
-  const expected = { sizeBytes: Number(g.size_bytes), sha256: g.sha256 };
-  if (decideArtifactSeal(expected, observed) === "mismatch") {
-    await abandonOwn(db, g, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 });
-    throw new DomainError(
-      "ARTIFACT.VERIFICATION_FAILED",
-      `stored object is ${observed.sizeBytes} bytes with sha256 ${observed.sha256 || "-"}; expected ${expected.sizeBytes} bytes with sha256 ${expected.sha256}`,
-    );
+  // The store's own part digests first (one HEAD); reading the whole object back only when they
+  // cannot vouch for it (docs/adr/0007-artifacts.md, "Verification by the store's part digests").
+  const head = await headObject(store, g.object_key);
+  const byDigests = head && parts.length === g.part_count
+    ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head)
+    : "read_back";
+  let verifiedBy: "store_part_md5s" | "read_back" = "store_part_md5s";
+  if (byDigests === "read_back") {
+    verifiedBy = "read_back";
+    const observed = await readBack(store, g.object_key);
+    if (decideArtifactSeal(expected, observed) === "mismatch") {
+      await abandonOwn(db, g, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 });
+      throw new DomainError(
+        "ARTIFACT.VERIFICATION_FAILED",
+        `stored object is ${observed.sizeBytes} bytes with sha256 ${observed.sha256 || "-"}; expected ${expected.sizeBytes} bytes with sha256 ${expected.sha256}`,
+      );
+    }
   }
 
   return withTx(db, "artifact-seal", async (tx) => {
@@ -102,7 +118,7 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
     if (n === 1) {
       await recordArtifactTransition(tx, {
         orgId: g.org_id, runId: g.run_id, jobId: g.job_id, attemptId: g.attempt_id, from: "uploading", to: "sealed", reason: "verified",
-        data: { generation_id: g.id, name: g.name, epoch: g.epoch, size_bytes: expected.sizeBytes, sha256: expected.sha256 },
+        data: { generation_id: g.id, name: g.name, epoch: g.epoch, size_bytes: expected.sizeBytes, sha256: expected.sha256, verified_by: verifiedBy },
       });
       return sealedView(g);
     }

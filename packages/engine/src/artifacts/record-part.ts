@@ -7,6 +7,8 @@ export interface PartReport {
   sizeBytes: number;
   sha256: string;
   etag: string;
+  /** MD5 of the part's bytes as sent (hex), or null when the agent did not report it. */
+  md5?: string | null;
   tries: number;
 }
 
@@ -35,10 +37,10 @@ export async function recordPart(db: Db, claims: JobClaims, generationId: string
       throw new DomainError("ARTIFACT.SESSION_CONFLICT", `the upload session is ${g.state}`);
     }
     await tx.$executeRaw`
-      INSERT INTO artifact_part (generation_id, part_number, size_bytes, sha256, etag, tries)
-      VALUES (${generationId}::uuid, ${part.partNumber}, ${part.sizeBytes}::bigint, ${part.sha256}, ${part.etag}, ${part.tries})
+      INSERT INTO artifact_part (generation_id, part_number, size_bytes, sha256, etag, md5, tries)
+      VALUES (${generationId}::uuid, ${part.partNumber}, ${part.sizeBytes}::bigint, ${part.sha256}, ${part.etag}, ${part.md5 ?? null}, ${part.tries})
       ON CONFLICT (generation_id, part_number) DO UPDATE
-        SET etag = EXCLUDED.etag, tries = artifact_part.tries + EXCLUDED.tries, updated_at = now()`;
+        SET etag = EXCLUDED.etag, md5 = EXCLUDED.md5, tries = artifact_part.tries + EXCLUDED.tries, updated_at = now()`;
     return { retry: kind === "retry" };
   });
 }

@@ -56,7 +56,8 @@ export function presignDownload(store: ArtifactStore, key: string, filename?: st
   );
 }
 
-export type CompleteOutcome = "completed" | "already_completed";
+/** "invalid_part": the store holds other bytes for a part than the ETag recorded for it. */
+export type CompleteOutcome = "completed" | "already_completed" | "invalid_part";
 
 /**
  * Completes the multipart upload with the persisted part list. A second call after a lost response
@@ -82,8 +83,21 @@ export async function completeMultipartUpload(
     return "completed";
   } catch (e) {
     if (await objectExists(store, key)) return "already_completed";
+    if (s3ErrorName(e) === "InvalidPart") return "invalid_part";
     if (s3ErrorName(e) === "NoSuchUpload") throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "the multipart upload no longer exists and no object was stored");
     throw storeUnavailable("CompleteMultipartUpload", e);
+  }
+}
+
+/** Size and ETag of a stored object, or null when there is none. */
+export async function headObject(store: ArtifactStore, key: string): Promise<{ sizeBytes: number; etag: string | null } | null> {
+  try {
+    const r = await store.s3.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }));
+    return { sizeBytes: Number(r.ContentLength ?? -1), etag: r.ETag ?? null };
+  } catch (e) {
+    const name = s3ErrorName(e);
+    if (name === "NotFound" || name === "NoSuchKey") return null;
+    throw storeUnavailable("HeadObject", e);
   }
 }
 

@@ -24,7 +24,7 @@ interface Owner extends Record<string, unknown> {
   epoch: number;
 }
 
-export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: LogConfig, opts: { limit?: number } = {}): Promise<ArchiveReport> {
+export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: LogConfig, opts: { limit?: number; concurrency?: number } = {}): Promise<ArchiveReport> {
   const report: ArchiveReport = { attempts: 0, segments: 0, bytes: 0, indexed: 0 };
   const { rows } = await pool.query<{ attempt_id: string }>(
     `SELECT attempt_id FROM log_attempt
@@ -34,19 +34,26 @@ export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: Log
     [cfg.segmentTargetBytes, opts.limit ?? 50],
   );
   const failures: unknown[] = [];
-  for (const { attempt_id } of rows) {
-    const owner = await claim(pool, attempt_id, cfg.archiveLeaseMs);
-    if (!owner) continue; // another archiver has it
-    report.attempts++;
-    try {
-      await archiveAttempt(pool, store, cfg, owner, report);
-    } catch (e) {
-      // One bad attempt (or a store outage) must not starve the others; the job still fails and retries.
-      failures.push(e);
-    } finally {
-      await pool.query("UPDATE log_attempt SET archive_lease_until = NULL WHERE attempt_id = $1", [attempt_id]);
+  // Several logs at once: one segment is a journal read, a gzip (libuv's pool) and a PUT, each
+  // mostly waiting on another process, so one log at a time left the cores idle while 8 busy jobs
+  // out-wrote it (docs/benchmarks.md "Live logs"). Each log is still archived by one owner, in order.
+  const queue = rows.map((r) => r.attempt_id);
+  const lane = async (): Promise<void> => {
+    for (let attemptId = queue.shift(); attemptId !== undefined; attemptId = queue.shift()) {
+      const owner = await claim(pool, attemptId, cfg.archiveLeaseMs);
+      if (!owner) continue; // another archiver has it
+      report.attempts++;
+      try {
+        await archiveAttempt(pool, store, cfg, owner, report);
+      } catch (e) {
+        // One bad attempt (or a store outage) must not starve the others; the job still fails and retries.
+        failures.push(e);
+      } finally {
+        await pool.query("UPDATE log_attempt SET archive_lease_until = NULL WHERE attempt_id = $1", [attemptId]);
+      }
     }
-  }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, queue.length)) }, lane));
   if (failures.length === 1) throw failures[0];
   if (failures.length > 1) throw new AggregateError(failures, `archiving failed for ${failures.length} logs: ${String(failures[0])}`);
   return report;

@@ -52,8 +52,10 @@ export async function encodeSegment(chunks: readonly LogChunkRecord[]): Promise<
     entries.push([c.seq, c.stream, c.offset, c.length, c.sha256, position]);
     position += c.length;
   }
-  // Level 6 (default): logs compress well and a segment is written once, read rarely.
-  const body = await gzipAsync(Buffer.concat(chunks.map((c) => c.data)));
+  // Level 1: the archiver runs at the ingest rate on the same machines, and on build-log text
+  // level 6 compressed at 84 MB/s against 446 MB/s for level 1, for 8.0x vs 6.9x smaller
+  // (node:zlib here, 8 MiB of log text). At 50+ MB/s of ingest, level 6 took most of a core.
+  const body = await gzipAsync(Buffer.concat(chunks.map((c) => c.data)), { level: 1 });
   return { body, sha256: sha256Hex(body), rawBytes: position, entries };
 }
 

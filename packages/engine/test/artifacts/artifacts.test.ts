@@ -10,7 +10,7 @@ import { grantDownload } from "../../src/artifacts/grant-download.ts";
 import { artifactDownloadUrl, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
 import { completeMultipartUpload } from "../../src/artifacts/store-ops.ts";
 import { def, newSession, runStatus, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
-import { bytes, claim, claimsOf, expireLease, fetchBytes, MiB, partBytes, PRODUCER_CONSUMER, publish, putPart, sha256, uploadParts, useS3 } from "./support.ts";
+import { bytes, claim, claimsOf, expireLease, fetchBytes, md5Of, MiB, partBytes, PRODUCER_CONSUMER, publish, putPart, sha256, uploadParts, useS3 } from "./support.ts";
 
 const t = useTestDb();
 const s3 = useS3();
@@ -164,7 +164,54 @@ describe("parts", () => {
   });
 });
 
+const TWO_OUTPUTS = PRODUCER_CONSUMER.replace("          path: target/app.jar", "          path: target/app.jar\n        - name: lib\n          path: target/lib.jar");
+
+async function verifiedBy(generationId: string): Promise<string | null> {
+  const r = await t.db().$queryRaw<{ v: string | null }[]>`
+    SELECT data->>'verified_by' AS v FROM transition_event WHERE entity = 'artifact' AND to_state = 'sealed' AND data->>'generation_id' = ${generationId}`;
+  return r[0]?.v ?? null;
+}
+
 describe("verification", () => {
+  it("seals on the store's multipart ETag when the agent reported each part's MD5, and reads back without them", async () => {
+    const tenant = await seedTenant(t.db());
+    const s = await newSession(t.db(), tenant);
+    await seedFrozenRun(t.db(), tenant, def(TWO_OUTPUTS));
+    const p = (await claim(t.db(), s))!;
+    const data = bytes(11 * MiB + 3, 31);
+    const session = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "app", sizeBytes: data.length, sha256: sha256(data), format: "file" });
+    expect(session.parts.length).toBeGreaterThan(1);
+    await uploadParts(t.db(), p, session, data, undefined, (_n, body) => md5Of(body));
+    const sealed = await finalizeUpload(t.db(), s3.store(), claimsOf(p), session.generationId);
+    expect(sealed).toMatchObject({ sizeBytes: data.length, sha256: sha256(data) });
+    expect(await verifiedBy(session.generationId)).toBe("store_part_md5s");
+
+    // Same upload without part MD5s (an agent from before them): verified by reading it back.
+    const other = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "lib", sizeBytes: data.length, sha256: sha256(data), format: "file" });
+    await uploadParts(t.db(), p, other, data);
+    await finalizeUpload(t.db(), s3.store(), claimsOf(p), other.generationId);
+    expect(await verifiedBy(other.generationId)).toBe("read_back");
+  });
+
+  it("reads the object back when a reported part MD5 disagrees with the store, and seals only what hashes right", async () => {
+    const tenant = await seedTenant(t.db());
+    const s = await newSession(t.db(), tenant);
+    await seedFrozenRun(t.db(), tenant, def(TWO_OUTPUTS));
+    const p = (await claim(t.db(), s))!;
+    const data = bytes(7 * MiB, 32);
+    // An agent bug: part 2's reported MD5 is not its bytes'. The composite cannot match, so the
+    // finaliser does not take the store's word and hashes the object itself (here: correct bytes).
+    const good = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "app", sizeBytes: data.length, sha256: sha256(data), format: "file" });
+    await uploadParts(t.db(), p, good, data, undefined, (n, body) => (n === 2 ? "0".repeat(32) : md5Of(body)));
+    await finalizeUpload(t.db(), s3.store(), claimsOf(p), good.generationId);
+    expect(await verifiedBy(good.generationId)).toBe("read_back");
+    // The declared SHA-256 is wrong and the MD5s are not all there: the read-back refuses to seal.
+    const bad = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "lib", sizeBytes: data.length, sha256: "1".repeat(64), format: "file" });
+    await uploadParts(t.db(), p, bad, data, undefined, (n, body) => (n === 1 ? null : md5Of(body)));
+    await expect(finalizeUpload(t.db(), s3.store(), claimsOf(p), bad.generationId)).rejects.toMatchObject({ code: "ARTIFACT.VERIFICATION_FAILED" });
+    expect((await generation(bad.generationId))?.state).toBe("abandoned");
+  });
+
   it("never seals bytes the store holds differently from what was declared", async () => {
     const tenant = await seedTenant(t.db());
     const s = await newSession(t.db(), tenant);

@@ -50,6 +50,10 @@ export function useS3(kind: "s3rver" | "s3rver+abort" = "s3rver"): { store: () =
   };
 }
 
+export function md5Of(b: Uint8Array): string {
+  return createHash("md5").update(b).digest("hex");
+}
+
 export function sha256(b: Uint8Array): string {
   return createHash("sha256").update(b).digest("hex");
 }
@@ -93,13 +97,17 @@ export function partBytes(data: Buffer, s: UploadSession, partNumber: number): B
 }
 
 /** Uploads and records the given parts (all by default) of `data` within an open session. */
-export async function uploadParts(db: Db, t: JobTicket, s: UploadSession, data: Buffer, only?: number[]): Promise<void> {
+/**
+ * PUTs and records parts like an agent. `md5` says what the agent reports as each part's MD5:
+ * nothing by default (an agent that predates it: the finaliser reads the object back).
+ */
+export async function uploadParts(db: Db, t: JobTicket, s: UploadSession, data: Buffer, only?: number[], md5?: (partNumber: number, body: Buffer) => string | null): Promise<void> {
   for (const p of s.parts) {
     if (only && !only.includes(p.partNumber)) continue;
     if (!p.url) continue;
     const body = partBytes(data, s, p.partNumber);
     const etag = await putPart(p.url, body);
-    await recordPart(db, claimsOf(t), s.generationId, { partNumber: p.partNumber, sizeBytes: body.length, sha256: sha256(body), etag, tries: 1 });
+    await recordPart(db, claimsOf(t), s.generationId, { partNumber: p.partNumber, sizeBytes: body.length, sha256: sha256(body), etag, md5: md5?.(p.partNumber, body) ?? null, tries: 1 });
   }
 }
 
