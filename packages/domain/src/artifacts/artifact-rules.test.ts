@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../shared/errors.ts";
-import { artifactObjectKey, assertCurrentAttempt, decideArtifactOpen, decideArtifactPart, decideArtifactSeal, isCollectable } from "./artifact-rules.ts";
+import { artifactObjectKey, assertCurrentAttempt, decideArtifactOpen, decideArtifactPart, decideArtifactSeal, decideStoreDigestCheck, isCollectable } from "./artifact-rules.ts";
 
 const sha = (c: string) => c.repeat(64);
 const code = (f: () => unknown) => {
@@ -64,5 +65,29 @@ describe("garbage", () => {
     expect(isCollectable({ ...base, bound: true })).toBe(false);
     expect(isCollectable({ ...base, attemptFinished: false, attemptIsCurrent: true })).toBe(false);
     expect(isCollectable({ ...base, ageMs: 1 })).toBe(false);
+  });
+});
+
+describe("decideStoreDigestCheck", () => {
+  const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
+  const parts = [Buffer.alloc(5 * 1024 * 1024, 1), Buffer.alloc(5 * 1024 * 1024, 2), Buffer.from("tail")];
+  const md5s = parts.map(md5);
+  const size = parts.reduce((n, p) => n + p.length, 0);
+  // S3's multipart ETag, computed independently of the function under test.
+  const s3Etag = `"${createHash("md5").update(Buffer.concat(md5s.map((m) => Buffer.from(m, "hex")))).digest("hex")}-3"`;
+
+  it("verifies when the store's multipart ETag is the MD5 of the part MD5s and the size matches", () => {
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: md5s }, { sizeBytes: size, etag: s3Etag }, md5)).toBe("verified");
+  });
+
+  it("reads back on any doubt", () => {
+    const whole = `"${md5(Buffer.concat(parts))}"`; // a store that rewrote the object (stock s3rver)
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: md5s }, { sizeBytes: size, etag: whole }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: md5s }, { sizeBytes: size - 1, etag: s3Etag }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: md5s }, { sizeBytes: size, etag: null }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: [md5s[0]!, null, md5s[2]!] }, { sizeBytes: size, etag: s3Etag }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: [md5s[1]!, md5s[0]!, md5s[2]!] }, { sizeBytes: size, etag: s3Etag }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: size, partMd5s: md5s.slice(0, 2) }, { sizeBytes: size, etag: s3Etag }, md5)).toBe("read_back");
+    expect(decideStoreDigestCheck({ sizeBytes: 0, partMd5s: [] }, { sizeBytes: 0, etag: s3Etag }, md5)).toBe("read_back");
   });
 });

@@ -1,6 +1,5 @@
 // Pure rules for artifact generations: who may open, extend, seal and read them (seed 000
 // sections 9 and 12). Handlers load state under locks, call these, and persist what they return.
-import { createHash } from "node:crypto";
 import type { AttemptStatus, RunStatus } from "../runs/run-state-machine.ts";
 import { DomainError } from "../shared/errors.ts";
 
@@ -128,16 +127,21 @@ export function decideArtifactSeal(expected: { sizeBytes: number; sha256: string
  * matches, the store holds exactly those bytes. The multipart ETag is never read as the object's
  * MD5. Anything else (no MD5 for some part, a store whose ETags are not MD5s, such as S3 with
  * SSE-KMS, a missing or different ETag) is "read_back": any doubt means reading the object.
+ * The caller passes the MD5 function (node:crypto in the engine); the domain stays pure.
  */
 export function decideStoreDigestCheck(
   expected: { sizeBytes: number; partMd5s: readonly (string | null)[] },
   stored: { sizeBytes: number; etag: string | null },
+  md5Hex: (bytes: Uint8Array) => string,
 ): "verified" | "read_back" {
   const md5s = expected.partMd5s;
   if (md5s.length === 0 || md5s.some((m) => m === null || !/^[0-9a-f]{32}$/.test(m))) return "read_back";
   if (stored.etag === null || stored.sizeBytes !== expected.sizeBytes) return "read_back";
-  const composite = createHash("md5").update(Buffer.concat(md5s.map((m) => Buffer.from(m as string, "hex")))).digest("hex");
-  return stored.etag.replace(/"/g, "").toLowerCase() === `${composite}-${md5s.length}` ? "verified" : "read_back";
+  const binary = new Uint8Array(md5s.length * 16);
+  md5s.forEach((m, i) => {
+    for (let j = 0; j < 16; j++) binary[i * 16 + j] = parseInt((m as string).slice(2 * j, 2 * j + 2), 16);
+  });
+  return stored.etag.replace(/"/g, "").toLowerCase() === `${md5Hex(binary)}-${md5s.length}` ? "verified" : "read_back";
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { sqlPool, withTx, type Db, type DbOrTx } from "@kiln/db";
 import { decideArtifactSeal, decideStoreDigestCheck, DomainError, type ArtifactState } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
@@ -94,7 +95,7 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
   // cannot vouch for it (docs/adr/0007-artifacts.md, "Verification by the store's part digests").
   const head = await headObject(store, g.object_key);
   const byDigests = head && parts.length === g.part_count
-    ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head)
+    ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head, (b) => createHash("md5").update(b).digest("hex"))
     : "read_back";
   let verifiedBy: "store_part_md5s" | "read_back" = "store_part_md5s";
   if (byDigests === "read_back") {

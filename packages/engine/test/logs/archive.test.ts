@@ -90,6 +90,22 @@ describe("log archive", () => {
     expect((await readAll(new LogArchiveReader(s3.store()), a.attemptId, 24)).stdout.equals(want.stdout)).toBe(true);
   });
 
+  it("archives several logs at once, each whole and in order", async () => {
+    const attempts = [await claimedAttempt(t.db()), await claimedAttempt(t.db()), await claimedAttempt(t.db()), await claimedAttempt(t.db())];
+    const wants = [];
+    for (const a of attempts) wants.push(await writeLog(a, 24));
+    const r = await archiveLogs(pool(), s3.store(), LOG_CFG, { concurrency: 3 });
+    expect(r.attempts).toBeGreaterThanOrEqual(4);
+    for (const [i, a] of attempts.entries()) {
+      expect(await journalRows(a.attemptId)).toBe(0);
+      const segs = await pool().query<{ from_seq: number; to_seq: number }>("SELECT from_seq, to_seq FROM log_segment WHERE attempt_id = $1 ORDER BY from_seq", [a.attemptId]);
+      expect(segs.rows[0]?.from_seq).toBe(0);
+      for (let k = 1; k < segs.rows.length; k++) expect(segs.rows[k]!.from_seq).toBe(segs.rows[k - 1]!.to_seq + 1);
+      expect(segs.rows[segs.rows.length - 1]?.to_seq).toBe(23);
+      expect((await readAll(new LogArchiveReader(s3.store()), a.attemptId, 24)).stdout.equals(wants[i]!.stdout)).toBe(true);
+    }
+  });
+
   it("archives full segments of a still-open log and replays seamlessly across archive and journal", async () => {
     const a = await claimedAttempt(t.db());
     const want = await writeLog(a, 20, false);
