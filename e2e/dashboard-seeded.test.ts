@@ -106,9 +106,9 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
       console.log(`[dashboard e2e] 50 MiB log: loaded and decoded in ${loadMs} ms; random scrolling frame p50 ${stats.p50.toFixed(1)} ms, p95 ${stats.p95.toFixed(1)} ms; ${stats.longTasks} long tasks; ${stats.domRows} rows in the DOM`);
       expect(stats.domRows).toBeLessThan(200);
       expect(stats.lastLine).toBe(LINES_IN_50MIB);
-      if (overloaded("50 MiB log frame times")) return;
-      expect(stats.p50).toBeLessThan(50);
-      expect(stats.p95).toBeLessThan(150);
+      const k = loadScale("50 MiB log frame times");
+      expect(stats.p50).toBeLessThan(50 * k);
+      expect(stats.p95).toBeLessThan(150 * k);
       await screenshot(dev, "job-log-50mb");
     } finally {
       await dev.unroute(`**/v1/jobs/${job!.id}/logs/events`);
@@ -120,21 +120,20 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
     const page = await timed(() => dev.request.get(`${p.base}/orgs/acme/runs/${wideRunId}`));
     const api = await timed(() => dev.request.get(`${p.base}/api/trpc/runs.get?input=${encodeURIComponent(JSON.stringify({ org: "acme", runId: wideRunId }))}`));
     console.log(`[dashboard e2e] 50-job run page: HTML (server-rendered with data) median ${page.toFixed(0)} ms; tRPC runs.get median ${api.toFixed(0)} ms`);
-    if (overloaded("the 200 ms run-page budget")) return;
-    expect(page).toBeLessThan(200);
+    expect(page).toBeLessThan(200 * loadScale("the 200 ms run-page budget"));
   });
 });
 
 /**
- * Timing budgets are asserted only when the machine is not saturated by other work (the 1-minute
- * load average above 4 per core, as on a shared CI box running several suites); the figures are
- * logged either way, so a skipped assertion is visible in the output.
+ * Timing budgets are always asserted, scaled by how oversubscribed the machine is when other suites
+ * run beside this one (1-minute load average per core, at least 1): a test that silently stopped
+ * asserting under load would be a check that cannot fail. The unscaled targets are measured on a
+ * quiet machine (docs/adr/0010; docs/benchmarks.md), and the figures are logged either way.
  */
-function overloaded(what: string): boolean {
-  const load = os.loadavg()[0] ?? 0;
-  const busy = load > os.cpus().length * 4;
-  if (busy) console.warn(`[dashboard e2e] load average ${load.toFixed(1)} on ${os.cpus().length} cores: not asserting ${what}`);
-  return busy;
+function loadScale(what: string): number {
+  const k = Math.max(1, (os.loadavg()[0] ?? 0) / os.cpus().length);
+  if (k > 1) console.warn(`[dashboard e2e] load average ${(os.loadavg()[0] ?? 0).toFixed(1)} on ${os.cpus().length} cores: ${what} asserted at ${k.toFixed(1)}x`);
+  return k;
 }
 
 /** Median wall time of 7 calls after one warm-up; each must answer 200. */
