@@ -3,7 +3,7 @@
 // `npm run up` and for tests. Each one binds 127.0.0.1 on a free port so it never collides
 // with (or silently uses) a PostgreSQL/Redis the developer already runs on the default ports.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { accessSync, constants as fsConstants, createWriteStream, existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import net from "node:net";
@@ -287,36 +287,64 @@ interface S3rverFilesystemStore {
 function assembleMultipartLikeS3(server: S3rver): void {
   const store = (server as unknown as { store: S3rverFilesystemStore }).store;
   // s3rver answers a part PUT when its hashing transform finishes, before the file write has: a
-  // completion right behind it could join a part still being written. Answer after the write.
+  // completion right behind it could join a part still being written. Answer after the write, and
+  // write to a fresh file renamed over the part (with its MD5 written first): a re-upload that
+  // dies half-way leaves the previous part and its MD5 as they were, as on S3.
   store.putPart = async (bucket, uploadId, partNumber, content) => {
     const partPath = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId, String(partNumber));
     await mkdir(path.dirname(partPath), { recursive: true });
+    const incoming = `${partPath}.incoming-${randomUUID()}`;
     const md5 = createHash("md5");
     let size = 0;
-    await pipeline(
-      content,
-      new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          md5.update(chunk);
-          size += chunk.length;
-          cb(null, chunk);
-        },
-      }),
-      createWriteStream(partPath),
-    );
-    const digest = md5.digest("hex");
-    await writeFile(`${partPath}.md5`, digest);
-    return { size, md5: digest };
+    try {
+      await pipeline(
+        content,
+        new Transform({
+          transform(chunk: Buffer, _enc, cb) {
+            md5.update(chunk);
+            size += chunk.length;
+            cb(null, chunk);
+          },
+        }),
+        createWriteStream(incoming, { flags: "wx" }),
+      );
+      const digest = md5.digest("hex");
+      await rm(`${partPath}.md5`, { force: true });
+      await rename(incoming, partPath);
+      await writeFile(`${partPath}.md5`, digest);
+      return { size, md5: digest };
+    } finally {
+      await rm(incoming, { force: true });
+    }
   };
-  store.putObjectMultipart = async (bucket, uploadId, parts) => {
+  // One completion per upload at a time: a second one (an agent asking again while the first is
+  // still joining parts) waits, then finds the upload gone (NoSuchUpload), as on S3.
+  const completing = new Map<string, Promise<unknown>>();
+  store.putObjectMultipart = (bucket, uploadId, parts) => {
+    const id = `${bucket}/${uploadId}`;
+    const run = (completing.get(id) ?? Promise.resolve()).catch(() => undefined).then(() => assemble(bucket, uploadId, parts));
+    completing.set(id, run);
+    void run.finally(() => {
+      if (completing.get(id) === run) completing.delete(id);
+    }).catch(() => undefined);
+    return run;
+  };
+  async function assemble(bucket: string, uploadId: string, parts: S3rverPart[]): Promise<{ size: number; md5: string }> {
     const uploadDir = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId);
-    const [key, metadata] = await Promise.all([
-      readFile(path.join(uploadDir, "key"), "utf8"),
-      readFile(path.join(uploadDir, "metadata"), "utf8").then((t) => JSON.parse(t) as Record<string, unknown>),
-    ]);
-    const sorted = [...parts].sort((a, b) => a.number - b.number);
+    let key: string;
+    let metadata: Record<string, unknown>;
+    try {
+      key = await readFile(path.join(uploadDir, "key"), "utf8");
+      metadata = JSON.parse(await readFile(path.join(uploadDir, "metadata"), "utf8")) as Record<string, unknown>;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+      throw e;
+    }
+    for (let i = 1; i < parts.length; i++) {
+      if ((parts[i]?.number ?? 0) <= (parts[i - 1]?.number ?? 0)) throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. Parts must be ordered by part number.");
+    }
     const digests: Buffer[] = [];
-    for (const part of sorted) {
+    for (const part of parts) {
       const md5 = await readFile(path.join(uploadDir, `${part.number}.md5`), "utf8").catch(() => null);
       if (md5 === null || md5 !== part.etag.replace(/"/g, "").toLowerCase()) {
         throw new S3Error("InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.");
@@ -325,26 +353,34 @@ function assembleMultipartLikeS3(server: S3rver): void {
     }
     const objectPath = store.getResourcePath(bucket, key, "object");
     await mkdir(path.dirname(objectPath), { recursive: true });
-    const assembling = path.join(uploadDir, "assembling");
-    await catInto(sorted.map((part) => path.join(uploadDir, String(part.number))), assembling);
-    const size = (await stat(assembling)).size;
-    const etag = `${createHash("md5").update(Buffer.concat(digests)).digest("hex")}-${sorted.length}`;
-    await rename(assembling, objectPath);
-    await store.putMetadata(bucket, key, metadata, etag);
-    await rm(uploadDir, { recursive: true, force: true });
-    return { size, md5: etag };
-  };
+    const assembling = path.join(uploadDir, `assembling-${randomUUID()}`);
+    try {
+      await catInto(parts.map((part) => path.join(uploadDir, String(part.number))), assembling);
+      const size = (await stat(assembling)).size;
+      const etag = `${createHash("md5").update(Buffer.concat(digests)).digest("hex")}-${parts.length}`;
+      // Metadata (with the ETag) first, then the bytes appear whole in one rename.
+      await store.putMetadata(bucket, key, metadata, etag);
+      await rename(assembling, objectPath);
+      await rm(uploadDir, { recursive: true, force: true });
+      return { size, md5: etag };
+    } finally {
+      await rm(assembling, { force: true });
+    }
+  }
 }
 
-function catInto(files: string[], dest: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // One part file at least: CompleteMultipartUpload with no parts is MalformedXML upstream.
-    void open(dest, "w").then((fh) => {
+async function catInto(files: string[], dest: string): Promise<void> {
+  // One part file at least: CompleteMultipartUpload with no parts is MalformedXML upstream.
+  const fh = await open(dest, "wx");
+  try {
+    await new Promise<void>((resolve, reject) => {
       const child = spawn("cat", ["--", ...files], { stdio: ["ignore", fh.fd, "pipe"] });
       let err = "";
       child.stderr?.on("data", (b: Buffer) => (err += b.toString()));
-      child.on("error", (e) => void fh.close().finally(() => reject(e)));
-      child.on("close", (code) => void fh.close().finally(() => (code === 0 ? resolve() : reject(new Error(`cat exited ${code}: ${err.trim()}`)))));
-    }, reject);
-  });
+      child.on("error", reject);
+      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`cat exited ${code}: ${err.trim()}`))));
+    });
+  } finally {
+    await fh.close();
+  }
 }

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as tar from "tar";
-import { freezeArtifact } from "./freeze.ts";
+import { freezeArtifact, spoolUnchanged } from "./freeze.ts";
 
 let root = "";
 let ws = "";
@@ -91,3 +91,20 @@ describe("freezing outputs", () => {
     expect(r.ok && ((await stat(r.artifact.file)).mode & 0o077)).toBe(0);
   });
 });
+
+describe("the frozen copy's identity", () => {
+  it("stays the same until the spool file is touched, and any change to it is seen", async () => {
+    await writeFile(path.join(ws, "app.bin"), "frozen bytes");
+    const r = await freeze("app.bin");
+    if (!r.ok) throw new Error(r.message);
+    expect(await spoolUnchanged(r.artifact)).toBe(true);
+    // Same size and content written back, as a tampering process would try: ctime still moves.
+    await chmod(r.artifact.file, 0o600);
+    await writeFile(r.artifact.file, "frozen bytes");
+    await chmod(r.artifact.file, 0o400);
+    expect(await spoolUnchanged(r.artifact)).toBe(false);
+    await rm(r.artifact.file);
+    expect(await spoolUnchanged(r.artifact)).toBe(false);
+  });
+});
+

@@ -15,6 +15,8 @@ export interface FrozenArtifact {
   format: ArtifactFormat;
   sizeBytes: number;
   sha256: string;
+  /** The spool file's identity when it was hashed (see spoolUnchanged). */
+  stamp: string;
 }
 
 export type FreezeResult = { ok: true; artifact: FrozenArtifact } | { ok: false; cause: ArtifactCause; message: string };
@@ -44,9 +46,26 @@ export async function freezeArtifact(workspaceDir: string, spoolDir: string, ent
     await copyFile(source, spoolFile, fsConstants.COPYFILE_EXCL | fsConstants.COPYFILE_FICLONE);
   }
   await chmod(spoolFile, 0o400);
+  // Taken before hashing: any write, truncate or chmod after this point moves ctime.
+  const stamp = await spoolStamp(spoolFile);
   const digest = await hashFile(spoolFile);
   if (digest.sizeBytes > MAX_ARTIFACT_BYTES) return refuse("artifact.too_large", `${what}: ${digest.sizeBytes} bytes exceeds the ${MAX_ARTIFACT_BYTES}-byte limit`);
-  return { ok: true, artifact: { name: entry.name, file: spoolFile, format: kind === "directory" ? "tar" : "file", ...digest } };
+  return { ok: true, artifact: { name: entry.name, file: spoolFile, format: kind === "directory" ? "tar" : "file", ...digest, stamp } };
+}
+
+async function spoolStamp(file: string): Promise<string> {
+  const s = await stat(file, { bigint: true });
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+}
+
+/**
+ * Whether the spool file is still the one that was hashed: same inode, size, mtime and ctime
+ * (ctime moves on any change and cannot be set back from user space). The control plane may seal
+ * on the store's part digests of the bytes the agent sent (ADR 0007), which vouch for those bytes
+ * but not for the freeze-time SHA-256; this is what ties the two together on the agent.
+ */
+export async function spoolUnchanged(a: FrozenArtifact): Promise<boolean> {
+  return (await spoolStamp(a.file).catch(() => "")) === a.stamp;
 }
 
 function describe(cause: ArtifactCause): string {

@@ -76,15 +76,32 @@ export async function putFileRange(url: string, file: string, offset: number, si
  * flight 0.61 (bench/artifacts/get-variants.ts, embedded store). Stores that cap throughput per
  * connection (S3) would want parallel ranges back, as a per-store setting.
  */
-export async function downloadToFile(url: string, dest: string, signal?: AbortSignal): Promise<{ sizeBytes: number; sha256: string }> {
+export async function downloadToFile(url: string, dest: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<{ sizeBytes: number; sha256: string }> {
   const hash = createHash("sha256");
   const count = { n: 0 };
   const { req, res } = request(url, { method: "GET", ...(signal ? { signal } : {}) });
   req.end();
   const response = await res;
   if (response.statusCode !== 200) throw new HttpStatusError(response.statusCode ?? 0, await readAll(response));
-  await pipeline(response, hashing(hash, count), createWriteStream(dest, { flags: "wx", mode: 0o600 }));
+  // An object larger than the caller expects never fills the disk: stop at the first byte past it.
+  if (Number(response.headers["content-length"] ?? 0) > maxBytes) {
+    response.destroy();
+    throw new TooLargeError(maxBytes);
+  }
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      cb(count.n > maxBytes ? new TooLargeError(maxBytes) : null, chunk);
+    },
+  });
+  await pipeline(response, hashing(hash, count), limit, createWriteStream(dest, { flags: "wx", mode: 0o600 }));
   return { sizeBytes: count.n, sha256: hash.digest("hex") };
+}
+
+export class TooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`the object is larger than the expected ${maxBytes} bytes`);
+    this.name = "TooLargeError";
+  }
 }
 
 /** SHA-256 and size of a whole file. */

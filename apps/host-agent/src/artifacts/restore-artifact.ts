@@ -9,7 +9,7 @@ import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "../logger.ts";
 import { backoffMs, sleep } from "../timing.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
-import { downloadToFile, HttpStatusError } from "./http-transfer.ts";
+import { downloadToFile, HttpStatusError, TooLargeError } from "./http-transfer.ts";
 
 export interface RestoreOptions {
   client: ControlClient;
@@ -45,10 +45,11 @@ export async function restoreArtifact(entry: { fromJob: string; name: string; pa
   let got: { sizeBytes: number; sha256: string } | null = null;
   for (let i = 1; got === null; i++) {
     try {
-      got = await downloadToFile(g.url, spoolFile, o.signal);
+      got = await downloadToFile(g.url, spoolFile, o.signal, g.size_bytes);
     } catch (err) {
       await rm(spoolFile, { force: true });
       if (o.signal.aborted) return { ok: false, failure: { kind: "aborted" } };
+      if (err instanceof TooLargeError) return { ok: false, cause: "artifact.digest_mismatch", message: `${what}: the stored object is larger than its binding (${g.size_bytes} bytes)` };
       const permanent = err instanceof HttpStatusError && err.status >= 400 && err.status < 500;
       if (permanent || i >= DOWNLOAD_TRIES) return { ok: false, cause: "artifact.download_failed", message: `${what}: ${errorMessage(err)}` };
       await sleep(backoffMs(i - 1, 500, 5_000), o.signal);

@@ -6,7 +6,7 @@ import type { ArtifactUploadSession, ControlClient, JobTicket } from "../control
 import { errorMessage, type Logger } from "../logger.ts";
 import { backoffMs, sleep } from "../timing.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
-import type { FrozenArtifact } from "./freeze.ts";
+import { spoolUnchanged, type FrozenArtifact } from "./freeze.ts";
 import { HttpStatusError, putFileRange } from "./http-transfer.ts";
 
 export interface UploadOptions {
@@ -53,6 +53,9 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
   if (!session.ok) return { ok: false, failure: session.failure };
   const generationId = session.data.generation_id;
   if (session.data.state === "uploading") {
+    // The declared SHA-256 was taken at freeze; the parts were hashed as sent. Complete only if
+    // the spool was not touched in between, so both describe the same bytes.
+    if (!(await spoolUnchanged(a))) return failed("upload.spool_changed", `the frozen copy of ${a.name} changed after it was hashed`);
     // Read-back verification streams the object once; give it time in proportion to the size.
     const timeoutMs = 120_000 + Math.ceil(a.sizeBytes / (20 * 1024 * 1024)) * 1000;
     const done = await callControl("complete artifact upload", (s) => client.completeArtifactUpload(ticket.jobId, ticket.jobToken, generationId, ticket.epoch, { timeoutMs, signal: s }), { signal, log });

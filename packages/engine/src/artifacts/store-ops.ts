@@ -63,7 +63,7 @@ export type CompleteOutcome = "completed" | "already_completed" | "invalid_part"
  * Completes the multipart upload with the persisted part list. A second call after a lost response
  * finds the upload gone; the object then exists under this generation's fresh key, which only this
  * session can have produced (keys are never reused), so that counts as completed. The bytes are
- * verified by read-back afterwards either way.
+ * verified afterwards either way (the finaliser: the store's multipart ETag, else a read-back).
  */
 export async function completeMultipartUpload(
   store: ArtifactStore,

@@ -40,16 +40,20 @@ export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: Log
   const queue = rows.map((r) => r.attempt_id);
   const lane = async (): Promise<void> => {
     for (let attemptId = queue.shift(); attemptId !== undefined; attemptId = queue.shift()) {
-      const owner = await claim(pool, attemptId, cfg.archiveLeaseMs);
-      if (!owner) continue; // another archiver has it
-      report.attempts++;
+      // Every failure stays inside its lane (claim and lease release included), so no lane is left
+      // running after the pass has returned; one bad attempt (or a store or database outage) must
+      // not starve the others, and the job still fails and retries.
       try {
-        await archiveAttempt(pool, store, cfg, owner, report);
+        const owner = await claim(pool, attemptId, cfg.archiveLeaseMs);
+        if (!owner) continue; // another archiver has it
+        report.attempts++;
+        try {
+          await archiveAttempt(pool, store, cfg, owner, report);
+        } finally {
+          await pool.query("UPDATE log_attempt SET archive_lease_until = NULL WHERE attempt_id = $1", [attemptId]);
+        }
       } catch (e) {
-        // One bad attempt (or a store outage) must not starve the others; the job still fails and retries.
         failures.push(e);
-      } finally {
-        await pool.query("UPDATE log_attempt SET archive_lease_until = NULL WHERE attempt_id = $1", [attemptId]);
       }
     }
   };

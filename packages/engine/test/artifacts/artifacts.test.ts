@@ -212,6 +212,28 @@ describe("verification", () => {
     expect((await generation(bad.generationId))?.state).toBe("abandoned");
   });
 
+  it("on the store-digest path trusts the agent's whole-file SHA-256, and the consumer's own check is what refuses a wrong one", async () => {
+    // The part MD5s prove the store holds the bytes the agent sent; that those bytes hash to the
+    // declared SHA-256 is the agent's word (its freeze hash, guarded by the spool's identity; ADR
+    // 0007). Pinned here: such a seal happens, and the bytes served never match the bound digest,
+    // so a consumer (which hashes before any step sees a byte) fails with artifact.digest_mismatch.
+    const tenant = await seedTenant(t.db());
+    const s = await newSession(t.db(), tenant);
+    await seedFrozenRun(t.db(), tenant, def(PRODUCER_CONSUMER));
+    const p = (await claim(t.db(), s))!;
+    const data = bytes(6 * MiB, 33);
+    const lying = "2".repeat(64);
+    const session = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "app", sizeBytes: data.length, sha256: lying, format: "file" });
+    await uploadParts(t.db(), p, session, data, undefined, (_n, body) => md5Of(body));
+    await finalizeUpload(t.db(), s3.store(), claimsOf(p), session.generationId);
+    expect(await verifiedBy(session.generationId)).toBe("store_part_md5s");
+    expect(await done(p)).toEqual({ accepted: true, jobOutcome: "success" });
+    const c = (await claim(t.db(), s))!;
+    const grant = await grantDownload(t.db(), s3.store(), claimsOf(c), { fromJob: "compile", name: "app" });
+    expect(grant.sha256).toBe(lying);
+    expect(sha256(await fetchBytes(grant.url))).not.toBe(grant.sha256);
+  });
+
   it("never seals bytes the store holds differently from what was declared", async () => {
     const tenant = await seedTenant(t.db());
     const s = await newSession(t.db(), tenant);
@@ -220,12 +242,16 @@ describe("verification", () => {
     const data = bytes(7 * MiB, 11);
     const session = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "app", sizeBytes: data.length, sha256: sha256(data), format: "file" });
     await uploadParts(t.db(), p, session, data);
-    // The part is silently replaced in the store after it was recorded (s3rver checks nothing).
+    // The part is silently replaced in the store after it was recorded.
     const tampered = Buffer.from(partBytes(data, session, 2));
     tampered[10] = (tampered[10] ?? 0) ^ 1;
     await putPart(session.parts[1]!.url!, tampered);
     await expect(finalizeUpload(t.db(), s3.store(), claimsOf(p), session.generationId)).rejects.toMatchObject({ code: "ARTIFACT.VERIFICATION_FAILED" });
     expect((await generation(session.generationId))?.state).toBe("abandoned");
+    // The store itself refused to assemble the recorded ETags (S3's InvalidPart).
+    const why = await t.db().$queryRaw<{ e: string | null }[]>`
+      SELECT data->>'store_error' AS e FROM transition_event WHERE entity = 'artifact' AND to_state = 'abandoned' AND data->>'generation_id' = ${session.generationId}`;
+    expect(why[0]?.e).toBe("InvalidPart");
     // Success without the sealed artifact is not success: retried as a platform failure.
     expect(await done(p)).toEqual({ accepted: true, jobOutcome: "retry_scheduled" });
     const a = await t.db().$queryRaw<{ outcome: string; cause: string }[]>`SELECT outcome, cause FROM attempt WHERE id = ${p.attemptId}::uuid`;
@@ -281,7 +307,7 @@ describe("the finaliser", () => {
     const p = (await claim(t.db(), s))!;
     const data = bytes(6 * MiB + 1, 22);
     const session = await openUpload(t.db(), s3.store(), claimsOf(p), { name: "app", sizeBytes: data.length, sha256: sha256(data), format: "file" });
-    await uploadParts(t.db(), p, session, data);
+    await uploadParts(t.db(), p, session, data, undefined, (_n, body) => md5Of(body));
     const g = (await t.db().$queryRaw<{ object_key: string; upload_id: string }[]>`SELECT object_key, upload_id FROM artifact_generation WHERE id = ${session.generationId}::uuid`)[0]!;
     const parts = await t.db().$queryRaw<{ part_number: number; etag: string }[]>`SELECT part_number, etag FROM artifact_part WHERE generation_id = ${session.generationId}::uuid ORDER BY part_number`;
     // The store completed the upload; the control plane died before recording or sealing anything.
@@ -290,6 +316,8 @@ describe("the finaliser", () => {
     const sealed = await finalizeUpload(t.db(), s3.store(), claimsOf(p), session.generationId);
     expect(sealed).toMatchObject({ generationId: session.generationId, sha256: sha256(data) });
     expect((await generation(session.generationId))?.state).toBe("sealed");
+    // The store's multipart ETag vouches even when the completion happened before this finaliser.
+    expect(await verifiedBy(session.generationId)).toBe("store_part_md5s");
     expect(await done(p)).toEqual({ accepted: true, jobOutcome: "success" });
   });
 });
