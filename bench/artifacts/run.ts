@@ -17,7 +17,7 @@ import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { createDb, ensureDatabase, migrateDatabase, withTx } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
 import { addRepo, claimJob, completeAttempt, createAgentToken, createObjectStore, createOrg, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, registerSession, type ArtifactStore, type JobClaims, type JobTicket } from "@kiln/engine";
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     const org = await createOrg(db, "bench");
     const repo = await addRepo(db, { orgSlug: "bench", name: "bench/app", cloneUrl: "file:///none", webhookSecret: "bench-secret", workflowPath: ".kiln/workflow.yaml" });
     const agentToken = await createAgentToken(db, { pool: "bench" });
-    const session = await registerSession(db, CFG, { agentTokenId: agentToken.id, pool: "bench", body: { hostname: "bench", capacity: 4, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } } });
+    const session = await registerSession(db, CFG, { agentTokenId: agentToken.id, pool: "bench", body: { hostname: "bench", capacity: 64, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } } });
     const parsed = parseWorkflow(WORKFLOW);
     if (!parsed.ok) throw new Error(parsed.error.message);
     const source = path.join(root, "source.bin");
@@ -172,6 +172,10 @@ async function main(): Promise<void> {
       progress(`round ${round}: GetObject ${(get / 1000).toFixed(2)} s, download+verify ${(download / 1000).toFixed(2)} s`);
       rows.push({ put, freeze, upload, finalize: finalizeMs.at(-1) ?? 0, assembly: assemblyMs.at(-1) ?? 0, get, download });
       await rm(work, { recursive: true, force: true });
+      // Every round starts from the same store: earlier rounds' objects (2 GiB each) otherwise filled
+      // the page cache round after round, and later rounds measured memory pressure, not transfers.
+      const key = await db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM artifact_generation WHERE id = ${up.generationId}::uuid`;
+      for (const k of [`baseline/${round}`, key[0]?.object_key ?? ""]) if (k) await s3.send(new DeleteObjectCommand({ Bucket: "kiln", Key: k }));
       void runId;
     }
   } finally {
