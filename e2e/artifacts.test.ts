@@ -19,7 +19,14 @@ let p: Platform;
 beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-s3-"));
   s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
-  p = new Platform({ KILN_LEASE_TTL_MS: "6000", KILN_HEARTBEAT_MS: "500", KILN_RETRY_BUDGET: "4", S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln", KILN_ARTIFACT_PART_MIB: "5" });
+  p = new Platform({
+    KILN_LEASE_TTL_MS: "6000",
+    KILN_HEARTBEAT_MS: "500",
+    KILN_RETRY_BUDGET: "4",
+    S3_ENDPOINT: s3.endpoint,
+    KILN_S3_BUCKET: "kiln",
+    KILN_ARTIFACT_PART_MIB: "5",
+  });
   await p.start();
 }, 180_000);
 afterAll(async () => {
@@ -46,7 +53,13 @@ jobs:
 `;
 
 async function trigger(t: { repoId: string; token: string; git: { headSha: string } }, key: string): Promise<string> {
-  const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${t.repoId}/workflow-runs`,
+    t.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   return r.json.run_id as string;
 }
@@ -91,12 +104,18 @@ describe("artifacts across agents", () => {
     const run = await p.waitForRun(runId, t.token, (x) => x.status === "completed", 300_000);
     const beforeResume = a.output().length;
     a.child.kill("SIGCONT");
-    const history = JSON.stringify(run.jobs.map((j: any) => [j.name, j.attempts.map((x: any) => [x.epoch, x.host, x.outcome, x.cause])]));
+    const history = JSON.stringify(
+      run.jobs.map((j: any) => [j.name, j.attempts.map((x: any) => [x.epoch, x.host, x.outcome, x.cause])]),
+    );
     expect(run.outcome, history).toBe("success");
     const compile = run.jobs[0];
     // Epoch 1 (the frozen agent) was fenced; a later epoch on agent B won. (On a loaded machine an
     // extra attempt may lose its lease in between; the invariants below hold either way.)
-    expect(compile.attempts[0], history).toMatchObject({ epoch: 1, outcome: "platform_failure", cause: "lease.expired" });
+    expect(compile.attempts[0], history).toMatchObject({
+      epoch: 1,
+      outcome: "platform_failure",
+      cause: "lease.expired",
+    });
     const winner = compile.attempts.find((x: any) => x.outcome === "success");
     expect(winner.epoch).toBeGreaterThanOrEqual(2);
     expect(winner.host).not.toBe(compile.attempts[0].host);
@@ -108,11 +127,16 @@ describe("artifacts across agents", () => {
     expect(list.json.artifacts).toHaveLength(1);
     const art = list.json.artifacts[0];
     expect(art).toMatchObject({ name: "app", size: JAR_BYTES, attempt_epoch: winner.epoch });
-    const redirect = await fetch(`${p.base}/v1/jobs/${compile.id}/artifacts/app`, { headers: { authorization: `Bearer ${t.token}` }, redirect: "manual" });
+    const redirect = await fetch(`${p.base}/v1/jobs/${compile.id}/artifacts/app`, {
+      headers: { authorization: `Bearer ${t.token}` },
+      redirect: "manual",
+    });
     expect(redirect.status).toBe(302);
     expect(await sha256OfUrl(redirect.headers.get("location")!)).toBe(art.sha256);
     // The consumer (on agent B) hashed what it restored and published that: the winner's digest.
-    const digest = await fetch(`${p.base}/v1/jobs/${run.jobs[1].id}/artifacts/digest`, { headers: { authorization: `Bearer ${t.token}` } });
+    const digest = await fetch(`${p.base}/v1/jobs/${run.jobs[1].id}/artifacts/digest`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
     expect(await digest.text()).toBe(`${art.sha256}  inputs/app.jar\n`);
 
     // Resumed, agent A learns it was fenced (409 or its own watchdog) and publishes nothing.
@@ -146,8 +170,15 @@ jobs:
     const running = await p.waitForRun(runId, t.token, (x) => x.jobs[1]?.status === "running", 60_000);
     const key = await p.db.$queryRaw<{ object_key: string }[]>`
       SELECT g.object_key FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id WHERE b.job_id = ${running.jobs[0].id}::uuid`;
-    const client = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
-    await client.send(new PutObjectCommand({ Bucket: "kiln", Key: key[0]!.object_key, Body: "not the tar that was sealed" }));
+    const client = createObjectStore({
+      endpoint: s3.endpoint,
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+    });
+    await client.send(
+      new PutObjectCommand({ Bucket: "kiln", Key: key[0]!.object_key, Body: "not the tar that was sealed" }),
+    );
     client.destroy();
     const run = await p.waitForRun(runId, t.token, (x) => x.status === "completed", 90_000);
     expect(run).toMatchObject({ outcome: "platform_failure", cause: "artifact.digest_mismatch" });
@@ -155,13 +186,16 @@ jobs:
   }, 180_000);
 
   it("a symlink out of the workspace is a user failure; a directory artifact round-trips", async () => {
-    const leak = await p.seedTenant("art-leak", { ".kiln/workflow.yaml": `version: 1
+    const leak = await p.seedTenant("art-leak", {
+      ".kiln/workflow.yaml": `version: 1
 jobs:
   - name: leak
     steps: ["ln -s /etc/hostname out.txt"]
     artifacts: {publish: [{name: out, path: out.txt}]}
-` });
-    const dir = await p.seedTenant("art-dir", { ".kiln/workflow.yaml": `version: 1
+`,
+    });
+    const dir = await p.seedTenant("art-dir", {
+      ".kiln/workflow.yaml": `version: 1
 jobs:
   - name: build
     steps: ["mkdir -p out/sub && echo hello > out/sub/a.txt && ln -s sub/a.txt out/link"]
@@ -169,7 +203,8 @@ jobs:
   - name: use
     steps: ["test \\"$(cat inputs/dist/link)\\" = hello && test -f inputs/dist/sub/a.txt"]
     artifacts: {restore: [{from_job: build, name: dist, path: inputs/dist}]}
-` });
+`,
+    });
     const [leakRun, dirRun] = [await trigger(leak, "leak-1"), await trigger(dir, "dir-1")];
     const l = await p.waitForRun(leakRun, leak.token, (x) => x.status === "completed", 60_000);
     expect(l).toMatchObject({ outcome: "user_failure", cause: "artifact.symlink_escape" });

@@ -40,12 +40,20 @@ beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-s3-"));
   s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
   p = new Platform({
-    KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000", S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln",
+    KILN_LEASE_TTL_MS: "15000",
+    KILN_HEARTBEAT_MS: "1000",
+    S3_ENDPOINT: s3.endpoint,
+    KILN_S3_BUCKET: "kiln",
     // The run page and the settings page are read through the dashboard at the end.
-    KILN_DEV_LOGIN: "1", AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
+    KILN_DEV_LOGIN: "1",
+    AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
   });
   await p.start();
-  tenant = await p.seedTenant("caches", { ".kiln/workflow.yaml": WORKFLOW, "lock.txt": "left-pad@1.3.0\n" }, { member: "dev" });
+  tenant = await p.seedTenant(
+    "caches",
+    { ".kiln/workflow.yaml": WORKFLOW, "lock.txt": "left-pad@1.3.0\n" },
+    { member: "dev" },
+  );
   firstSha = tenant.git.headSha;
 }, 180_000);
 afterAll(async () => {
@@ -55,13 +63,21 @@ afterAll(async () => {
 });
 
 async function manualRun(key: string, commitSha = firstSha): Promise<any> {
-  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: commitSha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${tenant.repoId}/workflow-runs`,
+    tenant.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: commitSha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   return p.waitForRun(r.json.run_id, tenant.token, (x) => x.status === "completed", 120_000);
 }
 
 async function jobLog(jobId: string, stream: "stdout" | "stderr"): Promise<string> {
-  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, { headers: { authorization: `Bearer ${tenant.token}` } });
+  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, {
+    headers: { authorization: `Bearer ${tenant.token}` },
+  });
   expect(r.status).toBe(200);
   return r.text();
 }
@@ -73,7 +89,16 @@ async function stopAgent(a: Proc): Promise<void> {
 }
 
 async function stats(runId: string) {
-  return p.db.$queryRaw<{ restore_result: string | null; restore_tier: string | null; restore_exact: boolean | null; save_result: string | null; save_reason: string | null; bytes_restored: bigint | null }[]>`
+  return p.db.$queryRaw<
+    {
+      restore_result: string | null;
+      restore_tier: string | null;
+      restore_exact: boolean | null;
+      save_result: string | null;
+      save_reason: string | null;
+      bytes_restored: bigint | null;
+    }[]
+  >`
     SELECT restore_result, restore_tier, restore_exact, save_result, save_reason, bytes_restored FROM cache_job_stat WHERE run_id = ${runId}::uuid`;
 }
 
@@ -106,7 +131,9 @@ describe("build caches across runs and hosts", () => {
     expect(err2).toMatch(/\[kiln\] cache hit \(node-local\): restored \d+ bytes/);
     // An exact hit is not packed again: the key already holds these bytes.
     expect(err2).toContain("[kiln] cache not saved: it was restored from this exact key");
-    expect(await stats(second.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_tier: "local", save_result: "skipped" })]);
+    expect(await stats(second.id)).toEqual([
+      expect.objectContaining({ restore_result: "hit", restore_tier: "local", save_result: "skipped" }),
+    ]);
   }, 300_000);
 
   it("a fresh host restores from object storage; a fork PR reads it but its write is refused", async () => {
@@ -114,16 +141,28 @@ describe("build caches across runs and hosts", () => {
     agentB = await p.startAgent("agent-b", tenant.agentToken);
     const third = await manualRun("cache-3");
     expect(await jobLog(third.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
-    expect(await jobLog(third.jobs[0].id, "stderr")).toMatch(/\[kiln\] cache hit \(object storage\): restored \d+ bytes/);
+    expect(await jobLog(third.jobs[0].id, "stderr")).toMatch(
+      /\[kiln\] cache hit \(object storage\): restored \d+ bytes/,
+    );
 
     const body = JSON.stringify({
       action: "opened",
-      pull_request: { head: { sha: firstSha, ref: "feature", repo: { full_name: "outsider/app" } }, base: { repo: { full_name: tenant.repoName } }, user: { login: "outsider" } },
-      repository: { full_name: tenant.repoName }, sender: { login: "outsider" },
+      pull_request: {
+        head: { sha: firstSha, ref: "feature", repo: { full_name: "outsider/app" } },
+        base: { repo: { full_name: tenant.repoName } },
+        user: { login: "outsider" },
+      },
+      repository: { full_name: tenant.repoName },
+      sender: { login: "outsider" },
     });
     const hook = await fetch(`${p.base}/v1/webhooks/github`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": "cache-fork-1", "x-hub-signature-256": await sign(tenant.secret, body) },
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "pull_request",
+        "x-github-delivery": "cache-fork-1",
+        "x-hub-signature-256": await sign(tenant.secret, body),
+      },
       body,
     });
     expect(hook.status).toBe(202);
@@ -132,8 +171,16 @@ describe("build caches across runs and hosts", () => {
     expect(fork).toMatchObject({ outcome: "success", trust_class: "untrusted" });
     expect(await jobLog(fork.jobs[0].id, "stdout")).toContain(`restored: ${builtBy}`);
     expect(await jobLog(fork.jobs[0].id, "stderr")).toContain("[kiln] cache write refused: untrusted run");
-    expect(await stats(forkRunId)).toEqual([expect.objectContaining({ restore_result: "hit", save_result: "refused", save_reason: "cache write refused: untrusted run" })]);
-    const written = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_entry WHERE run_id = ${forkRunId}::uuid`;
+    expect(await stats(forkRunId)).toEqual([
+      expect.objectContaining({
+        restore_result: "hit",
+        save_result: "refused",
+        save_reason: "cache write refused: untrusted run",
+      }),
+    ]);
+    const written = await p.db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM cache_entry WHERE run_id = ${forkRunId}::uuid`;
     expect(Number(written[0]?.n)).toBe(0);
   }, 300_000);
 
@@ -145,15 +192,26 @@ describe("build caches across runs and hosts", () => {
     const err = await jobLog(run.jobs[0].id, "stderr");
     expect(err).toMatch(/\[kiln\] cache hit \(node-local, newest entry with the same prefix\): restored \d+ bytes/);
     expect(err, err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
-    expect(await stats(run.id)).toEqual([expect.objectContaining({ restore_result: "hit", restore_exact: false, save_result: "saved" })]);
+    expect(await stats(run.id)).toEqual([
+      expect.objectContaining({ restore_result: "hit", restore_exact: false, save_result: "saved" }),
+    ]);
   }, 300_000);
 
   it("tampered bytes in object storage: a miss on a fresh host, nothing extracted, a clean rebuild", async () => {
-    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
+    const entries = await p.db.$queryRaw<
+      { object_key: string }[]
+    >`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
     expect(entries).toHaveLength(1);
-    const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+    const store = createObjectStore({
+      endpoint: s3.endpoint,
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+    });
     const key = entries[0]!.object_key;
-    const original = Buffer.from(await (await store.send(new GetObjectCommand({ Bucket: "kiln", Key: key }))).Body!.transformToByteArray());
+    const original = Buffer.from(
+      await (await store.send(new GetObjectCommand({ Bucket: "kiln", Key: key }))).Body!.transformToByteArray(),
+    );
     const tampered = Buffer.from(original);
     tampered[tampered.length - 20] = (tampered[tampered.length - 20] ?? 0) ^ 0xff;
     await store.send(new PutObjectCommand({ Bucket: "kiln", Key: key, Body: tampered }));
@@ -166,18 +224,29 @@ describe("build caches across runs and hosts", () => {
     expect(fourth.outcome).toBe("success");
     expect(await jobLog(fourth.jobs[0].id, "stdout")).toMatch(/built fresh [0-9a-f]{16}/);
     const err = await jobLog(fourth.jobs[0].id, "stderr");
-    expect(err).toMatch(/\[kiln\] cache miss: object storage copy rejected: (archive digest mismatch|file .* does not match|the archive is malformed)/);
+    expect(err).toMatch(
+      /\[kiln\] cache miss: object storage copy rejected: (archive digest mismatch|file .* does not match|the archive is malformed)/,
+    );
     // Its own save of other bytes under the bound key is a conflict, not an overwrite.
     expect(err).toContain("[kiln] cache not saved: this key already holds other bytes");
     const conflicts = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_conflict`;
     expect(Number(conflicts[0]?.n)).toBe(1);
-    expect(await stats(fourth.id)).toEqual([expect.objectContaining({ restore_result: "miss", save_result: "conflict" })]);
+    expect(await stats(fourth.id)).toEqual([
+      expect.objectContaining({ restore_result: "miss", save_result: "conflict" }),
+    ]);
   }, 300_000);
 
   it("the bound blob gone from object storage: a miss and a clean rebuild, whose save replaces the dead entry", async () => {
-    const entries = await p.db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
+    const entries = await p.db.$queryRaw<
+      { object_key: string }[]
+    >`SELECT object_key FROM cache_entry WHERE state = 'bound' AND run_id = ${firstRunId}::uuid`;
     expect(entries).toHaveLength(1);
-    const store = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+    const store = createObjectStore({
+      endpoint: s3.endpoint,
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+    });
     await store.send(new DeleteObjectCommand({ Bucket: "kiln", Key: entries[0]!.object_key }));
     store.destroy();
     // agent-c never kept a node-local copy (its restore was rejected); a fourth host has nothing.
@@ -191,10 +260,16 @@ describe("build caches across runs and hosts", () => {
     // The dead entry no longer holds the key: the control plane found its blob gone when this run's
     // verified save arrived, evicted it (blob_missing) and bound the new bytes. Not a conflict.
     expect(err, err).toMatch(/\[kiln\] cache saved: \d+ bytes/);
-    expect(await stats(fifth.id)).toEqual([expect.objectContaining({ restore_result: "miss", bytes_restored: 0n, save_result: "saved" })]);
-    const lost = await p.db.$queryRaw<{ state: string }[]>`SELECT state FROM cache_entry WHERE run_id = ${firstRunId}::uuid`;
+    expect(await stats(fifth.id)).toEqual([
+      expect.objectContaining({ restore_result: "miss", bytes_restored: 0n, save_result: "saved" }),
+    ]);
+    const lost = await p.db.$queryRaw<
+      { state: string }[]
+    >`SELECT state FROM cache_entry WHERE run_id = ${firstRunId}::uuid`;
     expect(lost).toEqual([{ state: "evicted" }]);
-    const events = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM transition_event WHERE entity = 'cache' AND reason = 'blob_missing'`;
+    const events = await p.db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM transition_event WHERE entity = 'cache' AND reason = 'blob_missing'`;
     expect(events[0]?.n).toBe(1n);
     // And the next fresh host restores the new bytes from object storage.
     await stopAgent(agentD);
@@ -212,7 +287,10 @@ describe("build caches across runs and hosts", () => {
     const inputs = [{ path: "lock.txt", sha256: "a".repeat(64) }];
     const calls: [string, unknown][] = [
       ["caches/restore", { epoch: 1, inputs }],
-      ["caches/saves", { epoch: 1, inputs, size_bytes: 10, sha256: "b".repeat(64), unpacked_bytes: 10, entry_count: 1 }],
+      [
+        "caches/saves",
+        { epoch: 1, inputs, size_bytes: 10, sha256: "b".repeat(64), unpacked_bytes: 10, entry_count: 1 },
+      ],
       [`caches/saves/${"0".repeat(8)}-0000-4000-8000-${"0".repeat(12)}/complete`, { epoch: 1 }],
       ["caches/stats", { epoch: 1, save: { result: "saved", reason: null, bytes: 1, ms: 1 } }],
     ];
@@ -220,13 +298,21 @@ describe("build caches across runs and hosts", () => {
       const r = await p.api("POST", `/v1/agent/jobs/${jobId}/${route}`, token, body);
       expect([route, r.status, r.json.error?.code]).toEqual([route, 409, "ATTEMPT.STALE_EPOCH"]);
     }
-    for (const bad of [{}, { epoch: 1 }, { epoch: 1, inputs: [{ path: "", sha256: "x" }] }, { epoch: "1", inputs }, { epoch: 1, inputs, extra: true }]) {
+    for (const bad of [
+      {},
+      { epoch: 1 },
+      { epoch: 1, inputs: [{ path: "", sha256: "x" }] },
+      { epoch: "1", inputs },
+      { epoch: 1, inputs, extra: true },
+    ]) {
       const r = await p.api("POST", `/v1/agent/jobs/${jobId}/caches/restore`, token, bad);
       expect(r.status).toBeGreaterThanOrEqual(400);
       expect(r.status).toBeLessThan(500);
       expect(typeof r.json.error.code).toBe("string");
     }
-    const bogusEntry = await p.api("POST", `/v1/agent/jobs/${jobId}/caches/saves/not-a-uuid/complete`, token, { epoch: 1 });
+    const bogusEntry = await p.api("POST", `/v1/agent/jobs/${jobId}/caches/saves/not-a-uuid/complete`, token, {
+      epoch: 1,
+    });
     expect(bogusEntry.status).toBeGreaterThanOrEqual(400);
     expect(bogusEntry.status).toBeLessThan(500);
   }, 60_000);

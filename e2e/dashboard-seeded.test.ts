@@ -16,7 +16,11 @@ let wideRunId = "";
 
 beforeAll(async () => {
   await p.start();
-  acme = await p.seedTenant("acme", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: a\n    steps: [\"true\"]\n" }, { member: "dev" });
+  acme = await p.seedTenant(
+    "acme",
+    { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' },
+    { member: "dev" },
+  );
   wideRunId = await seedWideRun();
   browser = await TestBrowser.launch();
   dev = await browser.page();
@@ -50,7 +54,9 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
   });
 
   it("stays smooth on a 50 MB log (windowed rendering)", async () => {
-    const [job] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM job_run WHERE run_id = ${wideRunId}::uuid AND name = 'job-0'`;
+    const [job] = await p.db.$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM job_run WHERE run_id = ${wideRunId}::uuid AND name = 'job-0'`;
     // Served by a local HTTP server the browser's request is redirected to, so the body streams
     // over a socket like the real API's (a Playwright-fulfilled body would be copied through CDP).
     const body = syntheticLog(50 * 1024 * 1024);
@@ -70,21 +76,29 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const synthetic = `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`;
     let served = 0;
-    await dev.route(`**/v1/jobs/${job!.id}/logs/events`, (route) => (served++ === 0 ? route.continue({ url: synthetic }) : route.fulfill({ status: 204 })));
+    await dev.route(`**/v1/jobs/${job!.id}/logs/events`, (route) =>
+      served++ === 0 ? route.continue({ url: synthetic }) : route.fulfill({ status: 204 }),
+    );
     try {
       const t0 = Date.now();
       await dev.goto(`${p.base}/orgs/acme/runs/${wideRunId}/jobs/${job!.id}`);
       await dev.locator("[data-log-state='ended']").waitFor({ timeout: 120_000 });
       const loadMs = Date.now() - t0;
       const net = await dev.evaluate(() => {
-        const e = performance.getEntriesByType("resource").find((x) => x.name.includes("/logs/events")) as PerformanceResourceTiming | undefined;
-        return e ? { start: e.startTime, responseStart: e.responseStart, responseEnd: e.responseEnd, now: performance.now() } : null;
+        const e = performance.getEntriesByType("resource").find((x) => x.name.includes("/logs/events")) as
+          | PerformanceResourceTiming
+          | undefined;
+        return e
+          ? { start: e.startTime, responseStart: e.responseStart, responseEnd: e.responseEnd, now: performance.now() }
+          : null;
       });
       console.log(`[dashboard e2e] 50 MiB log network: ${JSON.stringify(net)}`);
       const stats = await dev.evaluate(async () => {
         const el = document.querySelector<HTMLElement>("[role='region'][aria-label^='Log output']")!;
         const long: number[] = [];
-        new PerformanceObserver((l) => l.getEntries().forEach((e) => long.push(e.duration))).observe({ type: "longtask" });
+        new PerformanceObserver((l) => l.getEntries().forEach((e) => long.push(e.duration))).observe({
+          type: "longtask",
+        });
         const frames: number[] = [];
         let last = performance.now();
         for (let i = 0; i < 120; i++) {
@@ -99,11 +113,16 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
         frames.sort((a, b) => a - b);
         const rows = el.querySelectorAll("[data-line]");
         return {
-          p50: frames[60]!, p95: frames[114]!, longTasks: long.length, domRows: rows.length,
+          p50: frames[60]!,
+          p95: frames[114]!,
+          longTasks: long.length,
+          domRows: rows.length,
           lastLine: Number(rows[rows.length - 1]?.getAttribute("data-line")),
         };
       });
-      console.log(`[dashboard e2e] 50 MiB log: loaded and decoded in ${loadMs} ms; random scrolling frame p50 ${stats.p50.toFixed(1)} ms, p95 ${stats.p95.toFixed(1)} ms; ${stats.longTasks} long tasks; ${stats.domRows} rows in the DOM`);
+      console.log(
+        `[dashboard e2e] 50 MiB log: loaded and decoded in ${loadMs} ms; random scrolling frame p50 ${stats.p50.toFixed(1)} ms, p95 ${stats.p95.toFixed(1)} ms; ${stats.longTasks} long tasks; ${stats.domRows} rows in the DOM`,
+      );
       expect(stats.domRows).toBeLessThan(200);
       expect(stats.lastLine).toBe(LINES_IN_50MIB);
       const k = loadScale("50 MiB log frame times");
@@ -118,8 +137,14 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
 
   it("serves the run page for a 50-job run in under 200 ms", async () => {
     const page = await timed(() => dev.request.get(`${p.base}/orgs/acme/runs/${wideRunId}`));
-    const api = await timed(() => dev.request.get(`${p.base}/api/trpc/runs.get?input=${encodeURIComponent(JSON.stringify({ org: "acme", runId: wideRunId }))}`));
-    console.log(`[dashboard e2e] 50-job run page: HTML (server-rendered with data) median ${page.toFixed(0)} ms; tRPC runs.get median ${api.toFixed(0)} ms`);
+    const api = await timed(() =>
+      dev.request.get(
+        `${p.base}/api/trpc/runs.get?input=${encodeURIComponent(JSON.stringify({ org: "acme", runId: wideRunId }))}`,
+      ),
+    );
+    console.log(
+      `[dashboard e2e] 50-job run page: HTML (server-rendered with data) median ${page.toFixed(0)} ms; tRPC runs.get median ${api.toFixed(0)} ms`,
+    );
     expect(page).toBeLessThan(200 * loadScale("the 200 ms run-page budget"));
   });
 });
@@ -132,7 +157,10 @@ describe("dashboard with seeded data", { timeout: 240_000 }, () => {
  */
 function loadScale(what: string): number {
   const k = Math.max(1, (os.loadavg()[0] ?? 0) / os.cpus().length);
-  if (k > 1) console.warn(`[dashboard e2e] load average ${(os.loadavg()[0] ?? 0).toFixed(1)} on ${os.cpus().length} cores: ${what} asserted at ${k.toFixed(1)}x`);
+  if (k > 1)
+    console.warn(
+      `[dashboard e2e] load average ${(os.loadavg()[0] ?? 0).toFixed(1)} on ${os.cpus().length} cores: ${what} asserted at ${k.toFixed(1)}x`,
+    );
   return k;
 }
 
@@ -172,10 +200,23 @@ function syntheticLog(bytes: number): Buffer {
 async function seedPlatformFailure(): Promise<string> {
   const [org] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM org WHERE slug = 'acme'`;
   const job = (index: number, name: string, needs: number[]) => ({
-    index, name, needs, image: null, env: {}, steps: [name === "integration" ? "make integration" : "make"], stepNames: [null],
-    timeoutMinutes: 30, tier: null, cache: null, artifacts: { publish: [], restore: [] },
+    index,
+    name,
+    needs,
+    image: null,
+    env: {},
+    steps: [name === "integration" ? "make integration" : "make"],
+    stepNames: [null],
+    timeoutMinutes: 30,
+    tier: null,
+    cache: null,
+    artifacts: { publish: [], restore: [] },
   });
-  const definition = { version: 1, env: {}, jobs: [job(0, "compile", []), job(1, "integration", [0]), job(2, "publish", [1])] };
+  const definition = {
+    version: 1,
+    env: {},
+    jobs: [job(0, "compile", []), job(1, "integration", [0]), job(2, "publish", [1])],
+  };
   const [run] = await p.db.$queryRaw<{ id: string }[]>`
     INSERT INTO workflow_run (org_id, repo_id, status, outcome, cause, cause_message, trust_class, trigger, actor, ref, commit_sha, workflow_path, workflow_hash, definition, inputs, created_at, finished_at)
     VALUES (${org!.id}::uuid, ${acme.repoId}::uuid, 'completed', 'platform_failure', 'retry.budget_exhausted', 'the platform failed 3 attempts', 'trusted', 'push', 'dev',
@@ -207,10 +248,20 @@ async function seedPlatformFailure(): Promise<string> {
 async function seedWideRun(): Promise<string> {
   const [org] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM org WHERE slug = 'acme'`;
   const definition = {
-    version: 1, env: {},
+    version: 1,
+    env: {},
     jobs: Array.from({ length: 50 }, (_, i) => ({
-      index: i, name: `job-${i}`, needs: i === 0 ? [] : [Math.floor((i - 1) / 3)], image: null, env: {}, steps: ["make"], stepNames: [null],
-      timeoutMinutes: 30, tier: null, cache: null, artifacts: { publish: [], restore: [] },
+      index: i,
+      name: `job-${i}`,
+      needs: i === 0 ? [] : [Math.floor((i - 1) / 3)],
+      image: null,
+      env: {},
+      steps: ["make"],
+      stepNames: [null],
+      timeoutMinutes: 30,
+      tier: null,
+      cache: null,
+      artifacts: { publish: [], restore: [] },
     })),
   };
   const [run] = await p.db.$queryRaw<{ id: string }[]>`

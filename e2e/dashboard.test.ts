@@ -26,19 +26,38 @@ jobs:
 
 async function trigger(files: Record<string, string>, key: string): Promise<string> {
   const sha = await acme.git.commit(files);
-  const r = await p.api("POST", `/v1/repos/${acme.repoId}/workflow-runs`, acme.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: sha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${acme.repoId}/workflow-runs`,
+    acme.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: sha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   return r.json.run_id as string;
 }
 
 /** A tRPC call from inside the signed-in page (its session cookie), returning status and body. */
-async function trpc(page: Page, kind: "query" | "mutation", path: string, input: unknown): Promise<{ status: number; body: any }> {
-  return page.evaluate(async ([kind, path, input]) => {
-    const res = kind === "query"
-      ? await fetch(`/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify(input))}`)
-      : await fetch(`/api/trpc/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(input) });
-    return { status: res.status, body: await res.json() };
-  }, [kind, path, input] as const);
+async function trpc(
+  page: Page,
+  kind: "query" | "mutation",
+  path: string,
+  input: unknown,
+): Promise<{ status: number; body: any }> {
+  return page.evaluate(
+    async ([kind, path, input]) => {
+      const res =
+        kind === "query"
+          ? await fetch(`/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify(input))}`)
+          : await fetch(`/api/trpc/${path}`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify(input),
+            });
+      return { status: res.status, body: await res.json() };
+    },
+    [kind, path, input] as const,
+  );
 }
 
 beforeAll(async () => {
@@ -85,20 +104,32 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
   });
 
   it("cancels a running job from the page and shows it cancelled", async () => {
-    const runId = await trigger({ ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: slow\n    steps: [\"sleep 60\"]\n" }, "slow-1");
+    const runId = await trigger(
+      { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: slow\n    steps: ["sleep 60"]\n' },
+      "slow-1",
+    );
     await dev.goto(`${p.base}/orgs/acme/runs/${runId}`);
     await dev.locator("#job-graph [data-status='running']").waitFor({ timeout: 60_000 });
     await dev.getByRole("button", { name: "Cancel run" }).click();
     await dev.getByRole("button", { name: "Confirm cancel" }).click();
     // Optimistic first, then what the server decided once the agent stopped the step.
-    await dev.locator("h1 [data-status='cancelling'], h1 [data-outcome-class='cancelled']").first().waitFor({ timeout: 5_000 });
+    await dev
+      .locator("h1 [data-status='cancelling'], h1 [data-outcome-class='cancelled']")
+      .first()
+      .waitFor({ timeout: 5_000 });
     await dev.locator("h1 [data-outcome-class='cancelled']").waitFor({ timeout: 30_000 });
     const run = await p.waitForRun(runId, acme.token, (r) => r.status === "completed");
     expect(run.outcome).toBe("cancelled");
   });
 
   it("names the first failure as the user's and retries it into a new run with a parent link", async () => {
-    const runId = await trigger({ ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: unit\n    steps: [\"echo ok\", \"exit 3\"]\n  - name: deploy\n    steps: [\"true\"]\n" }, "fail-1");
+    const runId = await trigger(
+      {
+        ".kiln/workflow.yaml":
+          'version: 1\njobs:\n  - name: unit\n    steps: ["echo ok", "exit 3"]\n  - name: deploy\n    steps: ["true"]\n',
+      },
+      "fail-1",
+    );
     await p.waitForRun(runId, acme.token, (r) => r.status === "completed");
     await dev.goto(`${p.base}/orgs/acme/runs/${runId}`);
     const failure = dev.getByTestId("first-failure");
@@ -122,7 +153,9 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
   it("lists runs with filters and shows the org home", async () => {
     await dev.goto(`${p.base}/orgs/acme/runs?outcome=user_failure`);
     await dev.getByTestId("runs-table").waitFor();
-    const results = await dev.locator("[data-testid='runs-table'] tbody [data-outcome-class]").evaluateAll((els) => els.map((e) => e.getAttribute("data-outcome-class")));
+    const results = await dev
+      .locator("[data-testid='runs-table'] tbody [data-outcome-class]")
+      .evaluateAll((els) => els.map((e) => e.getAttribute("data-outcome-class")));
     expect(results.length).toBeGreaterThanOrEqual(2);
     expect(new Set(results)).toEqual(new Set(["your_code"]));
     await dev.goto(`${p.base}/orgs/acme/runs`);
@@ -138,7 +171,9 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
     const auditor = await auditorBrowser.page();
     try {
       await signIn(auditor, p.base, "watcher", "/orgs/acme/runs");
-      const [row] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM workflow_run WHERE status = 'completed' ORDER BY created_at LIMIT 1`;
+      const [row] = await p.db.$queryRaw<
+        { id: string }[]
+      >`SELECT id FROM workflow_run WHERE status = 'completed' ORDER BY created_at LIMIT 1`;
       await auditor.goto(`${p.base}/orgs/acme/runs/${row!.id}`);
       const retry = auditor.getByRole("button", { name: "Retry run" });
       await retry.waitFor();
@@ -168,7 +203,9 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
       expect((await trpc(eve, "query", "runs.get", { org: "globex", runId: row!.id })).status).toBe(404);
       expect((await trpc(eve, "mutation", "runs.cancel", { org: "globex", runId: row!.id })).status).toBe(404);
       // The log stream, authorised by the same session, does not reveal the job either.
-      const [job] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM job_run WHERE run_id = ${row!.id}::uuid LIMIT 1`;
+      const [job] = await p.db.$queryRaw<
+        { id: string }[]
+      >`SELECT id FROM job_run WHERE run_id = ${row!.id}::uuid LIMIT 1`;
       expect(await eve.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/logs/events`)).status, job!.id)).toBe(404);
     } finally {
       await eveBrowser.close();
@@ -178,7 +215,9 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
   it("streams a job's log into the viewer: ANSI colour, UTF-8, permalinks and search", async () => {
     // Real end to end: the agent shipped the step's output to the log API, which authorises this
     // page by its session cookie; the viewer reads the SSE stream.
-    const [job] = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM job_run WHERE run_id = ${liveRunId}::uuid AND name = 'build'`;
+    const [job] = await p.db.$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM job_run WHERE run_id = ${liveRunId}::uuid AND name = 'build'`;
     await dev.goto(`${p.base}/orgs/acme/runs/${liveRunId}/jobs/${job!.id}#L1`);
     const log = dev.getByRole("region", { name: /Log output of build/ });
     await log.locator("[data-line='1']").filter({ hasText: "building kiln ☃" }).waitFor({ timeout: 30_000 });

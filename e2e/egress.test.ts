@@ -47,7 +47,8 @@ jobs:
 
 beforeAll(async () => {
   for (const tool of ["/usr/bin/curl", "/usr/bin/perl"]) {
-    if (!existsSync(tool)) throw new Error(`${tool} is missing: the egress e2e needs Debian's curl and perl (.ci/run installs curl)`);
+    if (!existsSync(tool))
+      throw new Error(`${tool} is missing: the egress e2e needs Debian's curl and perl (.ci/run installs curl)`);
   }
   allowedPort = await serve("hello from the allowed server");
   otherPort = await serve("hello from the other server");
@@ -67,7 +68,9 @@ async function finished(runId: string): Promise<any> {
 }
 
 async function jobLog(jobId: string, stream: "stdout" | "stderr"): Promise<string> {
-  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, { headers: { authorization: `Bearer ${tenant.token}` } });
+  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, {
+    headers: { authorization: `Bearer ${tenant.token}` },
+  });
   expect(r.status).toBe(200);
   return r.text();
 }
@@ -83,16 +86,32 @@ describe("mediated egress", () => {
   let trustedJob = "";
 
   it("the CLI puts a host on the org's allow-list (audited)", async () => {
-    const { stdout } = await run(process.execPath, ["--import", "tsx", "scripts/kiln.ts", "egress", "allow", "egress", `LOCALHOST:${allowedPort}`, "--json"], {
-      cwd: ROOT, env: { ...process.env, DATABASE_URL: p.dbUrl },
+    const { stdout } = await run(
+      process.execPath,
+      ["--import", "tsx", "scripts/kiln.ts", "egress", "allow", "egress", `LOCALHOST:${allowedPort}`, "--json"],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: p.dbUrl },
+      },
+    );
+    expect(JSON.parse(stdout)).toMatchObject({
+      created: true,
+      rule: { org: "egress", pattern: `localhost:${allowedPort}` },
     });
-    expect(JSON.parse(stdout)).toMatchObject({ created: true, rule: { org: "egress", pattern: `localhost:${allowedPort}` } });
-    const audit = await p.db.$queryRaw<{ action: string; pattern: string }[]>`SELECT action, pattern FROM egress_rule_change`;
+    const audit = await p.db.$queryRaw<
+      { action: string; pattern: string }[]
+    >`SELECT action, pattern FROM egress_rule_change`;
     expect(audit).toEqual([{ action: "allow", pattern: `localhost:${allowedPort}` }]);
   }, 60_000);
 
   it("a trusted run reaches the allowed server only; the denial is in its log and its egress record", async () => {
-    const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha }, { "idempotency-key": "egress-trusted" });
+    const r = await p.api(
+      "POST",
+      `/v1/repos/${tenant.repoId}/workflow-runs`,
+      tenant.token,
+      { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha },
+      { "idempotency-key": "egress-trusted" },
+    );
     expect(r.status).toBe(202);
     const done = await finished(r.json.run_id);
     expect(done).toMatchObject({ outcome: "success", trust_class: "trusted" });
@@ -114,7 +133,9 @@ describe("mediated egress", () => {
     expect(seen).toContainEqual(["localhost", otherPort, "denied", "not_on_allow_list"]);
     expect(seen).toContainEqual(["127.0.0.1", allowedPort, "denied", "not_on_allow_list"]);
     // Two requests to the allowed server (plain and CONNECT) folded into one or two rows, counted.
-    const allowedCount = events.filter((e) => e.decision === "allowed" && e.port === allowedPort).reduce((n, e) => n + e.count, 0);
+    const allowedCount = events
+      .filter((e) => e.decision === "allowed" && e.port === allowedPort)
+      .reduce((n, e) => n + e.count, 0);
     expect(allowedCount).toBe(2);
     expect(events.every((e) => e.job_id === trustedJob && e.attempt === 1)).toBe(true);
   }, 120_000);
@@ -122,12 +143,22 @@ describe("mediated egress", () => {
   it("a fork pull request (untrusted) is denied even the allow-listed host", async () => {
     const body = JSON.stringify({
       action: "opened",
-      pull_request: { head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } }, base: { repo: { full_name: tenant.repoName } }, user: { login: "outsider" } },
-      repository: { full_name: tenant.repoName }, sender: { login: "outsider" },
+      pull_request: {
+        head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
+        base: { repo: { full_name: tenant.repoName } },
+        user: { login: "outsider" },
+      },
+      repository: { full_name: tenant.repoName },
+      sender: { login: "outsider" },
     });
     const hook = await fetch(`${p.base}/v1/webhooks/github`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": "egress-fork-1", "x-hub-signature-256": await sign(tenant.secret, body) },
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "pull_request",
+        "x-github-delivery": "egress-fork-1",
+        "x-hub-signature-256": await sign(tenant.secret, body),
+      },
       body,
     });
     expect(hook.status).toBe(202);
@@ -138,7 +169,9 @@ describe("mediated egress", () => {
     expect(stdout).toContain("allowed-http blocked");
     expect(stdout).toContain("allowed-connect blocked");
     expect(stdout).toContain("direct blocked");
-    expect(await jobLog(done.jobs[0].id, "stderr")).toContain(`kiln egress denied: localhost:${allowedPort} is not allowed for untrusted runs`);
+    expect(await jobLog(done.jobs[0].id, "stderr")).toContain(
+      `kiln egress denied: localhost:${allowedPort} is not allowed for untrusted runs`,
+    );
     const seen = (await egressOf(runId)).map((e) => [e.host, e.port, e.decision, e.reason]);
     expect(seen).toContainEqual(["localhost", allowedPort, "denied", "untrusted_run"]);
     expect(seen.filter((e) => e[2] === "allowed")).toEqual([]);
@@ -149,7 +182,20 @@ describe("mediated egress", () => {
     const attemptId = attempts[0]?.id ?? "";
     const before = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM egress_event`;
     const key = await platformKey(p.db);
-    const report = (epoch: number) => ({ epoch, batch_seq: 99, events: [{ host: "late.example.com", port: 443, decision: "denied", reason: "not_on_allow_list", count: 1, at: new Date().toISOString() }] });
+    const report = (epoch: number) => ({
+      epoch,
+      batch_seq: 99,
+      events: [
+        {
+          host: "late.example.com",
+          port: 443,
+          decision: "denied",
+          reason: "not_on_allow_list",
+          count: 1,
+          at: new Date().toISOString(),
+        },
+      ],
+    });
     // The finished attempt's own token (its sandbox is gone; the job has no running epoch).
     const finishedToken = signJobToken(key, { jobId: trustedJob, attemptId, epoch: 1 });
     const late = await p.api("POST", `/v1/agent/jobs/${trustedJob}/egress-events`, finishedToken, report(1));

@@ -10,7 +10,7 @@ let t: Awaited<ReturnType<Platform["seedTenant"]>>;
 
 beforeAll(async () => {
   await p.start();
-  t = await p.seedTenant("fuzz", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: a\n    steps: [\"true\"]\n" });
+  t = await p.seedTenant("fuzz", { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' });
 }, 180_000);
 afterAll(async () => {
   await p.stop();
@@ -31,14 +31,20 @@ function expectClientError(status: number, json: any) {
   expect(json.error.message.length).toBeGreaterThan(0);
 }
 
-const jsonish = fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify(v)), fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("latin1")));
+const jsonish = fc.oneof(
+  fc.string(),
+  fc.json(),
+  fc.jsonValue().map((v) => JSON.stringify(v)),
+  fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("latin1")),
+);
 
 describe("fuzzed manual trigger", () => {
   it("malformed bodies are 4xx and create nothing", async () => {
     const before = await counts();
     await fc.assert(
       fc.asyncProperty(jsonish, fc.option(fc.string({ maxLength: 300 }), { nil: undefined }), async (body, key) => {
-        const headers: Record<string, string> = key === undefined ? {} : { "idempotency-key": key.replace(/[^\x20-\x7e]/g, "") };
+        const headers: Record<string, string> =
+          key === undefined ? {} : { "idempotency-key": key.replace(/[^\x20-\x7e]/g, "") };
         const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, body, headers);
         // A generated body can be valid by chance only if it has the exact shape; it never does here
         // unless it carries workflow_path and a 40/64-hex commit_sha, which fast-check won't produce.
@@ -52,9 +58,23 @@ describe("fuzzed manual trigger", () => {
   it("structurally plausible but invalid fields are rejected with a 4xx and a message", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ workflow_path: fc.oneof(fc.constant("../etc/passwd"), fc.constant("/abs.yaml"), fc.constant(""), fc.string({ maxLength: 600 })), commit_sha: fc.oneof(fc.string(), fc.stringMatching(/^[0-9a-f]{39}$/)), inputs: fc.oneof(fc.constant(null), fc.array(fc.string()), fc.dictionary(fc.string(), fc.object())) }, { requiredKeys: [] }),
+        fc.record(
+          {
+            workflow_path: fc.oneof(
+              fc.constant("../etc/passwd"),
+              fc.constant("/abs.yaml"),
+              fc.constant(""),
+              fc.string({ maxLength: 600 }),
+            ),
+            commit_sha: fc.oneof(fc.string(), fc.stringMatching(/^[0-9a-f]{39}$/)),
+            inputs: fc.oneof(fc.constant(null), fc.array(fc.string()), fc.dictionary(fc.string(), fc.object())),
+          },
+          { requiredKeys: [] },
+        ),
         async (body) => {
-          const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, body, { "idempotency-key": "fuzz-fields" });
+          const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, body, {
+            "idempotency-key": "fuzz-fields",
+          });
           expectClientError(r.status, r.json);
         },
       ),
@@ -67,14 +87,22 @@ describe("fuzzed webhook", () => {
   it("random bodies and headers are 4xx, never 5xx, and nothing unsigned is written", async () => {
     const before = await counts();
     await fc.assert(
-      fc.asyncProperty(jsonish, fc.option(fc.string({ maxLength: 80 }), { nil: null }), fc.option(fc.string({ maxLength: 30 }), { nil: null }), async (body, sig, event) => {
-        const headers: Record<string, string> = { "content-type": "application/json", "x-github-delivery": `fz-${Math.random()}` };
-        if (sig !== null) headers["x-hub-signature-256"] = sig.replace(/[^\x20-\x7e]/g, "");
-        if (event !== null) headers["x-github-event"] = event.replace(/[^\x20-\x7e]/g, "");
-        const res = await fetch(`${p.base}/v1/webhooks/github`, { method: "POST", headers, body });
-        const json = await res.json().catch(() => null);
-        expectClientError(res.status, json);
-      }),
+      fc.asyncProperty(
+        jsonish,
+        fc.option(fc.string({ maxLength: 80 }), { nil: null }),
+        fc.option(fc.string({ maxLength: 30 }), { nil: null }),
+        async (body, sig, event) => {
+          const headers: Record<string, string> = {
+            "content-type": "application/json",
+            "x-github-delivery": `fz-${Math.random()}`,
+          };
+          if (sig !== null) headers["x-hub-signature-256"] = sig.replace(/[^\x20-\x7e]/g, "");
+          if (event !== null) headers["x-github-event"] = event.replace(/[^\x20-\x7e]/g, "");
+          const res = await fetch(`${p.base}/v1/webhooks/github`, { method: "POST", headers, body });
+          const json = await res.json().catch(() => null);
+          expectClientError(res.status, json);
+        },
+      ),
       { numRuns: 60 },
     );
     expect(await counts()).toEqual(before);
@@ -84,12 +112,25 @@ describe("fuzzed webhook", () => {
     const before = await counts();
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ ref: fc.anything(), after: fc.oneof(fc.string(), fc.constant("z".repeat(40))), repository: fc.constant({ full_name: t.repoName }), sender: fc.anything() }, { requiredKeys: ["repository"] }),
+        fc.record(
+          {
+            ref: fc.anything(),
+            after: fc.oneof(fc.string(), fc.constant("z".repeat(40))),
+            repository: fc.constant({ full_name: t.repoName }),
+            sender: fc.anything(),
+          },
+          { requiredKeys: ["repository"] },
+        ),
         async (payload) => {
           const body = JSON.stringify(payload);
           const res = await fetch(`${p.base}/v1/webhooks/github`, {
             method: "POST",
-            headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": `fzs-${Math.random()}`, "x-hub-signature-256": await sign(t.secret, body) },
+            headers: {
+              "content-type": "application/json",
+              "x-github-event": "push",
+              "x-github-delivery": `fzs-${Math.random()}`,
+              "x-hub-signature-256": await sign(t.secret, body),
+            },
             body,
           });
           expectClientError(res.status, await res.json());

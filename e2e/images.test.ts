@@ -9,7 +9,8 @@ import { publishBaseImage, startRegistry, type PublishedImage, type RegistryHand
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform } from "./support/platform.ts";
 
-const workflow = (image: string) => `version: 1\njobs:\n  - name: in-image\n    image: ${image}\n    steps: ["echo ran"]\n`;
+const workflow = (image: string) =>
+  `version: 1\njobs:\n  - name: in-image\n    image: ${image}\n    steps: ["echo ran"]\n`;
 const CREDS = { username: "kiln", password: "e2e-registry" };
 let dir = "";
 let registry: RegistryHandle;
@@ -34,14 +35,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-
 describe("job images", () => {
   it("pins the tag at freeze, pulls by digest before the sandbox, reports image time separately", async () => {
-    const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha }, { "idempotency-key": "img-1" });
+    const r = await p.api(
+      "POST",
+      `/v1/repos/${t.repoId}/workflow-runs`,
+      t.token,
+      { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha },
+      { "idempotency-key": "img-1" },
+    );
     expect(r.status).toBe(202);
     const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
     expect(run).toMatchObject({ outcome: "success" });
-    const defs = await p.db.$queryRaw<{ definition: { jobs: { image: unknown }[] } }[]>`SELECT definition FROM workflow_run WHERE id = ${r.json.run_id}::uuid`;
+    const defs = await p.db.$queryRaw<
+      { definition: { jobs: { image: unknown }[] } }[]
+    >`SELECT definition FROM workflow_run WHERE id = ${r.json.run_id}::uuid`;
     expect(defs[0]!.definition.jobs[0]!.image).toEqual({ ref: published.ref, digest: published.manifestDigest });
     const phases = run.jobs[0].attempts[0].phases;
     expect(phases.image_preparation_ms).toBeGreaterThan(0);
@@ -54,7 +62,13 @@ describe("job images", () => {
   it("a pinned digest the registry does not have fails the job as user_failure image.not_found", async () => {
     const missing = `${registry.host}/kiln/base@sha256:${"0".repeat(64)}`;
     const sha = await t.git.commit({ ".kiln/workflow.yaml": workflow(missing) });
-    const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: sha }, { "idempotency-key": "img-2" });
+    const r = await p.api(
+      "POST",
+      `/v1/repos/${t.repoId}/workflow-runs`,
+      t.token,
+      { workflow_path: ".kiln/workflow.yaml", commit_sha: sha },
+      { "idempotency-key": "img-2" },
+    );
     expect(r.status).toBe(202);
     const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
     expect(run.jobs[0]).toMatchObject({ outcome: "user_failure", cause: "image.not_found" });

@@ -49,12 +49,17 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-logs-"));
   s3 = await startS3({ dataDir: path.join(dir, "s3"), bucket: "kiln" });
   p = new Platform({
-    S3_ENDPOINT: s3.endpoint, KILN_S3_BUCKET: "kiln",
+    S3_ENDPOINT: s3.endpoint,
+    KILN_S3_BUCKET: "kiln",
     // A generous lease: this test is about the log stream, not about fencing a starved agent.
-    KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000",
+    KILN_LEASE_TTL_MS: "15000",
+    KILN_HEARTBEAT_MS: "1000",
     // Small chunks (many events) and small segments (archiving while the job still runs).
-    KILN_LOG_FLUSH_BYTES: "256", KILN_LOG_SEGMENT_BYTES: "16384", KILN_LOG_ARCHIVE_MS: "300",
-    KILN_LOG_POLL_MS: "250", KILN_SSE_KEEPALIVE_MS: "1000",
+    KILN_LOG_FLUSH_BYTES: "256",
+    KILN_LOG_SEGMENT_BYTES: "16384",
+    KILN_LOG_ARCHIVE_MS: "300",
+    KILN_LOG_POLL_MS: "250",
+    KILN_SSE_KEEPALIVE_MS: "1000",
   });
   await p.start();
   tenant = await p.seedTenant("logs", { ".kiln/workflow.yaml": WORKFLOW });
@@ -67,14 +72,26 @@ afterAll(async () => {
 });
 
 async function triggerJob(key: string): Promise<{ runId: string; jobId: string }> {
-  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${tenant.repoId}/workflow-runs`,
+    tenant.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: tenant.git.headSha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   const run = await p.waitForRun(r.json.run_id, tenant.token, (x) => x.jobs?.length > 0);
   return { runId: r.json.run_id, jobId: run.jobs[0].id };
 }
 
-async function raw(jobId: string, stream: string, token = tenant.token): Promise<{ status: number; body: Buffer; state: string | null }> {
-  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, { headers: { authorization: `Bearer ${token}` } });
+async function raw(
+  jobId: string,
+  stream: string,
+  token = tenant.token,
+): Promise<{ status: number; body: Buffer; state: string | null }> {
+  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   return { status: r.status, body: Buffer.from(await r.arrayBuffer()), state: r.headers.get("x-kiln-log-state") };
 }
 
@@ -101,7 +118,11 @@ describe("live logs over SSE", () => {
       // No gap, no duplicate: the client saw chunk 0..n-1 of attempt 1 once each, then log.sealed.
       expect(log.ids.length).toBeGreaterThan(600);
       expect(log.ids).toEqual(log.ids.map((_, i) => `1:${i}`));
-      expect(log.terminal).toMatchObject({ event: "log.sealed", id: "1:end", data: { state: "sealed", next_seq: log.ids.length } });
+      expect(log.terminal).toMatchObject({
+        event: "log.sealed",
+        id: "1:end",
+        data: { state: "sealed", next_seq: log.ids.length },
+      });
       const want = expected();
       expect(log.stdout.toString()).toBe(want.stdout);
       expect(log.stderr.toString()).toBe(want.stderr);
@@ -131,10 +152,15 @@ describe("live logs over SSE", () => {
       const rows = await p.db.$queryRaw<{ index_key: string | null; journal_bytes: bigint }[]>`
         SELECT index_key, journal_bytes FROM log_attempt WHERE job_id = ${job.jobId}::uuid`;
       if (rows[0]?.index_key && rows[0].journal_bytes === 0n) break;
-      if (Date.now() > deadline) throw new Error(`log was not archived: ${JSON.stringify(rows, (_, v) => (typeof v === "bigint" ? String(v) : v))}\n${p.logs()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `log was not archived: ${JSON.stringify(rows, (_, v) => (typeof v === "bigint" ? String(v) : v))}\n${p.logs()}`,
+        );
       await new Promise((r) => setTimeout(r, 250));
     }
-    const chunks = await p.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM log_chunk c JOIN log_attempt l ON l.attempt_id = c.attempt_id WHERE l.job_id = ${job.jobId}::uuid`;
+    const chunks = await p.db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM log_chunk c JOIN log_attempt l ON l.attempt_id = c.attempt_id WHERE l.job_id = ${job.jobId}::uuid`;
     expect(chunks[0]?.n).toBe(0n);
     const log = await collectLog(`${p.base}/v1/jobs/${job.jobId}/logs/events`, tenant.token).done;
     const want = expected();

@@ -48,13 +48,17 @@ interface SandboxLog {
 }
 
 function agentLines(): Array<Record<string, unknown>> {
-  return agent.output().split("\n").filter((l) => l.startsWith("{")).map((l) => {
-    try {
-      return JSON.parse(l) as Record<string, unknown>;
-    } catch {
-      return {};
-    }
-  });
+  return agent
+    .output()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return {};
+      }
+    });
 }
 
 const sandboxLogs = () => agentLines().filter((l) => l.msg === "microvm sandbox created") as unknown as SandboxLog[];
@@ -79,7 +83,9 @@ async function processesMentioning(text: string): Promise<number[]> {
 }
 
 async function jobLog(jobId: string, stream: "stdout" | "stderr"): Promise<string> {
-  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, { headers: { authorization: `Bearer ${tenant.token}` } });
+  const r = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=${stream}`, {
+    headers: { authorization: `Bearer ${tenant.token}` },
+  });
   expect(r.status).toBe(200);
   return r.text();
 }
@@ -90,19 +96,38 @@ async function attemptIdOf(jobId: string): Promise<string> {
 }
 
 async function trigger(sha: string, key: string): Promise<string> {
-  const r = await p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: sha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${tenant.repoId}/workflow-runs`,
+    tenant.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: sha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   return r.json.run_id;
 }
 
 beforeAll(async () => {
   allowed = http.createServer((_req, res) => res.end("hello from the allowed server"));
-  const allowedPort = await new Promise<number>((resolve) => allowed.listen(0, "127.0.0.1", () => resolve((allowed.address() as AddressInfo).port)));
+  const allowedPort = await new Promise<number>((resolve) =>
+    allowed.listen(0, "127.0.0.1", () => resolve((allowed.address() as AddressInfo).port)),
+  );
   await p.start();
-  tenant = await p.seedTenant("vm", { ".kiln/workflow.yaml": workflow(allowedPort), "README.md": "checked out into the guest\n" }, { member: "dev" });
-  await run(process.execPath, ["--import", "tsx", "scripts/kiln.ts", "egress", "allow", "vm", `localhost:${allowedPort}`, "--json"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: p.dbUrl } });
+  tenant = await p.seedTenant(
+    "vm",
+    { ".kiln/workflow.yaml": workflow(allowedPort), "README.md": "checked out into the guest\n" },
+    { member: "dev" },
+  );
+  await run(
+    process.execPath,
+    ["--import", "tsx", "scripts/kiln.ts", "egress", "allow", "vm", `localhost:${allowedPort}`, "--json"],
+    { cwd: ROOT, env: { ...process.env, DATABASE_URL: p.dbUrl } },
+  );
   agent = await p.startAgent("agent-1", tenant.agentToken, {
-    KILN_SANDBOX_DRIVER: "microvm", KILN_WARM_POOL_SIZE: "1", KILN_MICROVM_ACCEL: "tcg", KILN_MICROVM_ASSETS: ASSETS_DIR,
+    KILN_SANDBOX_DRIVER: "microvm",
+    KILN_WARM_POOL_SIZE: "1",
+    KILN_MICROVM_ACCEL: "tcg",
+    KILN_MICROVM_ASSETS: ASSETS_DIR,
     KILN_CANCEL_GRACE_MS: "2000",
     // The allowed server is on this host's loopback, which egress refuses by default (egress.test.ts).
     KILN_EGRESS_ALLOW_INTERNAL: "true",
@@ -141,15 +166,20 @@ describe("microvm driver through the control plane", () => {
     expect(created, "the agent reports how the sandbox was made").toBeDefined();
     expect(created!.pool_hit).toBe(true);
     // Destroyed after the job: no QEMU (or relay) names its run directory, and the directory is gone.
-    await until(async () => !existsSync(created!.run_dir) && (await processesMentioning(created!.run_dir)).length === 0, 30_000, "the VM's teardown");
+    await until(
+      async () => !existsSync(created!.run_dir) && (await processesMentioning(created!.run_dir)).length === 0,
+      30_000,
+      "the VM's teardown",
+    );
   }, 180_000);
 
   it("a failing step is user_failure with its exit code, and a job past its timeout is timed_out; pool hit or miss is reported for each", async () => {
     const sha = await tenant.git.commit({
-      ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: fails\n    steps: [\"echo about to fail; exit 3\"]\n",
+      ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: fails\n    steps: ["echo about to fail; exit 3"]\n',
     });
     const slowSha = await tenant.git.commit({
-      ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: slow\n    timeout_minutes: 1\n    steps: [\"echo started; sleep 600\"]\n",
+      ".kiln/workflow.yaml":
+        'version: 1\njobs:\n  - name: slow\n    timeout_minutes: 1\n    steps: ["echo started; sleep 600"]\n',
     });
     await until(() => poolFills() >= 2, 120_000, "the pool refill");
     // Both at once with a pool of one: whichever is claimed second may find the pool empty.
@@ -172,7 +202,11 @@ describe("microvm driver through the control plane", () => {
     expect(last.pool_hits + last.pool_misses).toBe(3);
     expect(last.pool_hits).toBeGreaterThanOrEqual(2);
     for (const l of logs) {
-      await until(async () => !existsSync(l.run_dir) && (await processesMentioning(l.run_dir)).length === 0, 30_000, `teardown of ${l.run_dir}`);
+      await until(
+        async () => !existsSync(l.run_dir) && (await processesMentioning(l.run_dir)).length === 0,
+        30_000,
+        `teardown of ${l.run_dir}`,
+      );
     }
   }, 300_000);
 });

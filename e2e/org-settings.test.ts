@@ -11,7 +11,11 @@ let admin: Page;
 
 beforeAll(async () => {
   await p.start();
-  await p.seedTenant("acme", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: a\n    steps: [\"true\"]\n" }, { member: "dev" });
+  await p.seedTenant(
+    "acme",
+    { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' },
+    { member: "dev" },
+  );
   await addMember(p.db, { orgSlug: "acme", login: "ada", role: "admin" });
   browser = await TestBrowser.launch();
   admin = await browser.page();
@@ -23,7 +27,8 @@ afterAll(async () => {
 });
 
 const row = (page: Page, pool: string) => page.locator(`[data-testid='capacity-table'] tr[data-pool='${pool}']`);
-const cellText = async (page: Page, pool: string, field: string) => (await row(page, pool).locator(`[data-field='${field}']`).textContent())?.trim();
+const cellText = async (page: Page, pool: string, field: string) =>
+  (await row(page, pool).locator(`[data-field='${field}']`).textContent())?.trim();
 
 describe("org settings", { timeout: 120_000 }, () => {
   it("an admin sets an entitlement and edits the egress allow-list; the changes survive a reload and are audited", async () => {
@@ -40,7 +45,11 @@ describe("org settings", { timeout: 120_000 }, () => {
     await add.getByLabel("Weight").fill("2");
     await add.getByLabel("Weight").press("Enter");
     await row(admin, "default").waitFor();
-    expect([await cellText(admin, "default", "slots"), await cellText(admin, "default", "weight"), await cellText(admin, "default", "hard_cap")]).toEqual(["4", "2", "none"]);
+    expect([
+      await cellText(admin, "default", "slots"),
+      await cellText(admin, "default", "weight"),
+      await cellText(admin, "default", "hard_cap"),
+    ]).toEqual(["4", "2", "none"]);
 
     // Edit in place: the server's validation message appears beside the field, then a valid save.
     await admin.getByRole("button", { name: "Edit default" }).click();
@@ -73,8 +82,16 @@ describe("org settings", { timeout: 120_000 }, () => {
 
     await admin.reload();
     await row(admin, "default").waitFor();
-    expect([await cellText(admin, "default", "slots"), await cellText(admin, "default", "weight"), await cellText(admin, "default", "hard_cap")]).toEqual(["9", "2", "12"]);
-    expect(await admin.locator("[data-testid='egress-list'] [data-pattern]").evaluateAll((els) => els.map((e) => e.getAttribute("data-pattern")))).toEqual(["registry.npmjs.org"]);
+    expect([
+      await cellText(admin, "default", "slots"),
+      await cellText(admin, "default", "weight"),
+      await cellText(admin, "default", "hard_cap"),
+    ]).toEqual(["9", "2", "12"]);
+    expect(
+      await admin
+        .locator("[data-testid='egress-list'] [data-pattern]")
+        .evaluateAll((els) => els.map((e) => e.getAttribute("data-pattern"))),
+    ).toEqual(["registry.npmjs.org"]);
     const changes = (await admin.getByTestId("recent-changes").textContent()) ?? "";
     expect(changes).toContain("removed egress to *.github.com");
     expect(changes).toContain("set pool default to 9 slots, weight 2, cap 12 (was 4 slots, weight 2, no cap)");
@@ -95,7 +112,11 @@ describe("org settings", { timeout: 120_000 }, () => {
       expect(await dev.getByRole("button", { name: /^Remove / }).count()).toBe(0);
       expect(await dev.getByTestId("allow-host-form").count()).toBe(0);
       const res = await dev.evaluate(async () => {
-        const r = await fetch("/api/trpc/tenants.allowEgressHost", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ org: "acme", pattern: "evil.example.com" }) });
+        const r = await fetch("/api/trpc/tenants.allowEgressHost", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ org: "acme", pattern: "evil.example.com" }),
+        });
         return { status: r.status, body: (await r.json()) as { error?: { data?: { code?: string } } } };
       });
       expect(res.status).toBe(403);

@@ -9,13 +9,18 @@ import { runSoak } from "./lib/chaos/soak.ts";
 const args = parseChaosArgs(process.argv.slice(2));
 const began = Date.now();
 const log = (line: string) => console.log(`[chaos +${((Date.now() - began) / 1000).toFixed(0)}s] ${line}`);
-log(`runs ${args.runs}, duration bound ${args.durationS} s, seed ${args.seed}, lease ${args.leaseTtlMs} ms, faults ${args.faults ? `every ${args.gapMs.join("-")} ms` : "off"}`);
+log(
+  `runs ${args.runs}, duration bound ${args.durationS} s, seed ${args.seed}, lease ${args.leaseTtlMs} ms, faults ${args.faults ? `every ${args.gapMs.join("-")} ms` : "off"}`,
+);
 
 // A hard stop in case something wedges: the duration bound plus start-up and checking time.
-const hardStop = setTimeout(() => {
-  console.error("[chaos] hard time limit reached; aborting");
-  process.exit(2);
-}, (args.durationS + 300) * 1000);
+const hardStop = setTimeout(
+  () => {
+    console.error("[chaos] hard time limit reached; aborting");
+    process.exit(2);
+  },
+  (args.durationS + 300) * 1000,
+);
 hardStop.unref();
 
 try {

@@ -5,7 +5,15 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { createDb } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
-import { addMember, addRepo, createAgentToken, createApiToken, createOrg, listEntitlements, setEntitlement } from "@kiln/engine";
+import {
+  addMember,
+  addRepo,
+  createAgentToken,
+  createApiToken,
+  createOrg,
+  listEntitlements,
+  setEntitlement,
+} from "@kiln/engine";
 import { allowEgressHost, listEgressRules, removeEgressHost } from "@kiln/engine";
 
 const USAGE = `usage: npm run kiln -- <command> [--json]
@@ -63,14 +71,25 @@ async function main(): Promise<number> {
       out(`org ${r.slug} ${r.created ? "created" : "already exists"} (${r.id})`, r);
     } else if (cmd === "repo add" && a) {
       const [org, ...rest] = a.split("/");
-      if (!org || rest.length === 0 || !values["clone-url"] || !values["webhook-secret"]) throw new Error("repo add needs <org>/<name>, --clone-url and --webhook-secret");
-      const r = await addRepo(db, { orgSlug: org, name: a, cloneUrl: values["clone-url"], webhookSecret: values["webhook-secret"], workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml" });
+      if (!org || rest.length === 0 || !values["clone-url"] || !values["webhook-secret"])
+        throw new Error("repo add needs <org>/<name>, --clone-url and --webhook-secret");
+      const r = await addRepo(db, {
+        orgSlug: org,
+        name: a,
+        cloneUrl: values["clone-url"],
+        webhookSecret: values["webhook-secret"],
+        workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml",
+      });
       out(`repo ${r.fullName} registered (id ${r.id})`, r);
     } else if (cmd === "member add" && a && b && values.role) {
       const r = await addMember(db, { orgSlug: a, login: b, role: values.role });
       out(`${b} is now ${values.role} of ${a}`, { ...r, org: a, login: b, role: values.role });
     } else if (cmd === "token create" && a && values.role) {
-      const r = await createApiToken(db, { orgSlug: a, role: values.role, ...(values.name ? { name: values.name } : {}) });
+      const r = await createApiToken(db, {
+        orgSlug: a,
+        role: values.role,
+        ...(values.name ? { name: values.name } : {}),
+      });
       out(`${r.token}\n(shown once; only its hash is stored)`, { id: r.id, token: r.token, org: a, role: values.role });
     } else if (cmd === "agent-token create") {
       const r = await createAgentToken(db, { pool: values.pool ?? "default" });
@@ -81,13 +100,28 @@ async function main(): Promise<number> {
         return Number(v);
       };
       const r = await setEntitlement(db, {
-        orgSlug: a, pool: values.pool ?? "default", slots: int(values.slots, "slots"), weight: int(values.weight, "weight"),
-        hardCap: values.cap === undefined ? null : int(values.cap, "cap"), actor: `cli:${process.env.USER ?? "unknown"}`,
+        orgSlug: a,
+        pool: values.pool ?? "default",
+        slots: int(values.slots, "slots"),
+        weight: int(values.weight, "weight"),
+        hardCap: values.cap === undefined ? null : int(values.cap, "cap"),
+        actor: `cli:${process.env.USER ?? "unknown"}`,
       });
-      out(`${r.org} in pool ${r.pool}: ${r.slots} slots, weight ${r.weight}, cap ${r.hard_cap ?? "none"} (running ${r.running})`, r);
+      out(
+        `${r.org} in pool ${r.pool}: ${r.slots} slots, weight ${r.weight}, cap ${r.hard_cap ?? "none"} (running ${r.running})`,
+        r,
+      );
     } else if (cmd === "entitlement list") {
       const rows = await listEntitlements(db, a);
-      out(rows.map((r) => `${r.org}\t${r.pool}\tslots=${r.slots}\tweight=${r.weight}\tcap=${r.hard_cap ?? "-"}\trunning=${r.running}`).join("\n") || "(no entitlements)", rows);
+      out(
+        rows
+          .map(
+            (r) =>
+              `${r.org}\t${r.pool}\tslots=${r.slots}\tweight=${r.weight}\tcap=${r.hard_cap ?? "-"}\trunning=${r.running}`,
+          )
+          .join("\n") || "(no entitlements)",
+        rows,
+      );
     } else if (noun === "egress" && verb && a) {
       await egressCommand(db, verb, a, b, out);
     } else {
@@ -97,7 +131,8 @@ async function main(): Promise<number> {
     return 0;
   } catch (e) {
     const msg = isDomainError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
-    if (values.json) console.log(JSON.stringify({ error: { code: isDomainError(e) ? e.code : "CLI.ERROR", message: msg } }));
+    if (values.json)
+      console.log(JSON.stringify({ error: { code: isDomainError(e) ? e.code : "CLI.ERROR", message: msg } }));
     else console.error(`kiln: ${msg}`);
     return 1;
   } finally {
@@ -106,13 +141,24 @@ async function main(): Promise<number> {
 }
 
 /** `egress allow|deny|list`: the org's mediated-egress allow-list (docs/adr/0013-mediated-egress.md). */
-async function egressCommand(db: ReturnType<typeof createDb>, verb: string, org: string, pattern: string | undefined, out: (human: string, data: unknown) => void): Promise<void> {
+async function egressCommand(
+  db: ReturnType<typeof createDb>,
+  verb: string,
+  org: string,
+  pattern: string | undefined,
+  out: (human: string, data: unknown) => void,
+): Promise<void> {
   const actor = `cli:${process.env.USER ?? "unknown"}`;
   if (verb === "list") {
     const rows = await listEgressRules(db, org);
-    return out(rows.map((r) => `${r.org}\t${r.pattern}\tby ${r.created_by}\t${r.created_at}`).join("\n") || `(${org} has no egress allow-list entries)`, rows);
+    return out(
+      rows.map((r) => `${r.org}\t${r.pattern}\tby ${r.created_by}\t${r.created_at}`).join("\n") ||
+        `(${org} has no egress allow-list entries)`,
+      rows,
+    );
   }
-  if (!pattern || (verb !== "allow" && verb !== "deny")) throw new Error("egress needs allow|deny <org> <host-pattern> or list <org>");
+  if (!pattern || (verb !== "allow" && verb !== "deny"))
+    throw new Error("egress needs allow|deny <org> <host-pattern> or list <org>");
   if (verb === "allow") {
     const r = await allowEgressHost(db, { orgSlug: org, pattern, actor });
     return out(`${org} may reach ${r.rule.pattern} from trusted runs${r.created ? "" : " (already allowed)"}`, r);

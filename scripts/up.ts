@@ -70,19 +70,29 @@ async function main(): Promise<void> {
     poolImages ??= JSON.stringify({ default: img.ref });
     log(`base image ${img.ref} = ${img.manifestDigest}`);
   } else if (!registries) {
-    log("no docker-registry/busybox-static here (apt-get install docker-registry busybox-static): jobs without an image run on the pool's host root");
+    log(
+      "no docker-registry/busybox-static here (apt-get install docker-registry busybox-static): jobs without an image run on the pool's host root",
+    );
   }
 
   const db = createDb({ url: databaseUrl, max: 2 });
   const demo = await seedDemo(db);
   await db.$disconnect();
-  await writeFile(path.join(DATA, "instance.json"), JSON.stringify({ databaseUrl, redisUrl, s3Endpoint, port: PORT }, null, 2));
+  await writeFile(
+    path.join(DATA, "instance.json"),
+    JSON.stringify({ databaseUrl, redisUrl, s3Endpoint, port: PORT }, null, 2),
+  );
 
   // Session signing key for the dashboard, kept across restarts so sign-ins survive them.
   const authSecretFile = path.join(DATA, "auth-secret");
-  if (!existsSync(authSecretFile)) await writeFile(authSecretFile, randomBytes(32).toString("base64url"), { mode: 0o600 });
+  if (!existsSync(authSecretFile))
+    await writeFile(authSecretFile, randomBytes(32).toString("base64url"), { mode: 0o600 });
   const env: NodeJS.ProcessEnv = {
-    ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, S3_ENDPOINT: s3Endpoint, KILN_DATA_DIR: DATA,
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    S3_ENDPOINT: s3Endpoint,
+    KILN_DATA_DIR: DATA,
     NEXT_TELEMETRY_DISABLED: "1",
     // Local use only: a member's login signs in without a password (refused unless this is set).
     KILN_DEV_LOGIN: "1",
@@ -98,18 +108,30 @@ async function main(): Promise<void> {
   }
   // `node --import tsx`: one OS process each, so they can be frozen or killed by pid.
   group.start("workers", process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env });
-  group.start("web", "next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env });
+  group.start("web", "next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], {
+    cwd: path.join(ROOT, "apps/web"),
+    env,
+  });
   await waitForHttp(`http://127.0.0.1:${PORT}/healthz`, 60_000);
   for (let i = 0; i < AGENTS; i++) {
     group.start(`agent-${i + 1}`, process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], {
       cwd: ROOT,
-      env: { ...env, KILN_CONTROL_URL: `http://127.0.0.1:${PORT}`, KILN_AGENT_TOKEN: demo.agentToken, KILN_WORK_DIR: path.join(DATA, `agent-${i + 1}`) },
+      env: {
+        ...env,
+        KILN_CONTROL_URL: `http://127.0.0.1:${PORT}`,
+        KILN_AGENT_TOKEN: demo.agentToken,
+        KILN_WORK_DIR: path.join(DATA, `agent-${i + 1}`),
+      },
     });
   }
   const base = `http://127.0.0.1:${PORT}`;
   const trigger = await fetch(`${base}/v1/repos/${demo.repoId}/workflow-runs`, {
     method: "POST",
-    headers: { authorization: `Bearer ${demo.apiToken}`, "content-type": "application/json", "idempotency-key": `up-${Date.now()}` },
+    headers: {
+      authorization: `Bearer ${demo.apiToken}`,
+      "content-type": "application/json",
+      "idempotency-key": `up-${Date.now()}`,
+    },
     body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: demo.commitSha, inputs: {} }),
   }).then((r) => r.json() as Promise<{ run_id?: string }>);
 
@@ -139,7 +161,13 @@ async function seedDemo(db: ReturnType<typeof createDb>) {
   const secretFile = path.join(DATA, "webhook-secret");
   if (!existsSync(secretFile)) await writeFile(secretFile, randomBytes(16).toString("hex"), { mode: 0o600 });
   const webhookSecret = (await readFile(secretFile, "utf8")).trim();
-  const repo = await addRepo(db, { orgSlug: "demo", name: "demo/app", cloneUrl, webhookSecret, workflowPath: ".kiln/workflow.yaml" });
+  const repo = await addRepo(db, {
+    orgSlug: "demo",
+    name: "demo/app",
+    cloneUrl,
+    webhookSecret,
+    workflowPath: ".kiln/workflow.yaml",
+  });
   const api = await createApiToken(db, { orgSlug: "demo", role: "admin", name: "up" });
   const agent = await createAgentToken(db, { pool: "default" });
   return { repoId: repo.id, cloneUrl, commitSha, apiToken: api.token, agentToken: agent.token, webhookSecret };

@@ -5,40 +5,88 @@
 // the real ControlClient builds and validates them.
 import type { Db } from "@kiln/db";
 import { agentProtocol, isDomainError } from "@kiln/domain";
-import { finalizeUpload, grantDownload, openUpload, recordPart, type ArtifactStore, type JobClaims } from "@kiln/engine";
+import {
+  finalizeUpload,
+  grantDownload,
+  openUpload,
+  recordPart,
+  type ArtifactStore,
+  type JobClaims,
+} from "@kiln/engine";
 
 export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: string) => JobClaims): typeof fetch {
   return async (input, init) => {
     const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
     const body: unknown = JSON.parse(String(init?.body ?? "{}"));
-    const m = /^\/v1\/agent\/jobs\/([^/]+)\/artifacts\/(uploads|downloads)(?:\/([^/]+)\/(parts|complete))?$/.exec(url.pathname);
+    const m = /^\/v1\/agent\/jobs\/([^/]+)\/artifacts\/(uploads|downloads)(?:\/([^/]+)\/(parts|complete))?$/.exec(
+      url.pathname,
+    );
     try {
       if (!m) return Response.json({ error: { code: "NOT_FOUND", message: url.pathname } }, { status: 404 });
       const claims = claimsFor(m[1] ?? "");
       if (m[2] === "downloads") {
         const b = agentProtocol.artifactDownloadRequest.parse(body);
         const g = await grantDownload(db, store, claims, { fromJob: b.from_job, name: b.name });
-        return Response.json({ generation_id: g.generationId, producer_epoch: g.producerEpoch, size_bytes: g.sizeBytes, sha256: g.sha256, format: g.format, url: g.url, url_expires_at: g.urlExpiresAt });
+        return Response.json({
+          generation_id: g.generationId,
+          producer_epoch: g.producerEpoch,
+          size_bytes: g.sizeBytes,
+          sha256: g.sha256,
+          format: g.format,
+          url: g.url,
+          url_expires_at: g.urlExpiresAt,
+        });
       }
       if (!m[3]) {
         const b = agentProtocol.artifactOpenRequest.parse(body);
-        const s = await openUpload(db, store, claims, { name: b.name, sizeBytes: b.size_bytes, sha256: b.sha256, format: b.format });
+        const s = await openUpload(db, store, claims, {
+          name: b.name,
+          sizeBytes: b.size_bytes,
+          sha256: b.sha256,
+          format: b.format,
+        });
         return Response.json({
-          generation_id: s.generationId, state: s.state, size_bytes: s.sizeBytes, sha256: s.sha256, part_size: s.partSize, part_count: s.partCount,
-          parts: s.parts.map((p) => ({ part_number: p.partNumber, offset: p.offset, size: p.size, done: p.done, ...(p.url ? { url: p.url } : {}) })),
+          generation_id: s.generationId,
+          state: s.state,
+          size_bytes: s.sizeBytes,
+          sha256: s.sha256,
+          part_size: s.partSize,
+          part_count: s.partCount,
+          parts: s.parts.map((p) => ({
+            part_number: p.partNumber,
+            offset: p.offset,
+            size: p.size,
+            done: p.done,
+            ...(p.url ? { url: p.url } : {}),
+          })),
           urls_expire_at: s.urlsExpireAt,
         });
       }
       if (m[4] === "parts") {
         const b = agentProtocol.artifactPartRequest.parse(body);
-        const r = await recordPart(db, claims, m[3], { partNumber: b.part_number, sizeBytes: b.size_bytes, sha256: b.sha256, etag: b.etag, md5: b.md5 ?? null, tries: b.tries });
+        const r = await recordPart(db, claims, m[3], {
+          partNumber: b.part_number,
+          sizeBytes: b.size_bytes,
+          sha256: b.sha256,
+          etag: b.etag,
+          md5: b.md5 ?? null,
+          tries: b.tries,
+        });
         return Response.json({ recorded: true, retry: r.retry });
       }
       const s = await finalizeUpload(db, store, claims, m[3]);
-      return Response.json({ state: "sealed", generation_id: s.generationId, size_bytes: s.sizeBytes, sha256: s.sha256 });
+      return Response.json({
+        state: "sealed",
+        generation_id: s.generationId,
+        size_bytes: s.sizeBytes,
+        sha256: s.sha256,
+      });
     } catch (e) {
       const code = isDomainError(e) ? e.code : "INTERNAL";
-      return Response.json({ error: { code, message: e instanceof Error ? e.message : String(e) } }, { status: isDomainError(e) ? 409 : 500 });
+      return Response.json(
+        { error: { code, message: e instanceof Error ? e.message : String(e) } },
+        { status: isDomainError(e) ? 409 : 500 },
+      );
     }
   };
 }

@@ -23,7 +23,11 @@ const RANGES_IN_FLIGHT = 4;
 
 async function getRange(url: string, start: number, end: number, signal?: AbortSignal): Promise<Buffer[]> {
   const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    const req = http.request(url, { method: "GET", headers: { range: `bytes=${start}-${end}` }, ...(signal ? { signal } : {}) }, resolve);
+    const req = http.request(
+      url,
+      { method: "GET", headers: { range: `bytes=${start}-${end}` }, ...(signal ? { signal } : {}) },
+      resolve,
+    );
     req.on("error", reject);
     req.end();
   });
@@ -38,7 +42,12 @@ async function getRange(url: string, start: number, end: number, signal?: AbortS
  * strictly in order (at most 64 MiB buffered). Falls back to one GET for small objects. The caller
  * still compares size and digest: a short or altered object fails that check, not this function.
  */
-async function downloadRangesToFile(url: string, dest: string, expectedSize: number, signal?: AbortSignal): Promise<{ sizeBytes: number; sha256: string }> {
+async function downloadRangesToFile(
+  url: string,
+  dest: string,
+  expectedSize: number,
+  signal?: AbortSignal,
+): Promise<{ sizeBytes: number; sha256: string }> {
   if (expectedSize <= RANGE_BYTES) return downloadToFile(url, dest, signal);
   const hash = createHash("sha256");
   const fh = await open(dest, "wx", 0o600);
@@ -93,15 +102,21 @@ async function writeAllAt(fh: Awaited<ReturnType<typeof open>>, chunks: Buffer[]
   }
 }
 
-
-const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const arg = (name: string, fallback: string) =>
+  process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const MIB = Number(arg("mib", "1024"));
 const ROUNDS = Number(arg("rounds", "3"));
 const SIZE = MIB * 1024 * 1024;
 
 const root = await mkdtemp(path.join(os.tmpdir(), "kiln-get-"));
-const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), path.join(root, "s3")], { stdio: ["ignore", "pipe", "inherit"] });
-const endpoint = await new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString()) as { endpoint: string }).endpoint)));
+const child = spawn(
+  process.execPath,
+  ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), path.join(root, "s3")],
+  { stdio: ["ignore", "pipe", "inherit"] },
+);
+const endpoint = await new Promise<string>((resolve) =>
+  child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString()) as { endpoint: string }).endpoint)),
+);
 const s3 = createObjectStore({ endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
 try {
   const src = path.join(root, "src.bin");
@@ -110,9 +125,15 @@ try {
   await fh.close();
   await s3.send(new PutObjectCommand({ Bucket: "kiln", Key: "obj", Body: createReadStream(src), ContentLength: SIZE }));
   const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: "kiln", Key: "obj" }), { expiresIn: 3600 });
-  const want = createHash("sha256").update(await readFile(src)).digest("hex");
+  const want = createHash("sha256")
+    .update(await readFile(src))
+    .digest("hex");
   const variants: Record<string, (dest: string) => Promise<unknown>> = {
-    sdk: async (dest) => pipeline((await s3.send(new GetObjectCommand({ Bucket: "kiln", Key: "obj" }))).Body as NodeJS.ReadableStream, createWriteStream(dest)),
+    sdk: async (dest) =>
+      pipeline(
+        (await s3.send(new GetObjectCommand({ Bucket: "kiln", Key: "obj" }))).Body as NodeJS.ReadableStream,
+        createWriteStream(dest),
+      ),
     single_hash: (dest) => downloadToFile(url, dest),
     ranges_hash: (dest) => downloadRangesToFile(url, dest, SIZE),
   };
@@ -125,15 +146,18 @@ try {
       const got = (await f(dest)) as { sha256?: string } | undefined;
       (times[name] ??= []).push(performance.now() - t0);
       // Every hashing variant must have hashed the right bytes.
-      if (got?.sha256 !== undefined && got.sha256 !== want) throw new Error(`${name}: sha256 ${got.sha256}, expected ${want}`);
+      if (got?.sha256 !== undefined && got.sha256 !== want)
+        throw new Error(`${name}: sha256 ${got.sha256}, expected ${want}`);
       await rm(dest);
     }
   }
   const base = median(times.sdk ?? []);
-  for (const [name, t] of Object.entries(times)) console.log(`${name.padEnd(12)} median ${(median(t) / 1000).toFixed(2)} s  ratio ${(base / median(t)).toFixed(2)}  [${t.map((x) => (x / 1000).toFixed(2)).join(", ")}]`);
+  for (const [name, t] of Object.entries(times))
+    console.log(
+      `${name.padEnd(12)} median ${(median(t) / 1000).toFixed(2)} s  ratio ${(base / median(t)).toFixed(2)}  [${t.map((x) => (x / 1000).toFixed(2)).join(", ")}]`,
+    );
 } finally {
   s3.destroy();
   child.kill("SIGTERM");
   await rm(root, { recursive: true, force: true });
 }
-

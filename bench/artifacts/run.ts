@@ -20,7 +20,20 @@ import { pipeline } from "node:stream/promises";
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { createDb, ensureDatabase, migrateDatabase, withTx } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
-import { addRepo, claimJob, completeAttempt, createAgentToken, createObjectStore, createOrg, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_ENGINE_CONFIG, registerSession, type ArtifactStore, type JobClaims, type JobTicket } from "@kiln/engine";
+import {
+  addRepo,
+  claimJob,
+  completeAttempt,
+  createAgentToken,
+  createObjectStore,
+  createOrg,
+  DEFAULT_ARTIFACT_SETTINGS,
+  DEFAULT_ENGINE_CONFIG,
+  registerSession,
+  type ArtifactStore,
+  type JobClaims,
+  type JobTicket,
+} from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
 import { ControlClient } from "../../apps/host-agent/src/control-client.ts";
 import { freezeArtifact } from "../../apps/host-agent/src/artifacts/freeze.ts";
@@ -31,7 +44,8 @@ import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";
 
-const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const arg = (name: string, fallback: string) =>
+  process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const MIB = Number(arg("mib", "1024"));
 const ROUNDS = Number(arg("rounds", "2"));
 const SIZE = MIB * 1024 * 1024;
@@ -76,28 +90,58 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 8 });
-  const s3 = createObjectStore({ endpoint: s3h.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+  const s3 = createObjectStore({
+    endpoint: s3h.endpoint,
+    region: "us-east-1",
+    accessKeyId: "S3RVER",
+    secretAccessKey: "S3RVER",
+  });
   const store: ArtifactStore = { s3, bucket: "kiln", settings: DEFAULT_ARTIFACT_SETTINGS };
   // s3rver assembles a multipart object by rewriting it (a full copy + MD5); S3 does it in metadata.
   const assemblyMs: number[] = [];
-  s3.middlewareStack.add((next, context) => async (args) => {
-    if (context.commandName !== "CompleteMultipartUploadCommand") return next(args);
-    const t0 = performance.now();
-    try {
-      return await next(args);
-    } finally {
-      assemblyMs.push(performance.now() - t0);
-    }
-  }, { step: "initialize", name: "benchTimeAssembly" });
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== "CompleteMultipartUploadCommand") return next(args);
+      const t0 = performance.now();
+      try {
+        return await next(args);
+      } finally {
+        assemblyMs.push(performance.now() - t0);
+      }
+    },
+    { step: "initialize", name: "benchTimeAssembly" },
+  );
   const log = createLogger({ service: "bench" });
-  const rows: { put: number; freeze: number; upload: number; finalize: number; assembly: number; get: number; download: number }[] = [];
+  const rows: {
+    put: number;
+    freeze: number;
+    upload: number;
+    finalize: number;
+    assembly: number;
+    get: number;
+    download: number;
+  }[] = [];
   const finalizeMs: number[] = [];
   const verifiedBy: string[] = [];
   try {
     const org = await createOrg(db, "bench");
-    const repo = await addRepo(db, { orgSlug: "bench", name: "bench/app", cloneUrl: "file:///none", webhookSecret: "bench-secret", workflowPath: ".kiln/workflow.yaml" });
+    const repo = await addRepo(db, {
+      orgSlug: "bench",
+      name: "bench/app",
+      cloneUrl: "file:///none",
+      webhookSecret: "bench-secret",
+      workflowPath: ".kiln/workflow.yaml",
+    });
     const agentToken = await createAgentToken(db, { pool: "bench" });
-    const session = await registerSession(db, CFG, { agentTokenId: agentToken.id, pool: "bench", body: { hostname: "bench", capacity: 64, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } } });
+    const session = await registerSession(db, CFG, {
+      agentTokenId: agentToken.id,
+      pool: "bench",
+      body: {
+        hostname: "bench",
+        capacity: 64,
+        labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+      },
+    });
     const parsed = parseWorkflow(WORKFLOW);
     if (!parsed.ok) throw new Error(parsed.error.message);
     const source = path.join(root, "source.bin");
@@ -109,7 +153,16 @@ async function main(): Promise<void> {
       const ws = path.join(work, "workspace");
       await mkdir(ws, { recursive: true });
       // Plain SDK PutObject of the same bytes to the same endpoint.
-      const [put] = await timed(() => s3.send(new PutObjectCommand({ Bucket: "kiln", Key: `baseline/${round}`, Body: createReadStream(source), ContentLength: SIZE })));
+      const [put] = await timed(() =>
+        s3.send(
+          new PutObjectCommand({
+            Bucket: "kiln",
+            Key: `baseline/${round}`,
+            Body: createReadStream(source),
+            ContentLength: SIZE,
+          }),
+        ),
+      );
       progress(`round ${round}: PutObject ${(put / 1000).toFixed(2)} s`);
 
       const runId = await withTx(db, "bench-run", async (tx) => {
@@ -147,13 +200,23 @@ async function main(): Promise<void> {
       const [freeze, frozen] = await timed(() => freezeArtifact(ws, spool, { name: "app", path: "app.bin" }));
       if (!frozen.ok) throw new Error(frozen.message);
       const signal = new AbortController().signal;
-      const [upload, up] = await timed(() => uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal }));
+      const [upload, up] = await timed(() =>
+        uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal }),
+      );
       if (!up.ok) throw new Error(JSON.stringify(up.failure));
       const how = await db.$queryRaw<{ v: string | null }[]>`
         SELECT data->>'verified_by' AS v FROM transition_event WHERE entity = 'artifact' AND to_state = 'sealed' AND data->>'generation_id' = ${up.generationId}`;
       verifiedBy.push(how[0]?.v ?? "?");
-      progress(`round ${round}: freeze ${(freeze / 1000).toFixed(2)} s, upload+seal ${(upload / 1000).toFixed(2)} s (verified by ${verifiedBy.at(-1)})`);
-      await completeAttempt(db, CFG, { attemptId: producer.attemptId, jobId: producer.jobId, epoch: producer.epoch, outcome: "success", sandboxDestroyed: true });
+      progress(
+        `round ${round}: freeze ${(freeze / 1000).toFixed(2)} s, upload+seal ${(upload / 1000).toFixed(2)} s (verified by ${verifiedBy.at(-1)})`,
+      );
+      await completeAttempt(db, CFG, {
+        attemptId: producer.attemptId,
+        jobId: producer.jobId,
+        epoch: producer.epoch,
+        outcome: "success",
+        sandboxDestroyed: true,
+      });
       await rm(spool, { recursive: true, force: true });
       await rm(path.join(ws, "app.bin"));
 
@@ -166,16 +229,35 @@ async function main(): Promise<void> {
       const consumer = await claim();
       const spool2 = path.join(work, "spool2");
       await mkdir(spool2);
-      const [download, down] = await timed(() => restoreArtifact({ fromJob: "compile", name: "app", path: "inputs/app.bin" }, { client, ticket: consumer, log, signal, workspaceDir: ws, spoolDir: spool2 }));
+      const [download, down] = await timed(() =>
+        restoreArtifact(
+          { fromJob: "compile", name: "app", path: "inputs/app.bin" },
+          { client, ticket: consumer, log, signal, workspaceDir: ws, spoolDir: spool2 },
+        ),
+      );
       if (!down.ok) throw new Error(JSON.stringify(down));
-      if (down.sizeBytes !== SIZE || up.generationId !== down.generationId) throw new Error("restored the wrong generation");
-      progress(`round ${round}: GetObject ${(get / 1000).toFixed(2)} s, download+verify ${(download / 1000).toFixed(2)} s`);
-      rows.push({ put, freeze, upload, finalize: finalizeMs.at(-1) ?? 0, assembly: assemblyMs.at(-1) ?? 0, get, download });
+      if (down.sizeBytes !== SIZE || up.generationId !== down.generationId)
+        throw new Error("restored the wrong generation");
+      progress(
+        `round ${round}: GetObject ${(get / 1000).toFixed(2)} s, download+verify ${(download / 1000).toFixed(2)} s`,
+      );
+      rows.push({
+        put,
+        freeze,
+        upload,
+        finalize: finalizeMs.at(-1) ?? 0,
+        assembly: assemblyMs.at(-1) ?? 0,
+        get,
+        download,
+      });
       await rm(work, { recursive: true, force: true });
       // Every round starts from the same store: earlier rounds' objects (2 GiB each) otherwise filled
       // the page cache round after round, and later rounds measured memory pressure, not transfers.
-      const key = await db.$queryRaw<{ object_key: string }[]>`SELECT object_key FROM artifact_generation WHERE id = ${up.generationId}::uuid`;
-      for (const k of [`baseline/${round}`, key[0]?.object_key ?? ""]) if (k) await s3.send(new DeleteObjectCommand({ Bucket: "kiln", Key: k }));
+      const key = await db.$queryRaw<
+        { object_key: string }[]
+      >`SELECT object_key FROM artifact_generation WHERE id = ${up.generationId}::uuid`;
+      for (const k of [`baseline/${round}`, key[0]?.object_key ?? ""])
+        if (k) await s3.send(new DeleteObjectCommand({ Bucket: "kiln", Key: k }));
       void runId;
     }
   } finally {
@@ -187,26 +269,55 @@ async function main(): Promise<void> {
   }
   const mibs = (msv: number) => (MIB / (msv / 1000)).toFixed(0);
   const m = (k: keyof (typeof rows)[number]) => median(rows.map((r) => r[k]));
-  console.log(`\nload average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`);
-  console.log(`Artifacts, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; sealed after: ${[...new Set(verifiedBy)].join(", ")}`);
+  console.log(
+    `\nload average at the end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")}`,
+  );
+  console.log(
+    `Artifacts, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; sealed after: ${[...new Set(verifiedBy)].join(", ")}`,
+  );
   console.log(`| path | seconds | MiB/s | ratio to plain SDK |`);
   console.log(`| --- | ---: | ---: | ---: |`);
   console.log(`| plain PutObject | ${(m("put") / 1000).toFixed(2)} | ${mibs(m("put"))} | 1.00 |`);
-  console.log(`| Kiln upload+seal (parts, records, complete, verify, seal) | ${(m("upload") / 1000).toFixed(2)} | ${mibs(m("upload"))} | ${(m("put") / m("upload")).toFixed(2)} |`);
-  console.log(`| - of which parts (PUT + SHA-256 per part + part records) | ${((m("upload") - m("finalize")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("finalize"))} | ${(m("put") / (m("upload") - m("finalize"))).toFixed(2)} |`);
-  console.log(`| - of which the store's CompleteMultipartUpload | ${(m("assembly") / 1000).toFixed(2)} | ${mibs(m("assembly"))} | - |`);
-  console.log(`| - of which Kiln's verification (ETag vs part MD5s, else SHA-256 read-back) + seal | ${((m("finalize") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("finalize") - m("assembly"))} | - |`);
-  console.log(`| Kiln upload+seal without the store's assembly time | ${((m("upload") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("assembly"))} | ${(m("put") / (m("upload") - m("assembly"))).toFixed(2)} |`);
-  console.log(`| Kiln freeze (spool copy + SHA-256), before upload | ${(m("freeze") / 1000).toFixed(2)} | ${mibs(m("freeze"))} | - |`);
-  console.log(`| Kiln freeze+upload+seal | ${((m("freeze") + m("upload")) / 1000).toFixed(2)} | ${mibs(m("freeze") + m("upload"))} | ${(m("put") / (m("freeze") + m("upload"))).toFixed(2)} |`);
+  console.log(
+    `| Kiln upload+seal (parts, records, complete, verify, seal) | ${(m("upload") / 1000).toFixed(2)} | ${mibs(m("upload"))} | ${(m("put") / m("upload")).toFixed(2)} |`,
+  );
+  console.log(
+    `| - of which parts (PUT + SHA-256 per part + part records) | ${((m("upload") - m("finalize")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("finalize"))} | ${(m("put") / (m("upload") - m("finalize"))).toFixed(2)} |`,
+  );
+  console.log(
+    `| - of which the store's CompleteMultipartUpload | ${(m("assembly") / 1000).toFixed(2)} | ${mibs(m("assembly"))} | - |`,
+  );
+  console.log(
+    `| - of which Kiln's verification (ETag vs part MD5s, else SHA-256 read-back) + seal | ${((m("finalize") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("finalize") - m("assembly"))} | - |`,
+  );
+  console.log(
+    `| Kiln upload+seal without the store's assembly time | ${((m("upload") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("assembly"))} | ${(m("put") / (m("upload") - m("assembly"))).toFixed(2)} |`,
+  );
+  console.log(
+    `| Kiln freeze (spool copy + SHA-256), before upload | ${(m("freeze") / 1000).toFixed(2)} | ${mibs(m("freeze"))} | - |`,
+  );
+  console.log(
+    `| Kiln freeze+upload+seal | ${((m("freeze") + m("upload")) / 1000).toFixed(2)} | ${mibs(m("freeze") + m("upload"))} | ${(m("put") / (m("freeze") + m("upload"))).toFixed(2)} |`,
+  );
   console.log(`| plain GetObject | ${(m("get") / 1000).toFixed(2)} | ${mibs(m("get"))} | 1.00 |`);
-  console.log(`| Kiln download+verify (grant, GET + SHA-256, place) | ${(m("download") / 1000).toFixed(2)} | ${mibs(m("download"))} | ${(m("get") / m("download")).toFixed(2)} |`);
+  console.log(
+    `| Kiln download+verify (grant, GET + SHA-256, place) | ${(m("download") / 1000).toFixed(2)} | ${mibs(m("download"))} | ${(m("get") / m("download")).toFixed(2)} |`,
+  );
 }
 
 async function startS3Process(dataDir: string, stock: boolean): Promise<{ endpoint: string; stop: () => void }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), dataDir, ...(stock ? ["stock"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), dataDir, ...(stock ? ["stock"] : [])],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint));
+    child.stdout.once("data", (d: Buffer) =>
+      resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint),
+    );
     child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
   });
   return { endpoint, stop: () => child.kill("SIGTERM") };

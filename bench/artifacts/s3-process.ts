@@ -12,9 +12,21 @@ if (!dataDir) throw new Error("usage: s3-process.ts <dataDir> [stock]");
 const s3 = process.argv[3] === "stock" ? await startStock(dataDir) : await startS3({ dataDir, bucket: "kiln" });
 
 async function startStock(directory: string): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory, configureBuckets: [{ name: "kiln" }] });
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: "kiln" }],
+  });
   const { port } = await server.run();
-  return { endpoint: `http://127.0.0.1:${port}`, stop: async () => { server.httpServer?.closeAllConnections(); await server.close(); } };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      server.httpServer?.closeAllConnections();
+      await server.close();
+    },
+  };
 }
 process.stdout.write(`${JSON.stringify({ endpoint: s3.endpoint })}\n`);
 const stop = () => void s3.stop().then(() => process.exit(0));

@@ -26,7 +26,8 @@ import { createLogger } from "../../apps/host-agent/src/logger.ts";
 import { median } from "../lib/stats.ts";
 
 const execFileAsync = promisify(execFile);
-const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const arg = (name: string, fallback: string) =>
+  process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const MIB = Number(arg("mib", "500"));
 const ROUNDS = Number(arg("rounds", "3"));
 const BASE = arg("dir", os.tmpdir());
@@ -35,7 +36,9 @@ const quiet = createLogger({ service: "bench" }, () => {});
 const limits = { maxBytes: 2 ** 40, maxEntries: 10_000_000, timeoutMs: 3_600_000 };
 
 async function makeTree(dir: string, bytes: number): Promise<number> {
-  const text = Buffer.from("export function leftPad(s, n, c = ' ') { return String(s).padStart(n, c); }\n".repeat(4096));
+  const text = Buffer.from(
+    "export function leftPad(s, n, c = ' ') { return String(s).padStart(n, c); }\n".repeat(4096),
+  );
   let left = bytes;
   let files = 0;
   for (let i = 0; left > 0; i++) {
@@ -68,15 +71,34 @@ async function main(): Promise<void> {
       const p = await packCache(src, ["deps"], archive, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries });
       if (!p.ok) throw new Error(p.reason);
     });
-    const packed = await packCache(src, ["deps"], path.join(root, "again.tar.gz"), { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries });
+    const packed = await packCache(src, ["deps"], path.join(root, "again.tar.gz"), {
+      maxBytes: limits.maxBytes,
+      maxEntries: limits.maxEntries,
+    });
     if (!packed.ok) throw new Error(packed.reason);
     await rm(path.join(root, "again.tar.gz"));
     await rm(src, { recursive: true });
-    progress(`packed ${files} files into ${(packed.sizeBytes / 2 ** 20).toFixed(0)} MiB in ${(packMs / 1000).toFixed(1)} s`);
+    progress(
+      `packed ${files} files into ${(packed.sizeBytes / 2 ** 20).toFixed(0)} MiB in ${(packMs / 1000).toFixed(1)} s`,
+    );
 
-    const s3 = createObjectStore({ endpoint: s3h.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
-    await s3.send(new PutObjectCommand({ Bucket: "kiln", Key: "caches/bench.tar.gz", Body: createReadStream(archive), ContentLength: packed.sizeBytes }));
-    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: "kiln", Key: "caches/bench.tar.gz" }), { expiresIn: 3600 });
+    const s3 = createObjectStore({
+      endpoint: s3h.endpoint,
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+    });
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: "kiln",
+        Key: "caches/bench.tar.gz",
+        Body: createReadStream(archive),
+        ContentLength: packed.sizeBytes,
+      }),
+    );
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: "kiln", Key: "caches/bench.tar.gz" }), {
+      expiresIn: 3600,
+    });
     const grant = { sha256: packed.sha256, size_bytes: packed.sizeBytes, url };
 
     const rows: { tar: number; local: number; remote: number }[] = [];
@@ -93,7 +115,11 @@ async function main(): Promise<void> {
       await mkdir(wsLocal, { recursive: true });
       let tier = "";
       const localMs = await timed(async () => {
-        const x = await restoreEntry({ signal: new AbortController().signal, workspaceDir: wsLocal, localTier, limits, log: quiet }, ["deps"], grant);
+        const x = await restoreEntry(
+          { signal: new AbortController().signal, workspaceDir: wsLocal, localTier, limits, log: quiet },
+          ["deps"],
+          grant,
+        );
         if (!("ok" in x) || !x.ok) throw new Error(`local restore failed: ${JSON.stringify(x)}`);
         tier = x.tier;
       });
@@ -106,28 +132,52 @@ async function main(): Promise<void> {
       const wsRemote = path.join(root, `sandbox-remote-${r}`, "workspace");
       await mkdir(wsRemote, { recursive: true });
       const remoteMs = await timed(async () => {
-        const x = await restoreEntry({ signal: new AbortController().signal, workspaceDir: wsRemote, localTier: emptyTier, limits, log: quiet }, ["deps"], grant);
-        if (!("ok" in x) || !x.ok || x.tier !== "remote") throw new Error(`remote restore failed: ${JSON.stringify(x)}`);
+        const x = await restoreEntry(
+          { signal: new AbortController().signal, workspaceDir: wsRemote, localTier: emptyTier, limits, log: quiet },
+          ["deps"],
+          grant,
+        );
+        if (!("ok" in x) || !x.ok || x.tier !== "remote")
+          throw new Error(`remote restore failed: ${JSON.stringify(x)}`);
       });
       await rm(path.dirname(wsRemote), { recursive: true });
       await rm(emptyTier.dir, { recursive: true });
       rows.push({ tar: tarMs, local: localMs, remote: remoteMs });
-      progress(`round ${r + 1}: tar -xzf ${(tarMs / 1000).toFixed(2)} s, node-local ${(localMs / 1000).toFixed(2)} s, object storage ${(remoteMs / 1000).toFixed(2)} s`);
+      progress(
+        `round ${r + 1}: tar -xzf ${(tarMs / 1000).toFixed(2)} s, node-local ${(localMs / 1000).toFixed(2)} s, object storage ${(remoteMs / 1000).toFixed(2)} s`,
+      );
     }
     s3.destroy();
-    const m = { tar: median(rows.map((x) => x.tar)), local: median(rows.map((x) => x.local)), remote: median(rows.map((x) => x.remote)) };
+    const m = {
+      tar: median(rows.map((x) => x.tar)),
+      local: median(rows.map((x) => x.local)),
+      remote: median(rows.map((x) => x.remote)),
+    };
     const unpackedMiB = packed.unpackedBytes / 2 ** 20;
-    const line = (name: string, v: number) => `| ${name} | ${(v / 1000).toFixed(2)} | ${(unpackedMiB / (v / 1000)).toFixed(0)} | ${(m.tar / v).toFixed(2)} |`;
-    console.log(`\n${files} files, ${unpackedMiB.toFixed(0)} MiB unpacked, archive ${(packed.sizeBytes / 2 ** 20).toFixed(0)} MiB (gzip 1), pack ${(packMs / 1000).toFixed(1)} s; medians of ${ROUNDS} rounds\n`);
+    const line = (name: string, v: number) =>
+      `| ${name} | ${(v / 1000).toFixed(2)} | ${(unpackedMiB / (v / 1000)).toFixed(0)} | ${(m.tar / v).toFixed(2)} |`;
+    console.log(
+      `\n${files} files, ${unpackedMiB.toFixed(0)} MiB unpacked, archive ${(packed.sizeBytes / 2 ** 20).toFixed(0)} MiB (gzip 1), pack ${(packMs / 1000).toFixed(1)} s; medians of ${ROUNDS} rounds\n`,
+    );
     console.log("| path | seconds | MiB/s unpacked | ratio to tar -xzf |\n| --- | ---: | ---: | ---: |");
     console.log(line("plain tar -xzf (same archive, same disk)", m.tar));
     console.log(line("Kiln restore, node-local tier", m.local));
     console.log(line("Kiln restore, object storage (s3rver, presigned GET)", m.remote));
-    console.log(`\nper round (tar / local / remote, s): ${rows.map((x) => `${(x.tar / 1000).toFixed(2)}/${(x.local / 1000).toFixed(2)}/${(x.remote / 1000).toFixed(2)}`).join(", ")}`);
+    console.log(
+      `\nper round (tar / local / remote, s): ${rows.map((x) => `${(x.tar / 1000).toFixed(2)}/${(x.local / 1000).toFixed(2)}/${(x.remote / 1000).toFixed(2)}`).join(", ")}`,
+    );
     // The machine is shared: a per-round ratio compares runs seconds apart, so it is the steadier figure.
-    const perRound = { local: median(rows.map((x) => x.tar / x.local)), remote: median(rows.map((x) => x.tar / x.remote)) };
-    console.log(`median of per-round ratios: node-local ${perRound.local.toFixed(2)}, object storage ${perRound.remote.toFixed(2)}`);
-    await writeFile(path.join(import.meta.dirname, "last-run.json"), `${JSON.stringify({ at: new Date().toISOString(), mib: MIB, rounds: rows, medians: m, files, archiveBytes: packed.sizeBytes, unpackedBytes: packed.unpackedBytes, packMs }, null, 2)}\n`);
+    const perRound = {
+      local: median(rows.map((x) => x.tar / x.local)),
+      remote: median(rows.map((x) => x.tar / x.remote)),
+    };
+    console.log(
+      `median of per-round ratios: node-local ${perRound.local.toFixed(2)}, object storage ${perRound.remote.toFixed(2)}`,
+    );
+    await writeFile(
+      path.join(import.meta.dirname, "last-run.json"),
+      `${JSON.stringify({ at: new Date().toISOString(), mib: MIB, rounds: rows, medians: m, files, archiveBytes: packed.sizeBytes, unpackedBytes: packed.unpackedBytes, packMs }, null, 2)}\n`,
+    );
   } finally {
     s3h.stop();
     await rm(root, { recursive: true, force: true });
@@ -135,9 +185,15 @@ async function main(): Promise<void> {
 }
 
 async function startS3Process(dataDir: string): Promise<{ endpoint: string; stop: () => void }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "..", "artifacts", "s3-process.ts"), dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(import.meta.dirname, "..", "artifacts", "s3-process.ts"), dataDir],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint));
+    child.stdout.once("data", (d: Buffer) =>
+      resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint),
+    );
     child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
   });
   return { endpoint, stop: () => child.kill("SIGTERM") };

@@ -45,44 +45,72 @@ async function main(): Promise<void> {
   const out: { claimsPerSec: number; floorTxPerSec: number; p50: number; p95: number; doubles: number }[] = [];
   try {
     const org = await createOrg(db, "bench");
-    const repo = await addRepo(db, { orgSlug: "bench", name: "bench/app", cloneUrl: "file:///nonexistent", webhookSecret: "bench-secret", workflowPath: ".kiln/w.yaml" });
+    const repo = await addRepo(db, {
+      orgSlug: "bench",
+      name: "bench/app",
+      cloneUrl: "file:///nonexistent",
+      webhookSecret: "bench-secret",
+      workflowPath: ".kiln/w.yaml",
+    });
     for (let round = 0; round < rounds; round++) {
       const pool = `claim${round}`;
       const tok = await createAgentToken(db, { pool });
       await seedRound(db, org.id, repo.id, pool);
-      const sessions = await Promise.all(Array.from({ length: CLAIMERS }, (_, i) => registerSession(db, cfg, {
-        agentTokenId: tok.id, pool, body: { hostname: `h${i}`, capacity: 4096, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
-      })));
+      const sessions = await Promise.all(
+        Array.from({ length: CLAIMERS }, (_, i) =>
+          registerSession(db, cfg, {
+            agentTokenId: tok.id,
+            pool,
+            body: {
+              hostname: `h${i}`,
+              capacity: 4096,
+              labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+            },
+          }),
+        ),
+      );
       const lat: number[] = [];
       let claimed = 0;
       const t0 = performance.now();
-      await Promise.all(sessions.map(async (s) => {
-        for (;;) {
-          const c0 = performance.now();
-          const r = await claimJob(db, cfg, { sessionId: s.sessionId, claimRequestId: randomUUID() });
-          if (r.kind !== "claimed") return;
-          lat.push(performance.now() - c0);
-          claimed++;
-        }
-      }));
+      await Promise.all(
+        sessions.map(async (s) => {
+          for (;;) {
+            const c0 = performance.now();
+            const r = await claimJob(db, cfg, { sessionId: s.sessionId, claimRequestId: randomUUID() });
+            if (r.kind !== "claimed") return;
+            lat.push(performance.now() - c0);
+            claimed++;
+          }
+        }),
+      );
       const wall = performance.now() - t0;
       const sql = sqlPool(db);
       const f0 = performance.now();
-      await Promise.all(sessions.map(async (s) => {
-        for (let i = 0; i < 200; i++) {
-          const c = await sql.connect();
-          try {
-            await c.query("BEGIN");
-            await c.query("UPDATE agent_session SET last_seen_at = now() WHERE id = $1::uuid", [s.sessionId]);
-            await c.query("COMMIT");
-          } finally {
-            c.release();
+      await Promise.all(
+        sessions.map(async (s) => {
+          for (let i = 0; i < 200; i++) {
+            const c = await sql.connect();
+            try {
+              await c.query("BEGIN");
+              await c.query("UPDATE agent_session SET last_seen_at = now() WHERE id = $1::uuid", [s.sessionId]);
+              await c.query("COMMIT");
+            } finally {
+              c.release();
+            }
           }
-        }
-      }));
+        }),
+      );
       const floorWall = performance.now() - f0;
-      const dup = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM (SELECT job_id FROM attempt GROUP BY job_id HAVING count(*) > 1) d`;
-      out.push({ claimsPerSec: (claimed / wall) * 1000, floorTxPerSec: ((CLAIMERS * 200) / floorWall) * 1000, p50: percentile(lat, 50), p95: percentile(lat, 95), doubles: Number(dup[0]?.n ?? 0n) });
+      const dup = await db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM (SELECT job_id FROM attempt GROUP BY job_id HAVING count(*) > 1) d`;
+      out.push({
+        claimsPerSec: (claimed / wall) * 1000,
+        floorTxPerSec: ((CLAIMERS * 200) / floorWall) * 1000,
+        p50: percentile(lat, 50),
+        p95: percentile(lat, 95),
+        doubles: Number(dup[0]?.n ?? 0n),
+      });
       process.stderr.write(`round ${round}: ${JSON.stringify(out.at(-1))} (${claimed} claims)\n`);
     }
   } finally {

@@ -35,15 +35,42 @@ export class BenchStack {
     await boss.start();
     await boss.stop({ graceful: false, close: true });
     this.db = createDb({ url: this.url, max: 10 });
-    const common = { ...process.env, DATABASE_URL: this.url, NEXT_TELEMETRY_DISABLED: "1", KILN_DATA_DIR: path.join(this.tmp, "data"), ...env };
-    this.workers = spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], { cwd: ROOT, env: common, stdio: "ignore" });
+    const common = {
+      ...process.env,
+      DATABASE_URL: this.url,
+      NEXT_TELEMETRY_DISABLED: "1",
+      KILN_DATA_DIR: path.join(this.tmp, "data"),
+      ...env,
+    };
+    this.workers = spawn(process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], {
+      cwd: ROOT,
+      env: common,
+      stdio: "ignore",
+    });
     this.procs.push(this.workers);
     // KILN_BENCH_WEB_PROFILE=<dir>: the web server runs under --cpu-prof and is stopped with SIGINT,
     // so its CPU profile lands in <dir> (how the claim and ingest hot spots were found).
     const profileDir = process.env.KILN_BENCH_WEB_PROFILE;
     this.web = profileDir
-      ? spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, path.join(ROOT, "node_modules/next/dist/bin/next"), "start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" })
-      : spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" });
+      ? spawn(
+          process.execPath,
+          [
+            "--cpu-prof",
+            `--cpu-prof-dir=${profileDir}`,
+            path.join(ROOT, "node_modules/next/dist/bin/next"),
+            "start",
+            "-p",
+            String(port),
+            "-H",
+            "127.0.0.1",
+          ],
+          { cwd: path.join(ROOT, "apps/web"), env: common, stdio: "ignore" },
+        )
+      : spawn(path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], {
+          cwd: path.join(ROOT, "apps/web"),
+          env: common,
+          stdio: "ignore",
+        });
     this.procs.push(this.web);
     this.base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
@@ -62,7 +89,13 @@ export class BenchStack {
   spawnAgent(token: string, extra: Record<string, string>, onLogLine?: (line: string) => void): ChildProcess {
     const child = spawn(process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], {
       cwd: ROOT,
-      env: { ...process.env, KILN_CONTROL_URL: this.base, KILN_AGENT_TOKEN: token, KILN_WORK_DIR: path.join(this.tmp, `agent-${this.procs.length}`), ...extra },
+      env: {
+        ...process.env,
+        KILN_CONTROL_URL: this.base,
+        KILN_AGENT_TOKEN: token,
+        KILN_WORK_DIR: path.join(this.tmp, `agent-${this.procs.length}`),
+        ...extra,
+      },
       stdio: ["ignore", onLogLine ? "pipe" : "ignore", "ignore"],
     });
     if (onLogLine && child.stdout) {
@@ -97,7 +130,10 @@ export class BenchStack {
     await this.db?.$disconnect();
     // Close the Db's own pool too before the server goes: an idle client of it, cut by the
     // shutdown, crashed the bench after its figures were printed (and before they were saved).
-    if (this.db) await sqlPool(this.db).end().catch(() => undefined);
+    if (this.db)
+      await sqlPool(this.db)
+        .end()
+        .catch(() => undefined);
     await this.stopPg?.();
     await rm(this.tmp, { recursive: true, force: true });
   }

@@ -16,7 +16,8 @@ import { createLogger } from "../../apps/host-agent/src/logger.ts";
 import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
 import { ms, percentile } from "../lib/stats.ts";
 
-const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const arg = (name: string, fallback: string) =>
+  process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const REQUESTS = Number(arg("requests", "300"));
 const STEPS = Number(arg("steps", "20"));
 
@@ -34,7 +35,9 @@ function get(port: number, requestPath: string, host: string): Promise<void> {
 /** CONNECT through the proxy, then the same GET inside the tunnel. */
 function tunnelled(proxyPort: number, target: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const s = net.connect(proxyPort, "127.0.0.1", () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
+    const s = net.connect(proxyPort, "127.0.0.1", () =>
+      s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`),
+    );
     let buf = "";
     let tunnel = false;
     s.on("data", (b) => {
@@ -61,16 +64,30 @@ async function timeEach(n: number, fn: () => Promise<unknown>): Promise<number[]
   return out;
 }
 
-const row = (name: string, xs: number[]) => console.log(`${name.padEnd(44)} p50 ${ms(percentile(xs, 50)).padStart(9)}  p95 ${ms(percentile(xs, 95)).padStart(9)}  (n=${xs.length})`);
+const row = (name: string, xs: number[]) =>
+  console.log(
+    `${name.padEnd(44)} p50 ${ms(percentile(xs, 50)).padStart(9)}  p95 ${ms(percentile(xs, 95)).padStart(9)}  (n=${xs.length})`,
+  );
 
 const dir = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-egress-"));
 const server = http.createServer((_req, res) => res.end("ok"));
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
 const port = (server.address() as AddressInfo).port;
 const target = `localhost:${port}`;
-const proxy = new EgressProxy({ socketDir: path.join(dir, "sock"), allowInternalAddresses: true, logger: createLogger({}, () => undefined) });
+const proxy = new EgressProxy({
+  socketDir: path.join(dir, "sock"),
+  allowInternalAddresses: true,
+  logger: createLogger({}, () => undefined),
+});
 const policy = { trustClass: "trusted" as const, platformHosts: [], allowList: [target] };
-const attempt = await proxy.open({ attemptId: randomUUID(), trustClass: "trusted", listen: "tcp", policy, onDecision: () => undefined, onDenied: () => undefined });
+const attempt = await proxy.open({
+  attemptId: randomUUID(),
+  trustClass: "trusted",
+  listen: "tcp",
+  policy,
+  onDecision: () => undefined,
+  onDenied: () => undefined,
+});
 const proxyPort = (attempt.address as { port: number }).port;
 try {
   // Interleaved rounds so load changes on the machine hit both sides alike.
@@ -91,12 +108,26 @@ try {
   // Two sandboxes side by side, steps alternating between them, so load hits both alike.
   const plainId = randomUUID();
   const fwdId = randomUUID();
-  const fwdListener = await proxy.open({ attemptId: fwdId, trustClass: "trusted", listen: "unix", policy, onDecision: () => undefined, onDenied: () => undefined });
+  const fwdListener = await proxy.open({
+    attemptId: fwdId,
+    trustClass: "trusted",
+    listen: "unix",
+    policy,
+    onDecision: () => undefined,
+    onDenied: () => undefined,
+  });
   const plainBox = await driver.create({ attemptId: plainId, image: null });
   const fwdBox = await driver.create({ attemptId: fwdId, image: null });
   const plain: number[] = [];
   const forwarded: number[] = [];
-  const step = (box: typeof plainBox) => box.runStep("true", { PATH: "/usr/bin:/bin" }, {}, () => undefined, () => undefined);
+  const step = (box: typeof plainBox) =>
+    box.runStep(
+      "true",
+      { PATH: "/usr/bin:/bin" },
+      {},
+      () => undefined,
+      () => undefined,
+    );
   for (let i = 0; i < STEPS * 2; i++) {
     plain.push((await step(plainBox)).durationMs);
     forwarded.push((await step(fwdBox)).durationMs);

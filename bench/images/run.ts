@@ -15,7 +15,15 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { buildImage, pushImage, RegistryClient, registryEndpoint, writeTar, type BuiltImage, type TarEntry } from "@kiln/oci";
+import {
+  buildImage,
+  pushImage,
+  RegistryClient,
+  registryEndpoint,
+  writeTar,
+  type BuiltImage,
+  type TarEntry,
+} from "@kiln/oci";
 import { BUSYBOX } from "../../scripts/lib/base-image.ts";
 import { publishBaseImage, startRegistry } from "@kiln/testkit";
 import { ImagePreparer } from "../../apps/host-agent/src/images/index.ts";
@@ -23,7 +31,8 @@ import { createLogger } from "../../apps/host-agent/src/logger.ts";
 import { median } from "../lib/stats.ts";
 
 const execFileAsync = promisify(execFile);
-const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback : fallback);
+const arg = (name: string, fallback: string) =>
+  process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const MIB = Number(arg("mib", "64"));
 const ROUNDS = Number(arg("rounds", "3"));
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
@@ -35,7 +44,11 @@ function syntheticLayer(bytes: number, seed: number): Buffer {
   for (let i = 0; left > 0; i++) {
     const size = Math.min(left, 4096 * 2 ** (i % 11)); // 4 KiB .. 4 MiB
     const half = Math.floor(size / 2);
-    entries.push({ path: `data${seed}/d${i % 16}/f${i}`, type: "file", data: Buffer.concat([randomBytes(half), Buffer.alloc(size - half)]) });
+    entries.push({
+      path: `data${seed}/d${i % 16}/f${i}`,
+      type: "file",
+      data: Buffer.concat([randomBytes(half), Buffer.alloc(size - half)]),
+    });
     left -= size;
   }
   return writeTar(entries);
@@ -53,14 +66,25 @@ async function fetchBlobs(url: string, repo: string, layers: string[]): Promise<
   for (const d of layers) {
     const res = await fetch(`${url}/v2/${repo}/blobs/${d}`);
     if (!res.ok || !res.body) throw new Error(`GET blob ${d}: ${res.status}`);
-    for await (const _ of res.body) { /* discard, like curl -o /dev/null */ }
+    for await (const _ of res.body) {
+      /* discard, like curl -o /dev/null */
+    }
   }
   return performance.now() - t0;
 }
 
 const mbps = (bytes: number, ms: number) => (bytes / 1e6 / (ms / 1000)).toFixed(1);
 
-async function measure(name: string, url: string, ref: string, repo: string, digest: string, image: { layerDigests: string[]; compressed: number; unpacked: number }, registries: Record<string, object>, work: string) {
+async function measure(
+  name: string,
+  url: string,
+  ref: string,
+  repo: string,
+  digest: string,
+  image: { layerDigests: string[]; compressed: number; unpacked: number },
+  registries: Record<string, object>,
+  work: string,
+) {
   const raw: number[] = [];
   const rawFetch: number[] = [];
   const cold: number[] = [];
@@ -69,7 +93,13 @@ async function measure(name: string, url: string, ref: string, repo: string, dig
   for (let r = 0; r < ROUNDS; r++) {
     raw.push(await curlBlobs(url, repo, image.layerDigests));
     rawFetch.push(await fetchBlobs(url, repo, image.layerDigests));
-    const p = new ImagePreparer({ cacheDir: path.join(work, `${name}-${r}`), cacheBytes: 2 ** 40, registries, budget: { maxBytes: 2 ** 40, maxEntries: 10_000_000 }, log: quiet });
+    const p = new ImagePreparer({
+      cacheDir: path.join(work, `${name}-${r}`),
+      cacheBytes: 2 ** 40,
+      registries,
+      budget: { maxBytes: 2 ** 40, maxEntries: 10_000_000 },
+      log: quiet,
+    });
     const c = await p.prepareImage({ ref, digest });
     cold.push(c.ms);
     c.release();
@@ -86,9 +116,19 @@ async function measure(name: string, url: string, ref: string, repo: string, dig
     await rm(path.join(work, `${name}-${r}`), { recursive: true, force: true });
   }
   const row = {
-    image: name, compressed_bytes: image.compressed, unpacked_bytes: image.unpacked, rounds: ROUNDS,
-    raw_curl_ms: median(raw), raw_fetch_ms: median(rawFetch), cold_pull_unpack_ms: median(cold), unpack_from_cache_ms: median(unpack), warm_hit_ms: median(warm),
-    raw_curl_MBps: mbps(image.compressed, median(raw)), raw_fetch_MBps: mbps(image.compressed, median(rawFetch)), cold_MBps_compressed: mbps(image.compressed, median(cold)), cold_MBps_unpacked: mbps(image.unpacked, median(cold)),
+    image: name,
+    compressed_bytes: image.compressed,
+    unpacked_bytes: image.unpacked,
+    rounds: ROUNDS,
+    raw_curl_ms: median(raw),
+    raw_fetch_ms: median(rawFetch),
+    cold_pull_unpack_ms: median(cold),
+    unpack_from_cache_ms: median(unpack),
+    warm_hit_ms: median(warm),
+    raw_curl_MBps: mbps(image.compressed, median(raw)),
+    raw_fetch_MBps: mbps(image.compressed, median(rawFetch)),
+    cold_MBps_compressed: mbps(image.compressed, median(cold)),
+    cold_MBps_unpacked: mbps(image.unpacked, median(cold)),
     cold_vs_raw_fetch: (median(cold) / median(rawFetch)).toFixed(2),
   };
   progress(JSON.stringify(row));
@@ -100,19 +140,44 @@ const registry = await startRegistry({ dataDir: path.join(work, "registry") });
 try {
   const base = await publishBaseImage({ registry: registry.host });
   const client = new RegistryClient(registryEndpoint({}, registry.host));
-  const manifest = JSON.parse((await client.getManifest("kiln/base", base.manifestDigest)).bytes.toString("utf8")) as { layers: { digest: string; size: number }[] };
-  const baseInfo = { layerDigests: manifest.layers.map((l) => l.digest), compressed: manifest.layers.reduce((n, l) => n + l.size, 0), unpacked: 0 };
+  const manifest = JSON.parse((await client.getManifest("kiln/base", base.manifestDigest)).bytes.toString("utf8")) as {
+    layers: { digest: string; size: number }[];
+  };
+  const baseInfo = {
+    layerDigests: manifest.layers.map((l) => l.digest),
+    compressed: manifest.layers.reduce((n, l) => n + l.size, 0),
+    unpacked: 0,
+  };
   progress(`synthetic image: ${MIB} MiB in 2 layers`);
   const half = (MIB * 1024 * 1024) / 2;
   const big: BuiltImage = buildImage({ layers: [syntheticLayer(half, 1), syntheticLayer(half, 2)] });
   await pushImage(client, "kiln/bench", "1", big);
-  const bigInfo = { layerDigests: big.layerDigests, compressed: big.layerDigests.reduce((n, d) => n + big.blobs.get(d)!.length, 0), unpacked: MIB * 1024 * 1024 };
+  const bigInfo = {
+    layerDigests: big.layerDigests,
+    compressed: big.layerDigests.reduce((n, d) => n + big.blobs.get(d)!.length, 0),
+    unpacked: MIB * 1024 * 1024,
+  };
   baseInfo.unpacked = (await stat(BUSYBOX)).size; // the rest is symlinks and three small files
   const rows = [
     await measure("kiln/base:1", registry.url, base.ref, "kiln/base", base.manifestDigest, baseInfo, {}, work),
-    await measure(`synthetic ${MIB} MiB`, registry.url, `${registry.host}/kiln/bench:1`, "kiln/bench", big.manifestDigest, bigInfo, {}, work),
+    await measure(
+      `synthetic ${MIB} MiB`,
+      registry.url,
+      `${registry.host}/kiln/bench:1`,
+      "kiln/bench",
+      big.manifestDigest,
+      bigInfo,
+      {},
+      work,
+    ),
   ];
-  console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, layer_store: "registry filesystem driver on local disk", rows }, null, 2));
+  console.log(
+    JSON.stringify(
+      { node: process.version, cpus: os.cpus().length, layer_store: "registry filesystem driver on local disk", rows },
+      null,
+      2,
+    ),
+  );
 } finally {
   await registry.stop();
   await rm(work, { recursive: true, force: true });

@@ -5,7 +5,10 @@ import { percentile, median } from "../lib/stats.ts";
 import { followLog } from "./sse-client.ts";
 import { progress, type LogBenchStack } from "./stack.ts";
 
-export async function benchLatency(s: LogBenchStack, opts: { rounds: number; lines: number }): Promise<Record<string, unknown>> {
+export async function benchLatency(
+  s: LogBenchStack,
+  opts: { rounds: number; lines: number },
+): Promise<Record<string, unknown>> {
   const rounds = [];
   for (let round = 0; round < opts.rounds; round++) {
     progress(`latency round ${round + 1}/${opts.rounds}: ${opts.lines} lines at 20/s`);
@@ -15,9 +18,16 @@ export async function benchLatency(s: LogBenchStack, opts: { rounds: number; lin
     const outcome = await s.waitForRun(runId);
     const f = await followed;
     if (outcome !== "success" || f.terminal !== "log.sealed" || f.latenciesMs.length !== opts.lines) {
-      throw new Error(`latency round failed: outcome ${outcome}, terminal ${f.terminal}, ${f.latenciesMs.length}/${opts.lines} lines`);
+      throw new Error(
+        `latency round failed: outcome ${outcome}, terminal ${f.terminal}, ${f.latenciesMs.length}/${opts.lines} lines`,
+      );
     }
-    rounds.push({ p50: percentile(f.latenciesMs, 50), p95: percentile(f.latenciesMs, 95), p99: percentile(f.latenciesMs, 99), max: Math.max(...f.latenciesMs) });
+    rounds.push({
+      p50: percentile(f.latenciesMs, 50),
+      p95: percentile(f.latenciesMs, 95),
+      p99: percentile(f.latenciesMs, 99),
+      max: Math.max(...f.latenciesMs),
+    });
     progress(`  ${JSON.stringify(rounds[rounds.length - 1])}`);
   }
   return { rounds, p50MedianMs: median(rounds.map((r) => r.p50)), p95MedianMs: median(rounds.map((r) => r.p95)) };

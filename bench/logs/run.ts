@@ -23,15 +23,24 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = { machine: { cpus: (await import("node:os")).cpus().length }, rounds };
   try {
     await s.start({
-      KILN_LEASE_TTL_MS: "30000", KILN_HEARTBEAT_MS: "5000",
-      KILN_LOG_MAX_BYTES: String(2 ** 40), KILN_LOG_JOURNAL_MAX_BYTES: String(2 ** 40), KILN_LOG_DB_POOL: "16",
+      KILN_LEASE_TTL_MS: "30000",
+      KILN_HEARTBEAT_MS: "5000",
+      KILN_LOG_MAX_BYTES: String(2 ** 40),
+      KILN_LOG_JOURNAL_MAX_BYTES: String(2 ** 40),
+      KILN_LOG_DB_POOL: "16",
     });
-    if (which.includes("ingest")) results.ingest = await benchIngest(s, { rounds, seconds: flag("seconds", 15), writers: flag("writers", 8) });
+    if (which.includes("ingest"))
+      results.ingest = await benchIngest(s, { rounds, seconds: flag("seconds", 15), writers: flag("writers", 8) });
     if (which.includes("latency") || which.includes("viewers")) {
       s.stack.spawnAgent(s.agentToken, { KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" });
     }
     if (which.includes("latency")) results.latency = await benchLatency(s, { rounds, lines: flag("lines", 300) });
-    if (which.includes("viewers")) results.viewers = await benchViewers(s, { rounds, viewers: flag("viewers", 200), lines: flag("viewer-lines", 2000) });
+    if (which.includes("viewers"))
+      results.viewers = await benchViewers(s, {
+        rounds,
+        viewers: flag("viewers", 200),
+        lines: flag("viewer-lines", 2000),
+      });
   } finally {
     await s.stop();
   }

@@ -14,7 +14,11 @@ export function followLog(base: string, jobId: string, token: string, timeoutMs 
   const parts: Buffer[] = [];
   let pending = "";
   const es = new EventSource(`${base}/v1/jobs/${jobId}/logs/events`, {
-    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` } }),
+    fetch: (input, init) =>
+      fetch(input, {
+        ...init,
+        headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` },
+      }),
   });
   es.addEventListener("message", (e) => {
     const now = Date.now();
@@ -31,7 +35,8 @@ export function followLog(base: string, jobId: string, token: string, timeoutMs 
       if (ns) out.latenciesMs.push(now - Number(BigInt(ns) / 1_000_000n));
     }
   });
-  for (const name of ["log.sealed", "log.truncated", "log.gapped"]) es.addEventListener(name, () => (out.terminal = name));
+  for (const name of ["log.sealed", "log.truncated", "log.gapped"])
+    es.addEventListener(name, () => (out.terminal = name));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       es.close();

@@ -9,7 +9,8 @@ import { addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engi
 import { freePort, startGitServer, startRedis, type RedisHandle, type TestGitServer } from "@kiln/testkit";
 import { BenchStack } from "../control-plane/stack.ts";
 
-export const progress = (m: string) => process.stderr.write(`[bench logs ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+export const progress = (m: string) =>
+  process.stderr.write(`[bench logs ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 export class LogBenchStack {
   readonly stack = new BenchStack();
@@ -28,11 +29,24 @@ export class LogBenchStack {
     this.redis = await startRedis({ dataDir: path.join(this.tmp, "redis") });
     const s3Endpoint = await this.startS3(path.join(this.tmp, "s3"));
     this.git = await startGitServer({ rootDir: path.join(this.tmp, "git") });
-    await this.stack.start(await freePort(), { REDIS_URL: this.redis.url, S3_ENDPOINT: s3Endpoint, KILN_S3_BUCKET: "kiln", ...env });
+    await this.stack.start(await freePort(), {
+      REDIS_URL: this.redis.url,
+      S3_ENDPOINT: s3Endpoint,
+      KILN_S3_BUCKET: "kiln",
+      ...env,
+    });
     const org = await createOrg(this.stack.db, "bench");
     this.orgId = org.id;
-    this.repo = await this.git.createRepo("bench.git", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: noop\n    steps: [\"true\"]\n" });
-    const r = await addRepo(this.stack.db, { orgSlug: "bench", name: "bench/app", cloneUrl: this.repo.cloneUrl, webhookSecret: "bench-secret", workflowPath: ".kiln/workflow.yaml" });
+    this.repo = await this.git.createRepo("bench.git", {
+      ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: noop\n    steps: ["true"]\n',
+    });
+    const r = await addRepo(this.stack.db, {
+      orgSlug: "bench",
+      name: "bench/app",
+      cloneUrl: this.repo.cloneUrl,
+      webhookSecret: "bench-secret",
+      workflowPath: ".kiln/workflow.yaml",
+    });
     this.repoId = r.id;
     this.apiToken = (await createApiToken(this.stack.db, { orgSlug: "bench", role: "member" })).token;
     this.agentToken = (await createAgentToken(this.stack.db, { pool: "default" })).token;
@@ -44,12 +58,18 @@ export class LogBenchStack {
     const sha = await this.repo.commit({ ".kiln/workflow.yaml": workflow });
     const res = await fetch(`${this.stack.base}/v1/repos/${this.repoId}/workflow-runs`, {
       method: "POST",
-      headers: { authorization: `Bearer ${this.apiToken}`, "content-type": "application/json", "idempotency-key": `${Date.now()}-${Math.random()}` },
+      headers: {
+        authorization: `Bearer ${this.apiToken}`,
+        "content-type": "application/json",
+        "idempotency-key": `${Date.now()}-${Math.random()}`,
+      },
       body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: sha }),
     });
     const { run_id: runId } = (await res.json()) as { run_id: string };
     for (;;) {
-      const rows = await this.stack.db.$queryRaw<{ id: string }[]>`SELECT id FROM job_run WHERE run_id = ${runId}::uuid ORDER BY job_index LIMIT 1`;
+      const rows = await this.stack.db.$queryRaw<
+        { id: string }[]
+      >`SELECT id FROM job_run WHERE run_id = ${runId}::uuid ORDER BY job_index LIMIT 1`;
       if (rows[0]) return { runId, jobId: rows[0].id };
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -57,7 +77,9 @@ export class LogBenchStack {
 
   async waitForRun(runId: string): Promise<string> {
     for (;;) {
-      const rows = await this.stack.db.$queryRaw<{ status: string; outcome: string | null }[]>`SELECT status, outcome FROM workflow_run WHERE id = ${runId}::uuid`;
+      const rows = await this.stack.db.$queryRaw<
+        { status: string; outcome: string | null }[]
+      >`SELECT status, outcome FROM workflow_run WHERE id = ${runId}::uuid`;
       if (rows[0]?.status === "completed") return rows[0].outcome ?? "";
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -73,7 +95,11 @@ export class LogBenchStack {
 
   // s3rver in its own process, as in bench/artifacts: the store must not share the load generator's event loop.
   private async startS3(dataDir: string): Promise<string> {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "../artifacts/s3-process.ts"), dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join(import.meta.dirname, "../artifacts/s3-process.ts"), dataDir],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     this.s3 = child;
     return new Promise((resolve, reject) => {
       let out = "";

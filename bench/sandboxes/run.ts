@@ -22,8 +22,16 @@ import type { SandboxDriver } from "../../apps/host-agent/src/sandboxes/sandbox-
 import { percentile } from "../lib/stats.ts";
 import { benchTriggerToFirstStep, triggerTable } from "./trigger.ts";
 
-const arg = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || fallback) || fallback;
-const counts = { process: arg("process", 30), cold: arg("cold", 5), warm: arg("warm", 10), floor: arg("floor", 30), triggerRounds: arg("trigger-rounds", 3), triggerJobs: arg("trigger-jobs", 5) };
+const arg = (name: string, fallback: number) =>
+  Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || fallback) || fallback;
+const counts = {
+  process: arg("process", 30),
+  cold: arg("cold", 5),
+  warm: arg("warm", 10),
+  floor: arg("floor", 30),
+  triggerRounds: arg("trigger-rounds", 3),
+  triggerJobs: arg("trigger-jobs", 5),
+};
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : null;
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const quiet = createLogger({}, () => undefined);
@@ -44,7 +52,13 @@ async function createToFirstStep(driver: SandboxDriver): Promise<number> {
   const sandbox = await driver.create({ attemptId: `bench-${randomUUID()}`, image: null });
   let first = 0;
   try {
-    await sandbox.runStep("echo s", STEP_ENV, {}, () => (first ||= performance.now() - t0), () => undefined);
+    await sandbox.runStep(
+      "echo s",
+      STEP_ENV,
+      {},
+      () => (first ||= performance.now() - t0),
+      () => undefined,
+    );
   } finally {
     await sandbox.destroy();
   }
@@ -68,9 +82,22 @@ async function main(): Promise<void> {
 }
 
 async function trigger(): Promise<void> {
-  const loadAtStart = os.loadavg().map((x) => x.toFixed(1)).join(" ");
-  const rows = await benchTriggerToFirstStep({ rounds: counts.triggerRounds, perRound: counts.triggerJobs, assetsDir: path.join(os.tmpdir(), "kiln-microvm-assets"), progress });
-  console.log(`\ntrigger -> first step start (API POST -> first byte of \`echo s\` at the agent); load average at start ${loadAtStart}, at end ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
+  const loadAtStart = os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ");
+  const rows = await benchTriggerToFirstStep({
+    rounds: counts.triggerRounds,
+    perRound: counts.triggerJobs,
+    assetsDir: path.join(os.tmpdir(), "kiln-microvm-assets"),
+    progress,
+  });
+  console.log(
+    `\ntrigger -> first step start (API POST -> first byte of \`echo s\` at the agent); load average at start ${loadAtStart}, at end ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")}\n`,
+  );
   console.log(triggerTable(rows));
 }
 
@@ -78,18 +105,41 @@ async function bare(): Promise<void> {
   const workRoot = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-sb-"));
   const assetsDir = path.join(os.tmpdir(), "kiln-microvm-assets");
   const rows: Array<{ name: string; samples: number[]; floor: number[] }> = [];
-  const loadAtStart = os.loadavg().map((x) => x.toFixed(1)).join(" ");
+  const loadAtStart = os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ");
   try {
     const floor = await sample("floor sh -c true", counts.floor, spawnFloor);
     const proc = await createProcessDriver({ workDir: path.join(workRoot, "p") });
-    rows.push({ name: `process driver (${proc.isolation.level})`, samples: await sample("process", counts.process, () => createToFirstStep(proc)), floor });
+    rows.push({
+      name: `process driver (${proc.isolation.level})`,
+      samples: await sample("process", counts.process, () => createToFirstStep(proc)),
+      floor,
+    });
 
-    const cold = await createMicrovmDriver({ workDir: path.join(workRoot, "c"), assetsDir, warmPoolSize: 0, accel: "auto", logger: quiet });
+    const cold = await createMicrovmDriver({
+      workDir: path.join(workRoot, "c"),
+      assetsDir,
+      warmPoolSize: 0,
+      accel: "auto",
+      logger: quiet,
+    });
     progress(`microvm: ${cold.isolation.detail}`);
-    rows.push({ name: "microvm cold boot", samples: await sample("microvm cold", counts.cold, () => createToFirstStep(cold)), floor: await sample("floor", 10, spawnFloor) });
+    rows.push({
+      name: "microvm cold boot",
+      samples: await sample("microvm cold", counts.cold, () => createToFirstStep(cold)),
+      floor: await sample("floor", 10, spawnFloor),
+    });
     await cold.close();
 
-    const warm = await createMicrovmDriver({ workDir: path.join(workRoot, "w"), assetsDir, warmPoolSize: 1, accel: cold.accel, logger: quiet });
+    const warm = await createMicrovmDriver({
+      workDir: path.join(workRoot, "w"),
+      assetsDir,
+      warmPoolSize: 1,
+      accel: cold.accel,
+      logger: quiet,
+    });
     const warmSamples = await sample("microvm warm", counts.warm, async () => {
       await waitForPool(warm); // every sample is a pool hit; the refill is not on the clock
       return createToFirstStep(warm);
@@ -99,12 +149,19 @@ async function bare(): Promise<void> {
     await warm.close();
     rows.push({ name: "  (background snapshot restore, spawn -> guest PONG)", samples: restoreMs, floor: [] });
 
-    console.log(`\naccel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}; load average at start ${loadAtStart}, at end ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}\n`);
+    console.log(
+      `\naccel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}; load average at start ${loadAtStart}, at end ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(" ")}\n`,
+    );
     console.log("| measurement | n | p50 | p95 | floor p50 (`sh -c true`, same run) |");
     console.log("|---|---|---|---|---|");
     for (const r of rows) {
       const f = r.floor.length ? `${percentile(r.floor, 50).toFixed(1)} ms` : "";
-      console.log(`| ${r.name} | ${r.samples.length} | ${percentile(r.samples, 50).toFixed(1)} ms | ${percentile(r.samples, 95).toFixed(1)} ms | ${f} |`);
+      console.log(
+        `| ${r.name} | ${r.samples.length} | ${percentile(r.samples, 50).toFixed(1)} ms | ${percentile(r.samples, 95).toFixed(1)} ms | ${f} |`,
+      );
     }
   } finally {
     await rm(workRoot, { recursive: true, force: true });

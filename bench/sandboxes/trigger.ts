@@ -49,28 +49,52 @@ export async function benchTriggerToFirstStep(opts: TriggerOptions): Promise<Tri
   try {
     await createOrg(stack.db, "sb");
     await addMember(stack.db, { orgSlug: "sb", login: "dev", role: "member" });
-    const repo = await git.createRepo("sb.git", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: one\n    steps: [\"echo s\"]\n" });
-    const r = await addRepo(stack.db, { orgSlug: "sb", name: "sb/app", cloneUrl: repo.cloneUrl, webhookSecret: "sb-secret", workflowPath: ".kiln/workflow.yaml" });
+    const repo = await git.createRepo("sb.git", {
+      ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: one\n    steps: ["echo s"]\n',
+    });
+    const r = await addRepo(stack.db, {
+      orgSlug: "sb",
+      name: "sb/app",
+      cloneUrl: repo.cloneUrl,
+      webhookSecret: "sb-secret",
+      workflowPath: ".kiln/workflow.yaml",
+    });
     const api = await createApiToken(stack.db, { orgSlug: "sb", role: "member" });
     const agentToken = (await createAgentToken(stack.db, { pool: "default" })).token;
     const configs: Array<{ name: string; env: Record<string, string>; warm: boolean }> = [
       { name: "process", env: { KILN_SANDBOX_DRIVER: "process" }, warm: false },
-      { name: "microvm warm (pool hit)", env: { KILN_SANDBOX_DRIVER: "microvm", KILN_WARM_POOL_SIZE: "1" }, warm: true },
-      { name: "microvm cold (miss: boot)", env: { KILN_SANDBOX_DRIVER: "microvm", KILN_WARM_POOL_SIZE: "0" }, warm: false },
+      {
+        name: "microvm warm (pool hit)",
+        env: { KILN_SANDBOX_DRIVER: "microvm", KILN_WARM_POOL_SIZE: "1" },
+        warm: true,
+      },
+      {
+        name: "microvm cold (miss: boot)",
+        env: { KILN_SANDBOX_DRIVER: "microvm", KILN_WARM_POOL_SIZE: "0" },
+        warm: false,
+      },
     ];
     let seq = 0;
     for (const config of configs) {
       const lines: LogLine[] = [];
-      const agent = stack.spawnAgent(agentToken, {
-        KILN_AGENT_SLOTS: "1", KILN_CLAIM_WAIT_MS: "20000", KILN_MICROVM_ACCEL: "tcg", KILN_MICROVM_ASSETS: opts.assetsDir, ...config.env,
-      }, (l) => {
-        if (!l.startsWith("{")) return;
-        try {
-          lines.push(JSON.parse(l) as LogLine);
-        } catch {
-          // a partial line cannot happen (split on newlines); anything else is not ours
-        }
-      });
+      const agent = stack.spawnAgent(
+        agentToken,
+        {
+          KILN_AGENT_SLOTS: "1",
+          KILN_CLAIM_WAIT_MS: "20000",
+          KILN_MICROVM_ACCEL: "tcg",
+          KILN_MICROVM_ASSETS: opts.assetsDir,
+          ...config.env,
+        },
+        (l) => {
+          if (!l.startsWith("{")) return;
+          try {
+            lines.push(JSON.parse(l) as LogLine);
+          } catch {
+            // a partial line cannot happen (split on newlines); anything else is not ours
+          }
+        },
+      );
       try {
         // Logged once the driver exists (for microvm: assets, accel and the pool's snapshot ready).
         await until(() => lines.some((l) => l.msg === "host agent starting"), 240_000, "agent start", agent);
@@ -83,17 +107,31 @@ export async function benchTriggerToFirstStep(opts: TriggerOptions): Promise<Tri
             if (config.warm) {
               // Pool of one: ready once more restores finished than sandboxes were handed out.
               const taken = lines.filter((l) => l.msg === "microvm sandbox created").length;
-              await until(() => lines.filter((l) => l.msg === "warm pool: sandbox ready").length > taken, 240_000, "a warm VM", agent);
+              await until(
+                () => lines.filter((l) => l.msg === "warm pool: sandbox ready").length > taken,
+                240_000,
+                "a warm VM",
+                agent,
+              );
             }
             const t0 = Date.now();
             const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, {
               method: "POST",
-              headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json", "idempotency-key": `sb-${seq++}` },
+              headers: {
+                authorization: `Bearer ${api.token}`,
+                "content-type": "application/json",
+                "idempotency-key": `sb-${seq++}`,
+              },
               body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: repo.headSha }),
             });
             if (res.status !== 202) throw new Error(`trigger failed: ${res.status} ${await res.text()}`);
             const runId = ((await res.json()) as { run_id: string }).run_id;
-            await until(() => lines.some((l) => l.msg === "first step output" && l.run_id === runId), 240_000, `first output of ${runId}`, agent);
+            await until(
+              () => lines.some((l) => l.msg === "first step output" && l.run_id === runId),
+              240_000,
+              `first output of ${runId}`,
+              agent,
+            );
             const at = Date.parse(lines.find((l) => l.msg === "first step output" && l.run_id === runId)!.ts!);
             samples.push(at - t0);
             await waitRunCompleted(stack.base, api.token, runId);
@@ -145,12 +183,17 @@ async function until(pred: () => boolean, timeoutMs: number, what: string, agent
 /** Markdown table: median over rounds of each round's p50 and p95, and the ratio to the first row. */
 export function triggerTable(rows: TriggerRow[]): string {
   const base = rows[0] ? median(rows[0].rounds.map((x) => x.p50)) : Number.NaN;
-  const out = ["| driver | rounds x jobs | p50 (median of rounds) | p95 (median of rounds) | p50 per round | p50 ratio to process | pool hits / misses |", "|---|---|---|---|---|---|---|"];
+  const out = [
+    "| driver | rounds x jobs | p50 (median of rounds) | p95 (median of rounds) | p50 per round | p50 ratio to process | pool hits / misses |",
+    "|---|---|---|---|---|---|---|",
+  ];
   for (const r of rows) {
     const p50 = median(r.rounds.map((x) => x.p50));
     const p95 = median(r.rounds.map((x) => x.p95));
     const per = r.rounds.map((x) => Math.round(x.p50)).join(" / ");
-    out.push(`| ${r.name} | ${r.rounds.length} x ${r.rounds[0]?.n ?? 0} | ${p50.toFixed(0)} ms | ${p95.toFixed(0)} ms | ${per} ms | ${(p50 / base).toFixed(1)}x | ${r.name.startsWith("microvm") ? `${r.poolHits} / ${r.poolMisses}` : "n/a"} |`);
+    out.push(
+      `| ${r.name} | ${r.rounds.length} x ${r.rounds[0]?.n ?? 0} | ${p50.toFixed(0)} ms | ${p95.toFixed(0)} ms | ${per} ms | ${(p50 / base).toFixed(1)}x | ${r.name.startsWith("microvm") ? `${r.poolHits} / ${r.poolMisses}` : "n/a"} |`,
+    );
   }
   return out.join("\n");
 }

@@ -35,7 +35,12 @@ const FAIRNESS_SAMPLE_MS = 60_000;
 export function simulate(w: Workload, policy: DispatchPolicy, etaSamples: number): SimOutput {
   const wallStart = performance.now();
   const orgCaps = new Map(w.orgs.map((o) => [o.orgId, o.cap]));
-  const sched = new PoolScheduler({ policy, capacity: w.capacity, entitlements: w.orgs.map((o) => o.entitlement), orgCaps });
+  const sched = new PoolScheduler({
+    policy,
+    capacity: w.capacity,
+    entitlements: w.orgs.map((o) => o.entitlement),
+    orgCaps,
+  });
   const n = w.jobs.length;
   const waitMs = new Float64Array(n);
   const queuedSince = new Float64Array(n);
@@ -103,7 +108,8 @@ export function simulate(w: Workload, policy: DispatchPolicy, etaSamples: number
       eligible[job.org]! -= 1;
       // The claim transaction would refuse these; the simulator treats them as scheduler bugs.
       if (runningTotal > w.capacity) throw new Error(`capacity exceeded at ${t}`);
-      if ((running[job.org] ?? 0) > (w.orgs[job.org]?.cap ?? 0)) throw new Error(`hard cap exceeded for org ${job.org} at ${t}`);
+      if ((running[job.org] ?? 0) > (w.orgs[job.org]?.cap ?? 0))
+        throw new Error(`hard cap exceeded for org ${job.org} at ${t}`);
       const p = predicted[i] ?? Number.NaN;
       if (!Number.isNaN(p)) {
         out.etaErrorMs[i] = t - p;
@@ -193,7 +199,15 @@ function count(into: Record<string, number>, reason: DecisionReason): void {
   into[reason] = (into[reason] ?? 0) + 1;
 }
 
-function integrate(out: SimOutput, from: number, to: number, horizon: number, runningTotal: number, idleEnt: number, capacity: number): void {
+function integrate(
+  out: SimOutput,
+  from: number,
+  to: number,
+  horizon: number,
+  runningTotal: number,
+  idleEnt: number,
+  capacity: number,
+): void {
   const dt = to - from;
   if (dt <= 0) return;
   out.busySlotMs += runningTotal * dt;
@@ -231,6 +245,7 @@ function samplePlan(
   const plan = planQueue(sched.snapshot(t), { policy, orgCaps, expectedDurationMs: () => w.meanDurationMs });
   for (const [jobId, est] of plan) {
     const i = jobIndexOf(jobId);
-    if (Number.isFinite(est.etaMs) && Number.isNaN(predicted[i] ?? 0) && est.reason !== "waiting_for_predecessor") predicted[i] = est.etaMs;
+    if (Number.isFinite(est.etaMs) && Number.isNaN(predicted[i] ?? 0) && est.reason !== "waiting_for_predecessor")
+      predicted[i] = est.etaMs;
   }
 }

@@ -27,7 +27,11 @@ async function scenario(policy: "fair" | "fifo") {
   const stack = new BenchStack();
   const gitRoot = await mkdtemp(path.join(os.tmpdir(), "kiln-sched-git-"));
   const git = await startGitServer({ rootDir: gitRoot });
-  await stack.start(await freePort(), { KILN_DISPATCH_POLICY: policy, KILN_LEASE_TTL_MS: "30000", KILN_HEARTBEAT_MS: "5000" });
+  await stack.start(await freePort(), {
+    KILN_DISPATCH_POLICY: policy,
+    KILN_LEASE_TTL_MS: "30000",
+    KILN_HEARTBEAT_MS: "5000",
+  });
   try {
     const per = 225;
     const files: Record<string, string> = { ".kiln/a.yaml": workflow(per), ".kiln/b.yaml": workflow(5) };
@@ -37,16 +41,30 @@ async function scenario(policy: "fair" | "fifo") {
     const tenants = [] as { token: string; repoId: string }[];
     for (const org of ["whale", "small"]) {
       await createOrg(stack.db, org);
-      const r = await addRepo(stack.db, { orgSlug: org, name: `${org}/app`, cloneUrl, webhookSecret: "secret-secret", workflowPath: ".kiln/a.yaml" });
+      const r = await addRepo(stack.db, {
+        orgSlug: org,
+        name: `${org}/app`,
+        cloneUrl,
+        webhookSecret: "secret-secret",
+        workflowPath: ".kiln/a.yaml",
+      });
       tenants.push({ token: (await createApiToken(stack.db, { orgSlug: org, role: "member" })).token, repoId: r.id });
     }
-    const sha = (await import("node:child_process")).execFileSync("git", ["--git-dir", `${gitRoot}/sched.git`, "rev-parse", "HEAD"]).toString().trim();
+    const sha = (await import("node:child_process"))
+      .execFileSync("git", ["--git-dir", `${gitRoot}/sched.git`, "rev-parse", "HEAD"])
+      .toString()
+      .trim();
     const agent = await createAgentToken(stack.db, { pool: "default" });
     stack.spawnAgent(agent.token, { KILN_AGENT_SLOTS: String(SLOTS), KILN_CLAIM_WAIT_MS: "20000" });
     await new Promise((r) => setTimeout(r, 3000));
     const trigger = async (t: { token: string; repoId: string }, file: string) => {
       const res = await fetch(`${stack.base}/v1/repos/${t.repoId}/workflow-runs`, {
-        method: "POST", headers: { authorization: `Bearer ${t.token}`, "content-type": "application/json", "idempotency-key": randomUUID() },
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${t.token}`,
+          "content-type": "application/json",
+          "idempotency-key": randomUUID(),
+        },
         body: JSON.stringify({ workflow_path: file, commit_sha: sha }),
       });
       return ((await res.json()) as { run_id: string }).run_id;
@@ -59,20 +77,28 @@ async function scenario(policy: "fair" | "fifo") {
     const all = [...whaleRuns, smallRun];
     const deadline = Date.now() + 15 * 60_000;
     for (;;) {
-      const rows = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${all}::uuid[]) AND status <> 'completed'`;
-      const small = await stack.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM workflow_run WHERE id = ${smallRun}::uuid AND status = 'completed'`;
+      const rows = await stack.db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM workflow_run WHERE id = ANY(${all}::uuid[]) AND status <> 'completed'`;
+      const small = await stack.db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM workflow_run WHERE id = ${smallRun}::uuid AND status = 'completed'`;
       if (rows[0]?.n === 0n || (small[0]?.n === 1n && Date.now() > deadline)) break;
       if (Date.now() > deadline) throw new Error("scenario did not finish");
       await new Promise((r) => setTimeout(r, 500));
     }
-    const starts = await stack.db.$queryRaw<{ org: string; wait_ms: number; run_created: Date; claimed_at: Date; finished_at: Date | null }[]>`
+    const starts = await stack.db.$queryRaw<
+      { org: string; wait_ms: number; run_created: Date; claimed_at: Date; finished_at: Date | null }[]
+    >`
       SELECT o.slug AS org, (EXTRACT(EPOCH FROM (a.claimed_at - r.created_at)) * 1000)::float8 AS wait_ms, r.created_at AS run_created, a.claimed_at, a.finished_at
       FROM attempt a JOIN workflow_run r ON r.id = a.run_id JOIN org o ON o.id = r.org_id WHERE r.id = ANY(${all}::uuid[]) AND a.epoch = 1`;
     const small = starts.filter((s) => s.org === "small").map((s) => s.wait_ms);
     const whale = starts.filter((s) => s.org === "whale");
     const whaleEnd = Math.max(...whale.map((w) => (w.finished_at ?? w.claimed_at).getTime()));
     const firstWhale = Math.min(...whale.map((w) => w.run_created.getTime()));
-    const outcomes = await stack.db.$queryRaw<{ outcome: string; n: bigint }[]>`SELECT outcome, count(*) AS n FROM workflow_run WHERE id = ANY(${all}::uuid[]) GROUP BY outcome`;
+    const outcomes = await stack.db.$queryRaw<
+      { outcome: string; n: bigint }[]
+    >`SELECT outcome, count(*) AS n FROM workflow_run WHERE id = ANY(${all}::uuid[]) GROUP BY outcome`;
     return {
       policy,
       smallJobs: small.length,

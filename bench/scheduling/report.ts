@@ -3,7 +3,17 @@ import type { SimOutput } from "./engine.ts";
 import type { TenantClass, Workload } from "./workload.ts";
 
 const CLASSES: TenantClass[] = ["small", "medium", "large"];
-const WAIT_GROUPS = ["small", "medium", "large", "all", "small interactive", "interactive", "background", "within entitlement, interactive", "within entitlement, scheduled+background"] as const;
+const WAIT_GROUPS = [
+  "small",
+  "medium",
+  "large",
+  "all",
+  "small interactive",
+  "interactive",
+  "background",
+  "within entitlement, interactive",
+  "within entitlement, scheduled+background",
+] as const;
 type WaitGroup = (typeof WAIT_GROUPS)[number];
 
 export interface WaitStats {
@@ -28,7 +38,10 @@ export interface PolicySummary {
   preemptions: number;
   lostWorkSlotHours: number;
   decisions: Record<string, number>;
-  eta: Record<"all" | TenantClass, { jobs: number; medianAbsErrorS: number; p90AbsErrorS: number; medianSignedErrorS: number }>;
+  eta: Record<
+    "all" | TenantClass,
+    { jobs: number; medianAbsErrorS: number; p90AbsErrorS: number; medianSignedErrorS: number }
+  >;
   wallSeconds: number;
 }
 
@@ -68,7 +81,9 @@ export function summarise(w: Workload, r: SimOutput): PolicySummary {
     if (job.tier === "interactive" && cls === "small") byClass["small interactive"].push(wait);
     if (job.tier === "background") byClass.background.push(wait);
     if (r.withinEntitlement[job.index]) {
-      byClass[job.tier === "interactive" ? "within entitlement, interactive" : "within entitlement, scheduled+background"].push(wait);
+      byClass[
+        job.tier === "interactive" ? "within entitlement, interactive" : "within entitlement, scheduled+background"
+      ].push(wait);
     }
     const etaError = r.etaErrorMs[job.index] ?? Number.NaN;
     if (!Number.isNaN(etaError)) {
@@ -84,7 +99,10 @@ export function summarise(w: Workload, r: SimOutput): PolicySummary {
       .map((o, i) => (o.cls === cls ? percentileOfSorted(Float64Array.from(byOrg[i] ?? []).sort(), 95) : Number.NaN))
       .filter((x) => !Number.isNaN(x));
     const sorted = Float64Array.from(p95s).sort();
-    orgP95[cls] = { median: round(percentileOfSorted(sorted, 50) / 1000, 1), worst: round((sorted[sorted.length - 1] ?? 0) / 1000, 1) };
+    orgP95[cls] = {
+      median: round(percentileOfSorted(sorted, 50) / 1000, 1),
+      worst: round((sorted[sorted.length - 1] ?? 0) / 1000, 1),
+    };
   }
   const horizon = w.params.horizonMs;
   const entitled = w.orgs.reduce((a, o) => a + o.entitlement.slots, 0);
@@ -96,7 +114,10 @@ export function summarise(w: Workload, r: SimOutput): PolicySummary {
     orgP95Seconds: orgP95,
     jainNormalisedService: round(mean(r.jainServiceSamples), 3),
     contendedSampleShare: round(r.jainServiceSamples.length / Math.max(1, r.samplesTotal), 3),
-    jainOrgSlowdown: round(jainIndex(w.orgs.map((_, i) => (slowdownSum[i] ?? 0) / Math.max(1, byOrg[i]?.length ?? 1))), 3),
+    jainOrgSlowdown: round(
+      jainIndex(w.orgs.map((_, i) => (slowdownSum[i] ?? 0) / Math.max(1, byOrg[i]?.length ?? 1))),
+      3,
+    ),
     utilisationArrivalWindow: round(r.window.busySlotMs / (w.capacity * horizon), 3),
     utilisationToMakespan: round(r.busySlotMs / (w.capacity * r.makespanMs), 3),
     makespanHours: round(r.makespanMs / 3_600_000, 2),
@@ -122,23 +143,40 @@ export function summarise(w: Workload, r: SimOutput): PolicySummary {
 /** One markdown table, one column per policy. */
 export function markdownTable(summaries: PolicySummary[]): string {
   const head = `| metric | ${summaries.map((s) => s.policy).join(" | ")} |\n| --- | ${summaries.map(() => "---:").join(" | ")} |`;
-  const row = (label: string, f: (s: PolicySummary) => string | number) => `| ${label} | ${summaries.map((s) => String(f(s))).join(" | ")} |`;
+  const row = (label: string, f: (s: PolicySummary) => string | number) =>
+    `| ${label} | ${summaries.map((s) => String(f(s))).join(" | ")} |`;
   const w = (s: WaitStats) => `${s.p50} / ${s.p95} / ${s.p99}`;
   const rows = [
     ...WAIT_GROUPS.map((c) =>
-      row(`queue wait p50 / p95 / p99 (s), ${c} (${summaries[0]?.waitSeconds[c].jobs ?? 0} jobs)`, (s) => w(s.waitSeconds[c])),
+      row(`queue wait p50 / p95 / p99 (s), ${c} (${summaries[0]?.waitSeconds[c].jobs ?? 0} jobs)`, (s) =>
+        w(s.waitSeconds[c]),
+      ),
     ),
-    ...CLASSES.map((c) => row(`per-tenant p95 wait (s), ${c}: median org / worst org`, (s) => `${s.orgP95Seconds[c].median} / ${s.orgP95Seconds[c].worst}`)),
+    ...CLASSES.map((c) =>
+      row(
+        `per-tenant p95 wait (s), ${c}: median org / worst org`,
+        (s) => `${s.orgP95Seconds[c].median} / ${s.orgP95Seconds[c].worst}`,
+      ),
+    ),
     row("Jain, normalised service (mean over contended minutes)", (s) => s.jainNormalisedService),
     row("Jain, per-org mean slowdown", (s) => s.jainOrgSlowdown),
     row("utilisation, arrival window", (s) => s.utilisationArrivalWindow),
     row("utilisation, to makespan", (s) => s.utilisationToMakespan),
     row("makespan (h)", (s) => s.makespanHours),
-    row("idle entitlement, avg slots (share of entitled)", (s) => `${s.idleEntitlement.avgSlots} (${s.idleEntitlement.shareOfEntitled})`),
-    row("idle entitlement: lent to borrowers / unused (no demand)", (s) => `${s.idleEntitlement.lentShare} / ${s.idleEntitlement.unusedShare}`),
+    row(
+      "idle entitlement, avg slots (share of entitled)",
+      (s) => `${s.idleEntitlement.avgSlots} (${s.idleEntitlement.shareOfEntitled})`,
+    ),
+    row(
+      "idle entitlement: lent to borrowers / unused (no demand)",
+      (s) => `${s.idleEntitlement.lentShare} / ${s.idleEntitlement.unusedShare}`,
+    ),
     row("preemptions (lost slot-hours)", (s) => `${s.preemptions} (${s.lostWorkSlotHours})`),
     ...(["all", ...CLASSES] as const).map((c) =>
-      row(`ETA error, ${c}: abs p50 / abs p90 / signed p50 (s)`, (s) => `${s.eta[c].medianAbsErrorS} / ${s.eta[c].p90AbsErrorS} / ${s.eta[c].medianSignedErrorS}`),
+      row(
+        `ETA error, ${c}: abs p50 / abs p90 / signed p50 (s)`,
+        (s) => `${s.eta[c].medianAbsErrorS} / ${s.eta[c].p90AbsErrorS} / ${s.eta[c].medianSignedErrorS}`,
+      ),
     ),
     row("wall time (s)", (s) => s.wallSeconds),
   ];

@@ -45,7 +45,12 @@ const genStart = performance.now();
 const workload = generateWorkload(params);
 const classes = ["small", "medium", "large"].map((cls) => {
   const orgs = workload.orgs.filter((o) => o.cls === cls);
-  return { cls, orgs: orgs.length, jobs: orgs.reduce((a, o) => a + o.jobs, 0), entitledSlots: orgs.reduce((a, o) => a + o.entitlement.slots, 0) };
+  return {
+    cls,
+    orgs: orgs.length,
+    jobs: orgs.reduce((a, o) => a + o.jobs, 0),
+    entitledSlots: orgs.reduce((a, o) => a + o.entitlement.slots, 0),
+  };
 });
 const biggestRun = Math.max(...workload.runs.map((r) => r.jobs.length));
 const workloadInfo = {

@@ -30,7 +30,15 @@ const SCENARIOS: Scenario[] = [
 ];
 
 function job(orgId: string, i: number, at: number): QueuedJob {
-  return { jobId: `${orgId}${String(i).padStart(3, "0")}`, orgId, runId: `${orgId}-run`, tier: "interactive", enqueuedAt: at, runProgress: 0, predecessorsDone: true };
+  return {
+    jobId: `${orgId}${String(i).padStart(3, "0")}`,
+    orgId,
+    runId: `${orgId}-run`,
+    tier: "interactive",
+    enqueuedAt: at,
+    runProgress: 0,
+    predecessorsDone: true,
+  };
 }
 
 function run(policy: DispatchPolicy, scenario: Scenario) {
@@ -40,7 +48,11 @@ function run(policy: DispatchPolicy, scenario: Scenario) {
   let shownToB: { jobId: string; position: number; etaMs: number; reason: string }[] = [];
   for (let i = 0; i < 900; i++) sched.enqueue(job("A", i, 0));
   let bPending = true;
-  for (let t = 0; sched.queuedCount > 0 || ends.size > 0 || bPending; t = Math.min(...ends.keys(), bPending ? scenario.bArrivesMs : Infinity)) {
+  for (
+    let t = 0;
+    sched.queuedCount > 0 || ends.size > 0 || bPending;
+    t = Math.min(...ends.keys(), bPending ? scenario.bArrivesMs : Infinity)
+  ) {
     for (const id of ends.get(t) ?? []) sched.finish(id);
     ends.delete(t);
     if (bPending && t === scenario.bArrivesMs) {
@@ -71,8 +83,12 @@ function run(policy: DispatchPolicy, scenario: Scenario) {
 const results = SCENARIOS.flatMap((s) => (["fair", "fifo"] as const).map((p) => run(p, s)));
 console.log(JSON.stringify(results, null, 2));
 console.log();
-console.log("| scenario | policy | B's 5 jobs wait (s) | ETA shown to B at submit (s) | positions shown | A's last job starts (s) |");
+console.log(
+  "| scenario | policy | B's 5 jobs wait (s) | ETA shown to B at submit (s) | positions shown | A's last job starts (s) |",
+);
 console.log("| --- | --- | --- | --- | --- | ---: |");
 for (const r of results) {
-  console.log(`| ${r.scenario} | ${r.policy} | ${r.bWaitSeconds.join(", ")} | ${r.bEtaShownSeconds.join(", ")} | ${r.bPositionsShown.join(", ")} | ${r.aLastStartSeconds} |`);
+  console.log(
+    `| ${r.scenario} | ${r.policy} | ${r.bWaitSeconds.join(", ")} | ${r.bEtaShownSeconds.join(", ")} | ${r.bPositionsShown.join(", ")} | ${r.aLastStartSeconds} |`,
+  );
 }

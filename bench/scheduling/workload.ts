@@ -154,13 +154,28 @@ export function generateWorkload(params: WorkloadParams): Workload {
       left -= size;
       const inBurst = org.burst !== null && rand() < burstShare;
       const arrivalMs = Math.floor(inBurst && org.burst ? org.burst.start + rand() * w : rand() * params.horizonMs);
-      const run: SimRun = { runId: `${org.orgId}-run${runs.length}`, org: o, arrivalMs, tier: drawTier(rand), jobs: [], finalJob: null };
+      const run: SimRun = {
+        runId: `${org.orgId}-run${runs.length}`,
+        org: o,
+        arrivalMs,
+        tier: drawTier(rand),
+        jobs: [],
+        finalJob: null,
+      };
       for (let k = 0; k < size; k++) {
         const durationMs = Math.round(
           Math.min(3_600_000, Math.max(5_000, params.medianDurationMs * Math.exp(params.durationSigma * normal(rand)))),
         );
         const isFinal = size >= 3 && k === size - 1;
-        const job: SimJob = { index: jobs.length, jobId: `j${jobs.length}`, org: o, run: runs.length, tier: run.tier, durationMs, isFinal };
+        const job: SimJob = {
+          index: jobs.length,
+          jobId: `j${jobs.length}`,
+          org: o,
+          run: runs.length,
+          tier: run.tier,
+          durationMs,
+          isFinal,
+        };
         jobs.push(job);
         run.jobs.push(job.index);
         if (isFinal) run.finalJob = job.index;

@@ -29,10 +29,20 @@ afterAll(async () => {
 });
 
 async function attemptRows(runId: string) {
-  return s.db.$queryRaw<{ epoch: number; host: string; outcome: string | null; cause: string | null; claimed_at: Date; finished_at: Date | null; lease_expires_at: Date; stopped_at: Date | null }[]>`
+  return s.db.$queryRaw<
+    {
+      epoch: number;
+      host: string;
+      outcome: string | null;
+      cause: string | null;
+      claimed_at: Date;
+      finished_at: Date | null;
+      lease_expires_at: Date;
+      stopped_at: Date | null;
+    }[]
+  >`
     SELECT epoch, host, outcome, cause, claimed_at, finished_at, lease_expires_at, stopped_at FROM attempt WHERE run_id = ${runId}::uuid ORDER BY epoch`;
 }
-
 
 describe("agent gone after claim", () => {
   it("SIGKILL right after the claim: lease expires, attempt 1 is fenced (lease.expired), a replacement on another agent succeeds", async () => {
@@ -46,11 +56,19 @@ describe("agent gone after claim", () => {
     const run = await s.waitForRun(runId, t.token, (x) => x.status === "completed", 90_000);
     const history = JSON.stringify(run.jobs[0].attempts.map((a: any) => [a.epoch, a.outcome, a.cause, a.host]));
     expect(run.outcome, history).toBe("success");
-    expect(run.jobs[0].attempts[0], history).toMatchObject({ epoch: 1, outcome: "platform_failure", cause: "lease.expired", host: "agent-a" });
+    expect(run.jobs[0].attempts[0], history).toMatchObject({
+      epoch: 1,
+      outcome: "platform_failure",
+      cause: "lease.expired",
+      host: "agent-a",
+    });
     // The replacement on agent-b wins (on a loaded machine it may itself lose a lease first; every
     // attempt but the winner is then a platform failure, never a second success).
     const outcomes = run.jobs[0].attempts.map((a: any) => a.outcome);
-    expect(outcomes.filter((o: string) => o === "success"), history).toHaveLength(1);
+    expect(
+      outcomes.filter((o: string) => o === "success"),
+      history,
+    ).toHaveLength(1);
     expect(outcomes.at(-1), history).toBe("success");
     expect(run.jobs[0].attempts.at(-1).host, history).toBe("agent-b");
     const [first, second] = await attemptRows(runId);
@@ -84,13 +102,20 @@ jobs:
     while (watch.seenForMs(1) < 500 && Date.now() < deadline) await sleep(50);
     await s.signal("agent-c", "SIGKILL");
     try {
-      const [a] = await s.waitForSql(async () => (await attemptRows(runId)).filter((x) => x.outcome !== null), 60_000, 100);
+      const [a] = await s.waitForSql(
+        async () => (await attemptRows(runId)).filter((x) => x.outcome !== null),
+        60_000,
+        100,
+      );
       expect(a).toMatchObject({ epoch: 1, outcome: "platform_failure", cause: "lease.expired" });
       // The control plane now records the step as stopped at its lease expiry. Was it?
       await sleep(2_000);
       const bound = a!.stopped_at!.getTime() + 500; // the watchdog checks a few times a second
       expect(watch.lastSeenAt(1), "attempt 1's step was never seen").not.toBeNull();
-      expect(watch.lastSeenAt(1)! - bound, `ms attempt 1's step ran past its recorded stop (${a!.stopped_at!.toISOString()})`).toBeLessThanOrEqual(0);
+      expect(
+        watch.lastSeenAt(1)! - bound,
+        `ms attempt 1's step ran past its recorded stop (${a!.stopped_at!.toISOString()})`,
+      ).toBeLessThanOrEqual(0);
     } finally {
       watch.stop();
       // A restarted agent sweeps its work dir (removeLeftovers) and kills what it finds.

@@ -12,7 +12,9 @@ let agent: ProtocolAgent;
 
 beforeAll(async () => {
   s = await FaultStack.create({ env: { KILN_LEASE_TTL_MS: String(TTL_MS), KILN_HEARTBEAT_MS: "1000" } });
-  t = await s.seedTenant("race", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: build\n    steps: [\"true\"]\n" });
+  t = await s.seedTenant("race", {
+    ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: build\n    steps: ["true"]\n',
+  });
   s.startWorkers();
   await s.startWeb();
   agent = new ProtocolAgent(s.baseUrl(), t.agentToken, "scripted");
@@ -44,12 +46,19 @@ describe("cancel racing success", () => {
     expect(late).toMatchObject({ status: 409, json: { error: { code: "RUN.CANCELLED" } } });
     const run = await view(runId);
     expect([run.status, run.outcome]).toEqual(["completed", "cancelled"]);
-    expect([run.jobs[0].outcome, run.jobs[0].attempts[0].outcome, run.jobs[0].attempts[0].cause]).toEqual(["cancelled", "cancelled", "run.cancelled"]);
+    expect([run.jobs[0].outcome, run.jobs[0].attempts[0].outcome, run.jobs[0].attempts[0].cause]).toEqual([
+      "cancelled",
+      "cancelled",
+      "run.cancelled",
+    ]);
   });
 
   it("success commits first: the late cancel is refused (409 RUN.ALREADY_FINISHED) and the run stays successful", async () => {
     const { runId, ticket } = await claimedRun("success-first");
-    expect(await agent.complete(ticket, "success", { exit_code: 0 })).toMatchObject({ status: 200, json: { accepted: true, job_outcome: "success" } });
+    expect(await agent.complete(ticket, "success", { exit_code: 0 })).toMatchObject({
+      status: 200,
+      json: { accepted: true, job_outcome: "success" },
+    });
     expect(await cancel(runId)).toMatchObject({ status: 409, json: { error: { code: "RUN.ALREADY_FINISHED" } } });
     const run = await view(runId);
     expect([run.status, run.outcome, run.jobs[0].attempts[0].outcome]).toEqual(["completed", "success", "success"]);
@@ -60,9 +69,12 @@ describe("cancel racing success", () => {
     for (let i = 0; i < 12; i++) {
       const { runId, ticket } = await claimedRun(`raced-${i}`);
       // Alternate which request leaves first, by a hair, so both orders get their chance.
-      const [c, done] = i % 2 === 0
-        ? await Promise.all([cancel(runId), agent.complete(ticket, "success", { exit_code: 0 })])
-        : await Promise.all([agent.complete(ticket, "success", { exit_code: 0 }), cancel(runId)]).then(([a, b]) => [b, a] as const);
+      const [c, done] =
+        i % 2 === 0
+          ? await Promise.all([cancel(runId), agent.complete(ticket, "success", { exit_code: 0 })])
+          : await Promise.all([agent.complete(ticket, "success", { exit_code: 0 }), cancel(runId)]).then(
+              ([a, b]) => [b, a] as const,
+            );
       const run = await view(runId);
       if (c.status === 202) {
         seen.cancelWon++;
@@ -88,8 +100,14 @@ describe("cancel racing success", () => {
     const mid = await view(runId);
     expect([mid.status, mid.jobs[0].attempts[0].status]).toEqual(["cancelling", "running"]);
     const run = await s.waitForRun(runId, t.token, (x) => x.status === "completed", 30_000);
-    expect([run.outcome, run.jobs[0].attempts[0].outcome, run.jobs[0].attempts[0].cause]).toEqual(["cancelled", "cancelled", "run.cancelled"]);
-    const a = await s.db.$queryRaw<{ stopped_at: Date; lease_expires_at: Date }[]>`SELECT stopped_at, lease_expires_at FROM attempt WHERE id = ${ticket.attemptId}::uuid`;
+    expect([run.outcome, run.jobs[0].attempts[0].outcome, run.jobs[0].attempts[0].cause]).toEqual([
+      "cancelled",
+      "cancelled",
+      "run.cancelled",
+    ]);
+    const a = await s.db.$queryRaw<
+      { stopped_at: Date; lease_expires_at: Date }[]
+    >`SELECT stopped_at, lease_expires_at FROM attempt WHERE id = ${ticket.attemptId}::uuid`;
     // Recorded as stopped at its lease expiry: the agent's watchdog bound, not the cancel time.
     expect(a[0]!.stopped_at.getTime()).toBe(a[0]!.lease_expires_at.getTime());
   });

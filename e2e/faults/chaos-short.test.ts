@@ -20,7 +20,10 @@ const ROWS = [
 
 function runChaos(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/chaos.ts"), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/chaos.ts"), ...args], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
     child.stderr.on("data", (b: Buffer) => (out += b.toString("utf8")));
@@ -32,10 +35,18 @@ describe("chaos soak (short)", () => {
   it("30 runs under process kills, agent freezes and database session cuts: every invariant holds", async () => {
     const seed = String(Math.floor(Math.random() * 2 ** 31));
     const { code, out } = await runChaos(["--runs", "30", "--duration-s", "150", "--seed", seed]);
-    const report = out.split("\n").filter((l) => !l.startsWith("{")).join("\n");
+    const report = out
+      .split("\n")
+      .filter((l) => !l.startsWith("{"))
+      .join("\n");
     expect(code, `chaos --seed ${seed} exited ${code}:\n${report.slice(-6000)}`).toBe(0);
-    for (const row of ROWS) expect(report, row).toMatch(new RegExp(`\\| ${row.replace(/[()/]/g, "\\$&")} +\\| +\\d+ \\| +0 \\| +(PASS|n/a) \\|`));
-    expect(report).toMatch(/\| infrastructure-failure ratio \(platform_failure jobs \/ jobs\) +\| +\d+ \| +\d+ \| +info \|/);
+    for (const row of ROWS)
+      expect(report, row).toMatch(
+        new RegExp(`\\| ${row.replace(/[()/]/g, "\\$&")} +\\| +\\d+ \\| +0 \\| +(PASS|n/a) \\|`),
+      );
+    expect(report).toMatch(
+      /\| infrastructure-failure ratio \(platform_failure jobs \/ jobs\) +\| +\d+ \| +\d+ \| +info \|/,
+    );
     expect(report).toMatch(/faults injected: .*kill-/);
     expect(report).toContain("chaos: PASS");
   }, 420_000);

@@ -20,7 +20,9 @@ jobs:
 
 beforeAll(async () => {
   // Small segments: the archiver commits a segment every few hundred kB, all the time.
-  s = await FaultStack.create({ env: { KILN_LOG_ARCHIVE_MS: "200", KILN_LOG_SEGMENT_BYTES: "65536", KILN_LOG_FLUSH_BYTES: "16384" } });
+  s = await FaultStack.create({
+    env: { KILN_LOG_ARCHIVE_MS: "200", KILN_LOG_SEGMENT_BYTES: "65536", KILN_LOG_FLUSH_BYTES: "16384" },
+  });
   t = await s.seedTenant("cuts", { ".kiln/workflow.yaml": WORKFLOW });
   s.startWorkers();
   await s.startWeb();
@@ -35,7 +37,9 @@ async function cutAllSessions(): Promise<number> {
   c.on("error", () => undefined);
   await c.connect();
   try {
-    const r = await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    const r = await c.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    );
     return r.rowCount ?? 0;
   } finally {
     await c.end().catch(() => undefined);
@@ -45,7 +49,14 @@ async function cutAllSessions(): Promise<number> {
 describe("database sessions cut", () => {
   it("30 cuts while logs are ingested and archived: no process exits, every run finishes", async () => {
     const runs = await Promise.all([1, 2, 3].map((i) => s.trigger(t, `cut-${i}`)));
-    await s.waitForSql(() => s.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM log_attempt WHERE stdout_bytes > 0 HAVING count(*) >= 2`, 90_000, 100);
+    await s.waitForSql(
+      () =>
+        s.db.$queryRaw<
+          { n: bigint }[]
+        >`SELECT count(*) AS n FROM log_attempt WHERE stdout_bytes > 0 HAVING count(*) >= 2`,
+      90_000,
+      100,
+    );
     let cut = 0;
     for (let i = 0; i < 30; i++) {
       cut += await cutAllSessions();

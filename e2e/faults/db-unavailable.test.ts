@@ -24,7 +24,10 @@ const MARKER = `kiln-outage-step-${process.pid}`;
 const watch = new StepWatch(MARKER);
 
 beforeAll(async () => {
-  s = await FaultStack.create({ ownPostgres: true, env: { KILN_LEASE_TTL_MS: String(TTL_MS), KILN_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+  s = await FaultStack.create({
+    ownPostgres: true,
+    env: { KILN_LEASE_TTL_MS: String(TTL_MS), KILN_HEARTBEAT_MS: String(HEARTBEAT_MS) },
+  });
   const workflow = `version: 1
 jobs:
   - name: work
@@ -43,7 +46,12 @@ afterAll(async () => {
 });
 
 function expectUnavailable(r: ApiResult, what: string) {
-  expect([what, r.status, r.json?.error?.code, typeof r.json?.error?.message]).toEqual([what, 503, "SERVICE.UNAVAILABLE", "string"]);
+  expect([what, r.status, r.json?.error?.code, typeof r.json?.error?.message]).toEqual([
+    what,
+    503,
+    "SERVICE.UNAVAILABLE",
+    "string",
+  ]);
 }
 
 describe("database unavailable", () => {
@@ -60,7 +68,9 @@ describe("database unavailable", () => {
     // The lease as last renewed: the agent's watchdog runs out no earlier than this minus one
     // heartbeat's latency (it counts from when that heartbeat was sent), and no later than TTL after
     // the outage starts (no heartbeat can succeed after that).
-    const [lease] = await s.db.$queryRaw<{ lease_expires_at: Date }[]>`SELECT lease_expires_at FROM attempt WHERE run_id = ${runId}::uuid AND epoch = 1`;
+    const [lease] = await s.db.$queryRaw<
+      { lease_expires_at: Date }[]
+    >`SELECT lease_expires_at FROM attempt WHERE run_id = ${runId}::uuid AND epoch = 1`;
     await s.db.$disconnect();
     const stoppedAt = Date.now();
     await s.stopPostgres();
@@ -84,7 +94,10 @@ describe("database unavailable", () => {
     const bound = stoppedAt + TTL_MS + HEARTBEAT_MS + 1500;
     await sleep(Math.max(0, bound - Date.now()) + 1500);
     expect(watch.lastSeenAt(1), "attempt 1's step was never seen").not.toBeNull();
-    expect(watch.lastSeenAt(1)! - bound, "the step still ran after its lease could no longer be renewed (ms past the bound)").toBeLessThanOrEqual(0);
+    expect(
+      watch.lastSeenAt(1)! - bound,
+      "the step still ran after its lease could no longer be renewed (ms past the bound)",
+    ).toBeLessThanOrEqual(0);
     const agentLog = agent.output().slice(agentLogFrom);
     expect(agentLog).toMatch(/"msg":"heartbeat failed"/);
     expect(agentLog).toMatch(/"msg":"stopping attempt".*"reason":"lease_lost"/);

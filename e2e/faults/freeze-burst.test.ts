@@ -13,7 +13,7 @@ let t: Tenant;
 
 beforeAll(async () => {
   s = await FaultStack.create();
-  t = await s.seedTenant("burst", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: a\n    steps: [\"true\"]\n" });
+  t = await s.seedTenant("burst", { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' });
   s.startWorkers();
   await s.startWeb();
   s.startAgent("agent-1", t.agentToken, { env: { KILN_AGENT_SLOTS: "4" } });
@@ -27,10 +27,17 @@ describe("a burst of runs for one new commit", () => {
     const sha = await t.git.commit({ "README.md": "new commit\n" });
     const runs = await Promise.all(Array.from({ length: 6 }, (_, i) => s.trigger(t, `burst-${i}`, { sha })));
     const ids = runs.map((r) => r.json.run_id as string);
-    for (const id of ids) expect((await s.waitForRun(id, t.token, (x) => x.status === "completed", 120_000)).cause).not.toBe("source.unreachable");
+    for (const id of ids)
+      expect((await s.waitForRun(id, t.token, (x) => x.status === "completed", 120_000)).cause).not.toBe(
+        "source.unreachable",
+      );
     const freezes = await s.db.$queryRawUnsafe<{ run_id: string; retry_count: number; output: any }[]>(
-      `SELECT data->>'runId' AS run_id, retry_count, output FROM pgboss.job WHERE name = 'run-freeze' AND data->>'runId' = ANY($1::text[])`, ids);
-    const retried = freezes.filter((f) => f.retry_count > 0).map((f) => `${f.run_id}: ${String(f.output?.message ?? "").slice(0, 120)}`);
+      `SELECT data->>'runId' AS run_id, retry_count, output FROM pgboss.job WHERE name = 'run-freeze' AND data->>'runId' = ANY($1::text[])`,
+      ids,
+    );
+    const retried = freezes
+      .filter((f) => f.retry_count > 0)
+      .map((f) => `${f.run_id}: ${String(f.output?.message ?? "").slice(0, 120)}`);
     expect(retried, "freezes that failed and were retried").toEqual([]);
   }, 180_000);
 });

@@ -12,7 +12,11 @@ import { FaultStack, sleep, type Tenant } from "./support/harness.ts";
 const LINE = "stall test - every byte acknowledged must survive and no unacknowledged byte may be claimed\n";
 const BLOCK = 100_000;
 const BLOCKS = 40;
-const EXPECTED = Buffer.from(LINE.repeat(Math.ceil(BLOCK / LINE.length)).slice(0, BLOCK).repeat(BLOCKS));
+const EXPECTED = Buffer.from(
+  LINE.repeat(Math.ceil(BLOCK / LINE.length))
+    .slice(0, BLOCK)
+    .repeat(BLOCKS),
+);
 const WORKFLOW = `version: 1
 jobs:
   - name: chatty
@@ -35,30 +39,57 @@ afterAll(async () => {
 
 /** Holds the attempt's log row lock (stalling its ingest) until release() is called. */
 async function stallIngest(runId: string) {
-  const [row] = await s.waitForSql(() => s.db.$queryRaw<{ attempt_id: string }[]>`
-    SELECT attempt_id FROM log_attempt WHERE run_id = ${runId}::uuid AND stdout_bytes > 0`, 60_000, 10);
+  const [row] = await s.waitForSql(
+    () => s.db.$queryRaw<{ attempt_id: string }[]>`
+    SELECT attempt_id FROM log_attempt WHERE run_id = ${runId}::uuid AND stdout_bytes > 0`,
+    60_000,
+    10,
+  );
   const c = new pg.Client({ connectionString: s.dbUrl });
   await c.connect();
   await c.query("BEGIN");
   await c.query("SELECT 1 FROM log_attempt WHERE attempt_id = $1 FOR UPDATE", [row!.attempt_id]);
-  const acked = async () => Number((await s.db.$queryRaw<{ n: bigint }[]>`SELECT stdout_bytes AS n FROM log_attempt WHERE attempt_id = ${row!.attempt_id}::uuid`)[0]?.n);
-  return { attemptId: row!.attempt_id, acked, release: async () => { await c.query("COMMIT"); await c.end(); } };
+  const acked = async () =>
+    Number(
+      (
+        await s.db.$queryRaw<
+          { n: bigint }[]
+        >`SELECT stdout_bytes AS n FROM log_attempt WHERE attempt_id = ${row!.attempt_id}::uuid`
+      )[0]?.n,
+    );
+  return {
+    attemptId: row!.attempt_id,
+    acked,
+    release: async () => {
+      await c.query("COMMIT");
+      await c.end();
+    },
+  };
 }
 
 async function raw(jobId: string) {
-  const r = await fetch(`${s.baseUrl()}/v1/jobs/${jobId}/logs/raw?stream=stdout&attempt=1`, { headers: { authorization: `Bearer ${t.token}` } });
+  const r = await fetch(`${s.baseUrl()}/v1/jobs/${jobId}/logs/raw?stream=stdout&attempt=1`, {
+    headers: { authorization: `Bearer ${t.token}` },
+  });
   return { state: r.headers.get("x-kiln-log-state"), bytes: Buffer.from(await r.arrayBuffer()) };
 }
 
 /** The agent's log as one line per event: time, message, epoch and the fields that explain it. */
 function timeline(name: string): string {
-  return s.proc(name).output().split("\n").filter((l) => l.startsWith("{")).map((l) => {
-    const e = JSON.parse(l) as Record<string, unknown>;
-    return [e.ts, e.msg, e.epoch, e.reason, e.error, e.code].filter((x) => x !== undefined).join(" ");
-  }).join("\n");
+  return s
+    .proc(name)
+    .output()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => {
+      const e = JSON.parse(l) as Record<string, unknown>;
+      return [e.ts, e.msg, e.epoch, e.reason, e.error, e.code].filter((x) => x !== undefined).join(" ");
+    })
+    .join("\n");
 }
 
-const history = (run: any) => JSON.stringify(run.jobs[0].attempts.map((a: any) => [a.epoch, a.outcome, a.cause, a.cause_message]));
+const history = (run: any) =>
+  JSON.stringify(run.jobs[0].attempts.map((a: any) => [a.epoch, a.outcome, a.cause, a.cause_message]));
 
 async function waitForOutput(name: string, from: number, re: RegExp, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -92,7 +123,9 @@ describe("log ingestion stalls", () => {
   }, 180_000);
 
   it("a stall past the drain deadline: the outcome is published, the log is gapped and holds exactly the acknowledged bytes", async () => {
-    s.startAgent("agent-2", t.agentToken, { env: { KILN_LOG_MEMORY_BYTES: String(256 * 1024), KILN_LOG_DRAIN_MS: "3000" } });
+    s.startAgent("agent-2", t.agentToken, {
+      env: { KILN_LOG_MEMORY_BYTES: String(256 * 1024), KILN_LOG_DRAIN_MS: "3000" },
+    });
     const r = await s.trigger(t, "long-stall");
     const stall = await stallIngest(r.json.run_id);
     await waitForOutput("agent-2", 0, /"msg":"log not sealed; the control plane will mark it gapped"/, 90_000);
@@ -100,7 +133,10 @@ describe("log ingestion stalls", () => {
     await stall.release();
     const releasedAt = new Date().toISOString();
     const run = await s.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 90_000);
-    expect([run.outcome, run.jobs[0].attempts.length], `${history(run)}\nreleased at ${releasedAt}\n${timeline("agent-2")}`).toEqual(["success", 1]);
+    expect(
+      [run.outcome, run.jobs[0].attempts.length],
+      `${history(run)}\nreleased at ${releasedAt}\n${timeline("agent-2")}`,
+    ).toEqual(["success", 1]);
     const acked = await stall.acked();
     const log = await raw(run.jobs[0].id);
     expect(log.state).toBe("gapped");

@@ -34,7 +34,8 @@ BEGIN
   END IF;
   RETURN NEW;
 END $$`;
-const STALL_TRIGGER = "CREATE TRIGGER faults_stall_relay_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION faults_stall_relay_mark()";
+const STALL_TRIGGER =
+  "CREATE TRIGGER faults_stall_relay_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION faults_stall_relay_mark()";
 
 beforeAll(async () => {
   // FIFO: the policy under which dispatch hints are pg-boss jobs the claim consumes (under the fair
@@ -60,11 +61,15 @@ interface Published {
 async function published(runId: string): Promise<Published[]> {
   return s.db.$queryRawUnsafe<Published[]>(
     `SELECT data->>'jobId' AS job_id, (data->>'generation')::int AS generation, count(*) AS copies
-     FROM pgboss.job WHERE name = 'dispatch-default' AND data->>'runId' = $1 GROUP BY 1, 2`, runId);
+     FROM pgboss.job WHERE name = 'dispatch-default' AND data->>'runId' = $1 GROUP BY 1, 2`,
+    runId,
+  );
 }
 
 async function attemptsPerJob(runIds: string[]) {
-  return s.db.$queryRaw<{ job_id: string; name: string; outcome: string | null; attempts: bigint; successes: bigint }[]>`
+  return s.db.$queryRaw<
+    { job_id: string; name: string; outcome: string | null; attempts: bigint; successes: bigint }[]
+  >`
     SELECT j.id AS job_id, j.name, j.outcome, count(a.id) AS attempts, count(a.id) FILTER (WHERE a.outcome = 'success') AS successes
     FROM job_run j LEFT JOIN attempt a ON a.job_id = j.id WHERE j.run_id = ANY(${runIds}::uuid[]) GROUP BY j.id, j.name, j.outcome`;
 }
@@ -85,23 +90,40 @@ describe("relay crash", () => {
       await s.signal("workers", "SIGKILL");
       await holder.query("SELECT pg_advisory_unlock(727001)");
       // The killed relay's transaction rolls back: the rows were published but are not marked.
-      await s.waitForSql(() => s.db.$queryRaw<{ n: bigint }[]>`
+      await s.waitForSql(
+        () => s.db.$queryRaw<{ n: bigint }[]>`
         SELECT count(*) AS n FROM outbox WHERE topic = 'job.dispatch' AND payload->>'runId' = ${runId} AND published_at IS NULL
-        HAVING count(*) = 3`, 10_000);
+        HAVING count(*) = 3`,
+        10_000,
+      );
       await s.restart("workers");
       const run = await s.waitForRun(runId, t.token, (x) => x.status === "completed", 90_000);
       expect(run.outcome).toBe("success");
       // Claims do not need hints (they scan READY jobs), so the run may finish before the restarted
       // relay is up. Wait for it to republish the unmarked rows and for the claims to consume them.
-      await s.waitForSql(() => s.db.$queryRaw<{ n: bigint }[]>`
-        SELECT count(*) AS n FROM outbox WHERE payload->>'runId' = ${runId} HAVING count(*) FILTER (WHERE published_at IS NULL) = 0`, 60_000);
-      await s.waitForSql(() => s.db.$queryRawUnsafe<{ n: bigint }[]>(
-        `SELECT count(*) AS n FROM pgboss.job WHERE name = 'dispatch-default' AND data->>'runId' = $1 HAVING count(*) FILTER (WHERE state <> 'completed') = 0`, runId), 30_000);
+      await s.waitForSql(
+        () => s.db.$queryRaw<{ n: bigint }[]>`
+        SELECT count(*) AS n FROM outbox WHERE payload->>'runId' = ${runId} HAVING count(*) FILTER (WHERE published_at IS NULL) = 0`,
+        60_000,
+      );
+      await s.waitForSql(
+        () =>
+          s.db.$queryRawUnsafe<{ n: bigint }[]>(
+            `SELECT count(*) AS n FROM pgboss.job WHERE name = 'dispatch-default' AND data->>'runId' = $1 HAVING count(*) FILTER (WHERE state <> 'completed') = 0`,
+            runId,
+          ),
+        30_000,
+      );
       const roots = (await published(runId)).filter((h) => run.jobs.slice(0, 3).some((j: any) => j.id === h.job_id));
       // Each root job's hint went out twice (before the crash and after the restart) ...
-      expect(roots.map((h) => [h.generation, Number(h.copies)])).toEqual([[1, 2], [1, 2], [1, 2]]);
+      expect(roots.map((h) => [h.generation, Number(h.copies)])).toEqual([
+        [1, 2],
+        [1, 2],
+        [1, 2],
+      ]);
       // ... the claims refused the duplicates, and each job ran exactly once.
-      for (const j of await attemptsPerJob([runId])) expect([j.name, j.outcome, Number(j.attempts), Number(j.successes)]).toEqual([j.name, "success", 1, 1]);
+      for (const j of await attemptsPerJob([runId]))
+        expect([j.name, j.outcome, Number(j.attempts), Number(j.successes)]).toEqual([j.name, "success", 1, 1]);
     } finally {
       await holder.end();
       await s.db.$executeRawUnsafe("DROP TRIGGER IF EXISTS faults_stall_relay_mark ON outbox");
@@ -137,8 +159,11 @@ describe("relay crash", () => {
     }
     const jobs = await attemptsPerJob(ids);
     expect(jobs).toHaveLength(32);
-    for (const j of jobs) expect([j.name, j.outcome, Number(j.attempts), Number(j.successes)]).toEqual([j.name, "success", 1, 1]);
-    const unmarked = await s.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND deliver_after < now() - interval '5 seconds'`;
+    for (const j of jobs)
+      expect([j.name, j.outcome, Number(j.attempts), Number(j.successes)]).toEqual([j.name, "success", 1, 1]);
+    const unmarked = await s.db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND deliver_after < now() - interval '5 seconds'`;
     expect(Number(unmarked[0]?.n)).toBe(0);
   }, 240_000);
 });

@@ -11,7 +11,7 @@ let proxy: LossyProxy;
 
 beforeAll(async () => {
   s = await FaultStack.create();
-  t = await s.seedTenant("hooks", { ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: a\n    steps: [\"true\"]\n" });
+  t = await s.seedTenant("hooks", { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' });
   s.startWorkers();
   await s.startWeb();
   proxy = new LossyProxy(Number(new URL(s.baseUrl()).port));
@@ -40,7 +40,8 @@ describe("repeated webhook", () => {
     const created = answers.filter((a) => a.status === 202);
     expect(created).toHaveLength(1);
     const runId = created[0]!.json.run_id;
-    for (const a of answers.filter((x) => x.status !== 202)) expect(a).toEqual({ status: 200, json: { run_id: runId, duplicate: true } });
+    for (const a of answers.filter((x) => x.status !== 202))
+      expect(a).toEqual({ status: 200, json: { run_id: runId, duplicate: true } });
     expect(await runCount()).toBe(before + 1);
   });
 
@@ -48,7 +49,14 @@ describe("repeated webhook", () => {
     const before = await runCount();
     proxy.dropResponses = true;
     const base = `http://127.0.0.1:${proxy.port}`;
-    const lost = await Promise.all(["lost-1", "lost-2", "lost-3"].map((d) => s.webhook(t, d, { base }).then(() => "answered", () => "lost")));
+    const lost = await Promise.all(
+      ["lost-1", "lost-2", "lost-3"].map((d) =>
+        s.webhook(t, d, { base }).then(
+          () => "answered",
+          () => "lost",
+        ),
+      ),
+    );
     expect(lost).toEqual(["lost", "lost", "lost"]);
     proxy.dropResponses = false;
     // The server committed each acceptance before answering; the forge, seeing no answer, redelivers.
@@ -64,7 +72,10 @@ describe("repeated webhook", () => {
   it("a manual trigger whose response was lost: retrying with the same Idempotency-Key returns the same run", async () => {
     const before = await runCount();
     proxy.dropResponses = true;
-    const first = await s.trigger(t, "manual-lost", { base: `http://127.0.0.1:${proxy.port}` }).then(() => "answered", () => "lost");
+    const first = await s.trigger(t, "manual-lost", { base: `http://127.0.0.1:${proxy.port}` }).then(
+      () => "answered",
+      () => "lost",
+    );
     proxy.dropResponses = false;
     expect(first).toBe("lost");
     const retries = await Promise.all([1, 2, 3].map(() => s.trigger(t, "manual-lost")));
@@ -79,8 +90,22 @@ describe("repeated webhook", () => {
     const deliveries = Array.from({ length: 30 }, (_, i) => `burst-${i}`);
     const keys = Array.from({ length: 30 }, (_, i) => `burst-key-${i}`);
     const first = Promise.all([
-      ...deliveries.map((d, i) => sleep(i * 15).then(() => s.webhook(t, d)).then((r) => r.status, () => "transport")),
-      ...keys.map((k, i) => sleep(i * 15).then(() => s.trigger(t, k)).then((r) => r.status, () => "transport")),
+      ...deliveries.map((d, i) =>
+        sleep(i * 15)
+          .then(() => s.webhook(t, d))
+          .then(
+            (r) => r.status,
+            () => "transport",
+          ),
+      ),
+      ...keys.map((k, i) =>
+        sleep(i * 15)
+          .then(() => s.trigger(t, k))
+          .then(
+            (r) => r.status,
+            () => "transport",
+          ),
+      ),
     ]);
     await sleep(200);
     await s.signal("web", "SIGKILL");

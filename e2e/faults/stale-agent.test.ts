@@ -26,7 +26,9 @@ let s: FaultStack;
 let t: Tenant;
 
 beforeAll(async () => {
-  s = await FaultStack.create({ env: { KILN_LEASE_TTL_MS: "8000", KILN_HEARTBEAT_MS: "1000", KILN_ARTIFACT_PART_MIB: "5" } });
+  s = await FaultStack.create({
+    env: { KILN_LEASE_TTL_MS: "8000", KILN_HEARTBEAT_MS: "1000", KILN_ARTIFACT_PART_MIB: "5" },
+  });
   t = await s.seedTenant("stale", { ".kiln/workflow.yaml": WORKFLOW });
   s.startWorkers();
   await s.startWeb();
@@ -41,7 +43,9 @@ const STALE_BYTES = Buffer.from("bytes staged by the fenced attempt\n");
 /** What an outsider can observe of the run: its state, and every transition it has been through. */
 async function snapshot(runId: string) {
   const run = await s.api("GET", `/v1/workflow-runs/${runId}`, t.token);
-  const events = await s.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM transition_event WHERE run_id = ${runId}::uuid AND entity <> 'log'`;
+  const events = await s.db.$queryRaw<
+    { n: bigint }[]
+  >`SELECT count(*) AS n FROM transition_event WHERE run_id = ${runId}::uuid AND entity <> 'log'`;
   return { run: run.json, events: Number(events[0]?.n) };
 }
 
@@ -62,11 +66,38 @@ async function lateCalls(old: ProtocolAgent, ticket: Ticket, staged: { generatio
   ];
   if (HAS_LOGS) {
     const data = Buffer.from("late output\n");
-    calls.push(["log append", old.jobCall(ticket, "/logs", { epoch: ticket.epoch, chunks: [{ stream: "stdout", seq: 1, offset: 6, length: data.length, sha256: sha256(data), data: data.toString("base64") }] })]);
+    calls.push([
+      "log append",
+      old.jobCall(ticket, "/logs", {
+        epoch: ticket.epoch,
+        chunks: [
+          {
+            stream: "stdout",
+            seq: 1,
+            offset: 6,
+            length: data.length,
+            sha256: sha256(data),
+            data: data.toString("base64"),
+          },
+        ],
+      }),
+    ]);
   }
   if (HAS_ARTIFACTS && staged) {
-    calls.push(["artifact complete", old.jobCall(ticket, `/artifacts/uploads/${staged.generationId}/complete`, { epoch: ticket.epoch })]);
-    calls.push(["artifact open", old.jobCall(ticket, "/artifacts/uploads", { epoch: ticket.epoch, name: "app", size_bytes: STALE_BYTES.length, sha256: sha256(STALE_BYTES), format: "file" })]);
+    calls.push([
+      "artifact complete",
+      old.jobCall(ticket, `/artifacts/uploads/${staged.generationId}/complete`, { epoch: ticket.epoch }),
+    ]);
+    calls.push([
+      "artifact open",
+      old.jobCall(ticket, "/artifacts/uploads", {
+        epoch: ticket.epoch,
+        name: "app",
+        size_bytes: STALE_BYTES.length,
+        sha256: sha256(STALE_BYTES),
+        format: "file",
+      }),
+    ]);
   }
   const out: [string, number, string][] = [];
   for (const [name, p] of calls) {
@@ -80,17 +111,39 @@ async function lateCalls(old: ProtocolAgent, ticket: Ticket, staged: { generatio
 async function stageWork(old: ProtocolAgent, ticket: Ticket): Promise<{ generationId: string } | null> {
   if (HAS_LOGS) {
     const data = Buffer.from("early\n");
-    const r = await old.jobCall(ticket, "/logs", { epoch: ticket.epoch, chunks: [{ stream: "stdout", seq: 0, offset: 0, length: data.length, sha256: sha256(data), data: data.toString("base64") }] });
+    const r = await old.jobCall(ticket, "/logs", {
+      epoch: ticket.epoch,
+      chunks: [
+        {
+          stream: "stdout",
+          seq: 0,
+          offset: 0,
+          length: data.length,
+          sha256: sha256(data),
+          data: data.toString("base64"),
+        },
+      ],
+    });
     expect(r.status).toBe(200);
   }
   if (!HAS_ARTIFACTS) return null;
-  const open = await old.jobCall(ticket, "/artifacts/uploads", { epoch: ticket.epoch, name: "app", size_bytes: STALE_BYTES.length, sha256: sha256(STALE_BYTES), format: "file" });
+  const open = await old.jobCall(ticket, "/artifacts/uploads", {
+    epoch: ticket.epoch,
+    name: "app",
+    size_bytes: STALE_BYTES.length,
+    sha256: sha256(STALE_BYTES),
+    format: "file",
+  });
   expect(open.status).toBe(200);
   const part = open.json.parts[0];
   const put = await fetch(part.url, { method: "PUT", body: STALE_BYTES });
   expect(put.ok).toBe(true);
   const rec = await old.jobCall(ticket, `/artifacts/uploads/${open.json.generation_id}/parts`, {
-    epoch: ticket.epoch, part_number: 1, size_bytes: STALE_BYTES.length, sha256: sha256(STALE_BYTES), etag: put.headers.get("etag") ?? "",
+    epoch: ticket.epoch,
+    part_number: 1,
+    size_bytes: STALE_BYTES.length,
+    sha256: sha256(STALE_BYTES),
+    etag: put.headers.get("etag") ?? "",
   });
   expect(rec.status).toBe(200);
   return { generationId: open.json.generation_id };
@@ -128,7 +181,12 @@ describe("old agent reporting after its replacement", () => {
     // After the replacement won: the same, and the winner stays the winner.
     const after = await snapshot(runId);
     const refusedAfter = await lateCalls(old, ticket, staged);
-    for (const [name, status, code] of refusedAfter) expect([name, status, code]).toEqual([name, 409, expect.stringMatching(/^ATTEMPT\.(STALE_EPOCH|LEASE_EXPIRED)$/)]);
+    for (const [name, status, code] of refusedAfter)
+      expect([name, status, code]).toEqual([
+        name,
+        409,
+        expect.stringMatching(/^ATTEMPT\.(STALE_EPOCH|LEASE_EXPIRED)$/),
+      ]);
     expect(await snapshot(runId)).toEqual(after);
 
     if (HAS_ARTIFACTS) {
@@ -137,12 +195,16 @@ describe("old agent reporting after its replacement", () => {
         SELECT g.epoch, b.generation_id FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id WHERE b.run_id = ${runId}::uuid`;
       expect(bound.map((b) => b.epoch)).toEqual([2]);
       expect(bound[0]!.generation_id).not.toBe(staged!.generationId);
-      const served = await fetch(`${s.baseUrl()}/v1/jobs/${done.jobs[0].id}/artifacts/app`, { headers: { authorization: `Bearer ${t.token}` } });
+      const served = await fetch(`${s.baseUrl()}/v1/jobs/${done.jobs[0].id}/artifacts/app`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      });
       expect(await served.text()).toBe("built by attempt 2\n");
     }
     if (HAS_LOGS) {
       // The fenced attempt's acknowledged chunk is kept, and its log is marked gapped, never complete.
-      const raw = await fetch(`${s.baseUrl()}/v1/jobs/${done.jobs[0].id}/logs/raw?attempt=1`, { headers: { authorization: `Bearer ${t.token}` } });
+      const raw = await fetch(`${s.baseUrl()}/v1/jobs/${done.jobs[0].id}/logs/raw?attempt=1`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      });
       expect(raw.headers.get("x-kiln-log-state")).toBe("gapped");
       expect(await raw.text()).toBe("early\n");
     }

@@ -21,7 +21,16 @@ export class TestBrowser {
     b.context = await chromium.launchPersistentContext(b.dataDir, {
       executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
       headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+      ],
       viewport: { width: 1360, height: 900 },
       colorScheme: opts.colorScheme ?? "light",
       timezoneId: "UTC",

@@ -21,7 +21,10 @@ export class SseCuttingProxy {
   readonly connections: ProxiedConnection[] = [];
   private server: net.Server | null = null;
 
-  constructor(private readonly target: URL, private readonly cuts: number[]) {}
+  constructor(
+    private readonly target: URL,
+    private readonly cuts: number[],
+  ) {}
 
   async start(): Promise<string> {
     this.server = net.createServer((client) => this.handle(client));
@@ -155,11 +158,28 @@ export interface CollectedLog {
 }
 
 /** Follows a job's log with a real EventSource until the server says 204 (or the timeout). */
-export function collectLog(url: string, token: string, timeoutMs = 60_000, headers: Record<string, string> = {}): { done: Promise<CollectedLog>; es: EventSource } {
+export function collectLog(
+  url: string,
+  token: string,
+  timeoutMs = 60_000,
+  headers: Record<string, string> = {},
+): { done: Promise<CollectedLog>; es: EventSource } {
   const parts = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
-  const out: CollectedLog = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), ids: [], offsets: { stdout: [], stderr: [] }, terminal: null, notices: [], attemptEvents: 0 };
+  const out: CollectedLog = {
+    stdout: Buffer.alloc(0),
+    stderr: Buffer.alloc(0),
+    ids: [],
+    offsets: { stdout: [], stderr: [] },
+    terminal: null,
+    notices: [],
+    attemptEvents: 0,
+  };
   const es = new EventSource(url, {
-    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers, authorization: `Bearer ${token}` } }),
+    fetch: (input, init) =>
+      fetch(input, {
+        ...init,
+        headers: { ...(init?.headers as Record<string, string>), ...headers, authorization: `Bearer ${token}` },
+      }),
   });
   es.addEventListener("message", (e) => {
     const m = JSON.parse(e.data) as { stream: "stdout" | "stderr"; offset: number; data: string };
@@ -177,7 +197,11 @@ export function collectLog(url: string, token: string, timeoutMs = 60_000, heade
   const done = new Promise<CollectedLog>((resolve, reject) => {
     const timer = setTimeout(() => {
       es.close();
-      reject(new Error(`log stream did not finish in ${timeoutMs} ms (${out.ids.length} events, last ${out.ids[out.ids.length - 1]})`));
+      reject(
+        new Error(
+          `log stream did not finish in ${timeoutMs} ms (${out.ids.length} events, last ${out.ids[out.ids.length - 1]})`,
+        ),
+      );
     }, timeoutMs);
     es.addEventListener("error", () => {
       if (es.readyState !== EventSource.CLOSED) return; // reconnecting

@@ -5,7 +5,16 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDb, type Db } from "@kiln/db";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
-import { cloneDatabase, dropDatabase, freePort, startGitServer, startRedis, uniqueDatabaseName, type RedisHandle, type TestGitServer } from "@kiln/testkit";
+import {
+  cloneDatabase,
+  dropDatabase,
+  freePort,
+  startGitServer,
+  startRedis,
+  uniqueDatabaseName,
+  type RedisHandle,
+  type TestGitServer,
+} from "@kiln/testkit";
 import { inject } from "vitest";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -32,7 +41,14 @@ export class Platform {
   readonly env: Record<string, string>;
 
   constructor(env: Record<string, string> = {}) {
-    this.env = { KILN_LEASE_TTL_MS: "3000", KILN_HEARTBEAT_MS: "500", KILN_RECONCILE_MS: "250", KILN_BACKOFF_BASE_MS: "200", KILN_BACKOFF_MAX_MS: "1000", ...env };
+    this.env = {
+      KILN_LEASE_TTL_MS: "3000",
+      KILN_HEARTBEAT_MS: "500",
+      KILN_RECONCILE_MS: "250",
+      KILN_BACKOFF_BASE_MS: "200",
+      KILN_BACKOFF_MAX_MS: "1000",
+      ...env,
+    };
   }
 
   async start(): Promise<void> {
@@ -48,7 +64,13 @@ export class Platform {
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
     this.spawn("workers", process.execPath, ["--import", "tsx", "apps/workers/src/index.ts"], ROOT, {});
-    this.spawn("web", path.join(ROOT, "node_modules/.bin/next"), ["start", "-p", String(port), "-H", "127.0.0.1"], path.join(ROOT, "apps/web"), {});
+    this.spawn(
+      "web",
+      path.join(ROOT, "node_modules/.bin/next"),
+      ["start", "-p", String(port), "-H", "127.0.0.1"],
+      path.join(ROOT, "apps/web"),
+      {},
+    );
     await this.waitFor(`${this.base}/healthz`, 60_000);
   }
 
@@ -56,7 +78,14 @@ export class Platform {
     let out = "";
     const child = spawn(cmd, args, {
       cwd,
-      env: { ...process.env, DATABASE_URL: this.dbUrl, KILN_DATA_DIR: path.join(this.tmp, "data"), NEXT_TELEMETRY_DISABLED: "1", ...this.env, ...extra },
+      env: {
+        ...process.env,
+        DATABASE_URL: this.dbUrl,
+        KILN_DATA_DIR: path.join(this.tmp, "data"),
+        NEXT_TELEMETRY_DISABLED: "1",
+        ...this.env,
+        ...extra,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const keep = (b: Buffer) => {
@@ -74,8 +103,13 @@ export class Platform {
     // `node --import tsx` rather than the tsx wrapper: one OS process per agent, so a test's
     // SIGSTOP/SIGKILL by pid reaches the agent itself.
     return this.spawn(name, process.execPath, ["--import", "tsx", "apps/host-agent/src/index.ts"], ROOT, {
-      KILN_CONTROL_URL: this.base, KILN_AGENT_TOKEN: token, KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2",
-      KILN_WORK_DIR: path.join(this.tmp, name), KILN_CLAIM_WAIT_MS: "2000", ...extra,
+      KILN_CONTROL_URL: this.base,
+      KILN_AGENT_TOKEN: token,
+      KILN_SANDBOX_DRIVER: "process",
+      KILN_AGENT_SLOTS: "2",
+      KILN_WORK_DIR: path.join(this.tmp, name),
+      KILN_CLAIM_WAIT_MS: "2000",
+      ...extra,
     });
   }
 
@@ -83,17 +117,33 @@ export class Platform {
     await createOrg(this.db, slug);
     const repo = await this.git.createRepo(`${slug}.git`, files);
     const secret = opts.secret ?? `${slug}-secret`;
-    const r = await addRepo(this.db, { orgSlug: slug, name: `${slug}/app`, cloneUrl: repo.cloneUrl, webhookSecret: secret, workflowPath: ".kiln/workflow.yaml" });
+    const r = await addRepo(this.db, {
+      orgSlug: slug,
+      name: `${slug}/app`,
+      cloneUrl: repo.cloneUrl,
+      webhookSecret: secret,
+      workflowPath: ".kiln/workflow.yaml",
+    });
     if (opts.member) await addMember(this.db, { orgSlug: slug, login: opts.member, role: "member" });
     const token = await createApiToken(this.db, { orgSlug: slug, role: "member" });
     const agent = await createAgentToken(this.db, { pool: "default" });
     return { repoId: r.id, repoName: `${slug}/app`, git: repo, secret, token: token.token, agentToken: agent.token };
   }
 
-  async api(method: string, p: string, token: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+  async api(
+    method: string,
+    p: string,
+    token: string | null,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; json: any }> {
     const r = await fetch(`${this.base}${p}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
       ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
     });
     const text = await r.text();

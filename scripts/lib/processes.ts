@@ -5,7 +5,12 @@ export class ProcessGroup {
   private readonly children: { name: string; child: ChildProcess }[] = [];
   private stopping = false;
 
-  start(name: string, cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; onExit?: (code: number | null) => void }): ChildProcess {
+  start(
+    name: string,
+    cmd: string,
+    args: string[],
+    opts: { cwd: string; env: NodeJS.ProcessEnv; onExit?: (code: number | null) => void },
+  ): ChildProcess {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"] });
     const prefix = (chunk: Buffer, stream: NodeJS.WriteStream) => {
       for (const line of chunk.toString("utf8").split("\n")) if (line.trim()) stream.write(`[${name}] ${line}\n`);
@@ -59,7 +64,9 @@ export async function waitForHttp(url: string, timeoutMs: number): Promise<void>
 export function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: "inherit" });
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")} exited with ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")} exited with ${code}`)),
+    );
     child.on("error", reject);
   });
 }

@@ -16,7 +16,15 @@ export function webBuildIsStale(root: string): boolean {
   const buildId = path.join(root, "apps/web/.next/BUILD_ID");
   if (!existsSync(buildId)) return true;
   const built = statSync(buildId).mtimeMs;
-  const sources = ["apps/web/src", "apps/web/next.config.ts", "packages/domain/src", "packages/engine/src", "packages/db/src", "packages/oci/src", "packages/ui/src"]
+  const sources = [
+    "apps/web/src",
+    "apps/web/next.config.ts",
+    "packages/domain/src",
+    "packages/engine/src",
+    "packages/db/src",
+    "packages/oci/src",
+    "packages/ui/src",
+  ]
     .map((p) => path.join(root, p))
     .filter((p) => existsSync(p))
     .map((p) => (statSync(p).isDirectory() ? newestMtime(p) : statSync(p).mtimeMs));

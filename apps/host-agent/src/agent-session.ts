@@ -39,7 +39,10 @@ export class AgentSession {
   /** Retries with backoff while the control plane is unreachable; a rejected credential is fatal. */
   private async register(): Promise<string | null> {
     for (let attempt = 0; !this.shutdown.aborted; attempt++) {
-      const res = await this.client.registerSession(this.request, { timeoutMs: REGISTER_TIMEOUT_MS, signal: this.shutdown });
+      const res = await this.client.registerSession(this.request, {
+        timeoutMs: REGISTER_TIMEOUT_MS,
+        signal: this.shutdown,
+      });
       if (res.ok) {
         this.sessionId = res.data.session_id;
         this.logger.info("registered with the control plane", {
@@ -52,13 +55,19 @@ export class AgentSession {
       }
       if (this.shutdown.aborted) break;
       if (!res.ok && res.kind === "http" && (res.status === 401 || res.status === 403)) {
-        throw new FatalAgentError(`the control plane rejected the host credential (KILN_AGENT_TOKEN): ${describeFailure(res)}`);
+        throw new FatalAgentError(
+          `the control plane rejected the host credential (KILN_AGENT_TOKEN): ${describeFailure(res)}`,
+        );
       }
       if (!res.ok && res.kind === "http" && res.status === 400) {
         throw new FatalAgentError(`the control plane rejected this agent's registration: ${describeFailure(res)}`);
       }
       const delay = backoffMs(attempt, 1_000, 30_000);
-      this.logger.warn("registration failed; retrying", { error: describeFailure(res), retry_in_ms: delay, attempt: attempt + 1 });
+      this.logger.warn("registration failed; retrying", {
+        error: describeFailure(res),
+        retry_in_ms: delay,
+        attempt: attempt + 1,
+      });
       await sleep(delay, this.shutdown);
     }
     return null;

@@ -31,14 +31,15 @@ export class HostAgent {
   private readonly cacheTier: LocalCacheTier;
 
   constructor(private readonly deps: HostAgentDeps) {
-    this.egress = deps.env.KILN_EGRESS === "on"
-      ? new EgressProxy({
-          // Beside the sandboxes (like the log spool): a short path, since unix socket paths are capped.
-          socketDir: path.join(deps.env.KILN_WORK_DIR, ".egress"),
-          allowInternalAddresses: deps.env.KILN_EGRESS_ALLOW_INTERNAL === "true",
-          logger: deps.logger.child({ component: "egress-proxy" }),
-        })
-      : null;
+    this.egress =
+      deps.env.KILN_EGRESS === "on"
+        ? new EgressProxy({
+            // Beside the sandboxes (like the log spool): a short path, since unix socket paths are capped.
+            socketDir: path.join(deps.env.KILN_WORK_DIR, ".egress"),
+            allowInternalAddresses: deps.env.KILN_EGRESS_ALLOW_INTERNAL === "true",
+            logger: deps.logger.child({ component: "egress-proxy" }),
+          })
+        : null;
     // Beside the sandboxes like the image cache: sandbox teardown and leftover sweeps never touch it.
     this.cacheTier = new LocalCacheTier(path.join(deps.env.KILN_WORK_DIR, ".caches"), deps.env.KILN_CACHE_LOCAL_BYTES);
     this.runner = new JobRunner({
@@ -59,7 +60,11 @@ export class HostAgent {
       }),
       caches: {
         localTier: this.cacheTier,
-        limits: { maxBytes: deps.env.KILN_CACHE_MAX_BYTES, maxEntries: deps.env.KILN_CACHE_MAX_ENTRIES, timeoutMs: deps.env.KILN_CACHE_RESTORE_TIMEOUT_MS },
+        limits: {
+          maxBytes: deps.env.KILN_CACHE_MAX_BYTES,
+          maxEntries: deps.env.KILN_CACHE_MAX_ENTRIES,
+          timeoutMs: deps.env.KILN_CACHE_RESTORE_TIMEOUT_MS,
+        },
       },
       logs: {
         flushMs: deps.env.KILN_LOG_FLUSH_MS,
@@ -90,7 +95,14 @@ export class HostAgent {
       this.shutdown.signal,
     );
     const loops = Array.from({ length: env.KILN_AGENT_SLOTS }, (_, slot) =>
-      new ClaimLoop(slot, { client, session, runner: this.runner, waitMs: env.KILN_CLAIM_WAIT_MS, logger, shutdown: this.shutdown.signal }).run(),
+      new ClaimLoop(slot, {
+        client,
+        session,
+        runner: this.runner,
+        waitMs: env.KILN_CLAIM_WAIT_MS,
+        logger,
+        shutdown: this.shutdown.signal,
+      }).run(),
     );
     try {
       await Promise.all(loops);
@@ -103,11 +115,16 @@ export class HostAgent {
   /** Stops claiming and interrupts running jobs; resolves within SHUTDOWN_BUDGET_MS. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      this.deps.logger.info("shutting down: no new claims, stopping running jobs", { running_jobs: this.runner.activeCount });
+      this.deps.logger.info("shutting down: no new claims, stopping running jobs", {
+        running_jobs: this.runner.activeCount,
+      });
       this.shutdown.abort();
       await Promise.race([this.runner.shutdown(), sleep(SHUTDOWN_BUDGET_MS)]);
       await this.egress?.close();
-      if (this.runner.activeCount > 0) this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", { running_jobs: this.runner.activeCount });
+      if (this.runner.activeCount > 0)
+        this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", {
+          running_jobs: this.runner.activeCount,
+        });
       // Pre-booted sandboxes (microvm warm pool) die with the agent, never outlive it.
       await this.deps.driver.close?.();
     })();
@@ -119,10 +136,14 @@ export class HostAgent {
     const removed = await driver.removeLeftovers();
     if (removed > 0) logger.warn("removed sandboxes left behind by an earlier run", { removed });
     if (driver.isolation.level === "none") {
-      logger.warn("steps will run as plain host processes without namespaces", { isolation_detail: driver.isolation.detail });
+      logger.warn("steps will run as plain host processes without namespaces", {
+        isolation_detail: driver.isolation.detail,
+      });
     }
     if (env.KILN_WARM_POOL_SIZE > 0 && driver.kind === "process") {
-      logger.info("KILN_WARM_POOL_SIZE ignored: the process driver creates sandboxes on demand", { warm_pool_size: env.KILN_WARM_POOL_SIZE });
+      logger.info("KILN_WARM_POOL_SIZE ignored: the process driver creates sandboxes on demand", {
+        warm_pool_size: env.KILN_WARM_POOL_SIZE,
+      });
     }
     logger.info("host agent starting", {
       control_url: env.KILN_CONTROL_URL,

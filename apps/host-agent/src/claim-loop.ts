@@ -27,7 +27,10 @@ export interface ClaimLoopDeps {
   shutdown: AbortSignal;
 }
 
-type ClaimOutcome = { kind: "ticket"; ticket: JobTicket; claimedAt: number } | { kind: "empty"; tookMs: number } | { kind: "failed" };
+type ClaimOutcome =
+  | { kind: "ticket"; ticket: JobTicket; claimedAt: number }
+  | { kind: "empty"; tookMs: number }
+  | { kind: "failed" };
 
 export class ClaimLoop {
   private readonly log: Logger;
@@ -74,7 +77,9 @@ export class ClaimLoop {
       }
       if (shutdown.aborted) return { kind: "empty", tookMs: Infinity };
       if (res.kind === "http" && (res.status === 401 || res.status === 403)) {
-        throw new FatalAgentError(`the control plane rejected the host credential (KILN_AGENT_TOKEN) on claim: ${describeFailure(res)}`);
+        throw new FatalAgentError(
+          `the control plane rejected the host credential (KILN_AGENT_TOKEN) on claim: ${describeFailure(res)}`,
+        );
       }
       if (res.kind === "http" && res.status === 404 && res.code === "SESSION.NOT_FOUND") {
         session.invalidate(sessionId);
@@ -82,14 +87,21 @@ export class ClaimLoop {
       }
       if (isRetriable(res) && attempt < SAME_ID_RETRIES) {
         const delay = backoffMs(attempt, 500, 10_000);
-        this.log.warn("claim failed; retrying with the same claim_request_id", { error: describeFailure(res), claim_request_id: claimRequestId, retry_in_ms: delay });
+        this.log.warn("claim failed; retrying with the same claim_request_id", {
+          error: describeFailure(res),
+          claim_request_id: claimRequestId,
+          retry_in_ms: delay,
+        });
         await sleep(delay, shutdown);
         continue;
       }
       // A 200 we cannot parse means an attempt was probably assigned to us and is now stranded
       // until its lease expires and the control plane re-dispatches it.
       const level = res.kind === "protocol" ? "error" : "warn";
-      this.log[level]("claim failed; giving up on this claim_request_id", { error: describeFailure(res), claim_request_id: claimRequestId });
+      this.log[level]("claim failed; giving up on this claim_request_id", {
+        error: describeFailure(res),
+        claim_request_id: claimRequestId,
+      });
       return { kind: "failed" };
     }
   }

@@ -82,80 +82,198 @@ export class ControlClient {
     return this.post("/v1/agent/claims", this.hostToken, payload, agentProtocol.jobTicket, opts, true);
   }
 
-  heartbeat(jobId: string, jobToken: string, body: HeartbeatRequest, opts: CallOptions): Promise<ApiResult<HeartbeatResponse>> {
+  heartbeat(
+    jobId: string,
+    jobToken: string,
+    body: HeartbeatRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<HeartbeatResponse>> {
     const payload = agentProtocol.heartbeatRequest.parse(body);
     const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/heartbeat`;
     return this.post(path, jobToken, payload, agentProtocol.heartbeatResponse, opts);
   }
 
-  complete(jobId: string, jobToken: string, body: CompleteRequest, opts: CallOptions): Promise<ApiResult<CompleteResponse>> {
+  complete(
+    jobId: string,
+    jobToken: string,
+    body: CompleteRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<CompleteResponse>> {
     const payload = agentProtocol.completeRequest.parse(body);
     const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/complete`;
     return this.post(path, jobToken, payload, agentProtocol.completeResponse, opts);
   }
 
   // Artifacts (docs/adr/0007-artifacts.md): metadata only; bytes go to presigned URLs.
-  openArtifactUpload(jobId: string, jobToken: string, body: ArtifactOpenRequest, opts: CallOptions): Promise<ApiResult<ArtifactUploadSession>> {
+  openArtifactUpload(
+    jobId: string,
+    jobToken: string,
+    body: ArtifactOpenRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<ArtifactUploadSession>> {
     const payload = agentProtocol.artifactOpenRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/artifacts/uploads`, jobToken, payload, agentProtocol.artifactUploadSession, opts);
+    return this.post(
+      `${jobPath(jobId)}/artifacts/uploads`,
+      jobToken,
+      payload,
+      agentProtocol.artifactUploadSession,
+      opts,
+    );
   }
 
-  recordArtifactPart(jobId: string, jobToken: string, generationId: string, body: ArtifactPartRequest, opts: CallOptions): Promise<ApiResult<ArtifactPartResponse>> {
+  recordArtifactPart(
+    jobId: string,
+    jobToken: string,
+    generationId: string,
+    body: ArtifactPartRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<ArtifactPartResponse>> {
     const payload = agentProtocol.artifactPartRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/parts`, jobToken, payload, agentProtocol.artifactPartResponse, opts);
+    return this.post(
+      `${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/parts`,
+      jobToken,
+      payload,
+      agentProtocol.artifactPartResponse,
+      opts,
+    );
   }
 
-  completeArtifactUpload(jobId: string, jobToken: string, generationId: string, epoch: number, opts: CallOptions): Promise<ApiResult<ArtifactCompleteResponse>> {
+  completeArtifactUpload(
+    jobId: string,
+    jobToken: string,
+    generationId: string,
+    epoch: number,
+    opts: CallOptions,
+  ): Promise<ApiResult<ArtifactCompleteResponse>> {
     const payload = agentProtocol.artifactCompleteRequest.parse({ epoch });
-    return this.post(`${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/complete`, jobToken, payload, agentProtocol.artifactCompleteResponse, opts);
+    return this.post(
+      `${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/complete`,
+      jobToken,
+      payload,
+      agentProtocol.artifactCompleteResponse,
+      opts,
+    );
   }
 
-  requestArtifactDownload(jobId: string, jobToken: string, body: ArtifactDownloadRequest, opts: CallOptions): Promise<ApiResult<ArtifactDownloadGrant>> {
+  requestArtifactDownload(
+    jobId: string,
+    jobToken: string,
+    body: ArtifactDownloadRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<ArtifactDownloadGrant>> {
     const payload = agentProtocol.artifactDownloadRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/artifacts/downloads`, jobToken, payload, agentProtocol.artifactDownloadGrant, opts);
+    return this.post(
+      `${jobPath(jobId)}/artifacts/downloads`,
+      jobToken,
+      payload,
+      agentProtocol.artifactDownloadGrant,
+      opts,
+    );
   }
 
   // Build caches (docs/adr/0014-build-caches.md): metadata only; bytes go to presigned URLs.
-  requestCacheRestore(jobId: string, jobToken: string, body: CacheRestoreRequest, opts: CallOptions): Promise<ApiResult<CacheRestoreGrant>> {
+  requestCacheRestore(
+    jobId: string,
+    jobToken: string,
+    body: CacheRestoreRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<CacheRestoreGrant>> {
     const payload = agentProtocol.cacheRestoreRequest.parse(body);
     return this.post(`${jobPath(jobId)}/caches/restore`, jobToken, payload, agentProtocol.cacheRestoreGrant, opts);
   }
 
-  openCacheSave(jobId: string, jobToken: string, body: CacheSaveRequest, opts: CallOptions): Promise<ApiResult<CacheSaveSession>> {
+  openCacheSave(
+    jobId: string,
+    jobToken: string,
+    body: CacheSaveRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<CacheSaveSession>> {
     const payload = agentProtocol.cacheSaveRequest.parse(body);
     return this.post(`${jobPath(jobId)}/caches/saves`, jobToken, payload, agentProtocol.cacheSaveSession, opts);
   }
 
-  completeCacheSave(jobId: string, jobToken: string, entryId: string, epoch: number, opts: CallOptions): Promise<ApiResult<CacheCompleteResponse>> {
+  completeCacheSave(
+    jobId: string,
+    jobToken: string,
+    entryId: string,
+    epoch: number,
+    opts: CallOptions,
+  ): Promise<ApiResult<CacheCompleteResponse>> {
     const payload = agentProtocol.cacheCompleteRequest.parse({ epoch });
-    return this.post(`${jobPath(jobId)}/caches/saves/${encodeURIComponent(entryId)}/complete`, jobToken, payload, agentProtocol.cacheCompleteResponse, opts);
+    return this.post(
+      `${jobPath(jobId)}/caches/saves/${encodeURIComponent(entryId)}/complete`,
+      jobToken,
+      payload,
+      agentProtocol.cacheCompleteResponse,
+      opts,
+    );
   }
 
-  reportCacheStats(jobId: string, jobToken: string, body: CacheStatsRequest, opts: CallOptions): Promise<ApiResult<{ recorded: boolean }>> {
+  reportCacheStats(
+    jobId: string,
+    jobToken: string,
+    body: CacheStatsRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<{ recorded: boolean }>> {
     const payload = agentProtocol.cacheStatsRequest.parse(body);
     return this.post(`${jobPath(jobId)}/caches/stats`, jobToken, payload, agentProtocol.cacheStatsResponse, opts);
   }
 
   // Logs (docs/adr/0006-logs.md): 200 means the chunks are durable on the control plane.
   /** Chunk bytes travel raw in a binary frame (LOG_CHUNKS_CONTENT_TYPE), in header order. */
-  appendLogs(jobId: string, jobToken: string, header: LogAppendHeader, payloads: Uint8Array[], opts: CallOptions): Promise<ApiResult<LogAppendResponse>> {
+  appendLogs(
+    jobId: string,
+    jobToken: string,
+    header: LogAppendHeader,
+    payloads: Uint8Array[],
+    opts: CallOptions,
+  ): Promise<ApiResult<LogAppendResponse>> {
     const frame = encodeLogFrame(agentProtocol.logAppendHeader.parse(header), payloads);
-    return this.post(`${jobPath(jobId)}/logs`, jobToken, new RawBody(frame, LOG_CHUNKS_CONTENT_TYPE), agentProtocol.logAppendResponse, opts);
+    return this.post(
+      `${jobPath(jobId)}/logs`,
+      jobToken,
+      new RawBody(frame, LOG_CHUNKS_CONTENT_TYPE),
+      agentProtocol.logAppendResponse,
+      opts,
+    );
   }
 
-  sealLog(jobId: string, jobToken: string, body: LogSealRequest, opts: CallOptions): Promise<ApiResult<LogSealResponse>> {
+  sealLog(
+    jobId: string,
+    jobToken: string,
+    body: LogSealRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<LogSealResponse>> {
     const payload = agentProtocol.logSealRequest.parse(body);
     return this.post(`${jobPath(jobId)}/logs/seal`, jobToken, payload, agentProtocol.logSealResponse, opts);
   }
 
   // Mediated egress (docs/adr/0013-mediated-egress.md): the host proxy's decisions for one attempt.
-  reportEgressEvents(jobId: string, jobToken: string, body: EgressEventsRequest, opts: CallOptions): Promise<ApiResult<EgressEventsResponse>> {
+  reportEgressEvents(
+    jobId: string,
+    jobToken: string,
+    body: EgressEventsRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<EgressEventsResponse>> {
     const payload = agentProtocol.egressEventsRequest.parse(body);
     return this.post(`${jobPath(jobId)}/egress-events`, jobToken, payload, agentProtocol.egressEventsResponse, opts);
   }
 
-  private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions): Promise<ApiResult<T>>;
-  private post<T>(path: string, token: string, body: unknown, schema: z.ZodType<T>, opts: CallOptions, allowNoContent: true): Promise<ApiResult<T | null>>;
+  private post<T>(
+    path: string,
+    token: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    opts: CallOptions,
+  ): Promise<ApiResult<T>>;
+  private post<T>(
+    path: string,
+    token: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    opts: CallOptions,
+    allowNoContent: true,
+  ): Promise<ApiResult<T | null>>;
   private async post<T>(
     path: string,
     token: string,
@@ -172,7 +290,11 @@ export class ControlClient {
     try {
       res = await this.fetchImpl(`${this.baseUrl}${path}`, {
         method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": raw ? raw.contentType : "application/json", accept: "application/json" },
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": raw ? raw.contentType : "application/json",
+          accept: "application/json",
+        },
         body: raw ? raw.bytes : JSON.stringify(body),
         signal,
       });
@@ -185,7 +307,12 @@ export class ControlClient {
     const parsed = schema.safeParse(safeJson(text));
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      return { ok: false, kind: "protocol", status: res.status, message: issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid body" };
+      return {
+        ok: false,
+        kind: "protocol",
+        status: res.status,
+        message: issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid body",
+      };
     }
     return { ok: true, status: res.status, data: parsed.data };
   }

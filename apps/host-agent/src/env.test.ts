@@ -21,7 +21,10 @@ describe("parseEnv", () => {
   });
 
   it("treats empty as unset, coerces numbers and rejects nonsense", () => {
-    expect(parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_SLOTS: "", KILN_CLAIM_WAIT_MS: "500" })).toMatchObject({ KILN_AGENT_SLOTS: 2, KILN_CLAIM_WAIT_MS: 500 });
+    expect(parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_SLOTS: "", KILN_CLAIM_WAIT_MS: "500" })).toMatchObject({
+      KILN_AGENT_SLOTS: 2,
+      KILN_CLAIM_WAIT_MS: 500,
+    });
     expect(() => parseEnv({})).toThrow(/KILN_AGENT_TOKEN/);
     expect(() => parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_SLOTS: "0" })).toThrow();
     expect(() => parseEnv({ KILN_AGENT_TOKEN: "t", KILN_CLAIM_WAIT_MS: "60000" })).toThrow();

@@ -6,8 +6,7 @@ import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
 /** Unset and empty mean the same thing: use the default. */
-const optional = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (v === "" ? undefined : v), schema);
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema);
 
 const intVar = (min: number, max: number, fallback: number) =>
   optional(z.coerce.number().int().min(min).max(max).default(fallback));
@@ -92,7 +91,11 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
   });
   const env = schema.parse(source);
   const workDir = path.resolve(env.KILN_WORK_DIR);
-  return { ...env, KILN_WORK_DIR: workDir, KILN_MICROVM_ASSETS: path.resolve(env.KILN_MICROVM_ASSETS ?? path.join(workDir, "..", "microvm-assets")) };
+  return {
+    ...env,
+    KILN_WORK_DIR: workDir,
+    KILN_MICROVM_ASSETS: path.resolve(env.KILN_MICROVM_ASSETS ?? path.join(workDir, "..", "microvm-assets")),
+  };
 }
 
 export type AgentEnv = ReturnType<typeof parseEnv>;

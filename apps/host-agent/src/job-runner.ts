@@ -23,7 +23,11 @@ export class JobRunner {
       epoch: ticket.epoch,
       job_name: ticket.job.name,
     });
-    logger.info("job claimed", { steps: ticket.job.steps.length, trust_class: ticket.trustClass, timeout_minutes: ticket.job.timeoutMinutes });
+    logger.info("job claimed", {
+      steps: ticket.job.steps.length,
+      trust_class: ticket.trustClass,
+      timeout_minutes: ticket.job.timeoutMinutes,
+    });
     const run = new AttemptRun(ticket, claimedAt, { ...this.deps, logger });
     const done = run.run().catch((err: unknown) => logger.error("attempt crashed", { error: errorMessage(err) }));
     this.active.set(ticket.attemptId, { run, done });

@@ -30,43 +30,67 @@ const schema = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).default("S3RVER"),
   S3_SECRET_ACCESS_KEY: z.string().min(1).default("S3RVER"),
   /** Unbound artifact generations and abandoned multipart uploads are collected this long after their attempt ended. */
-  KILN_ARTIFACT_GC_GRACE_MS: z.coerce.number().int().min(0).default(24 * 3600_000),
+  KILN_ARTIFACT_GC_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 3600_000),
   /** Build cache entries unused this many days are evicted whatever the quota (issue 8: 7). */
   KILN_CACHE_IDLE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
   /** Per-org cache byte quota in MiB when the org has none of its own (LRU eviction beyond it). */
-  KILN_CACHE_QUOTA_MIB: z.coerce.number().int().min(1).default(10 * 1024),
+  KILN_CACHE_QUOTA_MIB: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10 * 1024),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
-  KILN_LOG_SEGMENT_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  KILN_LOG_SEGMENT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(8 * 1024 * 1024),
   /**
    * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.
    * {"registry.example.com":{"username":"ci","password":"..."},"127.0.0.1:5000":{}}. Freezing a run
    * resolves image tags to digests with these credentials; hosts not listed are tried anonymously
    * over https. Plain http only for 127.0.0.1/localhost. Default: none.
    */
-  KILN_REGISTRIES: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()).transform((v, ctx) => {
-    try {
-      return parseRegistryConfig(v);
-    } catch (err) {
-      ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
-      return z.NEVER;
-    }
-  }),
+  KILN_REGISTRIES: z
+    .preprocess((v) => (v === "" ? undefined : v), z.string().optional())
+    .transform((v, ctx) => {
+      try {
+        return parseRegistryConfig(v);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+        return z.NEVER;
+      }
+    }),
   /**
    * Default base image per pool for jobs that name none (ADR 0012), JSON {pool: ref}, e.g.
    * {"default":"127.0.0.1:5000/kiln/base:1"} after `npm run publish-base-image`. Default: none
    * (such jobs get no image; the process driver runs them on the host as before).
    */
-  KILN_POOL_IMAGES: z.preprocess((v) => (v === "" || v === undefined ? "{}" : v), z.string()).transform((v, ctx) => {
-    const r = z.record(z.string().min(1), z.string().min(1)).safeParse((() => { try { return JSON.parse(v) as unknown; } catch { return null; } })());
-    if (!r.success) {
-      ctx.addIssue({ code: "custom", message: 'KILN_POOL_IMAGES must be JSON like {"default":"host/repo:tag"}' });
-      return z.NEVER;
-    }
-    return r.data;
-  }),
+  KILN_POOL_IMAGES: z
+    .preprocess((v) => (v === "" || v === undefined ? "{}" : v), z.string())
+    .transform((v, ctx) => {
+      const r = z.record(z.string().min(1), z.string().min(1)).safeParse(
+        (() => {
+          try {
+            return JSON.parse(v) as unknown;
+          } catch {
+            return null;
+          }
+        })(),
+      );
+      if (!r.success) {
+        ctx.addIssue({ code: "custom", message: 'KILN_POOL_IMAGES must be JSON like {"default":"host/repo:tag"}' });
+        return z.NEVER;
+      }
+      return r.data;
+    }),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

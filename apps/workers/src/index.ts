@@ -27,13 +27,27 @@ const db = createDb({ url: env.DATABASE_URL, max: 8 });
 // session cut (57P01) then raises a second, unheard 'error' that kills the process
 // (e2e/faults/db-sessions-cut.test.ts). Polling at 0.5 s plus bursting through backlogs instead.
 const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
-boss.on("error", (e: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })));
+boss.on("error", (e: unknown) =>
+  console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })),
+);
 await boss.start();
 
 const workerIds = new Map<string, string>();
-const deps: WorkerDeps = { db, boss, cfg, gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"), registries: env.KILN_REGISTRIES, poolImages: env.KILN_POOL_IMAGES };
+const deps: WorkerDeps = {
+  db,
+  boss,
+  cfg,
+  gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"),
+  registries: env.KILN_REGISTRIES,
+  poolImages: env.KILN_POOL_IMAGES,
+};
 for (const job of JOBS) {
-  const queue = { retryLimit: job.retryLimit, retryDelay: job.retryDelaySeconds, retryBackoff: true, expireInSeconds: job.expireInSeconds };
+  const queue = {
+    retryLimit: job.retryLimit,
+    retryDelay: job.retryDelaySeconds,
+    retryBackoff: true,
+    expireInSeconds: job.expireInSeconds,
+  };
   if (!(await boss.getQueue(job.name))) await boss.createQueue(job.name, queue).catch(() => undefined);
   else await boss.updateQueue(job.name, queue);
   // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
@@ -41,7 +55,13 @@ for (const job of JOBS) {
   // jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each job settles on its own.
   const workerId = await boss.work(
     job.name,
-    { batchSize: 2, burstWhenBatchFull: true, perJobResults: true, pollingIntervalSeconds: 0.5, localConcurrency: job.concurrency ?? 1 },
+    {
+      batchSize: 2,
+      burstWhenBatchFull: true,
+      perJobResults: true,
+      pollingIntervalSeconds: 0.5,
+      localConcurrency: job.concurrency ?? 1,
+    },
     async (jobs) => {
       const results: JobResult[] = [];
       for (const j of jobs) {
@@ -49,7 +69,15 @@ for (const job of JOBS) {
           await job.handle(deps, job.payload.parse(j.data) as never, j);
           results.push({ id: j.id, status: "completed" });
         } catch (e) {
-          console.error(JSON.stringify({ level: "warn", msg: "job failed", queue: job.name, job_id: j.id, err: String(e).slice(0, 300) }));
+          console.error(
+            JSON.stringify({
+              level: "warn",
+              msg: "job failed",
+              queue: job.name,
+              job_id: j.id,
+              err: String(e).slice(0, 300),
+            }),
+          );
           results.push({ id: j.id, status: "failed", output: { message: e instanceof Error ? e.message : String(e) } });
         }
       }
@@ -67,10 +95,17 @@ await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
 // Freeze requests the relay just queued are fetched at once by this process's worker instead of at
 // its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).
 // Other worker processes still find them by polling.
-const relay = new OutboxRelay(db, boss, env.DATABASE_URL, env.KILN_RELAY_POLL_MS, cfg.dispatchPolicy === "fifo", (queue) => {
-  const id = workerIds.get(queue);
-  if (id) boss.notifyWorker(id);
-});
+const relay = new OutboxRelay(
+  db,
+  boss,
+  env.DATABASE_URL,
+  env.KILN_RELAY_POLL_MS,
+  cfg.dispatchPolicy === "fifo",
+  (queue) => {
+    const id = workerIds.get(queue);
+    if (id) boss.notifyWorker(id);
+  },
+);
 await relay.start();
 
 // The ticker runs the sweep in-process at sub-minute resolution; the cron above is the backstop
@@ -79,9 +114,26 @@ let sweeping = false;
 const ticker = setInterval(() => {
   if (sweeping) return;
   sweeping = true;
-  void reconcileJob.handle(deps, {}, { id: "tick", name: "reconcile", data: {}, expireInSeconds: 60, heartbeatSeconds: null, retryCount: 0, signal: new AbortController().signal })
-    .catch((e: unknown) => console.error(JSON.stringify({ level: "error", msg: "reconcile failed", err: String(e).slice(0, 300) })))
-    .finally(() => { sweeping = false; });
+  void reconcileJob
+    .handle(
+      deps,
+      {},
+      {
+        id: "tick",
+        name: "reconcile",
+        data: {},
+        expireInSeconds: 60,
+        heartbeatSeconds: null,
+        retryCount: 0,
+        signal: new AbortController().signal,
+      },
+    )
+    .catch((e: unknown) =>
+      console.error(JSON.stringify({ level: "error", msg: "reconcile failed", err: String(e).slice(0, 300) })),
+    )
+    .finally(() => {
+      sweeping = false;
+    });
 }, env.KILN_RECONCILE_MS);
 
 // The log archiver, likewise: ticked in-process, cron as the backstop (docs/adr/0006-logs.md).
@@ -90,9 +142,26 @@ let archiving = false;
 const archiveTicker = setInterval(() => {
   if (archiving) return;
   archiving = true;
-  void archiveLogsJob.handle(deps, {}, { id: "tick", name: archiveLogsJob.name, data: {}, expireInSeconds: archiveLogsJob.expireInSeconds, heartbeatSeconds: null, retryCount: 0, signal: new AbortController().signal })
-    .catch((e: unknown) => console.error(JSON.stringify({ level: "error", msg: "log archive failed", err: String(e).slice(0, 300) })))
-    .finally(() => { archiving = false; });
+  void archiveLogsJob
+    .handle(
+      deps,
+      {},
+      {
+        id: "tick",
+        name: archiveLogsJob.name,
+        data: {},
+        expireInSeconds: archiveLogsJob.expireInSeconds,
+        heartbeatSeconds: null,
+        retryCount: 0,
+        signal: new AbortController().signal,
+      },
+    )
+    .catch((e: unknown) =>
+      console.error(JSON.stringify({ level: "error", msg: "log archive failed", err: String(e).slice(0, 300) })),
+    )
+    .finally(() => {
+      archiving = false;
+    });
 }, env.KILN_LOG_ARCHIVE_MS);
 
 console.log(JSON.stringify({ level: "info", msg: "workers started", jobs: JOBS.map((j) => j.name) }));

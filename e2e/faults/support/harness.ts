@@ -35,17 +35,32 @@ export class FaultStack extends Stack {
     if (this.cloned) await dropDatabase(inject("pgServerUrl"), this.cloned).catch(() => undefined);
   }
 
-  async api(method: string, p: string, token: string | null, body?: unknown, headers: Record<string, string> = {}, web = "web"): Promise<ApiResult> {
+  async api(
+    method: string,
+    p: string,
+    token: string | null,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    web = "web",
+  ): Promise<ApiResult> {
     const r = await fetch(`${this.baseUrl(web)}${p}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
       ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
     });
     return { status: r.status, json: parseJson(await r.text()) };
   }
 
   /** Manual trigger. `base` sends it elsewhere (e.g. through a proxy in front of the web). */
-  async trigger(t: Tenant, key: string, opts: { workflowPath?: string; sha?: string; base?: string } = {}): Promise<ApiResult> {
+  async trigger(
+    t: Tenant,
+    key: string,
+    opts: { workflowPath?: string; sha?: string; base?: string } = {},
+  ): Promise<ApiResult> {
     const body = { workflow_path: opts.workflowPath ?? ".kiln/workflow.yaml", commit_sha: opts.sha ?? t.git.headSha };
     const r = await fetch(`${opts.base ?? this.baseUrl()}/v1/repos/${t.repoId}/workflow-runs`, {
       method: "POST",
@@ -60,7 +75,12 @@ export class FaultStack extends Stack {
     const body = pushBody(t.repoName, opts.sha ?? t.git.headSha);
     const r = await fetch(`${opts.base ?? this.baseUrl()}/v1/webhooks/github`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(t.secret, body) },
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "push",
+        "x-github-delivery": delivery,
+        "x-hub-signature-256": await sign(t.secret, body),
+      },
       body,
     });
     return { status: r.status, json: parseJson(await r.text()) };
@@ -92,8 +112,16 @@ export class FaultStack extends Stack {
 
 export function pushBody(repoName: string, sha: string): string {
   return JSON.stringify({
-    ref: "refs/heads/main", before: "0".repeat(40), after: sha, created: false, deleted: false, forced: false,
-    repository: { full_name: repoName, name: repoName.split("/")[1] }, sender: { login: "dev" }, commits: [], head_commit: null,
+    ref: "refs/heads/main",
+    before: "0".repeat(40),
+    after: sha,
+    created: false,
+    deleted: false,
+    forced: false,
+    repository: { full_name: repoName, name: repoName.split("/")[1] },
+    sender: { login: "dev" },
+    commits: [],
+    head_commit: null,
   });
 }
 

@@ -29,7 +29,9 @@ export class ProtocolAgent {
 
   async register(): Promise<void> {
     const r = await this.post("/v1/agent/sessions", this.hostToken, {
-      hostname: this.hostname, capacity: 1, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+      hostname: this.hostname,
+      capacity: 1,
+      labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
     });
     if (r.status !== 201 && r.status !== 200) throw new Error(`register: ${r.status} ${JSON.stringify(r.json)}`);
     this.sessionId = r.json.session_id;
@@ -39,7 +41,11 @@ export class ProtocolAgent {
   async claim(timeoutMs = 30_000, waitMs = 1_000): Promise<Ticket | null> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const r = await this.post("/v1/agent/claims", this.hostToken, { session_id: this.sessionId, claim_request_id: randomUUID(), wait_ms: waitMs });
+      const r = await this.post("/v1/agent/claims", this.hostToken, {
+        session_id: this.sessionId,
+        claim_request_id: randomUUID(),
+        wait_ms: waitMs,
+      });
       if (r.status === 200) return r.json as Ticket;
       if (r.status !== 204) throw new Error(`claim: ${r.status} ${JSON.stringify(r.json)}`);
     }
@@ -51,7 +57,12 @@ export class ProtocolAgent {
   }
 
   complete(t: Ticket, outcome: string, extra: Record<string, unknown> = {}): Promise<Reply> {
-    return this.post(`/v1/agent/jobs/${t.jobId}/complete`, t.jobToken, { epoch: t.epoch, outcome, sandbox_destroyed: true, ...extra });
+    return this.post(`/v1/agent/jobs/${t.jobId}/complete`, t.jobToken, {
+      epoch: t.epoch,
+      outcome,
+      sandbox_destroyed: true,
+      ...extra,
+    });
   }
 
   /** Any other job-token call (logs, artifacts), by path relative to /v1/agent/jobs/{job}. */

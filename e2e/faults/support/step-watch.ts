@@ -13,7 +13,10 @@ export class StepWatch {
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
 
-  constructor(private readonly marker: string, private readonly everyMs = 50) {}
+  constructor(
+    private readonly marker: string,
+    private readonly everyMs = 50,
+  ) {}
 
   start(): this {
     this.timer = setInterval(() => void this.poll(), this.everyMs);

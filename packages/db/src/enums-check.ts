@@ -1,7 +1,16 @@
 // Compile-time proof that the state values the database accepts (CHECK constraints in
 // prisma/migrations/0001_init) are exactly the domain's unions. If a union changes, this file stops
 // compiling until the migration and this list change with it.
-import type { AttemptStatus, EgressDecisionValue, EgressRuleAction, JobStatus, Outcome, Role, RunStatus, TrustClass } from "@kiln/domain";
+import type {
+  AttemptStatus,
+  EgressDecisionValue,
+  EgressRuleAction,
+  JobStatus,
+  Outcome,
+  Role,
+  RunStatus,
+  TrustClass,
+} from "@kiln/domain";
 
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const assertExact = <T extends true>(_t?: T) => undefined;

@@ -8,7 +8,11 @@ const RETRYABLE = new Set(["40001", "40P01"]);
 function sqlState(e: unknown): string | undefined {
   let cur: unknown = e;
   for (let i = 0; i < 5 && cur && typeof cur === "object"; i++) {
-    const o = cur as { code?: unknown; cause?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } } };
+    const o = cur as {
+      code?: unknown;
+      cause?: unknown;
+      meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } };
+    };
     const original = o.meta?.driverAdapterError?.cause?.originalCode;
     if (typeof original === "string" && /^[0-9A-Z]{5}$/.test(original)) return original;
     if (typeof o.code === "string" && /^[0-9A-Z]{5}$/.test(o.code)) return o.code;

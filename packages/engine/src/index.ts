@@ -14,21 +14,70 @@ export { registerSession, registerSessionBody } from "./dispatch/register-sessio
 export { heartbeat, type HeartbeatResult } from "./attempts/heartbeat.ts";
 export { completeAttempt, type CompletionReport, type CompletionResult } from "./attempts/complete-attempt.ts";
 export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
-export { authenticateApiToken, authenticateAgentToken, authenticateJobToken, agentCredentialHash } from "./identity/authenticate.ts";
+export {
+  authenticateApiToken,
+  authenticateAgentToken,
+  authenticateJobToken,
+  agentCredentialHash,
+} from "./identity/authenticate.ts";
 export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
 export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";
 export { createObjectStore, type ObjectStoreConfig } from "./storage/index.ts";
 export {
-  DEFAULT_ARTIFACT_SETTINGS, openUpload, recordPart, finalizeUpload, grantDownload, listJobArtifacts, artifactDownloadUrl, collectArtifactGarbage,
-  type ArtifactSettings, type ArtifactStore, type JobClaims, type OpenUploadRequest, type UploadSession, type PartReport, type SealedArtifact,
-  type DownloadGrant, type JobArtifactView, type ArtifactGcReport,
+  DEFAULT_ARTIFACT_SETTINGS,
+  openUpload,
+  recordPart,
+  finalizeUpload,
+  grantDownload,
+  listJobArtifacts,
+  artifactDownloadUrl,
+  collectArtifactGarbage,
+  type ArtifactSettings,
+  type ArtifactStore,
+  type JobClaims,
+  type OpenUploadRequest,
+  type UploadSession,
+  type PartReport,
+  type SealedArtifact,
+  type DownloadGrant,
+  type JobArtifactView,
+  type ArtifactGcReport,
 } from "./artifacts/index.ts";
 export {
-  DEFAULT_LOG_CONFIG, appendLogChunks, sealLog, endUnsealedLog, authorizeLogRead, loadLogHead, LogHeadCache, readLogChunks, readStreamBytes,
-  s3LogStore, LogArchiveReader, archiveLogs, LogHub, LogPublisher, logChannel, followJobLog, withJournalTx,
-  type LogConfig, type SqlPool, type SqlClient, type IncomingChunk, type AppendResult, type LogWriter, type LogOwner, type LogReadGrant,
-  type LogHead, type LogObjectStore, type LogChunkRecord, type ArchiveReport, type LiveLogMessage, type LiveChunk, type PublishedLogMessage, type LogFollowerDeps,
+  DEFAULT_LOG_CONFIG,
+  appendLogChunks,
+  sealLog,
+  endUnsealedLog,
+  authorizeLogRead,
+  loadLogHead,
+  LogHeadCache,
+  readLogChunks,
+  readStreamBytes,
+  s3LogStore,
+  LogArchiveReader,
+  archiveLogs,
+  LogHub,
+  LogPublisher,
+  logChannel,
+  followJobLog,
+  withJournalTx,
+  type LogConfig,
+  type SqlPool,
+  type SqlClient,
+  type IncomingChunk,
+  type AppendResult,
+  type LogWriter,
+  type LogOwner,
+  type LogReadGrant,
+  type LogHead,
+  type LogObjectStore,
+  type LogChunkRecord,
+  type ArchiveReport,
+  type LiveLogMessage,
+  type LiveChunk,
+  type PublishedLogMessage,
+  type LogFollowerDeps,
   type FollowRequest,
 } from "./logs/index.ts";
 export { setEntitlement, listEntitlements, type EntitlementRow } from "./tenants/entitlements.ts";

@@ -62,7 +62,9 @@ describe("POST /v1/webhooks/github", () => {
     const sha = await repoWithWorkflow(tenant, GOOD);
     const req = await signedPush(tenant, sha);
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => admitGithubWebhook(t.db(), { ...req, event: "push", deliveryId: `d-${tenant.slug}` })),
+      Array.from({ length: 20 }, () =>
+        admitGithubWebhook(t.db(), { ...req, event: "push", deliveryId: `d-${tenant.slug}` }),
+      ),
     );
     const runIds = new Set(results.map((r) => r.runId));
     expect(runIds.size).toBe(1);
@@ -72,9 +74,18 @@ describe("POST /v1/webhooks/github", () => {
     expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, finalTry: false })).toBe("frozen");
     expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, finalTry: false })).toBe("not_pending");
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId });
-    expect(view).toMatchObject({ status: "running", trust_class: "trusted", commit_sha: sha, trigger: "push", ref: "refs/heads/main" });
+    expect(view).toMatchObject({
+      status: "running",
+      trust_class: "trusted",
+      commit_sha: sha,
+      trigger: "push",
+      ref: "refs/heads/main",
+    });
     expect(view.workflow_hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(view.jobs.map((j) => [j.name, j.status, j.needs])).toEqual([["build", "ready", []], ["test", "pending", ["build"]]]);
+    expect(view.jobs.map((j) => [j.name, j.status, j.needs])).toEqual([
+      ["build", "ready", []],
+      ["test", "pending", ["build"]],
+    ]);
   });
 
   it("refuses missing, malformed, sha1-only and wrong signatures with nothing written", async () => {
@@ -82,9 +93,13 @@ describe("POST /v1/webhooks/github", () => {
     const req = await signedPush(tenant, "b".repeat(40));
     const bad = [null, "sha256=zz", `sha1=${"a".repeat(40)}`, await sign("wrong-secret", req.body)];
     for (const signature of bad) {
-      await expect(admitGithubWebhook(t.db(), { ...req, signature, event: "push", deliveryId: `x-${signature}` })).rejects.toMatchObject({ code: "WEBHOOK.BAD_SIGNATURE" });
+      await expect(
+        admitGithubWebhook(t.db(), { ...req, signature, event: "push", deliveryId: `x-${signature}` }),
+      ).rejects.toMatchObject({ code: "WEBHOOK.BAD_SIGNATURE" });
     }
-    const rows = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM webhook_delivery WHERE repo_id = ${tenant.repoId}::uuid`;
+    const rows = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM webhook_delivery WHERE repo_id = ${tenant.repoId}::uuid`;
     expect(rows[0]?.n).toBe(0n);
   });
 
@@ -98,13 +113,23 @@ describe("POST /v1/webhooks/github", () => {
     const del = example("push", (e) => (e as { deleted?: boolean }).deleted === true) as Record<string, any>;
     del.repository.full_name = tenant.repoName;
     const delBody = JSON.stringify(del);
-    const d = await admitGithubWebhook(t.db(), { rawBody: new TextEncoder().encode(delBody), signature: await sign("s3cret-value", delBody), event: "push", deliveryId: `del-${tenant.slug}` });
+    const d = await admitGithubWebhook(t.db(), {
+      rawBody: new TextEncoder().encode(delBody),
+      signature: await sign("s3cret-value", delBody),
+      event: "push",
+      deliveryId: `del-${tenant.slug}`,
+    });
     expect(d).toMatchObject({ status: 200, runId: null });
 
     const ping = example("ping") as Record<string, any>;
     ping.repository = { ...(ping.repository ?? {}), full_name: tenant.repoName };
     const pingBody = JSON.stringify(ping);
-    const pr = await admitGithubWebhook(t.db(), { rawBody: new TextEncoder().encode(pingBody), signature: await sign("s3cret-value", pingBody), event: "ping", deliveryId: `ping-${tenant.slug}` });
+    const pr = await admitGithubWebhook(t.db(), {
+      rawBody: new TextEncoder().encode(pingBody),
+      signature: await sign("s3cret-value", pingBody),
+      event: "ping",
+      deliveryId: `ping-${tenant.slug}`,
+    });
     expect(pr).toMatchObject({ status: 200, runId: null, ignored: "ping" });
   });
 
@@ -116,14 +141,28 @@ describe("POST /v1/webhooks/github", () => {
     p.pull_request.head.repo = { ...p.pull_request.head.repo, full_name: "someone-else/fork" };
     p.sender.login = "Codertocat";
     const body = JSON.stringify(p);
-    const r = await admitGithubWebhook(t.db(), { rawBody: new TextEncoder().encode(body), signature: await sign("s3cret-value", body), event: "pull_request", deliveryId: `pr-${tenant.slug}` });
+    const r = await admitGithubWebhook(t.db(), {
+      rawBody: new TextEncoder().encode(body),
+      signature: await sign("s3cret-value", body),
+      event: "pull_request",
+      deliveryId: `pr-${tenant.slug}`,
+    });
     expect(r.status).toBe(202);
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId! });
-    expect(view).toMatchObject({ trust_class: "untrusted", trigger: "pull_request", commit_sha: p.pull_request.head.sha });
+    expect(view).toMatchObject({
+      trust_class: "untrusted",
+      trigger: "pull_request",
+      commit_sha: p.pull_request.head.sha,
+    });
 
     p.pull_request.head.repo.full_name = tenant.repoName;
     const same = JSON.stringify(p);
-    const r2 = await admitGithubWebhook(t.db(), { rawBody: new TextEncoder().encode(same), signature: await sign("s3cret-value", same), event: "pull_request", deliveryId: `pr2-${tenant.slug}` });
+    const r2 = await admitGithubWebhook(t.db(), {
+      rawBody: new TextEncoder().encode(same),
+      signature: await sign("s3cret-value", same),
+      event: "pull_request",
+      deliveryId: `pr2-${tenant.slug}`,
+    });
     expect((await getRun(t.db(), { orgId: tenant.orgId, runId: r2.runId! })).trust_class).toBe("trusted");
   });
 });
@@ -144,16 +183,31 @@ describe("freezing", () => {
   it("a commit that does not exist is a user failure; an unreachable server is retried, then a platform failure", async () => {
     const tenant = await seedTenant(t.db(), { member: "Codertocat" });
     await repoWithWorkflow(tenant, GOOD);
-    const missing = await admitGithubWebhook(t.db(), { ...(await signedPush(tenant, "d".repeat(40))), event: "push", deliveryId: `miss-${tenant.slug}` });
+    const missing = await admitGithubWebhook(t.db(), {
+      ...(await signedPush(tenant, "d".repeat(40))),
+      event: "push",
+      deliveryId: `miss-${tenant.slug}`,
+    });
     expect(await freezeRun(t.db(), { runId: missing.runId!, gitCacheDir: cacheDir, finalTry: false })).toBe("invalid");
-    expect(await runStatus(t.db(), missing.runId!)).toMatchObject({ outcome: "user_failure", cause: "workflow.not_found" });
+    expect(await runStatus(t.db(), missing.runId!)).toMatchObject({
+      outcome: "user_failure",
+      cause: "workflow.not_found",
+    });
 
-    await t.db().$executeRaw`UPDATE repo SET clone_url = 'http://127.0.0.1:9/nothing.git' WHERE id = ${tenant.repoId}::uuid`;
-    const down = await admitGithubWebhook(t.db(), { ...(await signedPush(tenant, "e".repeat(40))), event: "push", deliveryId: `down-${tenant.slug}` });
+    await t.db()
+      .$executeRaw`UPDATE repo SET clone_url = 'http://127.0.0.1:9/nothing.git' WHERE id = ${tenant.repoId}::uuid`;
+    const down = await admitGithubWebhook(t.db(), {
+      ...(await signedPush(tenant, "e".repeat(40))),
+      event: "push",
+      deliveryId: `down-${tenant.slug}`,
+    });
     expect(await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, finalTry: false })).toBe("retry_later");
     expect((await runStatus(t.db(), down.runId!)).status).toBe("pending");
     expect(await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, finalTry: true })).toBe("gave_up");
-    expect(await runStatus(t.db(), down.runId!)).toMatchObject({ outcome: "platform_failure", cause: "source.unreachable" });
+    expect(await runStatus(t.db(), down.runId!)).toMatchObject({
+      outcome: "platform_failure",
+      cause: "source.unreachable",
+    });
   });
 
   it("reads the file at the pinned commit even after the branch moves", async () => {
@@ -162,7 +216,11 @@ describe("freezing", () => {
     await t.db().$executeRaw`UPDATE repo SET clone_url = ${repo.cloneUrl} WHERE id = ${tenant.repoId}::uuid`;
     const first = repo.headSha;
     await repo.commit({ ".kiln/workflow.yaml": "version: 1\njobs:\n  - name: other\n    steps: [echo]\n" });
-    const r = await admitGithubWebhook(t.db(), { ...(await signedPush(tenant, first)), event: "push", deliveryId: `pin-${tenant.slug}` });
+    const r = await admitGithubWebhook(t.db(), {
+      ...(await signedPush(tenant, first)),
+      event: "push",
+      deliveryId: `pin-${tenant.slug}`,
+    });
     await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, finalTry: false });
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId! });
     expect(view.jobs.map((j) => j.name)).toEqual(["build", "test"]);
@@ -170,23 +228,45 @@ describe("freezing", () => {
 });
 
 describe("manual trigger and retry", () => {
-  const body = (sha: string, inputs: Record<string, string> = {}) => manualTriggerBody.parse({ workflow_path: ".kiln/workflow.yaml", commit_sha: sha, inputs });
+  const body = (sha: string, inputs: Record<string, string> = {}) =>
+    manualTriggerBody.parse({ workflow_path: ".kiln/workflow.yaml", commit_sha: sha, inputs });
 
   it("same key and body -> same run; different body -> 422; in flight -> 409", async () => {
     const tenant = await seedTenant(t.db());
     const caller = { tokenId: tenant.tokenId, orgId: tenant.orgId, role: "member" as const, name: "t" };
-    const a = await admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k1", body: body("a".repeat(40)) });
-    const b = await admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k1", body: body("a".repeat(40)) });
+    const a = await admitManualRun(t.db(), {
+      caller,
+      repoId: tenant.repoId,
+      idempotencyKey: "k1",
+      body: body("a".repeat(40)),
+    });
+    const b = await admitManualRun(t.db(), {
+      caller,
+      repoId: tenant.repoId,
+      idempotencyKey: "k1",
+      body: body("a".repeat(40)),
+    });
     expect(b.runId).toBe(a.runId);
-    await expect(admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k1", body: body("b".repeat(40)) })).rejects.toMatchObject({ code: "IDEMPOTENCY.KEY_REUSED" });
+    await expect(
+      admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k1", body: body("b".repeat(40)) }),
+    ).rejects.toMatchObject({ code: "IDEMPOTENCY.KEY_REUSED" });
     await t.db().$executeRaw`
       INSERT INTO idempotency_key (caller_id, repo_id, key, request_digest, state) SELECT caller_id, repo_id, 'k2', request_digest, 'in_flight'
       FROM idempotency_key WHERE key = 'k1' AND caller_id = ${tenant.tokenId}::uuid`;
-    await expect(admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k2", body: body("a".repeat(40)) })).rejects.toMatchObject({ code: "IDEMPOTENCY.IN_FLIGHT" });
-    const concurrent = await Promise.allSettled(Array.from({ length: 10 }, () => admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k3", body: body("c".repeat(40)) })));
-    const ok = concurrent.filter((c) => c.status === "fulfilled").map((c) => (c as PromiseFulfilledResult<{ runId: string }>).value.runId);
+    await expect(
+      admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k2", body: body("a".repeat(40)) }),
+    ).rejects.toMatchObject({ code: "IDEMPOTENCY.IN_FLIGHT" });
+    const concurrent = await Promise.allSettled(
+      Array.from({ length: 10 }, () =>
+        admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: "k3", body: body("c".repeat(40)) }),
+      ),
+    );
+    const ok = concurrent
+      .filter((c) => c.status === "fulfilled")
+      .map((c) => (c as PromiseFulfilledResult<{ runId: string }>).value.runId);
     expect(new Set(ok).size).toBe(1);
-    for (const c of concurrent) if (c.status === "rejected") expect(c.reason).toMatchObject({ code: "IDEMPOTENCY.IN_FLIGHT" });
+    for (const c of concurrent)
+      if (c.status === "rejected") expect(c.reason).toMatchObject({ code: "IDEMPOTENCY.IN_FLIGHT" });
     expect(await runStatus(t.db(), a.runId)).toMatchObject({ status: "pending" });
   });
 
@@ -194,11 +274,27 @@ describe("manual trigger and retry", () => {
     const a = await seedTenant(t.db());
     const b = await seedTenant(t.db());
     const callerB = { tokenId: b.tokenId, orgId: b.orgId, role: "member" as const, name: "b" };
-    await expect(admitManualRun(t.db(), { caller: callerB, repoId: a.repoId, idempotencyKey: "x", body: body("a".repeat(40)) })).rejects.toMatchObject({ code: "REPO.NOT_FOUND" });
-    const run = await admitManualRun(t.db(), { caller: { ...callerB, orgId: a.orgId, tokenId: a.tokenId }, repoId: a.repoId, idempotencyKey: "y", body: body("a".repeat(40)) });
+    await expect(
+      admitManualRun(t.db(), { caller: callerB, repoId: a.repoId, idempotencyKey: "x", body: body("a".repeat(40)) }),
+    ).rejects.toMatchObject({ code: "REPO.NOT_FOUND" });
+    const run = await admitManualRun(t.db(), {
+      caller: { ...callerB, orgId: a.orgId, tokenId: a.tokenId },
+      repoId: a.repoId,
+      idempotencyKey: "y",
+      body: body("a".repeat(40)),
+    });
     await expect(getRun(t.db(), { orgId: b.orgId, runId: run.runId })).rejects.toMatchObject({ code: "RUN.NOT_FOUND" });
-    await expect(retryRun(t.db(), { caller: callerB, runId: run.runId })).rejects.toMatchObject({ code: "RUN.NOT_FOUND" });
-    await expect(admitManualRun(t.db(), { caller: { ...callerB, role: "auditor" }, repoId: b.repoId, idempotencyKey: "z", body: body("a".repeat(40)) })).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
+    await expect(retryRun(t.db(), { caller: callerB, runId: run.runId })).rejects.toMatchObject({
+      code: "RUN.NOT_FOUND",
+    });
+    await expect(
+      admitManualRun(t.db(), {
+        caller: { ...callerB, role: "auditor" },
+        repoId: b.repoId,
+        idempotencyKey: "z",
+        body: body("a".repeat(40)),
+      }),
+    ).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
   });
 
   it("retry pins the parent's definition and inherits an untrusted class", async () => {
@@ -210,12 +306,24 @@ describe("manual trigger and retry", () => {
     await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, finalTry: false });
     const caller = { tokenId: tenant.tokenId, orgId: tenant.orgId, role: "member" as const, name: "m" };
     await expect(retryRun(t.db(), { caller, runId: r.runId! })).rejects.toMatchObject({ code: "RUN.NOT_FINISHED" });
-    await t.db().$executeRaw`UPDATE job_run SET status = 'completed', outcome = 'user_failure', cause = 'step.failed' WHERE run_id = ${r.runId!}::uuid`;
-    await t.db().$executeRaw`UPDATE workflow_run SET status = 'completed', outcome = 'user_failure' WHERE id = ${r.runId!}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE job_run SET status = 'completed', outcome = 'user_failure', cause = 'step.failed' WHERE run_id = ${r.runId!}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE workflow_run SET status = 'completed', outcome = 'user_failure' WHERE id = ${r.runId!}::uuid`;
     const child = await retryRun(t.db(), { caller, runId: r.runId! });
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId: child.runId });
     const parent = await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId! });
-    expect(view).toMatchObject({ parent_run_id: r.runId, trust_class: "untrusted", trigger: "retry", workflow_hash: parent.workflow_hash, commit_sha: sha, status: "running" });
-    expect(view.jobs.map((j) => [j.name, j.status])).toEqual([["build", "ready"], ["test", "pending"]]);
+    expect(view).toMatchObject({
+      parent_run_id: r.runId,
+      trust_class: "untrusted",
+      trigger: "retry",
+      workflow_hash: parent.workflow_hash,
+      commit_sha: sha,
+      status: "running",
+    });
+    expect(view.jobs.map((j) => [j.name, j.status])).toEqual([
+      ["build", "ready"],
+      ["test", "pending"],
+    ]);
   });
 });

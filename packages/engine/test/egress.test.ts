@@ -3,7 +3,13 @@ import { isDomainError } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { completeAttempt } from "../src/attempts/complete-attempt.ts";
 import { claimJob, type JobTicket } from "../src/dispatch/claim-job.ts";
-import { allowEgressHost, listEgressRules, listRunEgress, recordEgressEvents, removeEgressHost } from "../src/egress/index.ts";
+import {
+  allowEgressHost,
+  listEgressRules,
+  listRunEgress,
+  recordEgressEvents,
+  removeEgressHost,
+} from "../src/egress/index.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 
 // Mediated egress in the control plane (issue 3) on real PostgreSQL: the audited allow-list, the
@@ -27,16 +33,33 @@ async function codeOf(p: Promise<unknown>): Promise<string | null> {
   }
 }
 
-const event = (host: string, decision: "allowed" | "denied", reason: string) => ({ host, port: 443, decision, reason, count: 1, at: new Date().toISOString() });
+const event = (host: string, decision: "allowed" | "denied", reason: string) => ({
+  host,
+  port: 443,
+  decision,
+  reason,
+  count: 1,
+  at: new Date().toISOString(),
+});
 
 describe("egress allow-list", () => {
   it("stores canonical patterns once per org, audits every change, refuses bad input", async () => {
     const tenant = await seedTenant(t.db());
-    const first = await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "Registry.NPMjs.org.", actor: "cli:alice" });
+    const first = await allowEgressHost(t.db(), {
+      orgSlug: tenant.slug,
+      pattern: "Registry.NPMjs.org.",
+      actor: "cli:alice",
+    });
     expect(first).toMatchObject({ created: true, rule: { pattern: "registry.npmjs.org", created_by: "cli:alice" } });
-    expect((await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "registry.npmjs.org", actor: "cli:bob" })).created).toBe(false);
+    expect(
+      (await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "registry.npmjs.org", actor: "cli:bob" }))
+        .created,
+    ).toBe(false);
     await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "*.github.com:8443", actor: "cli:alice" });
-    expect((await listEgressRules(t.db(), tenant.slug)).map((r) => r.pattern)).toEqual(["*.github.com:8443", "registry.npmjs.org"]);
+    expect((await listEgressRules(t.db(), tenant.slug)).map((r) => r.pattern)).toEqual([
+      "*.github.com:8443",
+      "registry.npmjs.org",
+    ]);
     await removeEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "REGISTRY.npmjs.org", actor: "cli:bob" });
     expect((await listEgressRules(t.db(), tenant.slug)).map((r) => r.pattern)).toEqual(["*.github.com:8443"]);
     const audit = await t.db().$queryRaw<{ pattern: string; action: string; actor: string }[]>`
@@ -46,9 +69,15 @@ describe("egress allow-list", () => {
       { pattern: "*.github.com:8443", action: "allow", actor: "cli:alice" },
       { pattern: "registry.npmjs.org", action: "remove", actor: "cli:bob" },
     ]);
-    expect(await codeOf(allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "*.com", actor: "x" }))).toBe("REQUEST.INVALID");
-    expect(await codeOf(removeEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "nothere.example.com", actor: "x" }))).toBe("REQUEST.INVALID");
-    expect(await codeOf(allowEgressHost(t.db(), { orgSlug: "no-such-org", pattern: "example.com", actor: "x" }))).toBe("REQUEST.INVALID");
+    expect(await codeOf(allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "*.com", actor: "x" }))).toBe(
+      "REQUEST.INVALID",
+    );
+    expect(
+      await codeOf(removeEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "nothere.example.com", actor: "x" })),
+    ).toBe("REQUEST.INVALID");
+    expect(await codeOf(allowEgressHost(t.db(), { orgSlug: "no-such-org", pattern: "example.com", actor: "x" }))).toBe(
+      "REQUEST.INVALID",
+    );
   });
 });
 
@@ -57,9 +86,17 @@ describe("egress policy in the ticket", () => {
     const tenant = await seedTenant(t.db());
     await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "registry.npmjs.org", actor: "test" });
     const trusted = await claimRun(tenant, "trusted");
-    expect(trusted.egress).toEqual({ trustClass: "trusted", platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"], allowList: ["registry.npmjs.org"] });
+    expect(trusted.egress).toEqual({
+      trustClass: "trusted",
+      platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"],
+      allowList: ["registry.npmjs.org"],
+    });
     const untrusted = await claimRun(tenant, "untrusted");
-    expect(untrusted.egress).toEqual({ trustClass: "untrusted", platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"], allowList: [] });
+    expect(untrusted.egress).toEqual({
+      trustClass: "untrusted",
+      platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"],
+      allowList: [],
+    });
   });
 });
 
@@ -68,7 +105,14 @@ describe("egress events", () => {
     const tenant = await seedTenant(t.db());
     const tk = await claimRun(tenant, "trusted");
     const claims = { attemptId: tk.attemptId, jobId: tk.jobId, epoch: tk.epoch };
-    const batch = { epoch: tk.epoch, batch_seq: 0, events: [event("registry.npmjs.org", "allowed", "allow_list"), event("example.org", "denied", "not_on_allow_list")] };
+    const batch = {
+      epoch: tk.epoch,
+      batch_seq: 0,
+      events: [
+        event("registry.npmjs.org", "allowed", "allow_list"),
+        event("example.org", "denied", "not_on_allow_list"),
+      ],
+    };
     expect(await recordEgressEvents(t.db(), claims, batch)).toEqual({ recorded: 2 });
     expect(await recordEgressEvents(t.db(), claims, batch)).toEqual({ recorded: 0 });
     const view = await listRunEgress(t.db(), { orgId: tenant.orgId, runId: tk.runId });
@@ -79,10 +123,14 @@ describe("egress events", () => {
     const stranger = await seedTenant(t.db());
     expect(await codeOf(listRunEgress(t.db(), { orgId: stranger.orgId, runId: tk.runId }))).toBe("RUN.NOT_FOUND");
     // A body naming another epoch than the token's, then the attempt's own epoch after it ended.
-    expect(await codeOf(recordEgressEvents(t.db(), claims, { ...batch, epoch: 2, batch_seq: 1 }))).toBe("ATTEMPT.STALE_EPOCH");
+    expect(await codeOf(recordEgressEvents(t.db(), claims, { ...batch, epoch: 2, batch_seq: 1 }))).toBe(
+      "ATTEMPT.STALE_EPOCH",
+    );
     await completeAttempt(t.db(), TEST_CFG, { ...claims, outcome: "success", sandboxDestroyed: true });
     expect(await codeOf(recordEgressEvents(t.db(), claims, { ...batch, batch_seq: 2 }))).toBe("ATTEMPT.STALE_EPOCH");
-    const n = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM egress_event WHERE run_id = ${tk.runId}::uuid`;
+    const n = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM egress_event WHERE run_id = ${tk.runId}::uuid`;
     expect(n[0]?.n).toBe(2n);
   });
 });

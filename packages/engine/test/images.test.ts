@@ -4,8 +4,25 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { agentProtocol, type WorkflowDefinition } from "@kiln/domain";
-import { buildImage, OCI_INDEX, OCI_MANIFEST, pushImage, RegistryClient, registryEndpoint, writeTar, type RegistryConfig } from "@kiln/oci";
-import { freePort, publishBaseImage, startGitServer, startRegistry, type PublishedImage, type RegistryHandle, type TestGitServer } from "@kiln/testkit";
+import {
+  buildImage,
+  OCI_INDEX,
+  OCI_MANIFEST,
+  pushImage,
+  RegistryClient,
+  registryEndpoint,
+  writeTar,
+  type RegistryConfig,
+} from "@kiln/oci";
+import {
+  freePort,
+  publishBaseImage,
+  startGitServer,
+  startRegistry,
+  type PublishedImage,
+  type RegistryHandle,
+  type TestGitServer,
+} from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJob } from "../src/dispatch/claim-job.ts";
 import { resolveImage } from "../src/images/index.ts";
@@ -39,10 +56,18 @@ afterAll(async () => {
 
 describe("resolveImage", () => {
   it("resolves a tag through the index to the linux/amd64 manifest digest; a pinned ref is used as is", async () => {
-    expect(await resolveImage(config, published.ref)).toEqual({ ok: true, ref: published.ref, digest: published.manifestDigest, pinned: `${registry.host}/kiln/base@${published.manifestDigest}` });
+    expect(await resolveImage(config, published.ref)).toEqual({
+      ok: true,
+      ref: published.ref,
+      digest: published.manifestDigest,
+      pinned: `${registry.host}/kiln/base@${published.manifestDigest}`,
+    });
     const pinned = `${registry.host}/kiln/nowhere@${published.manifestDigest}`;
     // No registry call: even an unconfigured, unreachable registry resolves a pinned ref.
-    expect(await resolveImage({}, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({ ok: true, digest: published.manifestDigest });
+    expect(await resolveImage({}, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({
+      ok: true,
+      digest: published.manifestDigest,
+    });
     expect(await resolveImage(config, pinned)).toMatchObject({ ok: true, digest: published.manifestDigest });
   });
 
@@ -51,18 +76,59 @@ describe("resolveImage", () => {
     const img = buildImage({ layers: [writeTar([{ path: "x", type: "file", data: "plain" }])] });
     await pushImage(client, "kiln/plain", "index", img);
     await client.putManifest("kiln/plain", "manifest-only", OCI_MANIFEST, img.manifest);
-    expect(await resolveImage(config, `${registry.host}/kiln/plain:manifest-only`)).toMatchObject({ ok: true, digest: img.manifestDigest });
-    const armOnly = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_INDEX, manifests: [{ mediaType: OCI_MANIFEST, digest: img.manifestDigest, size: img.manifest.length, platform: { os: "linux", architecture: "arm64" } }] }));
+    expect(await resolveImage(config, `${registry.host}/kiln/plain:manifest-only`)).toMatchObject({
+      ok: true,
+      digest: img.manifestDigest,
+    });
+    const armOnly = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: OCI_INDEX,
+        manifests: [
+          {
+            mediaType: OCI_MANIFEST,
+            digest: img.manifestDigest,
+            size: img.manifest.length,
+            platform: { os: "linux", architecture: "arm64" },
+          },
+        ],
+      }),
+    );
     await client.putManifest("kiln/plain", "arm-only", OCI_INDEX, armOnly);
-    expect(await resolveImage(config, `${registry.host}/kiln/plain:arm-only`)).toMatchObject({ ok: false, kind: "invalid", cause: "image.no_platform", message: expect.stringContaining("arm64") });
+    expect(await resolveImage(config, `${registry.host}/kiln/plain:arm-only`)).toMatchObject({
+      ok: false,
+      kind: "invalid",
+      cause: "image.no_platform",
+      message: expect.stringContaining("arm64"),
+    });
   });
 
   it("classifies a missing tag, a bad ref, missing credentials and an unreachable registry", async () => {
-    expect(await resolveImage(config, `${registry.host}/kiln/base:nope`)).toMatchObject({ ok: false, kind: "not_found", cause: "image.not_found", message: expect.stringContaining(`${registry.host}/kiln/base:nope`) });
-    expect(await resolveImage(config, `${registry.host}/kiln/missing-repo:1`)).toMatchObject({ ok: false, kind: "not_found" });
-    expect(await resolveImage(config, "Bad Ref")).toMatchObject({ ok: false, kind: "invalid", cause: "image.invalid_ref" });
-    expect(await resolveImage({}, published.ref)).toMatchObject({ ok: false, kind: "invalid", cause: "image.unauthorized" });
-    expect(await resolveImage({}, `${dead}/kiln/base:1`)).toMatchObject({ ok: false, kind: "unreachable", cause: "image.unreachable" });
+    expect(await resolveImage(config, `${registry.host}/kiln/base:nope`)).toMatchObject({
+      ok: false,
+      kind: "not_found",
+      cause: "image.not_found",
+      message: expect.stringContaining(`${registry.host}/kiln/base:nope`),
+    });
+    expect(await resolveImage(config, `${registry.host}/kiln/missing-repo:1`)).toMatchObject({
+      ok: false,
+      kind: "not_found",
+    });
+    expect(await resolveImage(config, "Bad Ref")).toMatchObject({
+      ok: false,
+      kind: "invalid",
+      cause: "image.invalid_ref",
+    });
+    expect(await resolveImage({}, published.ref)).toMatchObject({
+      ok: false,
+      kind: "invalid",
+      cause: "image.unauthorized",
+    });
+    expect(await resolveImage({}, `${dead}/kiln/base:1`)).toMatchObject({
+      ok: false,
+      kind: "unreachable",
+      cause: "image.unreachable",
+    });
   });
 });
 
@@ -76,13 +142,18 @@ describe("freezing pins images", () => {
     const r = await admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: randomUUID(), body });
     return { runId: r.runId, orgId: tenant.orgId };
   }
-  const workflow = (ref: string) => `version: 1\njobs:\n  - name: build\n    image: ${ref}\n    steps: [echo hi]\n  - name: plain\n    steps: [echo]\n`;
+  const workflow = (ref: string) =>
+    `version: 1\njobs:\n  - name: build\n    image: ${ref}\n    steps: [echo hi]\n  - name: plain\n    steps: [echo]\n`;
   const cacheDir = () => path.join(base, "git-cache");
 
   it("stores the digest beside the ref, and the ticket carries it", async () => {
     const { runId } = await pendingRun(workflow(published.ref));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe("frozen");
-    const rows = await t.db().$queryRaw<{ definition: WorkflowDefinition }[]>`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
+      "frozen",
+    );
+    const rows = await t.db().$queryRaw<
+      { definition: WorkflowDefinition }[]
+    >`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
     const def = rows[0]!.definition;
     expect(def.jobs[0]!.image).toEqual({ ref: published.ref, digest: published.manifestDigest });
     expect(def.jobs[1]!.image).toBeNull();
@@ -93,13 +164,25 @@ describe("freezing pins images", () => {
     const claimed = await claimJob(t.db(), TEST_CFG, { sessionId: session, claimRequestId: randomUUID() });
     if (claimed.kind !== "claimed") throw new Error(`expected a claim, got ${claimed.kind}`);
     expect(claimed.ticket.job).toMatchObject({ image: published.ref, imageDigest: published.manifestDigest });
-    expect(agentProtocol.jobTicket.parse(JSON.parse(JSON.stringify(claimed.ticket))).job.imageDigest).toBe(published.manifestDigest);
+    expect(agentProtocol.jobTicket.parse(JSON.parse(JSON.stringify(claimed.ticket))).job.imageDigest).toBe(
+      published.manifestDigest,
+    );
   });
 
   it("a job without image: gets the pool's default base image, pinned", async () => {
     const { runId } = await pendingRun(workflow(published.ref));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config, poolImages: { default: published.ref } })).toBe("frozen");
-    const rows = await t.db().$queryRaw<{ definition: WorkflowDefinition }[]>`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
+    expect(
+      await freezeRun(t.db(), {
+        runId,
+        gitCacheDir: cacheDir(),
+        finalTry: false,
+        registries: config,
+        poolImages: { default: published.ref },
+      }),
+    ).toBe("frozen");
+    const rows = await t.db().$queryRaw<
+      { definition: WorkflowDefinition }[]
+    >`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
     expect(rows[0]!.definition.jobs.map((j) => j.image)).toEqual([
       { ref: published.ref, digest: published.manifestDigest },
       { ref: published.ref, digest: published.manifestDigest },
@@ -109,17 +192,29 @@ describe("freezing pins images", () => {
   it("an unknown tag fails the run as user_failure image.not_found naming the ref", async () => {
     const ref = `${registry.host}/kiln/base:does-not-exist`;
     const { runId } = await pendingRun(workflow(ref));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe("invalid");
-    expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "user_failure", cause: "image.not_found" });
-    const msg = await t.db().$queryRaw<{ cause_message: string }[]>`SELECT cause_message FROM workflow_run WHERE id = ${runId}::uuid`;
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
+      "invalid",
+    );
+    expect(await runStatus(t.db(), runId)).toMatchObject({
+      status: "completed",
+      outcome: "user_failure",
+      cause: "image.not_found",
+    });
+    const msg = await t.db().$queryRaw<
+      { cause_message: string }[]
+    >`SELECT cause_message FROM workflow_run WHERE id = ${runId}::uuid`;
     expect(msg[0]!.cause_message).toContain(ref);
   });
 
   it("an unreachable registry is retried, then a platform failure image.unreachable", async () => {
     const { runId } = await pendingRun(workflow(`${dead}/kiln/base:1`));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe("retry_later");
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
+      "retry_later",
+    );
     expect((await runStatus(t.db(), runId)).status).toBe("pending");
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: true, registries: config })).toBe("gave_up");
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: true, registries: config })).toBe(
+      "gave_up",
+    );
     expect(await runStatus(t.db(), runId)).toMatchObject({ outcome: "platform_failure", cause: "image.unreachable" });
   });
 });

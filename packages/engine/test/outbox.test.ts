@@ -45,7 +45,11 @@ describe("outbox relay crash windows", () => {
     await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
     const before = await unpublished();
     expect(before).toBeGreaterThan(0);
-    await expect(relayOutbox(t.db(), async () => { throw new Error("relay crashed before publish"); })).rejects.toThrow();
+    await expect(
+      relayOutbox(t.db(), async () => {
+        throw new Error("relay crashed before publish");
+      }),
+    ).rejects.toThrow();
     expect(await unpublished()).toBe(before);
     expect(await relayOutbox(t.db(), publishToBoss)).toBe(before);
     expect(await unpublished()).toBe(0);
@@ -60,17 +64,31 @@ describe("outbox relay crash windows", () => {
     await drain(`dispatch-${tenant.pool}`);
     const tenant2 = await seedTenant(t.db());
     await seedFrozenRun(t.db(), tenant2, def(ONE_JOB));
-    await expect(relayOutbox(t.db(), async (m) => { await publishToBoss(m); throw new Error("crashed after publish"); })).rejects.toThrow();
+    await expect(
+      relayOutbox(t.db(), async (m) => {
+        await publishToBoss(m);
+        throw new Error("crashed after publish");
+      }),
+    ).rejects.toThrow();
     expect(await unpublished()).toBeGreaterThan(0);
     await relayOutbox(t.db(), publishToBoss);
     expect(await unpublished()).toBe(0);
     const hints = await drain(`dispatch-${tenant2.pool}`);
     expect(hints).toHaveLength(2);
     const [s1, s2] = [await newSession(t.db(), tenant2, 5, "a"), await newSession(t.db(), tenant2, 5, "b")];
-    const results = await Promise.all(hints.map((h, i) =>
-      claimJob(t.db(), TEST_CFG, { sessionId: i === 0 ? s1 : s2, claimRequestId: randomUUID(), offer: { jobId: h.data.jobId, generation: h.data.generation } })));
+    const results = await Promise.all(
+      hints.map((h, i) =>
+        claimJob(t.db(), TEST_CFG, {
+          sessionId: i === 0 ? s1 : s2,
+          claimRequestId: randomUUID(),
+          offer: { jobId: h.data.jobId, generation: h.data.generation },
+        }),
+      ),
+    );
     expect(results.filter((r) => r.kind === "claimed")).toHaveLength(1);
-    const attempts = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE job_id = ${hints[0]!.data.jobId}::uuid`;
+    const attempts = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE job_id = ${hints[0]!.data.jobId}::uuid`;
     expect(attempts[0]?.n).toBe(1n);
   });
 
@@ -79,9 +97,18 @@ describe("outbox relay crash windows", () => {
     const yaml = `version: 1\njobs:\n${Array.from({ length: 30 }, (_, i) => `  - {name: j${i}, needs: [], steps: [x]}\n`).join("")}`;
     await seedFrozenRun(t.db(), tenant, def(yaml));
     const seen: bigint[] = [];
-    const collect = async (m: OutboxMessage[]) => { seen.push(...m.map((x) => x.id)); };
-    await Promise.all([relayOutbox(t.db(), collect, 10), relayOutbox(t.db(), collect, 10), relayOutbox(t.db(), collect, 10), relayOutbox(t.db(), collect, 10)]);
-    while ((await relayOutbox(t.db(), collect)) > 0) { /* drain */ }
+    const collect = async (m: OutboxMessage[]) => {
+      seen.push(...m.map((x) => x.id));
+    };
+    await Promise.all([
+      relayOutbox(t.db(), collect, 10),
+      relayOutbox(t.db(), collect, 10),
+      relayOutbox(t.db(), collect, 10),
+      relayOutbox(t.db(), collect, 10),
+    ]);
+    while ((await relayOutbox(t.db(), collect)) > 0) {
+      /* drain */
+    }
     expect(new Set(seen.map(String)).size).toBe(seen.length);
     expect(await unpublished()).toBe(0);
   });

@@ -8,7 +8,17 @@ import { cancelRun } from "../src/runs/cancel-run.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { createAgentToken } from "../src/tenants/admin.ts";
 import { hashSecret } from "../src/identity/tokens.ts";
-import { def, newSession, ONE_JOB, runStatus, seedFrozenRun, seedTenant, TEST_CFG, TWO_JOBS, useTestDb } from "./support.ts";
+import {
+  def,
+  newSession,
+  ONE_JOB,
+  runStatus,
+  seedFrozenRun,
+  seedTenant,
+  TEST_CFG,
+  TWO_JOBS,
+  useTestDb,
+} from "./support.ts";
 
 const t = useTestDb();
 
@@ -18,7 +28,13 @@ async function claim(sessionId: string, cfg = TEST_CFG): Promise<JobTicket | nul
 }
 
 function ok(ticket: JobTicket, outcome: "success" | "user_failure" | "platform_failure" | "cancelled" = "success") {
-  return completeAttempt(t.db(), TEST_CFG, { attemptId: ticket.attemptId, jobId: ticket.jobId, epoch: ticket.epoch, outcome, sandboxDestroyed: true });
+  return completeAttempt(t.db(), TEST_CFG, {
+    attemptId: ticket.attemptId,
+    jobId: ticket.jobId,
+    epoch: ticket.epoch,
+    outcome,
+    sandboxDestroyed: true,
+  });
 }
 
 describe("claim", () => {
@@ -30,7 +46,9 @@ describe("claim", () => {
     const winners = results.filter((r) => r && r.runId === runId);
     expect(winners).toHaveLength(1);
     expect(winners[0]?.epoch).toBe(1);
-    const attempts = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE run_id = ${runId}::uuid`;
+    const attempts = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE run_id = ${runId}::uuid`;
     expect(attempts[0]?.n).toBe(1n);
   });
 
@@ -40,13 +58,15 @@ describe("claim", () => {
     const runId = await seedFrozenRun(t.db(), tenant, def(yaml));
     const sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => newSession(t.db(), tenant, 100, `p${i}`)));
     const got: JobTicket[] = [];
-    await Promise.all(sessions.map(async (s) => {
-      for (;;) {
-        const tk = await claim(s);
-        if (!tk) return;
-        if (tk.runId === runId) got.push(tk);
-      }
-    }));
+    await Promise.all(
+      sessions.map(async (s) => {
+        for (;;) {
+          const tk = await claim(s);
+          if (!tk) return;
+          if (tk.runId === runId) got.push(tk);
+        }
+      }),
+    );
     expect(got).toHaveLength(40);
     expect(new Set(got.map((g) => g.jobId)).size).toBe(40);
   });
@@ -56,21 +76,36 @@ describe("claim", () => {
     const own = await createAgentToken(t.db(), { pool: tenant.pool });
     const other = await createAgentToken(t.db(), { pool: tenant.pool });
     const s = await registerSession(t.db(), TEST_CFG, {
-      agentTokenId: own.id, pool: tenant.pool, body: { hostname: "h", capacity: 4, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
+      agentTokenId: own.id,
+      pool: tenant.pool,
+      body: {
+        hostname: "h",
+        capacity: 4,
+        labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+      },
     });
     const runId = await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
-    const attempt = (credentialHash: string) => claimJob(t.db(), TEST_CFG, { sessionId: s.sessionId, claimRequestId: randomUUID(), credentialHash });
+    const attempt = (credentialHash: string) =>
+      claimJob(t.db(), TEST_CFG, { sessionId: s.sessionId, claimRequestId: randomUUID(), credentialHash });
     await expect(attempt(hashSecret("kat_nobody"))).rejects.toMatchObject({ code: "AUTH.UNAUTHENTICATED" });
     await expect(attempt(hashSecret(other.token))).rejects.toMatchObject({ code: "SESSION.NOT_FOUND" });
     // A claim id containing quotes and backslashes is data, never SQL.
-    const tricky = await claimJob(t.db(), TEST_CFG, { sessionId: s.sessionId, claimRequestId: "x'); DROP TABLE attempt; --\\'", credentialHash: hashSecret(own.token) });
+    const tricky = await claimJob(t.db(), TEST_CFG, {
+      sessionId: s.sessionId,
+      claimRequestId: "x'); DROP TABLE attempt; --\\'",
+      credentialHash: hashSecret(own.token),
+    });
     expect(tricky.kind === "claimed" && tricky.ticket.runId).toBe(runId);
-    const rows = await t.db().$queryRaw<{ claim_request_id: string }[]>`SELECT claim_request_id FROM attempt WHERE run_id = ${runId}::uuid`;
+    const rows = await t.db().$queryRaw<
+      { claim_request_id: string }[]
+    >`SELECT claim_request_id FROM attempt WHERE run_id = ${runId}::uuid`;
     expect(rows).toEqual([{ claim_request_id: "x'); DROP TABLE attempt; --\\'" }]);
     // Revoked after its session's pool was remembered: the claim's own statement still refuses it.
     await t.db().$executeRaw`UPDATE agent_token SET revoked_at = now() WHERE id = ${own.id}::uuid`;
     await expect(attempt(hashSecret(own.token))).rejects.toMatchObject({ code: "AUTH.UNAUTHENTICATED" });
-    const touched = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE session_id = ${s.sessionId}::uuid`;
+    const touched = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE session_id = ${s.sessionId}::uuid`;
     expect(touched[0]?.n).toBe(1n);
   });
 
@@ -89,7 +124,11 @@ describe("claim", () => {
   it("respects session capacity", async () => {
     const tenant = await seedTenant(t.db());
     const s = await newSession(t.db(), tenant, 1);
-    await seedFrozenRun(t.db(), tenant, def(`version: 1\njobs:\n  - {name: a, needs: [], steps: [x]}\n  - {name: b, needs: [], steps: [x]}\n`));
+    await seedFrozenRun(
+      t.db(),
+      tenant,
+      def(`version: 1\njobs:\n  - {name: a, needs: [], steps: [x]}\n  - {name: b, needs: [], steps: [x]}\n`),
+    );
     expect(await claim(s)).not.toBeNull();
     const second = await claimJob(t.db(), TEST_CFG, { sessionId: s, claimRequestId: randomUUID() });
     expect(second).toEqual({ kind: "declined", reason: "no_capacity" });
@@ -102,12 +141,22 @@ describe("claim", () => {
     const tk = await claim(s);
     expect(tk).not.toBeNull();
     // FIFO mode tries the hinted job first: the generation/status check refuses it.
-    const dup = await claimJob(t.db(), { ...TEST_CFG, dispatchPolicy: "fifo" }, { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } });
+    const dup = await claimJob(
+      t.db(),
+      { ...TEST_CFG, dispatchPolicy: "fifo" },
+      { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } },
+    );
     expect(dup.kind).toBe("declined");
     // Fair mode treats the hint as a wake-up only; either way nothing is claimed twice.
-    const fair = await claimJob(t.db(), TEST_CFG, { sessionId: s, claimRequestId: randomUUID(), offer: { jobId: tk!.jobId, generation: 1 } });
+    const fair = await claimJob(t.db(), TEST_CFG, {
+      sessionId: s,
+      claimRequestId: randomUUID(),
+      offer: { jobId: tk!.jobId, generation: 1 },
+    });
     expect(fair.kind).toBe("none");
-    const attempts = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE job_id = ${tk!.jobId}::uuid`;
+    const attempts = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE job_id = ${tk!.jobId}::uuid`;
     expect(attempts[0]?.n).toBe(1n);
   });
 });
@@ -125,7 +174,9 @@ describe("advancement", () => {
     expect(second?.job.name).toBe("test");
     await ok(second!);
     expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "success" });
-    const events = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM transition_event WHERE run_id = ${runId}::uuid`;
+    const events = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM transition_event WHERE run_id = ${runId}::uuid`;
     expect(Number(events[0]?.n)).toBeGreaterThanOrEqual(7);
   });
 
@@ -136,7 +187,11 @@ describe("advancement", () => {
     const first = await claim(s);
     await ok(first!, "user_failure");
     expect(await claim(s)).toBeNull();
-    expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "user_failure", cause: "step.failed" });
+    expect(await runStatus(t.db(), runId)).toMatchObject({
+      status: "completed",
+      outcome: "user_failure",
+      cause: "step.failed",
+    });
   });
 
   it("retries platform failures within the budget, then fails with platform_failure", async () => {
@@ -166,19 +221,33 @@ describe("fencing", () => {
     expect(old?.epoch).toBe(1);
     await new Promise((r) => setTimeout(r, 400));
     // The old agent is silent; its heartbeat is now refused even before the reconciler runs.
-    await expect(heartbeat(t.db(), short, { attemptId: old!.attemptId, jobId: old!.jobId, epoch: 1 })).rejects.toMatchObject({ code: "ATTEMPT.LEASE_EXPIRED" });
+    await expect(
+      heartbeat(t.db(), short, { attemptId: old!.attemptId, jobId: old!.jobId, epoch: 1 }),
+    ).rejects.toMatchObject({ code: "ATTEMPT.LEASE_EXPIRED" });
     const rec = await reconcile(t.db(), short);
     expect(rec.fenced).toBe(1);
     // The replacement gets a normal lease: this machine may be slow, and only epoch 1 should expire.
     const replacement = await claim(s2);
     expect(replacement?.epoch).toBe(2);
     await expect(ok(old!)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
-    await expect(heartbeat(t.db(), short, { attemptId: old!.attemptId, jobId: old!.jobId, epoch: 1 })).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
-    await completeAttempt(t.db(), TEST_CFG, { attemptId: replacement!.attemptId, jobId: replacement!.jobId, epoch: 2, outcome: "success", sandboxDestroyed: true });
+    await expect(
+      heartbeat(t.db(), short, { attemptId: old!.attemptId, jobId: old!.jobId, epoch: 1 }),
+    ).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
+    await completeAttempt(t.db(), TEST_CFG, {
+      attemptId: replacement!.attemptId,
+      jobId: replacement!.jobId,
+      epoch: 2,
+      outcome: "success",
+      sandboxDestroyed: true,
+    });
     expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "success" });
-    const winners = await t.db().$queryRaw<{ epoch: number }[]>`SELECT epoch FROM attempt WHERE run_id = ${runId}::uuid AND outcome = 'success'`;
+    const winners = await t.db().$queryRaw<
+      { epoch: number }[]
+    >`SELECT epoch FROM attempt WHERE run_id = ${runId}::uuid AND outcome = 'success'`;
     expect(winners).toEqual([{ epoch: 2 }]);
-    const first = await t.db().$queryRaw<{ outcome: string; cause: string }[]>`SELECT outcome, cause FROM attempt WHERE run_id = ${runId}::uuid AND epoch = 1`;
+    const first = await t.db().$queryRaw<
+      { outcome: string; cause: string }[]
+    >`SELECT outcome, cause FROM attempt WHERE run_id = ${runId}::uuid AND epoch = 1`;
     expect(first[0]).toEqual({ outcome: "platform_failure", cause: "lease.expired" });
   });
 
@@ -199,7 +268,9 @@ describe("fencing", () => {
     const s = await newSession(t.db(), tenant);
     await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
     const tk = await claim(s);
-    await expect(heartbeat(t.db(), TEST_CFG, { attemptId: tk!.attemptId, jobId: tk!.jobId, epoch: 2 })).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
+    await expect(
+      heartbeat(t.db(), TEST_CFG, { attemptId: tk!.attemptId, jobId: tk!.jobId, epoch: 2 }),
+    ).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
     const hb = await heartbeat(t.db(), TEST_CFG, { attemptId: tk!.attemptId, jobId: tk!.jobId, epoch: 1 });
     expect(new Date(hb.leaseExpiresAt).getTime()).toBeGreaterThan(Date.now());
   });
@@ -218,7 +289,9 @@ describe("cancel vs completion", () => {
     const r = await ok(tk!);
     expect(r).toEqual({ accepted: false, reason: "run_cancelled" });
     expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "cancelled" });
-    const bound = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE run_id = ${runId}::uuid AND outcome = 'success'`;
+    const bound = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE run_id = ${runId}::uuid AND outcome = 'success'`;
     expect(bound[0]?.n).toBe(0n);
   });
 
@@ -228,7 +301,9 @@ describe("cancel vs completion", () => {
     const runId = await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
     const tk = await claim(s);
     await ok(tk!);
-    await expect(cancelRun(t.db(), { runId, orgId: tenant.orgId, actor: "test" })).rejects.toMatchObject({ code: "RUN.ALREADY_FINISHED" });
+    await expect(cancelRun(t.db(), { runId, orgId: tenant.orgId, actor: "test" })).rejects.toMatchObject({
+      code: "RUN.ALREADY_FINISHED",
+    });
     expect(await runStatus(t.db(), runId)).toMatchObject({ outcome: "success" });
   });
 
@@ -238,7 +313,10 @@ describe("cancel vs completion", () => {
       const s = await newSession(t.db(), tenant);
       const runId = await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
       const tk = await claim(s);
-      const [comp, canc] = await Promise.allSettled([ok(tk!), cancelRun(t.db(), { runId, orgId: tenant.orgId, actor: "race" })]);
+      const [comp, canc] = await Promise.allSettled([
+        ok(tk!),
+        cancelRun(t.db(), { runId, orgId: tenant.orgId, actor: "race" }),
+      ]);
       const final = await runStatus(t.db(), runId);
       if (final.outcome === "success") {
         expect(comp.status === "fulfilled" && comp.value.accepted).toBe(true);
@@ -268,6 +346,8 @@ describe("cancel vs completion", () => {
     const a = await seedTenant(t.db());
     const b = await seedTenant(t.db());
     const runId = await seedFrozenRun(t.db(), a, def(ONE_JOB));
-    await expect(cancelRun(t.db(), { runId, orgId: b.orgId, actor: "x" })).rejects.toMatchObject({ code: "RUN.NOT_FOUND" });
+    await expect(cancelRun(t.db(), { runId, orgId: b.orgId, actor: "x" })).rejects.toMatchObject({
+      code: "RUN.NOT_FOUND",
+    });
   });
 });

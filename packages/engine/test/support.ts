@@ -7,7 +7,12 @@ import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from 
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { createJobs } from "../src/runs/freeze-run.ts";
 
-export const TEST_CFG: EngineConfig = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 60_000, backoffBaseMs: 0, backoffMaxMs: 0 };
+export const TEST_CFG: EngineConfig = {
+  ...DEFAULT_ENGINE_CONFIG,
+  leaseTtlMs: 60_000,
+  backoffBaseMs: 0,
+  backoffMaxMs: 0,
+};
 
 /** A fresh database cloned from the migrated template for this test file. */
 export function useTestDb(): { db: () => Db; url: () => string } {
@@ -44,21 +49,40 @@ export interface Tenant {
 }
 
 let seq = 0;
-export async function seedTenant(db: Db, opts: { cloneUrl?: string; secret?: string; member?: string } = {}): Promise<Tenant> {
+export async function seedTenant(
+  db: Db,
+  opts: { cloneUrl?: string; secret?: string; member?: string } = {},
+): Promise<Tenant> {
   const slug = `org-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
   const org = await createOrg(db, slug);
   const repoName = `${slug}/app`;
-  const repo = await addRepo(db, { orgSlug: slug, name: repoName, cloneUrl: opts.cloneUrl ?? "file:///nonexistent", webhookSecret: opts.secret ?? "s3cret-value", workflowPath: ".kiln/workflow.yaml" });
+  const repo = await addRepo(db, {
+    orgSlug: slug,
+    name: repoName,
+    cloneUrl: opts.cloneUrl ?? "file:///nonexistent",
+    webhookSecret: opts.secret ?? "s3cret-value",
+    workflowPath: ".kiln/workflow.yaml",
+  });
   if (opts.member) await addMember(db, { orgSlug: slug, login: opts.member, role: "member" });
   const tok = await createApiToken(db, { orgSlug: slug, role: "member" });
   const pool = `p${seq}-${Math.random().toString(36).slice(2, 8)}`;
   const agent = await createAgentToken(db, { pool });
-  return { orgId: org.id, slug, repoId: repo.id, repoName, token: tok.token, tokenId: tok.id, agentTokenId: agent.id, pool };
+  return {
+    orgId: org.id,
+    slug,
+    repoId: repo.id,
+    repoName,
+    token: tok.token,
+    tokenId: tok.id,
+    agentTokenId: agent.id,
+    pool,
+  };
 }
 
 export async function newSession(db: Db, t: Tenant, capacity = 100, hostname = "host"): Promise<string> {
   const s = await registerSession(db, TEST_CFG, {
-    agentTokenId: t.agentTokenId, pool: t.pool,
+    agentTokenId: t.agentTokenId,
+    pool: t.pool,
     body: { hostname, capacity, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
   });
   return s.sessionId;
@@ -71,7 +95,12 @@ export function def(yaml: string): WorkflowDefinition {
 }
 
 /** A run that is already frozen (skips git): status running, jobs created, roots READY. */
-export async function seedFrozenRun(db: Db, t: Tenant, definition: WorkflowDefinition, trust = "trusted"): Promise<string> {
+export async function seedFrozenRun(
+  db: Db,
+  t: Tenant,
+  definition: WorkflowDefinition,
+  trust = "trusted",
+): Promise<string> {
   return withTx(db, "seed-run", async (tx) => {
     const rows = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs)
@@ -96,7 +125,10 @@ jobs:
     steps: [make test]
 `;
 
-export async function runStatus(db: Db, runId: string): Promise<{ status: string; outcome: string | null; cause: string | null }> {
+export async function runStatus(
+  db: Db,
+  runId: string,
+): Promise<{ status: string; outcome: string | null; cause: string | null }> {
   const r = await db.$queryRaw<{ status: string; outcome: string | null; cause: string | null }[]>`
     SELECT status, outcome, cause FROM workflow_run WHERE id = ${runId}::uuid`;
   if (!r[0]) throw new Error("no run");

@@ -9,7 +9,11 @@ export function sha256Digest(bytes: Uint8Array): string {
 }
 
 export function assertDigest(digest: string, what = "digest"): string {
-  if (!DIGEST_RE.test(digest)) throw new ImageError("IMAGE.BAD_MANIFEST", `${what} ${JSON.stringify(digest.slice(0, 100))} is not a sha256 digest`);
+  if (!DIGEST_RE.test(digest))
+    throw new ImageError(
+      "IMAGE.BAD_MANIFEST",
+      `${what} ${JSON.stringify(digest.slice(0, 100))} is not a sha256 digest`,
+    );
   return digest;
 }
 

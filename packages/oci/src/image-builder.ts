@@ -18,7 +18,12 @@ export interface BuiltImage {
   indexDigest: string;
 }
 
-export function buildImage(opts: { layers: Buffer[]; env?: string[]; cmd?: string[]; workingDir?: string }): BuiltImage {
+export function buildImage(opts: {
+  layers: Buffer[];
+  env?: string[];
+  cmd?: string[];
+  workingDir?: string;
+}): BuiltImage {
   const blobs = new Map<string, Buffer>();
   const layers = opts.layers.map((tar) => {
     const gz = gzipSync(tar, { level: 6 });
@@ -26,32 +31,58 @@ export function buildImage(opts: { layers: Buffer[]; env?: string[]; cmd?: strin
     blobs.set(digest, gz);
     return { digest, size: gz.length, diffId: sha256Digest(tar) };
   });
-  const config = Buffer.from(JSON.stringify({
-    architecture: HOST_PLATFORM.architecture,
-    os: HOST_PLATFORM.os,
-    config: { Env: opts.env ?? ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], Cmd: opts.cmd ?? ["/bin/sh"], WorkingDir: opts.workingDir ?? "/" },
-    rootfs: { type: "layers", diff_ids: layers.map((l) => l.diffId) },
-    history: layers.map(() => ({ created_by: "kiln image-builder" })),
-  }));
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: HOST_PLATFORM.architecture,
+      os: HOST_PLATFORM.os,
+      config: {
+        Env: opts.env ?? ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+        Cmd: opts.cmd ?? ["/bin/sh"],
+        WorkingDir: opts.workingDir ?? "/",
+      },
+      rootfs: { type: "layers", diff_ids: layers.map((l) => l.diffId) },
+      history: layers.map(() => ({ created_by: "kiln image-builder" })),
+    }),
+  );
   const configDigest = sha256Digest(config);
   blobs.set(configDigest, config);
-  const manifest = Buffer.from(JSON.stringify({
-    schemaVersion: 2,
-    mediaType: OCI_MANIFEST,
-    config: { mediaType: OCI_CONFIG, digest: configDigest, size: config.length },
-    layers: layers.map((l) => ({ mediaType: OCI_LAYER_GZIP, digest: l.digest, size: l.size })),
-  }));
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_MANIFEST,
+      config: { mediaType: OCI_CONFIG, digest: configDigest, size: config.length },
+      layers: layers.map((l) => ({ mediaType: OCI_LAYER_GZIP, digest: l.digest, size: l.size })),
+    }),
+  );
   const manifestDigest = sha256Digest(manifest);
-  const index = Buffer.from(JSON.stringify({
-    schemaVersion: 2,
-    mediaType: OCI_INDEX,
-    manifests: [{ mediaType: OCI_MANIFEST, digest: manifestDigest, size: manifest.length, platform: { ...HOST_PLATFORM } }],
-  }));
-  return { blobs, layerDigests: layers.map((l) => l.digest), diffIds: layers.map((l) => l.diffId), configDigest, manifest, manifestDigest, index, indexDigest: sha256Digest(index) };
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_INDEX,
+      manifests: [
+        { mediaType: OCI_MANIFEST, digest: manifestDigest, size: manifest.length, platform: { ...HOST_PLATFORM } },
+      ],
+    }),
+  );
+  return {
+    blobs,
+    layerDigests: layers.map((l) => l.digest),
+    diffIds: layers.map((l) => l.diffId),
+    configDigest,
+    manifest,
+    manifestDigest,
+    index,
+    indexDigest: sha256Digest(index),
+  };
 }
 
 /** Blobs first, then the manifest by digest, then the index under `tag` (the registry checks references). */
-export async function pushImage(client: RegistryClient, repository: string, tag: string, image: BuiltImage): Promise<{ uploadedBytes: number }> {
+export async function pushImage(
+  client: RegistryClient,
+  repository: string,
+  tag: string,
+  image: BuiltImage,
+): Promise<{ uploadedBytes: number }> {
   let uploadedBytes = 0;
   for (const bytes of image.blobs.values()) {
     const r = await client.pushBlob(repository, bytes);

@@ -12,10 +12,12 @@ export interface ImageRef {
 
 const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]{1,5})?$/;
 
 export function parseImageRef(ref: string): ImageRef {
-  const bad = (why: string) => new ImageError("IMAGE.INVALID_REF", `image reference ${JSON.stringify(ref.slice(0, 300))} ${why}`);
+  const bad = (why: string) =>
+    new ImageError("IMAGE.INVALID_REF", `image reference ${JSON.stringify(ref.slice(0, 300))} ${why}`);
   if (ref.length === 0 || ref.length > 512 || /\s/.test(ref)) throw bad("is empty, too long or contains whitespace");
   let rest = ref;
   let digest: string | null = null;
@@ -41,7 +43,8 @@ export function parseImageRef(ref: string): ImageRef {
     rest = rest.slice(0, colon);
     if (!TAG.test(tag)) throw bad("has an invalid tag");
   }
-  if (!rest.split("/").every((c) => COMPONENT.test(c))) throw bad("has an invalid repository name (lowercase letters, digits, . _ - and /)");
+  if (!rest.split("/").every((c) => COMPONENT.test(c)))
+    throw bad("has an invalid repository name (lowercase letters, digits, . _ - and /)");
   if (registry === "docker.io" && !rest.includes("/")) rest = `library/${rest}`;
   if (tag === null && digest === null) tag = "latest";
   return { registry, repository: rest, tag, digest };

@@ -47,32 +47,53 @@ export class TokenCache {
   }
 
   /** Fetches a token from the challenge's realm. Errors are ImageErrors (UNAUTHORIZED / UNREACHABLE). */
-  async fetch(challenge: Challenge, scope: string, creds: Credentials | null, fetchImpl: typeof fetch): Promise<string> {
+  async fetch(
+    challenge: Challenge,
+    scope: string,
+    creds: Credentials | null,
+    fetchImpl: typeof fetch,
+  ): Promise<string> {
     const realm = challenge.params.realm;
     if (!realm) throw new ImageError("IMAGE.UNAUTHORIZED", "registry asked for a bearer token but named no realm");
     let url: URL;
     try {
       url = new URL(realm);
     } catch {
-      throw new ImageError("IMAGE.UNAUTHORIZED", `registry token realm ${JSON.stringify(realm.slice(0, 200))} is not a URL`);
+      throw new ImageError(
+        "IMAGE.UNAUTHORIZED",
+        `registry token realm ${JSON.stringify(realm.slice(0, 200))} is not a URL`,
+      );
     }
     // The realm comes from the registry's answer: never send credentials to it in clear text.
     if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.host))) {
-      throw new ImageError("IMAGE.INSECURE", `refusing token realm ${url.origin}: only https (or loopback http) may receive credentials`);
+      throw new ImageError(
+        "IMAGE.INSECURE",
+        `refusing token realm ${url.origin}: only https (or loopback http) may receive credentials`,
+      );
     }
     if (challenge.params.service) url.searchParams.set("service", challenge.params.service);
     const wanted = challenge.params.scope ?? scope;
     if (wanted) url.searchParams.set("scope", wanted);
     let res: Response;
     try {
-      res = await fetchImpl(url, { headers: creds ? { authorization: basicHeader(creds) } : {}, signal: AbortSignal.timeout(30_000) });
+      res = await fetchImpl(url, {
+        headers: creds ? { authorization: basicHeader(creds) } : {},
+        signal: AbortSignal.timeout(30_000),
+      });
     } catch (err) {
       throw new ImageError("IMAGE.UNREACHABLE", `token realm ${url.origin} unreachable: ${(err as Error).message}`);
     }
-    if (res.status >= 500) throw new ImageError("IMAGE.UNREACHABLE", `token realm ${url.origin} answered ${res.status}`);
-    if (!res.ok) throw new ImageError("IMAGE.UNAUTHORIZED", `token realm ${url.origin} refused (${res.status}) scope ${wanted}`);
-    const body = (await res.json().catch(() => ({}))) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
-    const token = typeof body.token === "string" ? body.token : typeof body.access_token === "string" ? body.access_token : null;
+    if (res.status >= 500)
+      throw new ImageError("IMAGE.UNREACHABLE", `token realm ${url.origin} answered ${res.status}`);
+    if (!res.ok)
+      throw new ImageError("IMAGE.UNAUTHORIZED", `token realm ${url.origin} refused (${res.status}) scope ${wanted}`);
+    const body = (await res.json().catch(() => ({}))) as {
+      token?: unknown;
+      access_token?: unknown;
+      expires_in?: unknown;
+    };
+    const token =
+      typeof body.token === "string" ? body.token : typeof body.access_token === "string" ? body.access_token : null;
     if (!token) throw new ImageError("IMAGE.UNAUTHORIZED", `token realm ${url.origin} returned no token`);
     // The spec's default lifetime is 60 s; renew a little early so a request never carries a stale one.
     const ttl = typeof body.expires_in === "number" && body.expires_in > 0 ? body.expires_in : 60;

@@ -38,16 +38,35 @@ async function startIssuer(keyPem: string, certPem: string): Promise<http.Server
     const authorized = auth === `Basic ${Buffer.from(`${USER.username}:${USER.password}`).toString("base64")}`;
     const scope = url.searchParams.get("scope");
     tokenRequests.push({ scope, authorized });
-    if (!authorized) { res.writeHead(401).end(); return; }
-    const access = (scope ?? "").split(" ").filter(Boolean).map((s) => {
-      const [type, name, actions] = s.split(":");
-      return { type, name, actions: (actions ?? "").split(",") };
-    });
+    if (!authorized) {
+      res.writeHead(401).end();
+      return;
+    }
+    const access = (scope ?? "")
+      .split(" ")
+      .filter(Boolean)
+      .map((s) => {
+        const [type, name, actions] = s.split(":");
+        return { type, name, actions: (actions ?? "").split(",") };
+      });
     const now = Math.floor(Date.now() / 1000);
     const header = b64url(JSON.stringify({ alg: "RS256", typ: "JWT", x5c: [certDer] }));
-    const claims = b64url(JSON.stringify({ iss: "kiln-test-issuer", sub: USER.username, aud: url.searchParams.get("service"), exp: now + 300, nbf: now - 30, iat: now, jti: String(tokenRequests.length), access }));
+    const claims = b64url(
+      JSON.stringify({
+        iss: "kiln-test-issuer",
+        sub: USER.username,
+        aud: url.searchParams.get("service"),
+        exp: now + 300,
+        nbf: now - 30,
+        iat: now,
+        jti: String(tokenRequests.length),
+        access,
+      }),
+    );
     const signature = b64url(sign("sha256", Buffer.from(`${header}.${claims}`), key));
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: `${header}.${claims}.${signature}`, expires_in: 300 }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ token: `${header}.${claims}.${signature}`, expires_in: 300 }));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return server;
@@ -58,10 +77,27 @@ beforeAll(async () => {
   basic = await startRegistry({ dataDir: path.join(base, "basic"), basicAuth: USER });
   const keyFile = path.join(base, "issuer.key");
   const certFile = path.join(base, "issuer.crt");
-  await execFileAsync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=kiln-test-issuer"]);
+  await execFileAsync("openssl", [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    keyFile,
+    "-out",
+    certFile,
+    "-days",
+    "1",
+    "-subj",
+    "/CN=kiln-test-issuer",
+  ]);
   issuer = await startIssuer(await readFile(keyFile, "utf8"), await readFile(certFile, "utf8"));
   const realm = `http://127.0.0.1:${(issuer.address() as AddressInfo).port}/token`;
-  tokenReg = await startRegistry({ dataDir: path.join(base, "token"), tokenAuth: { realm, service: "kiln-registry", issuer: "kiln-test-issuer", certFile } });
+  tokenReg = await startRegistry({
+    dataDir: path.join(base, "token"),
+    tokenAuth: { realm, service: "kiln-registry", issuer: "kiln-test-issuer", certFile },
+  });
 });
 afterAll(async () => {
   await basic?.stop();
@@ -72,8 +108,11 @@ afterAll(async () => {
 
 describe("RegistryClient against docker-registry", () => {
   it("parses Basic and Bearer challenges", () => {
-    expect(parseChallenge('Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull,push"')).toEqual({
-      scheme: "bearer", params: { realm: "https://auth.example/token", service: "reg", scope: "repository:a/b:pull,push" },
+    expect(
+      parseChallenge('Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull,push"'),
+    ).toEqual({
+      scheme: "bearer",
+      params: { realm: "https://auth.example/token", service: "reg", scope: "repository:a/b:pull,push" },
     });
     expect(parseChallenge('Basic realm="kiln"')).toEqual({ scheme: "basic", params: { realm: "kiln" } });
     expect(parseChallenge("Negotiate abc")).toBeNull();
@@ -84,8 +123,12 @@ describe("RegistryClient against docker-registry", () => {
     await pushImage(client, "kiln/basic", "1", image);
     const m = await client.getManifest("kiln/basic", image.manifestDigest);
     expect(m.digest).toBe(image.manifestDigest);
-    await expect(new RegistryClient(registryEndpoint({}, basic.host)).getManifest("kiln/basic", "1")).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
-    const wrong = new RegistryClient(registryEndpoint({ [basic.host]: { username: "ci", password: "nope" } }, basic.host));
+    await expect(
+      new RegistryClient(registryEndpoint({}, basic.host)).getManifest("kiln/basic", "1"),
+    ).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
+    const wrong = new RegistryClient(
+      registryEndpoint({ [basic.host]: { username: "ci", password: "nope" } }, basic.host),
+    );
     await expect(wrong.getManifest("kiln/basic", "1")).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
   });
 
@@ -100,21 +143,33 @@ describe("RegistryClient against docker-registry", () => {
     expect(tokenRequests.length).toBeGreaterThan(0);
     expect(tokenRequests.every((r) => r.authorized)).toBe(true);
     // One token per scope (push, pull), not one per request.
-    expect(new Set(tokenRequests.map((r) => r.scope))).toEqual(new Set(["repository:kiln/token:pull,push", "repository:kiln/token:pull"]));
+    expect(new Set(tokenRequests.map((r) => r.scope))).toEqual(
+      new Set(["repository:kiln/token:pull,push", "repository:kiln/token:pull"]),
+    );
     expect(tokenRequests.length).toBe(2);
 
     const anonymous = new RegistryClient(registryEndpoint({}, tokenReg.host));
-    await expect(anonymous.getManifest("kiln/token", "1")).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED", message: expect.stringContaining("refused (401)") });
+    await expect(anonymous.getManifest("kiln/token", "1")).rejects.toMatchObject({
+      code: "IMAGE.UNAUTHORIZED",
+      message: expect.stringContaining("refused (401)"),
+    });
   });
 
   it("gives up on a registry that accepts the connection and never answers", async () => {
-    const silent = http.createServer(() => { /* never respond */ });
+    const silent = http.createServer(() => {
+      /* never respond */
+    });
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     const host = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
     try {
       const client = new RegistryClient(registryEndpoint({}, host), { timeoutMs: 300 });
-      await expect(client.getManifest("kiln/x", "1")).rejects.toMatchObject({ code: "IMAGE.UNREACHABLE", message: expect.stringContaining("no answer within 300 ms") });
-      await expect(client.openBlob("kiln/x", image.layerDigests[0]!)).rejects.toMatchObject({ code: "IMAGE.UNREACHABLE" });
+      await expect(client.getManifest("kiln/x", "1")).rejects.toMatchObject({
+        code: "IMAGE.UNREACHABLE",
+        message: expect.stringContaining("no answer within 300 ms"),
+      });
+      await expect(client.openBlob("kiln/x", image.layerDigests[0]!)).rejects.toMatchObject({
+        code: "IMAGE.UNREACHABLE",
+      });
     } finally {
       silent.closeAllConnections();
       silent.close();
@@ -122,7 +177,9 @@ describe("RegistryClient against docker-registry", () => {
   });
 
   it("refuses plain http to a non-loopback registry and bad references", async () => {
-    expect(() => registryEndpoint({ "registry.example.com": { endpoint: "http://registry.example.com" } }, "registry.example.com")).toThrow(/only loopback/);
+    expect(() =>
+      registryEndpoint({ "registry.example.com": { endpoint: "http://registry.example.com" } }, "registry.example.com"),
+    ).toThrow(/only loopback/);
     expect(registryEndpoint({}, "registry.example.com").baseUrl).toBe("https://registry.example.com");
     expect(registryEndpoint({}, "localhost:5000").baseUrl).toBe("http://localhost:5000");
   });

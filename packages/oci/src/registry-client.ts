@@ -46,36 +46,57 @@ export class RegistryClient {
 
   /** GET a manifest by tag or digest. By digest, the bytes must hash to it (DIGEST_MISMATCH). */
   async getManifest(repository: string, reference: string, signal?: AbortSignal): Promise<FetchedManifest> {
-    const res = await this.request(`/v2/${repository}/manifests/${reference}`, { scope: pull(repository), headers: { accept: MANIFEST_ACCEPT }, ...(signal ? { signal } : {}) });
-    if (res.status === 404) throw new ImageError("IMAGE.NOT_FOUND", `manifest ${this.name(repository, reference)} not found`);
+    const res = await this.request(`/v2/${repository}/manifests/${reference}`, {
+      scope: pull(repository),
+      headers: { accept: MANIFEST_ACCEPT },
+      ...(signal ? { signal } : {}),
+    });
+    if (res.status === 404)
+      throw new ImageError("IMAGE.NOT_FOUND", `manifest ${this.name(repository, reference)} not found`);
     await this.expectOk(res, `GET manifest ${this.name(repository, reference)}`);
     const declared = Number(res.headers.get("content-length") ?? "0");
-    if (declared > MAX_MANIFEST_BYTES) throw new ImageError("IMAGE.TOO_LARGE", `manifest ${this.name(repository, reference)} is ${declared} bytes`);
+    if (declared > MAX_MANIFEST_BYTES)
+      throw new ImageError("IMAGE.TOO_LARGE", `manifest ${this.name(repository, reference)} is ${declared} bytes`);
     const bytes = Buffer.from(await res.arrayBuffer());
-    if (bytes.length > MAX_MANIFEST_BYTES) throw new ImageError("IMAGE.TOO_LARGE", `manifest ${this.name(repository, reference)} is ${bytes.length} bytes`);
+    if (bytes.length > MAX_MANIFEST_BYTES)
+      throw new ImageError("IMAGE.TOO_LARGE", `manifest ${this.name(repository, reference)} is ${bytes.length} bytes`);
     if (reference.startsWith("sha256:")) verifyBytes(bytes, reference, `manifest ${this.name(repository, reference)}`);
     const mediaType = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
     return { bytes, digest: sha256Digest(bytes), mediaType };
   }
 
   /** Opens a blob for reading; the caller hashes the stream. 404 is NOT_FOUND. */
-  async openBlob(repository: string, digest: string, signal?: AbortSignal): Promise<{ body: ReadableStream<Uint8Array>; size: number | null }> {
-    const res = await this.request(`/v2/${repository}/blobs/${digest}`, { scope: pull(repository), streaming: true, ...(signal ? { signal } : {}) });
+  async openBlob(
+    repository: string,
+    digest: string,
+    signal?: AbortSignal,
+  ): Promise<{ body: ReadableStream<Uint8Array>; size: number | null }> {
+    const res = await this.request(`/v2/${repository}/blobs/${digest}`, {
+      scope: pull(repository),
+      streaming: true,
+      ...(signal ? { signal } : {}),
+    });
     if (res.status === 404) throw new ImageError("IMAGE.NOT_FOUND", `blob ${this.name(repository, digest)} not found`);
     await this.expectOk(res, `GET blob ${this.name(repository, digest)}`);
-    if (!res.body) throw new ImageError("IMAGE.UNREACHABLE", `GET blob ${this.name(repository, digest)}: empty response`);
+    if (!res.body)
+      throw new ImageError("IMAGE.UNREACHABLE", `GET blob ${this.name(repository, digest)}: empty response`);
     const len = res.headers.get("content-length");
     return { body: res.body, size: len === null ? null : Number(len) };
   }
 
   /** A small blob (an image config) read whole, within the request time limit, and verified. */
   async getSmallBlob(repository: string, digest: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
-    const res = await this.request(`/v2/${repository}/blobs/${digest}`, { scope: pull(repository), ...(signal ? { signal } : {}) });
+    const res = await this.request(`/v2/${repository}/blobs/${digest}`, {
+      scope: pull(repository),
+      ...(signal ? { signal } : {}),
+    });
     if (res.status === 404) throw new ImageError("IMAGE.NOT_FOUND", `blob ${this.name(repository, digest)} not found`);
     await this.expectOk(res, `GET blob ${this.name(repository, digest)}`);
-    if (Number(res.headers.get("content-length") ?? "0") > maxBytes) throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
+    if (Number(res.headers.get("content-length") ?? "0") > maxBytes)
+      throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
     const bytes = Buffer.from(await res.arrayBuffer());
-    if (bytes.length > maxBytes) throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
+    if (bytes.length > maxBytes)
+      throw new ImageError("IMAGE.TOO_LARGE", `blob ${this.name(repository, digest)} is over ${maxBytes} bytes`);
     verifyBytes(bytes, digest, `blob ${this.name(repository, digest)}`);
     return bytes;
   }
@@ -92,19 +113,33 @@ export class RegistryClient {
     const digest = sha256Digest(bytes);
     if (await this.hasBlob(repository, digest)) return { digest, uploaded: false };
     const scope = push(repository);
-    const start = await this.request(`/v2/${repository}/blobs/uploads/`, { scope, method: "POST", headers: { "content-length": "0" } });
+    const start = await this.request(`/v2/${repository}/blobs/uploads/`, {
+      scope,
+      method: "POST",
+      headers: { "content-length": "0" },
+    });
     await this.expectOk(start, `start upload to ${repository}`);
     const location = start.headers.get("location");
     if (!location) throw new ImageError("IMAGE.BAD_MANIFEST", `registry gave no upload location for ${repository}`);
     const url = new URL(location, this.endpoint.baseUrl);
     url.searchParams.set("digest", digest);
-    const put = await this.request(url.toString(), { scope, method: "PUT", body: bytes, headers: { "content-type": "application/octet-stream" } });
+    const put = await this.request(url.toString(), {
+      scope,
+      method: "PUT",
+      body: bytes,
+      headers: { "content-type": "application/octet-stream" },
+    });
     await this.expectOk(put, `upload ${this.name(repository, digest)}`);
     return { digest, uploaded: true };
   }
 
   async putManifest(repository: string, reference: string, mediaType: string, bytes: Uint8Array): Promise<string> {
-    const res = await this.request(`/v2/${repository}/manifests/${reference}`, { scope: push(repository), method: "PUT", body: bytes, headers: { "content-type": mediaType } });
+    const res = await this.request(`/v2/${repository}/manifests/${reference}`, {
+      scope: push(repository),
+      method: "PUT",
+      body: bytes,
+      headers: { "content-type": mediaType },
+    });
     await this.expectOk(res, `PUT manifest ${this.name(repository, reference)}`);
     return sha256Digest(bytes);
   }
@@ -116,8 +151,10 @@ export class RegistryClient {
   private async expectOk(res: Response, what: string): Promise<void> {
     if (res.ok) return;
     const text = (await res.text().catch(() => "")).slice(0, 300);
-    if (res.status === 401 || res.status === 403) throw new ImageError("IMAGE.UNAUTHORIZED", `${what}: ${res.status} ${text}`);
-    if (res.status >= 500 || res.status === 429) throw new ImageError("IMAGE.UNREACHABLE", `${what}: ${res.status} ${text}`);
+    if (res.status === 401 || res.status === 403)
+      throw new ImageError("IMAGE.UNAUTHORIZED", `${what}: ${res.status} ${text}`);
+    if (res.status >= 500 || res.status === 429)
+      throw new ImageError("IMAGE.UNREACHABLE", `${what}: ${res.status} ${text}`);
     throw new ImageError("IMAGE.BAD_MANIFEST", `${what}: ${res.status} ${text}`);
   }
 
@@ -134,23 +171,39 @@ export class RegistryClient {
       timer.unref();
       const signal = opts.signal ? AbortSignal.any([opts.signal, limit.signal]) : limit.signal;
       try {
-        const res = await this.fetchImpl(url, { method: opts.method ?? "GET", headers, ...(opts.body ? { body: opts.body as Uint8Array<ArrayBuffer> } : {}), signal });
+        const res = await this.fetchImpl(url, {
+          method: opts.method ?? "GET",
+          headers,
+          ...(opts.body ? { body: opts.body as Uint8Array<ArrayBuffer> } : {}),
+          signal,
+        });
         if (opts.streaming) clearTimeout(timer);
         return res;
       } catch (err) {
         clearTimeout(timer);
         if (opts.signal?.aborted) throw err;
-        throw new ImageError("IMAGE.UNREACHABLE", `registry ${this.endpoint.registry} unreachable: ${limit.signal.aborted ? `no answer within ${this.timeoutMs} ms` : causeOf(err)}`);
+        throw new ImageError(
+          "IMAGE.UNREACHABLE",
+          `registry ${this.endpoint.registry} unreachable: ${limit.signal.aborted ? `no answer within ${this.timeoutMs} ms` : causeOf(err)}`,
+        );
       }
     };
     const first = await send(this.cachedAuth(opts.scope, creds));
     if (first.status !== 401) return first;
     const challenge = parseChallenge(first.headers.get("www-authenticate"));
     await first.body?.cancel();
-    if (!challenge) throw new ImageError("IMAGE.UNAUTHORIZED", `registry ${this.endpoint.registry} answered 401 without a usable challenge`);
+    if (!challenge)
+      throw new ImageError(
+        "IMAGE.UNAUTHORIZED",
+        `registry ${this.endpoint.registry} answered 401 without a usable challenge`,
+      );
     let auth: string;
     if (challenge.scheme === "basic") {
-      if (!creds) throw new ImageError("IMAGE.UNAUTHORIZED", `registry ${this.endpoint.registry} requires credentials (configure them in KILN_REGISTRIES)`);
+      if (!creds)
+        throw new ImageError(
+          "IMAGE.UNAUTHORIZED",
+          `registry ${this.endpoint.registry} requires credentials (configure them in KILN_REGISTRIES)`,
+        );
       this.useBasic = true;
       auth = basicHeader(creds);
     } else {

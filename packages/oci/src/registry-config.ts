@@ -19,7 +19,9 @@ const entry = z
     endpoint: z.url().optional(),
   })
   .strict()
-  .refine((e) => (e.username === undefined) === (e.password === undefined), { message: "username and password go together" })
+  .refine((e) => (e.username === undefined) === (e.password === undefined), {
+    message: "username and password go together",
+  })
   .refine((e) => !e.endpoint || e.endpoint.startsWith("https://") || isLoopbackHost(new URL(e.endpoint).host), {
     message: "endpoint must be https:// unless it is a loopback address",
   });

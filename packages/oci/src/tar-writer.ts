@@ -13,7 +13,15 @@ export interface TarEntry {
   gid?: number;
 }
 
-const TYPEFLAG: Record<TarEntryType, string> = { file: "0", hardlink: "1", symlink: "2", chardev: "3", blockdev: "4", dir: "5", fifo: "6" };
+const TYPEFLAG: Record<TarEntryType, string> = {
+  file: "0",
+  hardlink: "1",
+  symlink: "2",
+  chardev: "3",
+  blockdev: "4",
+  dir: "5",
+  fifo: "6",
+};
 
 function octal(n: number, width: number): string {
   return `${n.toString(8).padStart(width - 1, "0")}\0`;

@@ -18,7 +18,13 @@ const execFileAsync = promisify(execFile);
  * (commit.gpgsign, url.insteadOf, credential helpers...) so tests behave the same everywhere,
  * and never block on a username prompt. */
 export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", ...extra };
+  return {
+    ...process.env,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    ...extra,
+  };
 }
 
 /** Runs git in `cwd` and returns trimmed stdout; errors include git's stderr. */
@@ -83,13 +89,22 @@ function splitCgiHeaders(buf: Buffer): { head: string; body: Buffer } | undefine
   const lf = buf.indexOf("\n\n");
   let at: number;
   let len: number;
-  if (crlf >= 0 && (lf < 0 || crlf < lf)) { at = crlf; len = 4; }
-  else if (lf >= 0) { at = lf; len = 2; }
-  else return undefined;
+  if (crlf >= 0 && (lf < 0 || crlf < lf)) {
+    at = crlf;
+    len = 4;
+  } else if (lf >= 0) {
+    at = lf;
+    len = 2;
+  } else return undefined;
   return { head: buf.subarray(0, at).toString("latin1"), body: buf.subarray(at + len) };
 }
 
-function handleCgi(rootDir: string, children: Set<ChildProcess>, req: http.IncomingMessage, res: http.ServerResponse): void {
+function handleCgi(
+  rootDir: string,
+  children: Set<ChildProcess>,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): void {
   const url = new URL(req.url ?? "/", "http://localhost");
   const env: NodeJS.ProcessEnv = {
     ...gitEnv(),
@@ -112,14 +127,21 @@ function handleCgi(rootDir: string, children: Set<ChildProcess>, req: http.Incom
   const child = spawn(GIT_HTTP_BACKEND, [], { env, stdio: ["pipe", "pipe", "pipe"] });
   children.add(child);
   let stderr = "";
-  child.stderr.on("data", (d: Buffer) => { stderr = (stderr + d.toString("utf8")).slice(-4000); });
+  child.stderr.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString("utf8")).slice(-4000);
+  });
   child.stdin.on("error", () => {}); // EPIPE when the backend answers without reading the body
   req.pipe(child.stdin);
-  res.on("close", () => { if (child.exitCode === null) child.kill("SIGKILL"); }); // client went away
+  res.on("close", () => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }); // client went away
 
   let pending: Buffer | undefined = Buffer.alloc(0);
   child.stdout.on("data", (chunk: Buffer) => {
-    if (pending === undefined) { res.write(chunk); return; } // headers already sent: stream
+    if (pending === undefined) {
+      res.write(chunk);
+      return;
+    } // headers already sent: stream
     pending = Buffer.concat([pending, chunk]);
     const split = splitCgiHeaders(pending);
     if (!split) return;
@@ -133,7 +155,10 @@ function handleCgi(rootDir: string, children: Set<ChildProcess>, req: http.Incom
       const value = line.slice(i + 1).trim();
       if (key.toLowerCase() === "status") {
         const m = /^(\d{3})\s*(.*)$/.exec(value);
-        if (m) { status = Number(m[1]); reason = m[2] || undefined; }
+        if (m) {
+          status = Number(m[1]);
+          reason = m[2] || undefined;
+        }
       } else {
         res.appendHeader(key, value);
       }
@@ -173,7 +198,11 @@ export async function startGitServer(opts: { rootDir: string }): Promise<TestGit
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  async function createRepo(name: string, files: Record<string, string>, repoOpts: { branch?: string } = {}): Promise<TestGitRepo> {
+  async function createRepo(
+    name: string,
+    files: Record<string, string>,
+    repoOpts: { branch?: string } = {},
+  ): Promise<TestGitRepo> {
     const dirName = repoDirName(name);
     const branch = repoOpts.branch ?? "main";
     const bareDir = path.join(rootDir, ...dirName.split("/"));
@@ -212,17 +241,20 @@ export async function startGitServer(opts: { rootDir: string }): Promise<TestGit
     return {
       cloneUrl: `${baseUrl}/${dirName}`,
       commit,
-      get headSha() { return headSha; },
+      get headSha() {
+        return headSha;
+      },
     };
   }
 
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= (async () => {
-    for (const c of children) c.kill("SIGKILL");
-    server.closeAllConnections(); // git keeps connections alive; don't wait for them
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await Promise.all(workDirs.map((d) => rm(d, { recursive: true, force: true })));
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const c of children) c.kill("SIGKILL");
+      server.closeAllConnections(); // git keeps connections alive; don't wait for them
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(workDirs.map((d) => rm(d, { recursive: true, force: true })));
+    })());
 
   return { baseUrl, createRepo, stop };
 }

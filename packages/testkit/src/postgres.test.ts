@@ -3,7 +3,12 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  cloneDatabase, createTemplate, dropDatabase, startTestPostgres, uniqueDatabaseName, type TestPostgres,
+  cloneDatabase,
+  createTemplate,
+  dropDatabase,
+  startTestPostgres,
+  uniqueDatabaseName,
+  type TestPostgres,
 } from "./postgres.ts";
 
 let server: TestPostgres;
@@ -70,8 +75,11 @@ describe("postgres template harness", () => {
     for (const name of [a, b, template]) await dropDatabase(server.url, name);
     await lingering.end().catch(() => {});
 
-    const left = await query<{ datname: string }>(server.url,
-      "SELECT datname FROM pg_database WHERE datname = ANY($1)", [[a, b, template]]);
+    const left = await query<{ datname: string }>(
+      server.url,
+      "SELECT datname FROM pg_database WHERE datname = ANY($1)",
+      [[a, b, template]],
+    );
     expect(left).toEqual([]);
     await dropDatabase(server.url, a); // idempotent
   }, 15_000);

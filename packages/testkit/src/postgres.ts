@@ -35,7 +35,16 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       initdbFlags: ["--no-sync"],
       // Two test files at once may each run a whole stack (web, workers, agents, each with its
       // pools): the default 100 connections ran out ("too many clients already").
-      postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=400"],
+      postgresFlags: [
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=400",
+      ],
     });
     let stopped: Promise<void> | undefined;
     const stop = () => (stopped ??= server.stop().finally(() => rm(tmp, { recursive: true, force: true })));
@@ -83,14 +92,21 @@ async function withClient<T>(serverUrl: string, fn: (c: pg.Client) => Promise<T>
  * is marked IS_TEMPLATE and closed to connections: CREATE DATABASE ... TEMPLATE fails with
  * "source database is being accessed by other users" if anything (a pool the migrate callback
  * forgot to close, a stray test) is connected, so we kick such sessions and keep them out. */
-export async function createTemplate(serverUrl: string, name: string, migrate: (url: string) => Promise<void>): Promise<void> {
+export async function createTemplate(
+  serverUrl: string,
+  name: string,
+  migrate: (url: string) => Promise<void>,
+): Promise<void> {
   checkName(name);
   await dropDatabase(serverUrl, name);
   await withClient(serverUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
   await migrate(databaseUrl(serverUrl, name));
   await withClient(serverUrl, async (c) => {
     await c.query(`ALTER DATABASE ${c.escapeIdentifier(name)} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
-    await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+    await c.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+      [name],
+    );
   });
 }
 
@@ -104,9 +120,12 @@ export async function cloneDatabase(serverUrl: string, templateName: string, new
   checkName(newName);
   await withClient(serverUrl, async (c) => {
     const { rows } = await c.query<{ filecopy: boolean }>(
-      "SELECT current_setting('server_version_num')::int >= 150000 AND current_setting('fsync') = 'off' AS filecopy");
+      "SELECT current_setting('server_version_num')::int >= 150000 AND current_setting('fsync') = 'off' AS filecopy",
+    );
     const strategy = rows[0]?.filecopy ? " STRATEGY FILE_COPY" : "";
-    await c.query(`CREATE DATABASE ${c.escapeIdentifier(newName)} TEMPLATE ${c.escapeIdentifier(templateName)}${strategy}`);
+    await c.query(
+      `CREATE DATABASE ${c.escapeIdentifier(newName)} TEMPLATE ${c.escapeIdentifier(templateName)}${strategy}`,
+    );
   });
   return databaseUrl(serverUrl, newName);
 }
@@ -117,7 +136,10 @@ export async function cloneDatabase(serverUrl: string, templateName: string, new
 export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
   checkName(name);
   await withClient(serverUrl, async (c) => {
-    const { rows } = await c.query<{ datistemplate: boolean }>("SELECT datistemplate FROM pg_database WHERE datname = $1", [name]);
+    const { rows } = await c.query<{ datistemplate: boolean }>(
+      "SELECT datistemplate FROM pg_database WHERE datname = $1",
+      [name],
+    );
     if (rows[0]?.datistemplate) await c.query(`ALTER DATABASE ${c.escapeIdentifier(name)} WITH IS_TEMPLATE false`);
     await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
   });

@@ -21,7 +21,8 @@ export interface TimelineAttempt {
  * and the next epoch starts on another host, so the bars show both what was retried and why.
  */
 export function AttemptTimeline({ attempts, now }: { attempts: TimelineAttempt[]; now: number }) {
-  if (attempts.length === 0) return <p className="text-sm text-zinc-500 dark:text-zinc-400">No attempts: the job never started.</p>;
+  if (attempts.length === 0)
+    return <p className="text-sm text-zinc-500 dark:text-zinc-400">No attempts: the job never started.</p>;
   const starts = attempts.map((a) => (a.started_at ? Date.parse(a.started_at) : now));
   const ends = attempts.map((a) => (a.finished_at ? Date.parse(a.finished_at) : now));
   const t0 = Math.min(...starts);
@@ -37,14 +38,30 @@ export function AttemptTimeline({ attempts, now }: { attempts: TimelineAttempt[]
               <span className="font-medium">Epoch {a.epoch}</span>
               <StatusBadge status={a.status} outcomeClass={a.outcomeClass} />
               <span className="text-zinc-500 dark:text-zinc-400">on {a.host}</span>
-              <span className="text-zinc-500 dark:text-zinc-400" title={`${formatTimestamp(a.started_at)} → ${formatTimestamp(a.finished_at)}`}>
+              <span
+                className="text-zinc-500 dark:text-zinc-400"
+                title={`${formatTimestamp(a.started_at)} → ${formatTimestamp(a.finished_at)}`}
+              >
                 {formatDuration(durationBetween(a.started_at, a.finished_at, now))}
               </span>
-              {a.exit_code !== null ? <span className="font-mono text-xs text-zinc-500">exit {a.exit_code}</span> : null}
+              {a.exit_code !== null ? (
+                <span className="font-mono text-xs text-zinc-500">exit {a.exit_code}</span>
+              ) : null}
             </div>
             <div className="relative h-2 rounded-full bg-zinc-100 dark:bg-zinc-800" aria-hidden="true">
               <div
-                className={cn("absolute h-2 rounded-full", a.status !== "completed" ? "animate-pulse bg-blue-500" : a.outcomeClass === "ok" ? "bg-emerald-500" : a.outcomeClass === "platform" ? "bg-amber-500" : a.outcomeClass === "your_code" ? "bg-red-500" : "bg-zinc-400")}
+                className={cn(
+                  "absolute h-2 rounded-full",
+                  a.status !== "completed"
+                    ? "animate-pulse bg-blue-500"
+                    : a.outcomeClass === "ok"
+                      ? "bg-emerald-500"
+                      : a.outcomeClass === "platform"
+                        ? "bg-amber-500"
+                        : a.outcomeClass === "your_code"
+                          ? "bg-red-500"
+                          : "bg-zinc-400",
+                )}
                 style={{ left: `${left}%`, width: `${Math.min(width, 100 - left)}%` }}
               />
             </div>

@@ -1,12 +1,37 @@
 import type { ReactNode } from "react";
 import { cn } from "./cn.ts";
 
-export function Card({ title, actions, children, className, id }: { title?: ReactNode; actions?: ReactNode; children: ReactNode; className?: string; id?: string }) {
+export function Card({
+  title,
+  actions,
+  children,
+  className,
+  id,
+}: {
+  title?: ReactNode;
+  actions?: ReactNode;
+  children: ReactNode;
+  className?: string;
+  id?: string;
+}) {
   return (
-    <section id={id} aria-labelledby={title && id ? `${id}-title` : undefined} className={cn("rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900", className)}>
+    <section
+      id={id}
+      aria-labelledby={title && id ? `${id}-title` : undefined}
+      className={cn(
+        "rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900",
+        className,
+      )}
+    >
       {title || actions ? (
         <header className="flex items-center justify-between gap-3 border-b border-zinc-200 px-4 py-2.5 dark:border-zinc-800">
-          {title ? <h2 id={id ? `${id}-title` : undefined} className="text-sm font-semibold">{title}</h2> : <span />}
+          {title ? (
+            <h2 id={id ? `${id}-title` : undefined} className="text-sm font-semibold">
+              {title}
+            </h2>
+          ) : (
+            <span />
+          )}
           {actions}
         </header>
       ) : null}

@@ -11,7 +11,11 @@ describe("layoutJobGraph", () => {
     ];
     const l = layoutJobGraph(jobs);
     expect(l.columns).toEqual([["a", "b"], ["c"], ["d"]]);
-    expect(l.edges).toEqual([["a", "c"], ["c", "d"], ["b", "d"]]);
+    expect(l.edges).toEqual([
+      ["a", "c"],
+      ["c", "d"],
+      ["b", "d"],
+    ]);
     expect(l.position.get("d")).toEqual({ column: 2, row: 0 });
   });
 

@@ -45,9 +45,10 @@ export function layoutJobGraph(jobs: readonly GraphJob[]): GraphLayout {
     columns[c]!.push(j.id);
   }
   const edges: [string, string][] = [];
-  for (const j of sorted) for (const n of j.needs) {
-    const dep = byName.get(n);
-    if (dep) edges.push([dep.id, j.id]);
-  }
+  for (const j of sorted)
+    for (const n of j.needs) {
+      const dep = byName.get(n);
+      if (dep) edges.push([dep.id, j.id]);
+    }
   return { columns, edges, position };
 }

@@ -19,7 +19,15 @@ const GAP_X = 56;
 const GAP_Y = 12;
 
 /** The run's jobs as a left-to-right graph; each node links to that job's log. */
-export function JobGraph({ jobs, highlightId, Link }: { jobs: JobGraphNode[]; highlightId?: string | null; Link: LinkLike }) {
+export function JobGraph({
+  jobs,
+  highlightId,
+  Link,
+}: {
+  jobs: JobGraphNode[];
+  highlightId?: string | null;
+  Link: LinkLike;
+}) {
   const layout = layoutJobGraph(jobs);
   const byId = new Map(jobs.map((j) => [j.id, j]));
   const width = layout.columns.length * (W + GAP_X) - GAP_X;
@@ -31,7 +39,12 @@ export function JobGraph({ jobs, highlightId, Link }: { jobs: JobGraphNode[]; hi
   return (
     <div className="overflow-x-auto pb-2">
       <div className="relative" style={{ width, height }}>
-        <svg aria-hidden="true" width={width} height={height} className="absolute inset-0 text-zinc-300 dark:text-zinc-700">
+        <svg
+          aria-hidden="true"
+          width={width}
+          height={height}
+          className="absolute inset-0 text-zinc-300 dark:text-zinc-700"
+        >
           {layout.edges.map(([from, to]) => {
             const a = at(from);
             const b = at(to);
@@ -40,7 +53,15 @@ export function JobGraph({ jobs, highlightId, Link }: { jobs: JobGraphNode[]; hi
             const x2 = b.x;
             const y2 = b.y + H / 2;
             const mx = (x1 + x2) / 2;
-            return <path key={`${from}-${to}`} d={`M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`} fill="none" stroke="currentColor" strokeWidth={1.5} />;
+            return (
+              <path
+                key={`${from}-${to}`}
+                d={`M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`}
+                fill="none"
+                stroke="currentColor"
+                strokeWidth={1.5}
+              />
+            );
           })}
         </svg>
         <ol className="contents">
@@ -54,13 +75,19 @@ export function JobGraph({ jobs, highlightId, Link }: { jobs: JobGraphNode[]; hi
                   className={cn(
                     "flex h-full flex-col justify-between rounded-md border bg-white px-2.5 py-1.5 text-sm shadow-sm transition-colors hover:border-zinc-400 dark:bg-zinc-900 dark:hover:border-zinc-500",
                     "focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-blue-600",
-                    j.id === highlightId ? "border-red-400 ring-2 ring-red-300 dark:border-red-600 dark:ring-red-800" : "border-zinc-200 dark:border-zinc-700",
+                    j.id === highlightId
+                      ? "border-red-400 ring-2 ring-red-300 dark:border-red-600 dark:ring-red-800"
+                      : "border-zinc-200 dark:border-zinc-700",
                   )}
                 >
-                  <span className="truncate font-medium" title={j.name}>{j.name}</span>
+                  <span className="truncate font-medium" title={j.name}>
+                    {j.name}
+                  </span>
                   <span className="flex items-center justify-between gap-2">
                     <StatusBadge status={j.status} outcomeClass={j.outcomeClass} />
-                    {j.detail ? <span className="truncate text-xs text-zinc-500 dark:text-zinc-400">{j.detail}</span> : null}
+                    {j.detail ? (
+                      <span className="truncate text-xs text-zinc-500 dark:text-zinc-400">{j.detail}</span>
+                    ) : null}
                   </span>
                 </Link>
               </li>

@@ -25,7 +25,11 @@ export function PhaseBreakdown({ phases, className }: { phases: Phases; classNam
   const total = PHASES.reduce((s, p) => s + (phases[p.key] ?? 0), 0);
   return (
     <div className={cn("space-y-1.5", className)}>
-      <div className="flex h-2 w-full overflow-hidden rounded-full bg-zinc-100 dark:bg-zinc-800" role="img" aria-label={PHASES.map((p) => `${p.label} ${formatDuration(phases[p.key])}`).join(", ")}>
+      <div
+        className="flex h-2 w-full overflow-hidden rounded-full bg-zinc-100 dark:bg-zinc-800"
+        role="img"
+        aria-label={PHASES.map((p) => `${p.label} ${formatDuration(phases[p.key])}`).join(", ")}
+      >
         {total > 0
           ? PHASES.map((p) => {
               const v = phases[p.key] ?? 0;

@@ -29,7 +29,17 @@ export class Driver {
   ) {}
 
   async trigger(id: string, kind: Kind, via: "webhook" | "manual"): Promise<TriggerRecord> {
-    const rec: TriggerRecord = { id, via, kind, runIds: new Set(), accepted: false, rejected: null, tries: 0, transportErrors: 0, cancel: null };
+    const rec: TriggerRecord = {
+      id,
+      via,
+      kind,
+      runIds: new Set(),
+      accepted: false,
+      rejected: null,
+      tries: 0,
+      transportErrors: 0,
+      cancel: null,
+    };
     this.records.push(rec);
     const t = this.tenant(kind);
     const send = via === "webhook" ? () => this.webhook(t, id) : () => this.manual(t, id);
@@ -46,7 +56,10 @@ export class Driver {
   /** Asks for the same identity again: a duplicate must name the same run. */
   async replay(rec: TriggerRecord): Promise<void> {
     const t = this.tenant(rec.kind);
-    const r = await this.retrying(rec.via === "webhook" ? () => this.webhook(t, rec.id) : () => this.manual(t, rec.id), rec);
+    const r = await this.retrying(
+      rec.via === "webhook" ? () => this.webhook(t, rec.id) : () => this.manual(t, rec.id),
+      rec,
+    );
     if (r && r.status >= 200 && r.status < 300 && typeof r.json?.run_id === "string") rec.runIds.add(r.json.run_id);
   }
 
@@ -63,7 +76,10 @@ export class Driver {
     return r?.status === 200 ? r.json : null;
   }
 
-  private async retrying(send: () => Promise<{ status: number; json: any }>, rec: TriggerRecord): Promise<{ status: number; json: any } | null> {
+  private async retrying(
+    send: () => Promise<{ status: number; json: any }>,
+    rec: TriggerRecord,
+  ): Promise<{ status: number; json: any } | null> {
     for (let attempt = 0; Date.now() < this.deadline(); attempt++) {
       rec.tries++;
       this.stats.requests++;
@@ -93,22 +109,48 @@ export class Driver {
 
   private async webhook(t: KindTenant, delivery: string) {
     const body = JSON.stringify({
-      ref: "refs/heads/main", before: "0".repeat(40), after: t.sha, created: false, deleted: false, forced: false,
-      repository: { full_name: t.repoName, name: t.repoName.split("/")[1] }, sender: { login: "chaos" }, commits: [], head_commit: null,
+      ref: "refs/heads/main",
+      before: "0".repeat(40),
+      after: t.sha,
+      created: false,
+      deleted: false,
+      forced: false,
+      repository: { full_name: t.repoName, name: t.repoName.split("/")[1] },
+      sender: { login: "chaos" },
+      commits: [],
+      head_commit: null,
     });
     return this.call("POST", "/v1/webhooks/github", null, body, {
-      "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(t.secret, body),
+      "x-github-event": "push",
+      "x-github-delivery": delivery,
+      "x-hub-signature-256": await sign(t.secret, body),
     });
   }
 
   private manual(t: KindTenant, key: string) {
-    return this.call("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: t.sha }), { "idempotency-key": key });
+    return this.call(
+      "POST",
+      `/v1/repos/${t.repoId}/workflow-runs`,
+      t.token,
+      JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: t.sha }),
+      { "idempotency-key": key },
+    );
   }
 
-  private async call(method: string, p: string, token: string | null, body?: string, headers: Record<string, string> = {}) {
+  private async call(
+    method: string,
+    p: string,
+    token: string | null,
+    body?: string,
+    headers: Record<string, string> = {},
+  ) {
     const r = await fetch(`${this.base}${p}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}), ...headers },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
       ...(body ? { body } : {}),
       signal: AbortSignal.timeout(30_000),
     });

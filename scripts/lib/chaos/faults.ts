@@ -7,7 +7,13 @@ import type { Random } from "./random.ts";
 import { sleep, type Stack } from "./stack.ts";
 
 export type FaultKind = "kill-web" | "kill-workers" | "kill-agent" | "freeze-agent" | "terminate-db-sessions";
-export const FAULT_KINDS: readonly FaultKind[] = ["kill-web", "kill-workers", "kill-agent", "freeze-agent", "terminate-db-sessions"];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  "kill-web",
+  "kill-workers",
+  "kill-agent",
+  "freeze-agent",
+  "terminate-db-sessions",
+];
 
 export interface FaultPlan {
   webs: string[];
@@ -19,7 +25,13 @@ export interface FaultPlan {
 }
 
 export class FaultInjector {
-  readonly counts: Record<FaultKind, number> = { "kill-web": 0, "kill-workers": 0, "kill-agent": 0, "freeze-agent": 0, "terminate-db-sessions": 0 };
+  readonly counts: Record<FaultKind, number> = {
+    "kill-web": 0,
+    "kill-workers": 0,
+    "kill-agent": 0,
+    "freeze-agent": 0,
+    "terminate-db-sessions": 0,
+  };
   sessionsTerminated = 0;
   /** Processes found dead that the injector had not killed (each was restarted). */
   readonly unexpectedExits: string[] = [];
@@ -45,7 +57,13 @@ export class FaultInjector {
       await sleep(this.rng.int(this.plan.gapMs[0], this.plan.gapMs[1]));
       if (this.stopped) break;
       await this.reviveUnexpected();
-      const kind = this.rng.weighted<FaultKind>([["kill-web", 2], ["kill-workers", 1], ["kill-agent", 3], ["freeze-agent", 1], ["terminate-db-sessions", 2]]);
+      const kind = this.rng.weighted<FaultKind>([
+        ["kill-web", 2],
+        ["kill-workers", 1],
+        ["kill-agent", 3],
+        ["freeze-agent", 1],
+        ["terminate-db-sessions", 2],
+      ]);
       try {
         await this.inject(kind);
         this.counts[kind]++;
@@ -75,10 +93,13 @@ export class FaultInjector {
         const pause = this.rng.int(200, 1500);
         this.log(`SIGKILL ${name}`);
         await this.stack.signal(name, "SIGKILL");
-        const done = sleep(pause).then(() => this.stack.restart(name)).then(
-          () => undefined,
-          (e: unknown) => this.log(`restart of ${name} failed: ${String(e).split("\n")[0]}`),
-        ).finally(() => this.restarting.delete(name));
+        const done = sleep(pause)
+          .then(() => this.stack.restart(name))
+          .then(
+            () => undefined,
+            (e: unknown) => this.log(`restart of ${name} failed: ${String(e).split("\n")[0]}`),
+          )
+          .finally(() => this.restarting.delete(name));
         this.restarting.set(name, done);
         return;
       }
@@ -111,7 +132,9 @@ export class FaultInjector {
     c.on("error", () => undefined);
     await c.connect();
     try {
-      const r = await c.query("SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+      const r = await c.query(
+        "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
       this.sessionsTerminated += r.rows.filter((x: { ok: boolean }) => x.ok).length;
       this.log(`terminated ${r.rowCount} database sessions`);
     } finally {

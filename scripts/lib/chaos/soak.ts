@@ -22,9 +22,12 @@ export interface SoakResult {
 export async function runSoak(args: ChaosArgs, log: (line: string) => void): Promise<SoakResult> {
   const stack = new Stack({
     env: {
-      KILN_LEASE_TTL_MS: String(args.leaseTtlMs), KILN_HEARTBEAT_MS: String(args.heartbeatMs),
+      KILN_LEASE_TTL_MS: String(args.leaseTtlMs),
+      KILN_HEARTBEAT_MS: String(args.heartbeatMs),
       // Archive logs while jobs still write them, so replays cross journal and archive under faults.
-      KILN_LOG_ARCHIVE_MS: "1000", KILN_LOG_SEGMENT_BYTES: String(256 * 1024), KILN_ARTIFACT_PART_MIB: "5",
+      KILN_LOG_ARCHIVE_MS: "1000",
+      KILN_LOG_SEGMENT_BYTES: String(256 * 1024),
+      KILN_ARTIFACT_PART_MIB: "5",
     },
   });
   const balancer = new Balancer(() => stack.liveWebPorts());
@@ -43,13 +46,20 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
     for (const w of workers) stack.startWorkers(w);
     const agentToken = tenants.get("ok")!.agentToken;
     for (const a of agents) stack.startAgent(a, agentToken, { controlUrl: base, env: { KILN_CLAIM_WAIT_MS: "2000" } });
-    log(`stack up in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${webs.length} web, ${workers.length} workers, ${agents.length} agents; logs ${features.logs ? "on" : "off"}, artifacts ${features.artifacts ? "on" : "off"}`);
+    log(
+      `stack up in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${webs.length} web, ${workers.length} workers, ${agents.length} agents; logs ${features.logs ? "on" : "off"}, artifacts ${features.artifacts ? "on" : "off"}`,
+    );
 
     const start = Date.now();
     const end = start + args.durationS * 1000;
     const rng = new Random(args.seed);
     const driver = new Driver(base, tenants, () => end);
-    const injector = new FaultInjector(stack, new Random(args.seed + 1), { webs, workers, agents, leaseTtlMs: args.leaseTtlMs, gapMs: args.gapMs }, log);
+    const injector = new FaultInjector(
+      stack,
+      new Random(args.seed + 1),
+      { webs, workers, agents, leaseTtlMs: args.leaseTtlMs, gapMs: args.gapMs },
+      log,
+    );
     const faults = args.faults ? injector.run() : Promise.resolve();
 
     const pending = driveWorkload(driver, rng, kinds, args, start, log);
@@ -57,7 +67,9 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
     await injector.stop();
     await faults;
     await injector.reviveUnexpected();
-    log(`faults stopped after ${((Date.now() - start) / 1000).toFixed(0)} s; ${formatCounts("injected", injector.counts)}`);
+    log(
+      `faults stopped after ${((Date.now() - start) / 1000).toFixed(0)} s; ${formatCounts("injected", injector.counts)}`,
+    );
     await pending;
     const settled = await waitTerminal(stack.dbUrl, end, log);
     await sleep(Math.min(10_000, Math.max(0, end - Date.now())));
@@ -67,8 +79,11 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
     const tokens = new Map([...tenants].map(([k, t]) => [k, t.token]));
     const rows = await runChecks({ pool, base, records: driver.records, tokens, features });
     rows.splice(3, 0, {
-      name: "processes alive at the end (none exited on its own)", checked: webs.length + workers.length + agents.length,
-      violations: injector.unexpectedExits.length, detail: injector.unexpectedExits.length ? `exited on their own: ${injector.unexpectedExits.join(", ")}` : "", info: true,
+      name: "processes alive at the end (none exited on its own)",
+      checked: webs.length + workers.length + agents.length,
+      violations: injector.unexpectedExits.length,
+      detail: injector.unexpectedExits.length ? `exited on their own: ${injector.unexpectedExits.join(", ")}` : "",
+      info: true,
     });
     if (args.maxInfraRatio !== null) {
       const ratio = rows.find((r) => r.name.startsWith("infrastructure-failure ratio"));
@@ -79,10 +94,17 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
     if (failed) await stack.dumpLogs(logDir);
     const summary = [
       `seed ${args.seed}; ${driver.records.length} triggers in ${((settled - start) / 1000).toFixed(0)} s (bound ${args.durationS} s)`,
-      formatCounts("triggers by kind", countBy(driver.records, (r) => r.kind)),
+      formatCounts(
+        "triggers by kind",
+        countBy(driver.records, (r) => r.kind),
+      ),
       formatCounts("run outcomes", await outcomes(pool)),
       formatCounts("faults injected", { ...injector.counts, "db sessions terminated": injector.sessionsTerminated }),
-      formatCounts("client retries", { "transport errors": driver.stats.transportErrors, "5xx answers": driver.stats.unavailable, "409 in-flight": driver.stats.inFlight }),
+      formatCounts("client retries", {
+        "transport errors": driver.stats.transportErrors,
+        "5xx answers": driver.stats.unavailable,
+        "409 in-flight": driver.stats.inFlight,
+      }),
       ...(failed ? [`process logs: ${logDir}`] : []),
     ];
     return { rows, summary };
@@ -94,7 +116,14 @@ export async function runSoak(args: ChaosArgs, log: (line: string) => void): Pro
 }
 
 /** Triggers `runs` runs spread over the first 40% of the duration; cancels and duplicate deliveries as it goes. */
-async function driveWorkload(driver: Driver, rng: Random, kinds: Kind[], args: ChaosArgs, start: number, log: (l: string) => void): Promise<void> {
+async function driveWorkload(
+  driver: Driver,
+  rng: Random,
+  kinds: Kind[],
+  args: ChaosArgs,
+  start: number,
+  log: (l: string) => void,
+): Promise<void> {
   const spacing = (args.durationS * 400) / args.runs;
   const tasks: Promise<void>[] = [];
   for (let i = 0; i < args.runs; i++) {
@@ -103,15 +132,17 @@ async function driveWorkload(driver: Driver, rng: Random, kinds: Kind[], args: C
     const via = rng.next() < 0.5 ? "webhook" : "manual";
     const cancelAfter = rng.int(500, 4000);
     const replay = rng.next() < 0.2;
-    tasks.push((async () => {
-      const rec: TriggerRecord = await driver.trigger(`chaos-${args.seed}-${i}`, kind, via);
-      if (!rec.accepted) return;
-      if (kind === "cancel") {
-        await sleep(cancelAfter);
-        await driver.cancel(rec);
-      }
-      if (replay) await driver.replay(rec);
-    })());
+    tasks.push(
+      (async () => {
+        const rec: TriggerRecord = await driver.trigger(`chaos-${args.seed}-${i}`, kind, via);
+        if (!rec.accepted) return;
+        if (kind === "cancel") {
+          await sleep(cancelAfter);
+          await driver.cancel(rec);
+        }
+        if (replay) await driver.replay(rec);
+      })(),
+    );
   }
   await Promise.all(tasks);
   log(`all ${args.runs} triggers answered`);
@@ -122,10 +153,14 @@ async function waitTerminal(url: string, deadline: number, log: (l: string) => v
   const c = new pg.Pool({ connectionString: url, max: 1 });
   try {
     for (;;) {
-      const r = await c.query<{ n: string }>("SELECT count(*) AS n FROM workflow_run WHERE status <> 'completed'").catch(() => null);
+      const r = await c
+        .query<{ n: string }>("SELECT count(*) AS n FROM workflow_run WHERE status <> 'completed'")
+        .catch(() => null);
       if (r && Number(r.rows[0]?.n) === 0) return Date.now();
       if (Date.now() > deadline) {
-        log(`deadline reached with ${r?.rows[0]?.n ?? "?"} runs still open:\n${await describeOpen(c).catch((e: unknown) => String(e))}`);
+        log(
+          `deadline reached with ${r?.rows[0]?.n ?? "?"} runs still open:\n${await describeOpen(c).catch((e: unknown) => String(e))}`,
+        );
         return Date.now();
       }
       await sleep(1000);
@@ -149,7 +184,8 @@ async function describeOpen(c: pg.Pool): Promise<string> {
   const freezes = await c.query<{ run_id: string; state: string; retry_count: number; output: unknown }>(`
     SELECT data->>'runId' AS run_id, state, retry_count, output FROM pgboss.job
     WHERE name = 'run-freeze' AND data->>'runId' IN (SELECT id::text FROM workflow_run WHERE status = 'pending') ORDER BY created_on LIMIT 12`);
-  for (const f of freezes.rows) lines.push(`  freeze ${f.run_id}: ${f.state}, retries ${f.retry_count}, ${JSON.stringify(f.output).slice(0, 300)}`);
+  for (const f of freezes.rows)
+    lines.push(`  freeze ${f.run_id}: ${f.state}, retries ${f.retry_count}, ${JSON.stringify(f.output).slice(0, 300)}`);
   return lines.join("\n");
 }
 
@@ -157,17 +193,24 @@ async function detectFeatures(url: string): Promise<{ logs: boolean; artifacts: 
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    const r = await c.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_name IN ('log_attempt', 'artifact_part')");
+    const r = await c.query<{ t: string }>(
+      "SELECT table_name AS t FROM information_schema.tables WHERE table_name IN ('log_attempt', 'artifact_part')",
+    );
     const tables = new Set(r.rows.map((x) => x.t));
     const route = (p: string) => existsSync(path.join(ROOT, "apps/web/src/app/v1/agent/jobs/[jobId]", p));
-    return { logs: tables.has("log_attempt") && route("logs/route.ts"), artifacts: tables.has("artifact_part") && route("artifacts/uploads/route.ts") };
+    return {
+      logs: tables.has("log_attempt") && route("logs/route.ts"),
+      artifacts: tables.has("artifact_part") && route("artifacts/uploads/route.ts"),
+    };
   } finally {
     await c.end();
   }
 }
 
 async function outcomes(pool: pg.Pool): Promise<Record<string, number>> {
-  const r = await pool.query<{ outcome: string | null; n: string }>("SELECT outcome, count(*) AS n FROM workflow_run GROUP BY outcome ORDER BY outcome");
+  const r = await pool.query<{ outcome: string | null; n: string }>(
+    "SELECT outcome, count(*) AS n FROM workflow_run GROUP BY outcome ORDER BY outcome",
+  );
   return Object.fromEntries(r.rows.map((x) => [x.outcome ?? "open", Number(x.n)]));
 }
 

@@ -9,7 +9,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDb, ensureDatabase, migrateDatabase, type Db } from "@kiln/db";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
-import { freePort, startGitServer, startPostgres, startRedis, startS3, type PostgresHandle, type RedisHandle, type S3Handle, type TestGitServer } from "@kiln/testkit";
+import {
+  freePort,
+  startGitServer,
+  startPostgres,
+  startRedis,
+  startS3,
+  type PostgresHandle,
+  type RedisHandle,
+  type S3Handle,
+  type TestGitServer,
+} from "@kiln/testkit";
 import { PgBoss } from "pg-boss";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -42,8 +52,12 @@ export interface ManagedProc {
 /** Short leases so that faults resolve in seconds, yet long enough that a loaded 2-core machine does
  * not expire healthy attempts (3 s did, at load 17); a test or the soak can override any of them. */
 export const FAST_ENV: Record<string, string> = {
-  KILN_LEASE_TTL_MS: "10000", KILN_HEARTBEAT_MS: "1000", KILN_RECONCILE_MS: "250",
-  KILN_BACKOFF_BASE_MS: "200", KILN_BACKOFF_MAX_MS: "1000", KILN_RELAY_POLL_MS: "250",
+  KILN_LEASE_TTL_MS: "10000",
+  KILN_HEARTBEAT_MS: "1000",
+  KILN_RECONCILE_MS: "250",
+  KILN_BACKOFF_BASE_MS: "200",
+  KILN_BACKOFF_MAX_MS: "1000",
+  KILN_RELAY_POLL_MS: "250",
 };
 
 export class Stack {
@@ -93,7 +107,9 @@ export class Stack {
   /** (Re)starts the embedded PostgreSQL on the same data directory and port. */
   async startPostgres(): Promise<void> {
     this.pg = await startPostgres({
-      dataDir: path.join(this.tmp, "pg"), port: this.pgPort, initdbFlags: ["--no-sync"],
+      dataDir: path.join(this.tmp, "pg"),
+      port: this.pgPort,
+      initdbFlags: ["--no-sync"],
       // A clean stop (fast shutdown) checkpoints, so durability settings are not under test here.
       postgresFlags: ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
     });
@@ -127,22 +143,44 @@ export class Stack {
   async startWeb(name = "web"): Promise<ManagedProc> {
     const port = this.webPorts.get(name) ?? (await freePort());
     this.webPorts.set(name, port);
-    const p = this.launch(name, { cmd: process.execPath, args: [NEXT_BIN, "start", "-p", String(port), "-H", "127.0.0.1"], cwd: path.join(ROOT, "apps/web"), env: {} });
+    const p = this.launch(name, {
+      cmd: process.execPath,
+      args: [NEXT_BIN, "start", "-p", String(port), "-H", "127.0.0.1"],
+      cwd: path.join(ROOT, "apps/web"),
+      env: {},
+    });
     await this.waitHealthy(name, 90_000);
     return p;
   }
 
   startWorkers(name = "workers"): ManagedProc {
-    return this.launch(name, { cmd: process.execPath, args: ["--import", "tsx", "apps/workers/src/index.ts"], cwd: ROOT, env: {} });
+    return this.launch(name, {
+      cmd: process.execPath,
+      args: ["--import", "tsx", "apps/workers/src/index.ts"],
+      cwd: ROOT,
+      env: {},
+    });
   }
 
   /** One host agent (process driver): one OS process, so signals by pid reach the agent itself. */
-  startAgent(name: string, token: string, opts: { web?: string; controlUrl?: string; env?: Record<string, string> } = {}): ManagedProc {
+  startAgent(
+    name: string,
+    token: string,
+    opts: { web?: string; controlUrl?: string; env?: Record<string, string> } = {},
+  ): ManagedProc {
     return this.launch(name, {
-      cmd: process.execPath, args: ["--import", "tsx", "apps/host-agent/src/index.ts"], cwd: ROOT,
+      cmd: process.execPath,
+      args: ["--import", "tsx", "apps/host-agent/src/index.ts"],
+      cwd: ROOT,
       env: {
-        KILN_CONTROL_URL: opts.controlUrl ?? this.baseUrl(opts.web), KILN_AGENT_TOKEN: token, KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2",
-        KILN_WORK_DIR: path.join(this.tmp, name), KILN_HOSTNAME: name, KILN_CLAIM_WAIT_MS: "2000", ...opts.env,
+        KILN_CONTROL_URL: opts.controlUrl ?? this.baseUrl(opts.web),
+        KILN_AGENT_TOKEN: token,
+        KILN_SANDBOX_DRIVER: "process",
+        KILN_AGENT_SLOTS: "2",
+        KILN_WORK_DIR: path.join(this.tmp, name),
+        KILN_HOSTNAME: name,
+        KILN_CLAIM_WAIT_MS: "2000",
+        ...opts.env,
       },
     });
   }
@@ -185,7 +223,10 @@ export class Stack {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (!this.proc(web).alive()) throw new Error(`${web} exited while starting\n${this.logs([web])}`);
-      const ok = await fetch(`${this.baseUrl(web)}/healthz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.baseUrl(web)}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       await sleep(200);
     }
@@ -196,7 +237,13 @@ export class Stack {
     await createOrg(this.db, slug);
     const repo = await this.git.createRepo(`${slug}.git`, files);
     const secret = `${slug}-secret`;
-    const r = await addRepo(this.db, { orgSlug: slug, name: `${slug}/app`, cloneUrl: repo.cloneUrl, webhookSecret: secret, workflowPath: opts.workflowPath ?? ".kiln/workflow.yaml" });
+    const r = await addRepo(this.db, {
+      orgSlug: slug,
+      name: `${slug}/app`,
+      cloneUrl: repo.cloneUrl,
+      webhookSecret: secret,
+      workflowPath: opts.workflowPath ?? ".kiln/workflow.yaml",
+    });
     if (opts.member) await addMember(this.db, { orgSlug: slug, login: opts.member, role: "member" });
     const token = await createApiToken(this.db, { orgSlug: slug, role: "member" });
     const agent = await createAgentToken(this.db, { pool: "default" });
@@ -234,13 +281,27 @@ export class Stack {
     const child = spawn(spec.cmd, spec.args, {
       cwd: spec.cwd,
       // PGAPPNAME names every PostgreSQL session after its process (pg_stat_activity.application_name).
-      env: { ...process.env, DATABASE_URL: this.dbUrl, KILN_DATA_DIR: path.join(this.tmp, "data"), NEXT_TELEMETRY_DISABLED: "1", PGAPPNAME: name, ...this.env, ...spec.env },
+      env: {
+        ...process.env,
+        DATABASE_URL: this.dbUrl,
+        KILN_DATA_DIR: path.join(this.tmp, "data"),
+        NEXT_TELEMETRY_DISABLED: "1",
+        PGAPPNAME: name,
+        ...this.env,
+        ...spec.env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const keep = (b: Buffer) => this.outputs.set(name, ((this.outputs.get(name) ?? "") + b.toString("utf8")).slice(-200_000));
+    const keep = (b: Buffer) =>
+      this.outputs.set(name, ((this.outputs.get(name) ?? "") + b.toString("utf8")).slice(-200_000));
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
-    const p: ManagedProc = { name, child, output: () => this.outputs.get(name) ?? "", alive: () => child.exitCode === null && child.signalCode === null };
+    const p: ManagedProc = {
+      name,
+      child,
+      output: () => this.outputs.get(name) ?? "",
+      alive: () => child.exitCode === null && child.signalCode === null,
+    };
     this.procs.set(name, p);
     return p;
   }

@@ -74,8 +74,19 @@ export interface KindTenant {
 export async function seedKinds(stack: Stack, kinds: readonly Kind[]): Promise<Map<Kind, KindTenant>> {
   const out = new Map<Kind, KindTenant>();
   for (const kind of kinds) {
-    const t = await stack.seedTenant(`chaos-${kind}`, { ".kiln/workflow.yaml": WORKFLOWS[kind], "README.md": `${kind}\n` });
-    out.set(kind, { kind, repoId: t.repoId, repoName: t.repoName, secret: t.secret, token: t.token, agentToken: t.agentToken, sha: t.git.headSha });
+    const t = await stack.seedTenant(`chaos-${kind}`, {
+      ".kiln/workflow.yaml": WORKFLOWS[kind],
+      "README.md": `${kind}\n`,
+    });
+    out.set(kind, {
+      kind,
+      repoId: t.repoId,
+      repoName: t.repoName,
+      secret: t.secret,
+      token: t.token,
+      agentToken: t.agentToken,
+      sha: t.git.headSha,
+    });
   }
   return out;
 }

@@ -76,7 +76,14 @@ export class ArtifactTransfer {
         if (signal.aborted) return null;
         const r = await uploadArtifact(a, this.deps);
         if (!r.ok) return this.interpret(r.failure, "artifact.upload_failed");
-        log.info("artifact sealed", { artifact: a.name, generation_id: r.generationId, size_bytes: a.sizeBytes, sha256: a.sha256, format: a.format, retried_parts: r.retriedParts });
+        log.info("artifact sealed", {
+          artifact: a.name,
+          generation_id: r.generationId,
+          size_bytes: a.sizeBytes,
+          sha256: a.sha256,
+          format: a.format,
+          retried_parts: r.retriedParts,
+        });
       }
       return signal.aborted ? null : "ok";
     } finally {
@@ -101,7 +108,8 @@ export class ArtifactTransfer {
         this.deps.onStop("cancel");
         return null;
       case "error":
-        if (f.code === "ARTIFACT.VERIFICATION_FAILED") return platformFailure("artifact.upload_verification_failed", f.message);
+        if (f.code === "ARTIFACT.VERIFICATION_FAILED")
+          return platformFailure("artifact.upload_verification_failed", f.message);
         if (f.code === "ARTIFACT.TOO_LARGE") return causeVerdict("artifact.too_large", f.message);
         return platformFailure(cause, f.message);
     }

@@ -25,12 +25,18 @@ export async function callControl<T>(
     const res = await call(opts.signal);
     if (res.ok) return { ok: true, data: res.data };
     if (opts.signal.aborted) return { ok: false, failure: { kind: "aborted" } };
-    if (res.kind === "http" && res.status === 409 && FENCED.has(res.code)) return { ok: false, failure: { kind: "fenced", code: res.code } };
+    if (res.kind === "http" && res.status === 409 && FENCED.has(res.code))
+      return { ok: false, failure: { kind: "fenced", code: res.code } };
     if (res.kind === "http" && res.code === "RUN.CANCELLED") return { ok: false, failure: { kind: "cancelled" } };
     if (!isRetriable(res) || i + 1 >= attempts) {
       return {
         ok: false,
-        failure: { kind: "error", code: res.kind === "http" ? res.code : res.kind, status: res.kind === "network" ? null : res.status, message: describeFailure(res) },
+        failure: {
+          kind: "error",
+          code: res.kind === "http" ? res.code : res.kind,
+          status: res.kind === "network" ? null : res.status,
+          message: describeFailure(res),
+        },
       };
     }
     const delay = backoffMs(i, 500, 10_000);

@@ -31,7 +31,11 @@ describe("freezing outputs", () => {
     const r = await freeze("target/app.jar");
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.artifact).toMatchObject({ format: "file", sizeBytes: 9, sha256: createHash("sha256").update("jar bytes").digest("hex") });
+    expect(r.artifact).toMatchObject({
+      format: "file",
+      sizeBytes: 9,
+      sha256: createHash("sha256").update("jar bytes").digest("hex"),
+    });
     // Later changes to the workspace cannot reach what will be uploaded.
     await writeFile(path.join(ws, "target/app.jar"), "changed!!");
     expect(await readFile(r.artifact.file, "utf8")).toBe("jar bytes");
@@ -88,7 +92,7 @@ describe("freezing outputs", () => {
     await writeFile(path.join(ws, "f"), "1");
     await chmod(path.join(ws, "f"), 0o666);
     const r = await freeze("f");
-    expect(r.ok && ((await stat(r.artifact.file)).mode & 0o077)).toBe(0);
+    expect(r.ok && (await stat(r.artifact.file)).mode & 0o077).toBe(0);
   });
 });
 
@@ -107,4 +111,3 @@ describe("the frozen copy's identity", () => {
     expect(await spoolUnchanged(r.artifact)).toBe(false);
   });
 });
-

@@ -5,7 +5,15 @@
 import { constants as fsConstants } from "node:fs";
 import { chmod, copyFile, lstat, readdir, readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import { declaredPathCause, linkInsideDirectory, MAX_ARTIFACT_BYTES, publishSourceCause, type ArtifactCause, type ArtifactFormat, type SourceKind } from "@kiln/domain";
+import {
+  declaredPathCause,
+  linkInsideDirectory,
+  MAX_ARTIFACT_BYTES,
+  publishSourceCause,
+  type ArtifactCause,
+  type ArtifactFormat,
+  type SourceKind,
+} from "@kiln/domain";
 import * as tar from "tar";
 import { hashFile } from "./http-transfer.ts";
 
@@ -19,13 +27,20 @@ export interface FrozenArtifact {
   stamp: string;
 }
 
-export type FreezeResult = { ok: true; artifact: FrozenArtifact } | { ok: false; cause: ArtifactCause; message: string };
+export type FreezeResult =
+  | { ok: true; artifact: FrozenArtifact }
+  | { ok: false; cause: ArtifactCause; message: string };
 
 const refuse = (cause: ArtifactCause, message: string): FreezeResult => ({ ok: false, cause, message });
 
-export async function freezeArtifact(workspaceDir: string, spoolDir: string, entry: { name: string; path: string }): Promise<FreezeResult> {
+export async function freezeArtifact(
+  workspaceDir: string,
+  spoolDir: string,
+  entry: { name: string; path: string },
+): Promise<FreezeResult> {
   const what = `artifact ${JSON.stringify(entry.name)} (${JSON.stringify(entry.path)})`;
-  if (declaredPathCause(entry.path)) return refuse("artifact.path_outside_workspace", `${what}: the path must stay inside the workspace`);
+  if (declaredPathCause(entry.path))
+    return refuse("artifact.path_outside_workspace", `${what}: the path must stay inside the workspace`);
   const workspaceReal = await realpath(workspaceDir);
   const lexical = path.join(workspaceReal, entry.path);
   const viaLink = await hasSymlinkComponent(workspaceReal, entry.path);
@@ -41,7 +56,8 @@ export async function freezeArtifact(workspaceDir: string, spoolDir: string, ent
     await tar.create({ cwd: source, file: spoolFile, portable: true, follow: false, noDirRecurse: false }, ["."]);
   } else {
     const size = (await stat(source)).size;
-    if (size > MAX_ARTIFACT_BYTES) return refuse("artifact.too_large", `${what}: ${size} bytes exceeds the ${MAX_ARTIFACT_BYTES}-byte limit`);
+    if (size > MAX_ARTIFACT_BYTES)
+      return refuse("artifact.too_large", `${what}: ${size} bytes exceeds the ${MAX_ARTIFACT_BYTES}-byte limit`);
     // COPYFILE_FICLONE reflinks on filesystems that can and falls back to a plain copy.
     await copyFile(source, spoolFile, fsConstants.COPYFILE_EXCL | fsConstants.COPYFILE_FICLONE);
   }
@@ -49,8 +65,15 @@ export async function freezeArtifact(workspaceDir: string, spoolDir: string, ent
   // Taken before hashing: any write, truncate or chmod after this point moves ctime.
   const stamp = await spoolStamp(spoolFile);
   const digest = await hashFile(spoolFile);
-  if (digest.sizeBytes > MAX_ARTIFACT_BYTES) return refuse("artifact.too_large", `${what}: ${digest.sizeBytes} bytes exceeds the ${MAX_ARTIFACT_BYTES}-byte limit`);
-  return { ok: true, artifact: { name: entry.name, file: spoolFile, format: kind === "directory" ? "tar" : "file", ...digest, stamp } };
+  if (digest.sizeBytes > MAX_ARTIFACT_BYTES)
+    return refuse(
+      "artifact.too_large",
+      `${what}: ${digest.sizeBytes} bytes exceeds the ${MAX_ARTIFACT_BYTES}-byte limit`,
+    );
+  return {
+    ok: true,
+    artifact: { name: entry.name, file: spoolFile, format: kind === "directory" ? "tar" : "file", ...digest, stamp },
+  };
 }
 
 async function spoolStamp(file: string): Promise<string> {
@@ -113,7 +136,8 @@ async function findUnsafeEntry(dir: string): Promise<{ relative: string; cause: 
       if (e.isSymbolicLink()) {
         const target = path.resolve(path.dirname(full), await readlink(full));
         const resolved = (await realpath(full).catch(() => null)) ?? target;
-        if (!linkInsideDirectory(dir, target) || !linkInsideDirectory(dir, resolved)) return { relative, cause: "artifact.symlink_escape" };
+        if (!linkInsideDirectory(dir, target) || !linkInsideDirectory(dir, resolved))
+          return { relative, cause: "artifact.symlink_escape" };
       } else if (e.isDirectory()) {
         stack.push(full);
       } else if (!e.isFile()) {

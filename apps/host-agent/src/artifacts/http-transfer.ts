@@ -21,10 +21,18 @@ export class HttpStatusError extends Error {
   }
 }
 
-function request(url: string, init: { method: string; headers?: Record<string, string | number>; signal?: AbortSignal }): { req: http.ClientRequest; res: Promise<http.IncomingMessage> } {
+function request(
+  url: string,
+  init: { method: string; headers?: Record<string, string | number>; signal?: AbortSignal },
+): { req: http.ClientRequest; res: Promise<http.IncomingMessage> } {
   const u = new URL(url);
   const mod = u.protocol === "https:" ? https : http;
-  const req = mod.request(u, { method: init.method, headers: init.headers, agent: u.protocol === "https:" ? agentHttps : agentHttp, ...(init.signal ? { signal: init.signal } : {}) });
+  const req = mod.request(u, {
+    method: init.method,
+    headers: init.headers,
+    agent: u.protocol === "https:" ? agentHttps : agentHttp,
+    ...(init.signal ? { signal: init.signal } : {}),
+  });
   const res = new Promise<http.IncomingMessage>((resolve, reject) => {
     req.once("response", resolve);
     req.once("error", reject);
@@ -38,7 +46,11 @@ async function readAll(res: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function hashing(hash: ReturnType<typeof createHash>, count: { n: number }, also?: ReturnType<typeof createHash>): Transform {
+function hashing(
+  hash: ReturnType<typeof createHash>,
+  count: { n: number },
+  also?: ReturnType<typeof createHash>,
+): Transform {
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
       hash.update(chunk);
@@ -54,12 +66,23 @@ function hashing(hash: ReturnType<typeof createHash>, count: { n: number }, also
  * sent. Resolves with the part's ETag, SHA-256 and MD5 (the MD5 lets the control plane check the
  * store's multipart ETag instead of reading the object back; docs/adr/0007-artifacts.md).
  */
-export async function putFileRange(url: string, file: string, offset: number, size: number, signal?: AbortSignal): Promise<{ etag: string; sha256: string; md5: string }> {
+export async function putFileRange(
+  url: string,
+  file: string,
+  offset: number,
+  size: number,
+  signal?: AbortSignal,
+): Promise<{ etag: string; sha256: string; md5: string }> {
   const hash = createHash("sha256");
   const md5 = createHash("md5");
   const count = { n: 0 };
-  const { req, res } = request(url, { method: "PUT", headers: { "content-length": size, "content-type": "application/octet-stream" }, ...(signal ? { signal } : {}) });
-  const body = size === 0 ? null : createReadStream(file, { start: offset, end: offset + size - 1, highWaterMark: 1024 * 1024 });
+  const { req, res } = request(url, {
+    method: "PUT",
+    headers: { "content-length": size, "content-type": "application/octet-stream" },
+    ...(signal ? { signal } : {}),
+  });
+  const body =
+    size === 0 ? null : createReadStream(file, { start: offset, end: offset + size - 1, highWaterMark: 1024 * 1024 });
   const sent = body ? pipeline(body, hashing(hash, count, md5), req) : new Promise<void>((resolve) => req.end(resolve));
   const [response] = await Promise.all([res, sent]);
   const text = await readAll(response);
@@ -76,7 +99,12 @@ export async function putFileRange(url: string, file: string, offset: number, si
  * flight 0.61 (bench/artifacts/get-variants.ts, embedded store). Stores that cap throughput per
  * connection (S3) would want parallel ranges back, as a per-store setting.
  */
-export async function downloadToFile(url: string, dest: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<{ sizeBytes: number; sha256: string }> {
+export async function downloadToFile(
+  url: string,
+  dest: string,
+  signal?: AbortSignal,
+  maxBytes = Number.MAX_SAFE_INTEGER,
+): Promise<{ sizeBytes: number; sha256: string }> {
   const hash = createHash("sha256");
   const count = { n: 0 };
   const { req, res } = request(url, { method: "GET", ...(signal ? { signal } : {}) });

@@ -27,16 +27,36 @@ export type RestoreResult =
 
 const DOWNLOAD_TRIES = 3;
 
-export async function restoreArtifact(entry: { fromJob: string; name: string; path: string }, o: RestoreOptions): Promise<RestoreResult> {
+export async function restoreArtifact(
+  entry: { fromJob: string; name: string; path: string },
+  o: RestoreOptions,
+): Promise<RestoreResult> {
   const what = `artifact ${JSON.stringify(entry.name)} from ${JSON.stringify(entry.fromJob)}`;
   const target = await resolveRestoreTarget(o.workspaceDir, entry.path);
-  if (!target.ok) return { ok: false, cause: target.cause, message: `${what} -> ${JSON.stringify(entry.path)}: ${target.message}` };
-  const grant = await callControl("request artifact download", (s) => o.client.requestArtifactDownload(o.ticket.jobId, o.ticket.jobToken, {
-    epoch: o.ticket.epoch, from_job: entry.fromJob, name: entry.name,
-  }, { timeoutMs: 30_000, signal: s }), { signal: o.signal, log: o.log });
+  if (!target.ok)
+    return { ok: false, cause: target.cause, message: `${what} -> ${JSON.stringify(entry.path)}: ${target.message}` };
+  const grant = await callControl(
+    "request artifact download",
+    (s) =>
+      o.client.requestArtifactDownload(
+        o.ticket.jobId,
+        o.ticket.jobToken,
+        {
+          epoch: o.ticket.epoch,
+          from_job: entry.fromJob,
+          name: entry.name,
+        },
+        { timeoutMs: 30_000, signal: s },
+      ),
+    { signal: o.signal, log: o.log },
+  );
   if (!grant.ok) {
     if (grant.failure.kind === "error" && grant.failure.code === "ARTIFACT.NOT_FOUND") {
-      return { ok: false, cause: "artifact.binding_missing", message: `${what}: the producer has no bound artifact in this run` };
+      return {
+        ok: false,
+        cause: "artifact.binding_missing",
+        message: `${what}: the producer has no bound artifact in this run`,
+      };
     }
     return { ok: false, failure: grant.failure };
   }
@@ -49,9 +69,15 @@ export async function restoreArtifact(entry: { fromJob: string; name: string; pa
     } catch (err) {
       await rm(spoolFile, { force: true });
       if (o.signal.aborted) return { ok: false, failure: { kind: "aborted" } };
-      if (err instanceof TooLargeError) return { ok: false, cause: "artifact.digest_mismatch", message: `${what}: the stored object is larger than its binding (${g.size_bytes} bytes)` };
+      if (err instanceof TooLargeError)
+        return {
+          ok: false,
+          cause: "artifact.digest_mismatch",
+          message: `${what}: the stored object is larger than its binding (${g.size_bytes} bytes)`,
+        };
       const permanent = err instanceof HttpStatusError && err.status >= 400 && err.status < 500;
-      if (permanent || i >= DOWNLOAD_TRIES) return { ok: false, cause: "artifact.download_failed", message: `${what}: ${errorMessage(err)}` };
+      if (permanent || i >= DOWNLOAD_TRIES)
+        return { ok: false, cause: "artifact.download_failed", message: `${what}: ${errorMessage(err)}` };
       await sleep(backoffMs(i - 1, 500, 5_000), o.signal);
     }
   }
@@ -66,9 +92,19 @@ export async function restoreArtifact(entry: { fromJob: string; name: string; pa
   try {
     await place(spoolFile, g.format, target.path);
   } catch (err) {
-    return { ok: false, cause: "artifact.path_outside_workspace", message: `${what}: could not place it at ${JSON.stringify(entry.path)}: ${errorMessage(err)}` };
+    return {
+      ok: false,
+      cause: "artifact.path_outside_workspace",
+      message: `${what}: could not place it at ${JSON.stringify(entry.path)}: ${errorMessage(err)}`,
+    };
   }
-  o.log.info("artifact restored", { artifact: entry.name, from_job: entry.fromJob, producer_epoch: g.producer_epoch, size_bytes: g.size_bytes, sha256: g.sha256 });
+  o.log.info("artifact restored", {
+    artifact: entry.name,
+    from_job: entry.fromJob,
+    producer_epoch: g.producer_epoch,
+    size_bytes: g.size_bytes,
+    sha256: g.sha256,
+  });
   return { ok: true, generationId: g.generation_id, producerEpoch: g.producer_epoch, sizeBytes: got.sizeBytes };
 }
 
@@ -90,8 +126,12 @@ async function place(spoolFile: string, format: "file" | "tar", target: string):
  * deepest part of it that already exists (the checkout may have put directories or links there)
  * must really be inside the workspace too.
  */
-export async function resolveRestoreTarget(workspaceDir: string, relative: string): Promise<{ ok: true; path: string } | { ok: false; cause: ArtifactCause; message: string }> {
-  if (declaredPathCause(relative)) return { ok: false, cause: "artifact.path_outside_workspace", message: "the path must stay inside the workspace" };
+export async function resolveRestoreTarget(
+  workspaceDir: string,
+  relative: string,
+): Promise<{ ok: true; path: string } | { ok: false; cause: ArtifactCause; message: string }> {
+  if (declaredPathCause(relative))
+    return { ok: false, cause: "artifact.path_outside_workspace", message: "the path must stay inside the workspace" };
   const workspaceReal = await realpath(workspaceDir);
   const target = path.join(workspaceReal, relative);
   let existing = target;
@@ -102,7 +142,11 @@ export async function resolveRestoreTarget(workspaceDir: string, relative: strin
   }
   const real = await realpath(existing).catch(() => null);
   if (real === null || !pathIsWithin(workspaceReal, real)) {
-    return { ok: false, cause: "artifact.symlink_escape", message: "a symbolic link in the path leads outside the workspace" };
+    return {
+      ok: false,
+      cause: "artifact.symlink_escape",
+      message: "a symbolic link in the path leads outside the workspace",
+    };
   }
   return { ok: true, path: existing === target ? target : path.join(real, path.relative(existing, target)) };
 }

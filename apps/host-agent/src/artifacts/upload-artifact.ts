@@ -20,7 +20,9 @@ export interface UploadOptions {
   partTries?: number;
 }
 
-export type UploadResult = { ok: true; generationId: string; retriedParts: number } | { ok: false; failure: CallFailure };
+export type UploadResult =
+  | { ok: true; generationId: string; retriedParts: number }
+  | { ok: false; failure: CallFailure };
 
 const CONTROL_TIMEOUT_MS = 30_000;
 const MAX_SESSION_ROUNDS = 5;
@@ -28,23 +30,55 @@ const MAX_SESSION_ROUNDS = 5;
 export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promise<UploadResult> {
   const { client, ticket, log, signal } = o;
   const open = (): Promise<{ ok: true; data: ArtifactUploadSession } | { ok: false; failure: CallFailure }> =>
-    callControl("open artifact upload", (s) => client.openArtifactUpload(ticket.jobId, ticket.jobToken, {
-      epoch: ticket.epoch, name: a.name, size_bytes: a.sizeBytes, sha256: a.sha256, format: a.format,
-    }, { timeoutMs: CONTROL_TIMEOUT_MS, signal: s }), { signal, log });
+    callControl(
+      "open artifact upload",
+      (s) =>
+        client.openArtifactUpload(
+          ticket.jobId,
+          ticket.jobToken,
+          {
+            epoch: ticket.epoch,
+            name: a.name,
+            size_bytes: a.sizeBytes,
+            sha256: a.sha256,
+            format: a.format,
+          },
+          { timeoutMs: CONTROL_TIMEOUT_MS, signal: s },
+        ),
+      { signal, log },
+    );
   let retriedParts = 0;
   let session = await open();
   for (let round = 0; session.ok && session.data.state === "uploading"; round++) {
     const pending = session.data.parts.filter((p) => !p.done);
     if (pending.length === 0) break;
-    if (round >= MAX_SESSION_ROUNDS) return failed("upload.rounds_exhausted", `parts still missing after ${round} rounds`);
+    if (round >= MAX_SESSION_ROUNDS)
+      return failed("upload.rounds_exhausted", `parts still missing after ${round} rounds`);
     const generationId = session.data.generation_id;
     const outcome = await runPool(pending, o.concurrency ?? 4, async (part) => {
       const r = await uploadPart(a, part, o);
       if (r.kind !== "uploaded") return r;
       if (r.tries > 1) retriedParts++;
-      const rec = await callControl("record artifact part", (s) => client.recordArtifactPart(ticket.jobId, ticket.jobToken, generationId, {
-        epoch: ticket.epoch, part_number: part.part_number, size_bytes: part.size, sha256: r.sha256, etag: r.etag, md5: r.md5, tries: r.tries,
-      }, { timeoutMs: CONTROL_TIMEOUT_MS, signal: s }), { signal, log });
+      const rec = await callControl(
+        "record artifact part",
+        (s) =>
+          client.recordArtifactPart(
+            ticket.jobId,
+            ticket.jobToken,
+            generationId,
+            {
+              epoch: ticket.epoch,
+              part_number: part.part_number,
+              size_bytes: part.size,
+              sha256: r.sha256,
+              etag: r.etag,
+              md5: r.md5,
+              tries: r.tries,
+            },
+            { timeoutMs: CONTROL_TIMEOUT_MS, signal: s },
+          ),
+        { signal, log },
+      );
       return rec.ok ? { kind: "uploaded" as const } : { kind: "failed" as const, failure: rec.failure };
     });
     if (outcome) return { ok: false, failure: outcome };
@@ -55,10 +89,19 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
   if (session.data.state === "uploading") {
     // The declared SHA-256 was taken at freeze; the parts were hashed as sent. Complete only if
     // the spool was not touched in between, so both describe the same bytes.
-    if (!(await spoolUnchanged(a))) return failed("upload.spool_changed", `the frozen copy of ${a.name} changed after it was hashed`);
+    if (!(await spoolUnchanged(a)))
+      return failed("upload.spool_changed", `the frozen copy of ${a.name} changed after it was hashed`);
     // Read-back verification streams the object once; give it time in proportion to the size.
     const timeoutMs = 120_000 + Math.ceil(a.sizeBytes / (20 * 1024 * 1024)) * 1000;
-    const done = await callControl("complete artifact upload", (s) => client.completeArtifactUpload(ticket.jobId, ticket.jobToken, generationId, ticket.epoch, { timeoutMs, signal: s }), { signal, log });
+    const done = await callControl(
+      "complete artifact upload",
+      (s) =>
+        client.completeArtifactUpload(ticket.jobId, ticket.jobToken, generationId, ticket.epoch, {
+          timeoutMs,
+          signal: s,
+        }),
+      { signal, log },
+    );
     if (!done.ok) return { ok: false, failure: done.failure };
   }
   return { ok: true, generationId, retriedParts };
@@ -68,9 +111,16 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
   }
 }
 
-type PartOutcome = { kind: "uploaded"; etag: string; sha256: string; md5: string; tries: number } | { kind: "refresh" } | { kind: "failed"; failure: CallFailure };
+type PartOutcome =
+  | { kind: "uploaded"; etag: string; sha256: string; md5: string; tries: number }
+  | { kind: "refresh" }
+  | { kind: "failed"; failure: CallFailure };
 
-async function uploadPart(a: FrozenArtifact, part: ArtifactUploadSession["parts"][number], o: UploadOptions): Promise<PartOutcome> {
+async function uploadPart(
+  a: FrozenArtifact,
+  part: ArtifactUploadSession["parts"][number],
+  o: UploadOptions,
+): Promise<PartOutcome> {
   const tries = o.partTries ?? 5;
   if (!part.url) return { kind: "refresh" };
   for (let i = 1; ; i++) {
@@ -82,16 +132,35 @@ async function uploadPart(a: FrozenArtifact, part: ArtifactUploadSession["parts"
       if (o.signal.aborted) return { kind: "failed", failure: { kind: "aborted" } };
       // 403: the URL expired (or the clock moved); a re-opened session signs a fresh one.
       if (err instanceof HttpStatusError && err.status === 403) return { kind: "refresh" };
-      if (i >= tries) return { kind: "failed", failure: { kind: "error", code: "upload.part_failed", status: null, message: `part ${part.part_number}: ${errorMessage(err)}` } };
+      if (i >= tries)
+        return {
+          kind: "failed",
+          failure: {
+            kind: "error",
+            code: "upload.part_failed",
+            status: null,
+            message: `part ${part.part_number}: ${errorMessage(err)}`,
+          },
+        };
       const delay = backoffMs(i - 1, 500, 10_000);
-      o.log.warn("artifact part upload failed; retrying the same bytes", { artifact: a.name, part: part.part_number, try: i, error: errorMessage(err), retry_in_ms: delay });
+      o.log.warn("artifact part upload failed; retrying the same bytes", {
+        artifact: a.name,
+        part: part.part_number,
+        try: i,
+        error: errorMessage(err),
+        retry_in_ms: delay,
+      });
       await sleep(delay, o.signal);
     }
   }
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; stops at the first hard failure. */
-async function runPool<T>(items: T[], limit: number, work: (item: T) => Promise<{ kind: "uploaded" } | { kind: "refresh" } | { kind: "failed"; failure: CallFailure }>): Promise<CallFailure | null> {
+async function runPool<T>(
+  items: T[],
+  limit: number,
+  work: (item: T) => Promise<{ kind: "uploaded" } | { kind: "refresh" } | { kind: "failed"; failure: CallFailure }>,
+): Promise<CallFailure | null> {
   let next = 0;
   let failure: CallFailure | null = null;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {

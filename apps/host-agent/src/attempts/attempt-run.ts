@@ -79,11 +79,22 @@ export class AttemptRun {
     // Every attempt ships and seals a log, even one that fails before its first step.
     const { client } = deps;
     const { jobId, jobToken } = ticket;
-    this.logs = new LogShipper(deps.logs, { attemptId: ticket.attemptId, epoch: ticket.epoch, env: ticket.job.env }, {
-      append: (batch, signal) =>
-        client.appendLogs(jobId, jobToken, { epoch: batch.epoch, chunks: batch.chunks.map((c) => c.identity) }, batch.chunks.map((c) => c.data), { timeoutMs: 30_000, signal }),
-      seal: (body, signal) => client.sealLog(jobId, jobToken, body, { timeoutMs: 15_000, signal }),
-    }, this.log);
+    this.logs = new LogShipper(
+      deps.logs,
+      { attemptId: ticket.attemptId, epoch: ticket.epoch, env: ticket.job.env },
+      {
+        append: (batch, signal) =>
+          client.appendLogs(
+            jobId,
+            jobToken,
+            { epoch: batch.epoch, chunks: batch.chunks.map((c) => c.identity) },
+            batch.chunks.map((c) => c.data),
+            { timeoutMs: 30_000, signal },
+          ),
+        seal: (body, signal) => client.sealLog(jobId, jobToken, body, { timeoutMs: 15_000, signal }),
+      },
+      this.log,
+    );
   }
 
   async run(): Promise<void> {
@@ -124,7 +135,9 @@ export class AttemptRun {
       sandboxDestroyed = await this.destroySandbox();
       mark = this.lap("destroy", mark);
       // Its listener dies with the sandbox; the decisions are reported while the lease still lives.
-      await this.egress?.close().catch((err: unknown) => this.log.error("egress close failed", { error: errorMessage(err) }));
+      await this.egress
+        ?.close()
+        .catch((err: unknown) => this.log.error("egress close failed", { error: errorMessage(err) }));
       mark = this.lap("egress_close", mark);
       // The rootfs may be evicted from the image cache only once no sandbox uses it.
       if (sandboxDestroyed) this.releaseImage?.();
@@ -156,7 +169,11 @@ export class AttemptRun {
     if (!outranks(reason, this.stopReason)) return;
     const previous = this.stopReason;
     this.stopReason = reason;
-    this.log.warn("stopping attempt", { reason, ...(detail ? { detail } : {}), ...(previous ? { previous_reason: previous } : {}) });
+    this.log.warn("stopping attempt", {
+      reason,
+      ...(detail ? { detail } : {}),
+      ...(previous ? { previous_reason: previous } : {}),
+    });
     this.abort.abort();
     if (killsAtOnce(reason)) {
       // Fenced or lease lost: another agent may already own this job. Kill and wipe now.
@@ -170,7 +187,13 @@ export class AttemptRun {
 
   private async execute(heartbeat: HeartbeatLoop): Promise<Verdict | null> {
     const { job } = this.ticket;
-    this.artifacts = new ArtifactTransfer({ client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d) });
+    this.artifacts = new ArtifactTransfer({
+      client: this.deps.client,
+      ticket: this.ticket,
+      log: this.log,
+      signal: this.abort.signal,
+      onStop: (r, d) => this.stop(r, d),
+    });
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
     const image = await this.prepareImage(heartbeat);
@@ -185,7 +208,11 @@ export class AttemptRun {
     }
     try {
       const createStartedAt = this.now();
-      this.sandbox = await this.deps.driver.create({ attemptId: this.ticket.attemptId, image: job.image, rootfs: image.rootfs });
+      this.sandbox = await this.deps.driver.create({
+        attemptId: this.ticket.attemptId,
+        image: job.image,
+        rootfs: image.rootfs,
+      });
       // Sandbox preparation (microVM boot or warm-pool restore) belongs to the image phase too.
       this.imageMs += this.now() - createStartedAt;
       mark = this.lap("sandbox_create", mark);
@@ -197,7 +224,9 @@ export class AttemptRun {
     if (this.abort.signal.aborted) return null;
     try {
       await checkoutSource({
-        dir: this.sandbox.hostWorkspaceDir, ...this.ticket.source, signal: this.abort.signal,
+        dir: this.sandbox.hostWorkspaceDir,
+        ...this.ticket.source,
+        signal: this.abort.signal,
         ...(this.deps.gitMirrorDir ? { mirrorDir: this.deps.gitMirrorDir } : {}),
       });
     } catch (err) {
@@ -208,7 +237,11 @@ export class AttemptRun {
     mark = this.lap("checkout", mark);
     // Inputs are verified before any step can see them; outputs are published only after success.
     const caches = new CacheTransfer({
-      client: this.deps.client, ticket: this.ticket, log: this.log, signal: this.abort.signal, onStop: (r, d) => this.stop(r, d),
+      client: this.deps.client,
+      ticket: this.ticket,
+      log: this.log,
+      signal: this.abort.signal,
+      onStop: (r, d) => this.stop(r, d),
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
       config: this.deps.caches ?? { localTier: null, limits: DEFAULT_CACHE_LIMITS },
     });
@@ -228,23 +261,40 @@ export class AttemptRun {
   }
 
   /** Pulls, verifies and unpacks the pinned image before the sandbox exists; timed as image_ms. */
-  private async prepareImage(heartbeat: HeartbeatLoop): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
+  private async prepareImage(
+    heartbeat: HeartbeatLoop,
+  ): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
     const { image, imageDigest } = this.ticket.job;
     if (!image || !imageDigest || !this.deps.images) return { rootfs: null };
     const started = this.now();
     try {
-      const prepared = await this.deps.images.prepareImage({ ref: image, digest: imageDigest, signal: this.abort.signal });
+      const prepared = await this.deps.images.prepareImage({
+        ref: image,
+        digest: imageDigest,
+        signal: this.abort.signal,
+      });
       this.releaseImage = prepared.release;
       this.imageMs = this.now() - started;
       heartbeat.reportPhase({ image_ms: wireMs(this.imageMs) });
-      this.log.info("image ready", { image, digest: prepared.digest, cache_hit: prepared.cacheHit, pulled_bytes: prepared.pulledBytes, image_ms: wireMs(this.imageMs) });
+      this.log.info("image ready", {
+        image,
+        digest: prepared.digest,
+        cache_hit: prepared.cacheHit,
+        pulled_bytes: prepared.pulledBytes,
+        image_ms: wireMs(this.imageMs),
+      });
       if (this.abort.signal.aborted) return { verdict: null };
       return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
     } catch (err) {
       this.imageMs = this.now() - started;
       if (this.abort.signal.aborted) return { verdict: null };
       const verdict = imageFailureVerdict(image, err);
-      this.log.warn("image preparation failed", { image, digest: imageDigest, cause: verdict.cause, error: errorMessage(err) });
+      this.log.warn("image preparation failed", {
+        image,
+        digest: imageDigest,
+        cause: verdict.cause,
+        error: errorMessage(err),
+      });
       return { verdict };
     }
   }
@@ -273,12 +323,21 @@ export class AttemptRun {
         try {
           result = await sandbox.runStep(command, env, {}, first(output.stdout), first(output.stderr));
         } catch (err) {
-          if (err instanceof SandboxLostError) return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
-          return platformFailure("sandbox.step_start_failed", `step ${index + 1} could not start: ${errorMessage(err)}`);
+          if (err instanceof SandboxLostError)
+            return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
+          return platformFailure(
+            "sandbox.step_start_failed",
+            `step ${index + 1} could not start: ${errorMessage(err)}`,
+          );
         }
         this.executionMs += result.durationMs;
         output.endStep();
-        this.log.info("step finished", { step: index + 1, exit_code: result.exitCode, signal: result.signal, duration_ms: wireMs(result.durationMs) });
+        this.log.info("step finished", {
+          step: index + 1,
+          exit_code: result.exitCode,
+          signal: result.signal,
+          duration_ms: wireMs(result.durationMs),
+        });
         if (this.abort.signal.aborted) return null;
         const failure = stepFailureVerdict(index, command, result);
         if (failure) return failure;
@@ -291,7 +350,10 @@ export class AttemptRun {
 
   private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {
     return openAttemptEgress({
-      proxy, client: this.deps.client, ticket: this.ticket, log: this.log,
+      proxy,
+      client: this.deps.client,
+      ticket: this.ticket,
+      log: this.log,
       // Both drivers dial a unix socket: the process driver's forwarder from its namespace, and the
       // microvm relay (QEMU guestfwd cmd:) through the VM's egress link (sandboxes/microvm/egress-relay.ts).
       listen: "unix",
@@ -302,7 +364,8 @@ export class AttemptRun {
   /** Ships what is left and seals the log; bounded, so a dead control plane cannot hold the slot. */
   private async settleLogs(): Promise<void> {
     const reason = this.stopReason;
-    const deadlineMs = reason && killsAtOnce(reason) ? 0 : reason === "shutdown" ? SHUTDOWN_LOG_DRAIN_MS : this.deps.logs.drainMs;
+    const deadlineMs =
+      reason && killsAtOnce(reason) ? 0 : reason === "shutdown" ? SHUTDOWN_LOG_DRAIN_MS : this.deps.logs.drainMs;
     try {
       await this.logs.finish(deadlineMs);
     } catch (err) {
@@ -314,7 +377,11 @@ export class AttemptRun {
   private markStarted(heartbeat: HeartbeatLoop): void {
     const at = this.now();
     this.firstStepAt = at;
-    heartbeat.reportPhase({ dispatch_ms: wireMs(at - this.claimedAt - this.imageMs), image_ms: wireMs(this.imageMs), started: true });
+    heartbeat.reportPhase({
+      dispatch_ms: wireMs(at - this.claimedAt - this.imageMs),
+      image_ms: wireMs(this.imageMs),
+      started: true,
+    });
     const timeoutMs = Math.min(MAX_TIMER_MS, Math.max(0, this.ticket.job.timeoutMinutes * 60_000));
     this.timers.push(setTimeout(() => this.stop("timeout"), timeoutMs));
   }
@@ -347,7 +414,10 @@ export class AttemptRun {
   private warnAboutWeakIsolation(): void {
     const { driver } = this.deps;
     if (this.ticket.job.image !== null && driver.kind === "process") {
-      this.log.warn("the process driver ignores job images: steps run on the host's root filesystem (weaker isolation)", { image: this.ticket.job.image });
+      this.log.warn(
+        "the process driver ignores job images: steps run on the host's root filesystem (weaker isolation)",
+        { image: this.ticket.job.image },
+      );
     }
     if (this.ticket.trustClass === "untrusted" && driver.isolation.level !== "microvm") {
       this.log.warn("untrusted job on a non-microVM sandbox", { isolation: driver.isolation.level });

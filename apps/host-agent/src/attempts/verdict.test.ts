@@ -17,10 +17,22 @@ describe("verdicts", () => {
   });
 
   it("maps interruptions to outcomes; a fenced attempt reports nothing", () => {
-    expect(verdictForStop("cancel", { timeoutMinutes: 1 })).toMatchObject({ outcome: "cancelled", cause: "run.cancelled" });
-    expect(verdictForStop("timeout", { timeoutMinutes: 1 })).toMatchObject({ outcome: "timed_out", cause: "job.timeout" });
-    expect(verdictForStop("shutdown", { timeoutMinutes: 1 })).toMatchObject({ outcome: "platform_failure", cause: "agent.shutdown" });
-    expect(verdictForStop("lease_lost", { timeoutMinutes: 1 })).toMatchObject({ outcome: "platform_failure", cause: "lease.lost" });
+    expect(verdictForStop("cancel", { timeoutMinutes: 1 })).toMatchObject({
+      outcome: "cancelled",
+      cause: "run.cancelled",
+    });
+    expect(verdictForStop("timeout", { timeoutMinutes: 1 })).toMatchObject({
+      outcome: "timed_out",
+      cause: "job.timeout",
+    });
+    expect(verdictForStop("shutdown", { timeoutMinutes: 1 })).toMatchObject({
+      outcome: "platform_failure",
+      cause: "agent.shutdown",
+    });
+    expect(verdictForStop("lease_lost", { timeoutMinutes: 1 })).toMatchObject({
+      outcome: "platform_failure",
+      cause: "lease.lost",
+    });
     expect(verdictForStop("fenced", { timeoutMinutes: 1 })).toBeNull();
   });
 

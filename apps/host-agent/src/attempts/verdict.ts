@@ -40,13 +40,26 @@ export function platformFailure(cause: string, message: string): Verdict {
 export function verdictForStop(reason: StopReason, ctx: { timeoutMinutes: number }): Verdict | null {
   switch (reason) {
     case "cancel":
-      return { outcome: "cancelled", cause: "run.cancelled", message: "cancelled at the control plane's request", exitCode: null };
+      return {
+        outcome: "cancelled",
+        cause: "run.cancelled",
+        message: "cancelled at the control plane's request",
+        exitCode: null,
+      };
     case "timeout":
-      return { outcome: "timed_out", cause: "job.timeout", message: `job exceeded its timeout of ${ctx.timeoutMinutes} minute(s)`, exitCode: null };
+      return {
+        outcome: "timed_out",
+        cause: "job.timeout",
+        message: `job exceeded its timeout of ${ctx.timeoutMinutes} minute(s)`,
+        exitCode: null,
+      };
     case "shutdown":
       return platformFailure("agent.shutdown", "the host agent shut down while the job was running");
     case "lease_lost":
-      return platformFailure("lease.lost", "no heartbeat succeeded within the lease TTL; the agent destroyed the sandbox");
+      return platformFailure(
+        "lease.lost",
+        "no heartbeat succeeded within the lease TTL; the agent destroyed the sandbox",
+      );
     case "fenced":
       return null;
   }
@@ -57,7 +70,17 @@ export function stepFailureVerdict(index: number, command: string, result: StepR
   if (result.exitCode === 0 && result.signal === null) return null;
   const what = `step ${index + 1} (${command.slice(0, 80)})`;
   if (result.signal !== null) {
-    return { outcome: "user_failure", cause: "step.failed", message: `${what} was killed by signal ${result.signal}`, exitCode: null };
+    return {
+      outcome: "user_failure",
+      cause: "step.failed",
+      message: `${what} was killed by signal ${result.signal}`,
+      exitCode: null,
+    };
   }
-  return { outcome: "user_failure", cause: "step.failed", message: `${what} exited with code ${result.exitCode}`, exitCode: result.exitCode };
+  return {
+    outcome: "user_failure",
+    cause: "step.failed",
+    message: `${what} exited with code ${result.exitCode}`,
+    exitCode: result.exitCode,
+  };
 }

@@ -21,7 +21,11 @@ export interface CacheHostConfig {
   limits: CacheLimits;
 }
 
-export const DEFAULT_CACHE_LIMITS: CacheLimits = { maxBytes: 10 * 1024 ** 3, maxEntries: 1_000_000, timeoutMs: 10 * 60_000 };
+export const DEFAULT_CACHE_LIMITS: CacheLimits = {
+  maxBytes: 10 * 1024 ** 3,
+  maxEntries: 1_000_000,
+  timeoutMs: 10 * 60_000,
+};
 
 export interface CacheTransferDeps {
   client: ControlClient;
@@ -48,24 +52,37 @@ export class CacheTransfer {
     if (!cache) return "ok";
     const bad = cache.paths.map((p) => [p, cachePathProblem(p)] as const).find(([, problem]) => problem !== null);
     if (bad) {
-      return this.disabled(`cache path ${JSON.stringify(bad[0])} ${bad[1]} (this version restores and saves workspace-relative paths only)`);
+      return this.disabled(
+        `cache path ${JSON.stringify(bad[0])} ${bad[1]} (this version restores and saves workspace-relative paths only)`,
+      );
     }
-    const hashed = await hashCacheInputs(sandbox.hostWorkspaceDir, cache.inputs).catch((err: unknown) => ({ ok: false as const, reason: errorMessage(err) }));
+    const hashed = await hashCacheInputs(sandbox.hostWorkspaceDir, cache.inputs).catch((err: unknown) => ({
+      ok: false as const,
+      reason: errorMessage(err),
+    }));
     if (!hashed.ok) return this.disabled(hashed.reason);
     this.inputs = hashed.digests;
     const r = await restoreCache(this.context(sandbox), hashed.digests);
     if ("failure" in r) return this.interrupted(r);
     if (r.result === "hit") {
       this.exactHit = r.exact;
-      this.line(`cache hit (${r.tier === "local" ? "node-local" : "object storage"}${r.exact ? "" : ", newest entry with the same prefix"}): restored ${r.bytes} bytes in ${r.ms} ms`);
+      this.line(
+        `cache hit (${r.tier === "local" ? "node-local" : "object storage"}${r.exact ? "" : ", newest entry with the same prefix"}): restored ${r.bytes} bytes in ${r.ms} ms`,
+      );
     } else {
       this.line(`cache miss: ${r.reason}`);
     }
-    this.deps.log.info("cache restore", { result: r.result, ...(r.result === "hit" ? { tier: r.tier, exact: r.exact, bytes: r.bytes } : { reason: r.reason }), ms: r.ms, key: r.key });
+    this.deps.log.info("cache restore", {
+      result: r.result,
+      ...(r.result === "hit" ? { tier: r.tier, exact: r.exact, bytes: r.bytes } : { reason: r.reason }),
+      ms: r.ms,
+      key: r.key,
+    });
     await this.report({
-      restore: r.result === "hit"
-        ? { result: "hit", tier: r.tier, exact: r.exact, reason: null, bytes: r.bytes, ms: r.ms }
-        : { result: "miss", tier: null, exact: null, reason: r.reason.slice(0, 200), bytes: 0, ms: r.ms },
+      restore:
+        r.result === "hit"
+          ? { result: "hit", tier: r.tier, exact: r.exact, reason: null, bytes: r.bytes, ms: r.ms }
+          : { result: "miss", tier: null, exact: null, reason: r.reason.slice(0, 200), bytes: 0, ms: r.ms },
     });
     return this.deps.signal.aborted ? null : "ok";
   }
@@ -103,7 +120,9 @@ export class CacheTransfer {
           this.line("cache not saved: this key already holds the same bytes");
           break;
         case "conflict":
-          this.line("cache not saved: this key already holds other bytes (first writer wins; recorded as a conflict for admins)");
+          this.line(
+            "cache not saved: this key already holds other bytes (first writer wins; recorded as a conflict for admins)",
+          );
           break;
         case "refused":
           this.line(r.reason);
@@ -115,8 +134,15 @@ export class CacheTransfer {
           this.line(`cache save failed: ${r.reason}`);
           break;
       }
-      this.deps.log.info("cache save", { result: r.result, bytes: r.bytes, ms: r.ms, ...("reason" in r ? { reason: r.reason } : {}) });
-      await this.report({ save: { result: r.result, reason: "reason" in r ? r.reason.slice(0, 200) : null, bytes: r.bytes, ms: r.ms } });
+      this.deps.log.info("cache save", {
+        result: r.result,
+        bytes: r.bytes,
+        ms: r.ms,
+        ...("reason" in r ? { reason: r.reason } : {}),
+      });
+      await this.report({
+        save: { result: r.result, reason: "reason" in r ? r.reason.slice(0, 200) : null, bytes: r.bytes, ms: r.ms },
+      });
       return this.deps.signal.aborted ? null : "ok";
     } finally {
       await rm(spoolDir, { recursive: true, force: true });
@@ -126,13 +152,30 @@ export class CacheTransfer {
   /** The job runs without a cache; the reason goes to its log and to the run page. */
   private async disabled(reason: string): Promise<"ok" | null> {
     this.line(`cache disabled: ${reason}`);
-    await this.report({ restore: { result: "miss", tier: null, exact: null, reason: `cache disabled: ${reason}`.slice(0, 200), bytes: 0, ms: 0 } });
+    await this.report({
+      restore: {
+        result: "miss",
+        tier: null,
+        exact: null,
+        reason: `cache disabled: ${reason}`.slice(0, 200),
+        bytes: 0,
+        ms: 0,
+      },
+    });
     return this.deps.signal.aborted ? null : "ok";
   }
 
   private context(sandbox: Sandbox) {
     const { client, ticket, log, signal, config } = this.deps;
-    return { client, ticket, log, signal, workspaceDir: sandbox.hostWorkspaceDir, localTier: config.localTier, limits: config.limits };
+    return {
+      client,
+      ticket,
+      log,
+      signal,
+      workspaceDir: sandbox.hostWorkspaceDir,
+      localTier: config.localTier,
+      limits: config.limits,
+    };
   }
 
   private line(text: string): void {
@@ -146,9 +189,20 @@ export class CacheTransfer {
   }
 
   /** Figures for the run page; best effort (one retry), never a reason to fail or stop the job. */
-  private async report(body: { restore?: Parameters<ControlClient["reportCacheStats"]>[2]["restore"]; save?: Parameters<ControlClient["reportCacheStats"]>[2]["save"] }): Promise<void> {
+  private async report(body: {
+    restore?: Parameters<ControlClient["reportCacheStats"]>[2]["restore"];
+    save?: Parameters<ControlClient["reportCacheStats"]>[2]["save"];
+  }): Promise<void> {
     const { client, ticket } = this.deps;
-    const r = await client.reportCacheStats(ticket.jobId, ticket.jobToken, { epoch: ticket.epoch, ...body }, { timeoutMs: 10_000, signal: this.deps.signal });
-    if (!r.ok) this.deps.log.warn("cache stats not recorded", { error: r.kind === "http" ? `${r.status} ${r.code}` : r.message });
+    const r = await client.reportCacheStats(
+      ticket.jobId,
+      ticket.jobToken,
+      { epoch: ticket.epoch, ...body },
+      { timeoutMs: 10_000, signal: this.deps.signal },
+    );
+    if (!r.ok)
+      this.deps.log.warn("cache stats not recorded", {
+        error: r.kind === "http" ? `${r.status} ${r.code}` : r.message,
+      });
   }
 }

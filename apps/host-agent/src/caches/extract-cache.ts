@@ -22,14 +22,20 @@ import { MemberSink } from "./member-sink.ts";
 export { CacheRejected, type ExtractExpectation, type ExtractStats } from "./extract-types.ts";
 
 /** Extracts into stagingDir/<i> for every declared path i. Throws CacheRejected (or an I/O error). */
-export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: string, want: ExtractExpectation, signal?: AbortSignal): Promise<ExtractStats> {
+export async function extractCache(
+  source: AsyncIterable<Buffer>,
+  stagingDir: string,
+  want: ExtractExpectation,
+  signal?: AbortSignal,
+): Promise<ExtractStats> {
   const archiveHash = createHash("sha256");
   const stats: ExtractStats = { compressedBytes: 0, unpackedBytes: 0, entries: 0 };
   const sink = new MemberSink(stagingDir, want, stats);
   const hashing = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       stats.compressedBytes += chunk.length;
-      if (stats.compressedBytes > want.sizeBytes) return cb(new CacheRejected(`the archive is longer than its entry's ${want.sizeBytes} bytes`));
+      if (stats.compressedBytes > want.sizeBytes)
+        return cb(new CacheRejected(`the archive is longer than its entry's ${want.sizeBytes} bytes`));
       archiveHash.update(chunk);
       cb(null, chunk);
     },
@@ -40,12 +46,15 @@ export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: st
   const inflation = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       sink.inflated += chunk.length;
-      if (sink.inflated > sink.inflatedCeiling) cb(new CacheRejected(`the archive inflates past ${sink.inflatedCeiling} bytes (decompression bomb)`));
+      if (sink.inflated > sink.inflatedCeiling)
+        cb(new CacheRejected(`the archive inflates past ${sink.inflatedCeiling} bytes (decompression bomb)`));
       else cb(null, chunk);
     },
   });
   try {
-    await pipeline(source, hashing, createGunzip({ chunkSize: 1024 * 1024 }), inflation, sink, { signal: signal ?? new AbortController().signal });
+    await pipeline(source, hashing, createGunzip({ chunkSize: 1024 * 1024 }), inflation, sink, {
+      signal: signal ?? new AbortController().signal,
+    });
   } catch (e) {
     sink.closeOpenFile();
     if (signal?.aborted) throw new CacheRejected("the restore was interrupted");
@@ -55,7 +64,9 @@ export async function extractCache(source: AsyncIterable<Buffer>, stagingDir: st
   }
   const digest = archiveHash.digest("hex");
   if (stats.compressedBytes !== want.sizeBytes || digest !== want.sha256) {
-    throw new CacheRejected(`archive digest mismatch: got ${stats.compressedBytes} bytes sha256 ${digest}, the entry says ${want.sizeBytes} bytes sha256 ${want.sha256}`);
+    throw new CacheRejected(
+      `archive digest mismatch: got ${stats.compressedBytes} bytes sha256 ${digest}, the entry says ${want.sizeBytes} bytes sha256 ${want.sha256}`,
+    );
   }
   return stats;
 }

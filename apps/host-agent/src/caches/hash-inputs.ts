@@ -8,7 +8,10 @@ import path from "node:path";
 import { cachePathProblem, pathIsWithin } from "@kiln/domain";
 import type { InputDigest } from "./cache-context.ts";
 
-export async function hashCacheInputs(workspaceDir: string, inputs: readonly string[]): Promise<{ ok: true; digests: InputDigest[] } | { ok: false; reason: string }> {
+export async function hashCacheInputs(
+  workspaceDir: string,
+  inputs: readonly string[],
+): Promise<{ ok: true; digests: InputDigest[] } | { ok: false; reason: string }> {
   const workspaceReal = await realpath(workspaceDir);
   const digests: InputDigest[] = [];
   for (const input of inputs) {
@@ -18,12 +21,14 @@ export async function hashCacheInputs(workspaceDir: string, inputs: readonly str
     if (!(await lstat(lexical).catch(() => null))) {
       // Only a genuinely absent file counts as absent: a dangling parent link is not.
       const parentReal = await realpath(path.dirname(lexical)).catch(() => null);
-      if (parentReal !== null && !pathIsWithin(workspaceReal, parentReal)) return { ok: false, reason: `cache input ${JSON.stringify(input)} leads outside the workspace` };
+      if (parentReal !== null && !pathIsWithin(workspaceReal, parentReal))
+        return { ok: false, reason: `cache input ${JSON.stringify(input)} leads outside the workspace` };
       digests.push({ path: input, sha256: null });
       continue;
     }
     const real = await realpath(lexical).catch(() => null);
-    if (real === null || !pathIsWithin(workspaceReal, real)) return { ok: false, reason: `cache input ${JSON.stringify(input)} leads outside the workspace` };
+    if (real === null || !pathIsWithin(workspaceReal, real))
+      return { ok: false, reason: `cache input ${JSON.stringify(input)} leads outside the workspace` };
     const s = await lstat(real);
     if (!s.isFile()) return { ok: false, reason: `cache input ${JSON.stringify(input)} is not a regular file` };
     const h = createHash("sha256");

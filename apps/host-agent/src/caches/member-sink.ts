@@ -79,9 +79,13 @@ export class MemberSink extends Writable {
   override _final(cb: (e?: Error | null) => void): void {
     try {
       // No end-of-archive blocks is tolerated (like GNU tar) only between members.
-      if (this.state.kind !== "end" && !(this.state.kind === "header" && this.headFill === 0)) throw new CacheRejected("the archive is truncated");
+      if (this.state.kind !== "end" && !(this.state.kind === "header" && this.headFill === 0))
+        throw new CacheRejected("the archive is truncated");
       if (!this.manifest) throw new CacheRejected("the archive is empty");
-      if (this.next !== this.manifest.entries.length) throw new CacheRejected(`the archive ends after ${this.next} of ${this.manifest.entries.length} manifest entries`);
+      if (this.next !== this.manifest.entries.length)
+        throw new CacheRejected(
+          `the archive ends after ${this.next} of ${this.manifest.entries.length} manifest entries`,
+        );
       for (const [dir, mode] of this.dirModes.reverse()) chmodSync(dir, mode | 0o700);
       cb();
     } catch (e) {
@@ -185,12 +189,21 @@ export class MemberSink extends Writable {
     this.pax = {};
     this.longName = null;
     this.longLink = null;
-    const header: Header = { name: name.endsWith("/") ? name.slice(0, -1) : name, type: TYPES[typeflag] ?? "other", mode: numeric(h, 100, 8), size, linkname };
+    const header: Header = {
+      name: name.endsWith("/") ? name.slice(0, -1) : name,
+      type: TYPES[typeflag] ?? "other",
+      mode: numeric(h, 100, 8),
+      size,
+      linkname,
+    };
     const consumer = this.onMember(header);
     // Only files carry data. A directory or link claiming a size is followed by bytes that then
     // fail as the next header: a refusal either way.
     const bodySize = header.type === "file" ? size : 0;
-    this.state = bodySize === 0 ? { kind: "header" } : { kind: "body", left: bodySize, pad: pad(bodySize), file: consumer.file, manifest: consumer.manifest };
+    this.state =
+      bodySize === 0
+        ? { kind: "header" }
+        : { kind: "body", left: bodySize, pad: pad(bodySize), file: consumer.file, manifest: consumer.manifest };
     if (bodySize === 0 && consumer.file) this.finishFile(consumer.file);
     if (bodySize === 0 && consumer.manifest) this.onManifest(Buffer.alloc(0));
   }
@@ -206,25 +219,33 @@ export class MemberSink extends Writable {
     const { name } = h;
     const quoted = JSON.stringify(name.slice(0, 200));
     if (!this.manifest) {
-      if (this.next > 0 || name !== MANIFEST_NAME || h.type !== "file") throw new CacheRejected("the archive does not start with its manifest");
+      if (this.next > 0 || name !== MANIFEST_NAME || h.type !== "file")
+        throw new CacheRejected("the archive does not start with its manifest");
       if (h.size > MAX_MANIFEST_BYTES) throw new CacheRejected("the manifest is too large");
       this.next = -1; // the manifest is being read
       return { file: null, manifest: [] };
     }
     const expected: CacheManifestEntry | undefined = this.manifest.entries[this.next++];
     if (!expected) throw new CacheRejected(`member ${quoted} is not in the manifest`);
-    if (++this.stats.entries > this.want.maxEntries) throw new CacheRejected(`the archive has more than ${this.want.maxEntries} entries`);
+    if (++this.stats.entries > this.want.maxEntries)
+      throw new CacheRejected(`the archive has more than ${this.want.maxEntries} entries`);
     if (expected.path !== name) throw new CacheRejected(`member ${quoted} is out of manifest order`);
     const parsed = parseCacheMemberName(name, this.want.paths.length);
     if ("problem" in parsed) throw new CacheRejected(`member ${quoted} ${parsed.problem}`);
-    if (h.type !== expected.type) throw new CacheRejected(`member ${quoted} is a ${h.type}, the manifest says ${expected.type}`);
-    const parent = parsed.rel.length === 0 ? this.stagingDir : path.join(this.stagingDir, String(parsed.index), ...parsed.rel.slice(0, -1));
-    if (parent !== this.stagingDir && !this.dirs.has(parent)) throw new CacheRejected(`member ${quoted} is not inside a directory of the archive`);
+    if (h.type !== expected.type)
+      throw new CacheRejected(`member ${quoted} is a ${h.type}, the manifest says ${expected.type}`);
+    const parent =
+      parsed.rel.length === 0
+        ? this.stagingDir
+        : path.join(this.stagingDir, String(parsed.index), ...parsed.rel.slice(0, -1));
+    if (parent !== this.stagingDir && !this.dirs.has(parent))
+      throw new CacheRejected(`member ${quoted} is not inside a directory of the archive`);
     const abs = path.join(this.stagingDir, String(parsed.index), ...parsed.rel);
     switch (expected.type) {
       case "dir": {
         const bad = cacheModeProblem(h.mode);
-        if (bad || h.mode !== expected.mode) throw new CacheRejected(`directory ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
+        if (bad || h.mode !== expected.mode)
+          throw new CacheRejected(`directory ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
         if (this.dirs.has(abs)) throw new CacheRejected(`directory ${quoted} appears twice`);
         mkdirSync(abs, { mode: 0o700 });
         this.dirs.add(abs);
@@ -234,18 +255,34 @@ export class MemberSink extends Writable {
       case "symlink": {
         const bad = cacheSymlinkProblem(parsed.rel, h.linkname);
         if (bad) throw new CacheRejected(`symlink ${quoted} ${bad}`);
-        if (h.linkname !== expected.target) throw new CacheRejected(`symlink ${quoted} has another target than its manifest entry`);
+        if (h.linkname !== expected.target)
+          throw new CacheRejected(`symlink ${quoted} has another target than its manifest entry`);
         symlinkSync(h.linkname, abs);
         return { file: null, manifest: null };
       }
       case "file": {
         const bad = cacheModeProblem(h.mode);
-        if (bad || h.mode !== expected.mode) throw new CacheRejected(`file ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
-        if (h.size !== expected.size) throw new CacheRejected(`file ${quoted} has another size than its manifest entry`);
-        if (this.stats.unpackedBytes + h.size > this.want.maxBytes) throw new CacheRejected(`the archive unpacks to more than ${this.want.maxBytes} bytes`);
+        if (bad || h.mode !== expected.mode)
+          throw new CacheRejected(`file ${quoted} ${bad ?? "has another mode than its manifest entry"}`);
+        if (h.size !== expected.size)
+          throw new CacheRejected(`file ${quoted} has another size than its manifest entry`);
+        if (this.stats.unpackedBytes + h.size > this.want.maxBytes)
+          throw new CacheRejected(`the archive unpacks to more than ${this.want.maxBytes} bytes`);
         // O_EXCL|O_NOFOLLOW: never through a link, never over something already extracted.
-        const fd = openSync(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-        this.file = { fd, hash: createHash("sha256"), name, size: h.size, mode: expected.mode, sha256: expected.sha256, written: 0 };
+        const fd = openSync(
+          abs,
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o600,
+        );
+        this.file = {
+          fd,
+          hash: createHash("sha256"),
+          name,
+          size: h.size,
+          mode: expected.mode,
+          sha256: expected.sha256,
+          written: 0,
+        };
         return { file: this.file, manifest: null };
       }
     }
@@ -263,7 +300,8 @@ export class MemberSink extends Writable {
     closeSync(f.fd);
     this.file = null;
     if (f.written !== f.size) throw new CacheRejected(`file ${JSON.stringify(f.name)} is shorter than its header says`);
-    if (f.hash.digest("hex") !== f.sha256) throw new CacheRejected(`file ${JSON.stringify(f.name)} does not match its manifest sha256`);
+    if (f.hash.digest("hex") !== f.sha256)
+      throw new CacheRejected(`file ${JSON.stringify(f.name)} does not match its manifest sha256`);
     this.stats.unpackedBytes += f.size;
   }
 
@@ -289,12 +327,14 @@ function parseManifest(bytes: Buffer, want: ExtractExpectation): CacheManifest {
   if (m.data.paths.length !== want.paths.length || m.data.paths.some((p, i) => p !== want.paths[i])) {
     throw new CacheRejected("the manifest lists other cache paths than the job declares");
   }
-  if (m.data.entries.length > want.maxEntries) throw new CacheRejected(`the manifest lists more than ${want.maxEntries} entries`);
+  if (m.data.entries.length > want.maxEntries)
+    throw new CacheRejected(`the manifest lists more than ${want.maxEntries} entries`);
   let total = 0;
   for (const e of m.data.entries) if (e.type === "file") total += e.size;
   if (total > want.maxBytes) throw new CacheRejected(`the manifest declares more than ${want.maxBytes} bytes`);
   // Every declared path is a directory the archive creates itself (what pack-cache writes).
   const roots = new Set(m.data.entries.filter((e) => e.type === "dir" && /^[0-9]+$/.test(e.path)).map((e) => e.path));
-  for (let i = 0; i < want.paths.length; i++) if (!roots.has(String(i))) throw new CacheRejected(`the manifest has no directory for cache path ${i}`);
+  for (let i = 0; i < want.paths.length; i++)
+    if (!roots.has(String(i))) throw new CacheRejected(`the manifest has no directory for cache path ${i}`);
   return m.data;
 }

@@ -10,7 +10,13 @@ import path from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
-import { cachePathProblem, cacheSymlinkProblem, MANIFEST_NAME, type CacheManifest, type CacheManifestEntry } from "@kiln/domain";
+import {
+  cachePathProblem,
+  cacheSymlinkProblem,
+  MANIFEST_NAME,
+  type CacheManifest,
+  type CacheManifestEntry,
+} from "@kiln/domain";
 import { TarWriter } from "./tar-writer.ts";
 
 export interface PackBudget {
@@ -22,7 +28,12 @@ export type PackResult =
   | { ok: true; file: string; sizeBytes: number; sha256: string; unpackedBytes: number; entryCount: number }
   | { ok: false; reason: string };
 
-export async function packCache(workspaceDir: string, paths: readonly string[], outFile: string, budget: PackBudget): Promise<PackResult> {
+export async function packCache(
+  workspaceDir: string,
+  paths: readonly string[],
+  outFile: string,
+  budget: PackBudget,
+): Promise<PackResult> {
   const walked = await buildManifest(workspaceDir, paths, budget);
   if (!walked.ok) return walked;
   const { manifest, sources, unpackedBytes } = walked;
@@ -45,7 +56,13 @@ export async function packCache(workspaceDir: string, paths: readonly string[], 
     for (const [i, e] of manifest.entries.entries()) {
       if (e.type === "dir") await tar.dir(e.path, e.mode);
       else if (e.type === "symlink") await tar.symlink(e.path, e.target);
-      else await tar.file(e.path, e.mode, e.size, createReadStream(sources[i] ?? "", { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>);
+      else
+        await tar.file(
+          e.path,
+          e.mode,
+          e.size,
+          createReadStream(sources[i] ?? "", { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>,
+        );
     }
     await tar.end();
     gzip.end();
@@ -55,14 +72,23 @@ export async function packCache(workspaceDir: string, paths: readonly string[], 
     await written.catch(() => undefined);
     return { ok: false, reason: `could not pack the cache: ${err instanceof Error ? err.message : String(err)}` };
   }
-  return { ok: true, file: outFile, sizeBytes, sha256: hash.digest("hex"), unpackedBytes, entryCount: manifest.entries.length };
+  return {
+    ok: true,
+    file: outFile,
+    sizeBytes,
+    sha256: hash.digest("hex"),
+    unpackedBytes,
+    entryCount: manifest.entries.length,
+  };
 }
 
 async function* one(b: Buffer): AsyncIterable<Buffer> {
   yield b;
 }
 
-type Walked = { ok: true; manifest: CacheManifest; sources: (string | null)[]; unpackedBytes: number } | { ok: false; reason: string };
+type Walked =
+  | { ok: true; manifest: CacheManifest; sources: (string | null)[]; unpackedBytes: number }
+  | { ok: false; reason: string };
 
 async function buildManifest(workspaceDir: string, paths: readonly string[], budget: PackBudget): Promise<Walked> {
   const workspaceReal = await realpath(workspaceDir);
@@ -77,13 +103,15 @@ async function buildManifest(workspaceDir: string, paths: readonly string[], bud
     if (!st) return { ok: false, reason: `cache path ${JSON.stringify(declared)} does not exist after the steps` };
     if (!st.isDirectory()) return { ok: false, reason: `cache path ${JSON.stringify(declared)} is not a directory` };
     // A symlinked parent would make us pack some other part of the host.
-    if ((await realpath(root)) !== root) return { ok: false, reason: `cache path ${JSON.stringify(declared)} goes through a symbolic link` };
+    if ((await realpath(root)) !== root)
+      return { ok: false, reason: `cache path ${JSON.stringify(declared)} goes through a symbolic link` };
     const stack: { abs: string; rel: string[] }[] = [{ abs: root, rel: [] }];
     while (stack.length > 0) {
       const { abs, rel } = stack.pop()!;
       const s = await lstat(abs);
       const name = [String(i), ...rel].join("/");
-      if (entries.length >= budget.maxEntries) return { ok: false, reason: `the cache has more than ${budget.maxEntries} entries` };
+      if (entries.length >= budget.maxEntries)
+        return { ok: false, reason: `the cache has more than ${budget.maxEntries} entries` };
       if (s.isDirectory()) {
         entries.push({ type: "dir", path: name, mode: s.mode & 0o777 });
         sources.push(null);
@@ -101,7 +129,10 @@ async function buildManifest(workspaceDir: string, paths: readonly string[], bud
         entries.push({ type: "symlink", path: name, target });
         sources.push(null);
       } else {
-        return { ok: false, reason: `${JSON.stringify(path.join(declared, ...rel))} is not a file, directory or symbolic link` };
+        return {
+          ok: false,
+          reason: `${JSON.stringify(path.join(declared, ...rel))} is not a file, directory or symbolic link`,
+        };
       }
     }
   }

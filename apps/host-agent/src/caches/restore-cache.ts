@@ -27,12 +27,29 @@ export async function restoreCache(ctx: CacheContext, inputs: InputDigest[]): Pr
   const ms = () => Math.round(monotonicNow() - started);
   const cache = ctx.ticket.job.cache;
   if (!cache) return { result: "miss", reason: "no cache declared", ms: 0, key: null };
-  const grant = await callControl("request cache restore", (s) => ctx.client.requestCacheRestore(ctx.ticket.jobId, ctx.ticket.jobToken, { epoch: ctx.ticket.epoch, inputs }, { timeoutMs: 30_000, signal: s }), {
-    signal: ctx.signal, log: ctx.log, attempts: 3,
-  });
+  const grant = await callControl(
+    "request cache restore",
+    (s) =>
+      ctx.client.requestCacheRestore(
+        ctx.ticket.jobId,
+        ctx.ticket.jobToken,
+        { epoch: ctx.ticket.epoch, inputs },
+        { timeoutMs: 30_000, signal: s },
+      ),
+    {
+      signal: ctx.signal,
+      log: ctx.log,
+      attempts: 3,
+    },
+  );
   if (!grant.ok) {
     if (grant.failure.kind !== "error") return { failure: grant.failure };
-    return { result: "miss", reason: `the control plane could not look the key up: ${grant.failure.message}`, ms: ms(), key: null };
+    return {
+      result: "miss",
+      reason: `the control plane could not look the key up: ${grant.failure.message}`,
+      ms: ms(),
+      key: null,
+    };
   }
   const g = grant.data;
   if (!g.hit) return { result: "miss", reason: "no entry for this key", ms: ms(), key: g.key };
@@ -41,7 +58,8 @@ export async function restoreCache(ctx: CacheContext, inputs: InputDigest[]): Pr
   }
   const placed = await restoreEntry(ctx, cache.paths, g);
   if ("failure" in placed) return placed;
-  if (placed.ok) return { result: "hit", tier: placed.tier, exact: g.exact, bytes: g.unpacked_bytes, ms: ms(), key: g.key };
+  if (placed.ok)
+    return { result: "hit", tier: placed.tier, exact: g.exact, bytes: g.unpacked_bytes, ms: ms(), key: g.key };
   return { result: "miss", reason: placed.reason, ms: ms(), key: g.key };
 }
 
@@ -58,13 +76,24 @@ export async function restoreEntry(
   paths: readonly string[],
   g: EntryGrant,
 ): Promise<{ ok: true; tier: "local" | "remote" } | { ok: false; reason: string } | CacheFailure> {
-  const want = { paths, sizeBytes: g.size_bytes, sha256: g.sha256, maxBytes: ctx.limits.maxBytes, maxEntries: ctx.limits.maxEntries };
+  const want = {
+    paths,
+    sizeBytes: g.size_bytes,
+    sha256: g.sha256,
+    maxBytes: ctx.limits.maxBytes,
+    maxEntries: ctx.limits.maxEntries,
+  };
   const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.limits.timeoutMs)]);
   const reasons: string[] = [];
   const tier = ctx.localTier;
   const local = tier ? await tier.lookup(g.sha256) : null;
   if (local && tier) {
-    const r = await attempt(ctx, want, signal, () => createReadStream(local, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>);
+    const r = await attempt(
+      ctx,
+      want,
+      signal,
+      () => createReadStream(local, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>,
+    );
     if (r === "ok") return { ok: true, tier: "local" };
     if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
     // A local file that fails verification is never offered again.
@@ -74,7 +103,12 @@ export async function restoreEntry(
   const temp = tier ? tier.tempPath(g.sha256, randomUUID()) : null;
   const r = await attempt(ctx, want, signal, () => download(g.url, signal, temp));
   if (r === "ok") {
-    if (tier && temp) await tier.adopt(temp, g.sha256).catch((err: unknown) => ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }));
+    if (tier && temp)
+      await tier
+        .adopt(temp, g.sha256)
+        .catch((err: unknown) =>
+          ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }),
+        );
     return { ok: true, tier: "remote" };
   }
   if (temp) await rm(temp, { force: true });
@@ -99,7 +133,8 @@ async function attempt(
       const target = await resolveRestoreTarget(workspaceReal, declared);
       if (!target.ok) throw new CacheRejected(`cache path ${JSON.stringify(declared)}: ${target.message}`);
       // Restoring over what the checkout put there would mix trees; any doubt is a miss.
-      if (await lstat(target.path).catch(() => null)) throw new CacheRejected(`cache path ${JSON.stringify(declared)} already exists in the workspace`);
+      if (await lstat(target.path).catch(() => null))
+        throw new CacheRejected(`cache path ${JSON.stringify(declared)} already exists in the workspace`);
       await mkdir(path.dirname(target.path), { recursive: true });
       await rename(path.join(staging, String(i)), target.path);
       placed.push(target.path);

@@ -28,8 +28,12 @@ beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-cache-s3-"));
   s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
   client = new S3Client({
-    region: "us-east-1", endpoint: s3.endpoint, forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
-    requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED",
+    region: "us-east-1",
+    endpoint: s3.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
   });
 });
 afterAll(async () => {
@@ -58,10 +62,19 @@ async function upload(body: Buffer): Promise<string> {
 }
 
 const ctx = () => ({ signal: new AbortController().signal, workspaceDir: ws, localTier: tier, limits, log: quiet });
-const grantFor = async (a: BuiltArchive, stored: Buffer = a.gz) => ({ sha256: a.sha256, size_bytes: a.sizeBytes, url: await upload(stored) });
+const grantFor = async (a: BuiltArchive, stored: Buffer = a.gz) => ({
+  sha256: a.sha256,
+  size_bytes: a.sizeBytes,
+  url: await upload(stored),
+});
 const file = (name: string, text: string): RawMember => ({ name, type: "0", mode: 0o644, data: Buffer.from(text) });
 const dir = (name: string): RawMember => ({ name, type: "5", mode: 0o755 });
-const HONEST = [dir("0"), dir("0/sub"), file("0/sub/lib.js", "module.exports = 42\n"), { name: "0/link", type: "2", linkname: "sub/lib.js" }];
+const HONEST = [
+  dir("0"),
+  dir("0/sub"),
+  file("0/sub/lib.js", "module.exports = 42\n"),
+  { name: "0/link", type: "2", linkname: "sub/lib.js" },
+];
 
 async function expectCleanMiss(r: Awaited<ReturnType<typeof restoreEntry>>, why: RegExp): Promise<void> {
   expect(r).toMatchObject({ ok: false, reason: expect.stringMatching(why) });
@@ -105,7 +118,10 @@ describe("restoring an entry", () => {
   });
 
   it("a gzip bomb and an archive above the budget are a clean miss", async () => {
-    const bomb = cacheArchive(["deps"], [dir("0"), { name: "0/zeros", type: "0", mode: 0o644, data: Buffer.alloc(32 * 1024 * 1024) }]);
+    const bomb = cacheArchive(
+      ["deps"],
+      [dir("0"), { name: "0/zeros", type: "0", mode: 0o644, data: Buffer.alloc(32 * 1024 * 1024) }],
+    );
     expect(bomb.sizeBytes).toBeLessThan(1024 * 1024);
     await expectCleanMiss(await restoreEntry(ctx(), ["deps"], await grantFor(bomb)), /more than 1048576 bytes/);
   });
@@ -114,7 +130,10 @@ describe("restoring an entry", () => {
     const a = cacheArchive(["deps"], HONEST);
     const tampered = Buffer.from(a.gz);
     tampered[tampered.length - 12] = (tampered[tampered.length - 12] ?? 0) ^ 0x55;
-    await expectCleanMiss(await restoreEntry(ctx(), ["deps"], await grantFor(a, tampered)), /object storage copy rejected/);
+    await expectCleanMiss(
+      await restoreEntry(ctx(), ["deps"], await grantFor(a, tampered)),
+      /object storage copy rejected/,
+    );
     // Other bytes that are a perfectly valid archive: the digest still says no.
     const other = cacheArchive(["deps"], [dir("0"), file("0/sub", "other")]);
     await expectCleanMiss(await restoreEntry(ctx(), ["deps"], await grantFor(a, other.gz)), /digest mismatch|longer/);
@@ -124,7 +143,10 @@ describe("restoring an entry", () => {
     await mkdir(path.join(ws, "deps"));
     await writeFile(path.join(ws, "deps", "committed"), "from git");
     const a = cacheArchive(["deps"], HONEST);
-    expect(await restoreEntry(ctx(), ["deps"], await grantFor(a))).toMatchObject({ ok: false, reason: expect.stringMatching(/already exists/) });
+    expect(await restoreEntry(ctx(), ["deps"], await grantFor(a))).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/already exists/),
+    });
     expect(await readdir(path.join(ws, "deps"))).toEqual(["committed"]);
   });
 
@@ -138,7 +160,11 @@ describe("restoring an entry", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/blob`;
-      const r = await restoreEntry({ ...ctx(), limits: { ...limits, timeoutMs: 300 } }, ["deps"], { sha256: a.sha256, size_bytes: a.sizeBytes, url });
+      const r = await restoreEntry({ ...ctx(), limits: { ...limits, timeoutMs: 300 } }, ["deps"], {
+        sha256: a.sha256,
+        size_bytes: a.sizeBytes,
+        url,
+      });
       await expectCleanMiss(r, /timed out/);
     } finally {
       server.closeAllConnections();

@@ -24,14 +24,33 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
   const cache = ctx.ticket.job.cache;
   if (!cache) return { result: "skipped", reason: "no cache declared", bytes: 0, ms: 0 };
   // The control plane enforces the same rule; checking first saves packing bytes nobody may keep.
-  if (!decideCacheWrite(ctx.ticket.trustClass).allowed) return { result: "refused", reason: UNTRUSTED_REFUSAL, bytes: 0, ms: ms() };
+  if (!decideCacheWrite(ctx.ticket.trustClass).allowed)
+    return { result: "refused", reason: UNTRUSTED_REFUSAL, bytes: 0, ms: ms() };
   try {
-    const packed = await packCache(ctx.workspaceDir, cache.paths, spoolFile, { maxBytes: ctx.limits.maxBytes, maxEntries: ctx.limits.maxEntries });
+    const packed = await packCache(ctx.workspaceDir, cache.paths, spoolFile, {
+      maxBytes: ctx.limits.maxBytes,
+      maxEntries: ctx.limits.maxEntries,
+    });
     if (!packed.ok) return { result: "skipped", reason: packed.reason, bytes: 0, ms: ms() };
     const { jobId, jobToken, epoch } = ctx.ticket;
-    const opened = await callControl("open cache save", (s) => ctx.client.openCacheSave(jobId, jobToken, {
-      epoch, inputs, size_bytes: packed.sizeBytes, sha256: packed.sha256, unpacked_bytes: packed.unpackedBytes, entry_count: packed.entryCount,
-    }, { timeoutMs: 30_000, signal: s }), { signal: ctx.signal, log: ctx.log, attempts: 3 });
+    const opened = await callControl(
+      "open cache save",
+      (s) =>
+        ctx.client.openCacheSave(
+          jobId,
+          jobToken,
+          {
+            epoch,
+            inputs,
+            size_bytes: packed.sizeBytes,
+            sha256: packed.sha256,
+            unpacked_bytes: packed.unpackedBytes,
+            entry_count: packed.entryCount,
+          },
+          { timeoutMs: 30_000, signal: s },
+        ),
+      { signal: ctx.signal, log: ctx.log, attempts: 3 },
+    );
     if (!opened.ok) {
       if (opened.failure.kind !== "error") return { failure: opened.failure };
       const refused = opened.failure.code === "CACHE.WRITE_REFUSED";
@@ -43,9 +62,15 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
       return { result: o.state, bytes: 0, ms: ms(), key: o.key };
     }
     await putFileRange(o.url, spoolFile, 0, packed.sizeBytes, ctx.signal);
-    const done = await callControl("complete cache save", (s) => ctx.client.completeCacheSave(jobId, jobToken, o.entry_id, epoch, { timeoutMs: 600_000, signal: s }), {
-      signal: ctx.signal, log: ctx.log, attempts: 3,
-    });
+    const done = await callControl(
+      "complete cache save",
+      (s) => ctx.client.completeCacheSave(jobId, jobToken, o.entry_id, epoch, { timeoutMs: 600_000, signal: s }),
+      {
+        signal: ctx.signal,
+        log: ctx.log,
+        attempts: 3,
+      },
+    );
     if (!done.ok) {
       if (done.failure.kind !== "error") return { failure: done.failure };
       return { result: "failed", reason: done.failure.message, bytes: packed.sizeBytes, ms: ms() };
@@ -64,5 +89,9 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
 /** Only bytes whose digest the control plane holds bound: the local tier never holds anything else. */
 async function keepLocally(ctx: CacheContext, file: string, sha256: string): Promise<void> {
   if (!ctx.localTier) return;
-  await ctx.localTier.keep(file, sha256).catch((err: unknown) => ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }));
+  await ctx.localTier
+    .keep(file, sha256)
+    .catch((err: unknown) =>
+      ctx.log.warn("could not keep the archive in the node-local cache", { error: errorMessage(err) }),
+    );
 }

@@ -57,7 +57,15 @@ export class TarWriter {
       await this.write(header("PaxHeader", "x", 0o644, data.length, ""));
       await this.write(padded(data));
     }
-    await this.write(header(fits(name) ? name : name.slice(0, 99), typeflag, mode, size > MAX_USTAR_SIZE ? 0 : size, fits(linkname) ? linkname : ""));
+    await this.write(
+      header(
+        fits(name) ? name : name.slice(0, 99),
+        typeflag,
+        mode,
+        size > MAX_USTAR_SIZE ? 0 : size,
+        fits(linkname) ? linkname : "",
+      ),
+    );
   }
 
   async dir(name: string, mode: number): Promise<void> {

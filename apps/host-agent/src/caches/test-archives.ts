@@ -47,7 +47,11 @@ export interface BuiltArchive {
   sha256: string;
 }
 
-export function cacheArchive(paths: string[], members: RawMember[], manifest: Buffer = agreeingManifest(paths, members)): BuiltArchive {
+export function cacheArchive(
+  paths: string[],
+  members: RawMember[],
+  manifest: Buffer = agreeingManifest(paths, members),
+): BuiltArchive {
   const tar = rawTar([{ name: MANIFEST_NAME, type: "0", mode: 0o600, data: manifest }, ...members]);
   const gz = gzipSync(tar);
   return { gz, sizeBytes: gz.length, sha256: sha256(gz) };

@@ -36,7 +36,8 @@ export async function openAttemptEgress(deps: {
     onDenied: (line) => {
       denialLines++;
       if (denialLines <= MAX_DENIAL_LINES) deps.writeLogLine(line);
-      else if (denialLines === MAX_DENIAL_LINES + 1) deps.writeLogLine(`kiln egress: further denials not shown (see the run's egress record)`);
+      else if (denialLines === MAX_DENIAL_LINES + 1)
+        deps.writeLogLine(`kiln egress: further denials not shown (see the run's egress record)`);
       log.info("egress denied", { line });
     },
   });

@@ -13,7 +13,12 @@ export interface ListenerHandle {
 // sockaddr_un's sun_path holds 108 bytes including the terminating NUL.
 const MAX_SOCKET_PATH = 107;
 
-export async function listen(kind: "unix" | "tcp", attemptId: string, socketDir: string, onConnection: (socket: net.Socket) => void): Promise<ListenerHandle> {
+export async function listen(
+  kind: "unix" | "tcp",
+  attemptId: string,
+  socketDir: string,
+  onConnection: (socket: net.Socket) => void,
+): Promise<ListenerHandle> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
@@ -26,7 +31,8 @@ export async function listen(kind: "unix" | "tcp", attemptId: string, socketDir:
   if (kind === "unix") {
     await mkdir(socketDir, { recursive: true, mode: 0o700 });
     const socketPath = path.join(socketDir, `${attemptId}.sock`);
-    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) throw new Error(`egress socket path too long for a unix socket (${socketPath}); use a shorter KILN_WORK_DIR`);
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH)
+      throw new Error(`egress socket path too long for a unix socket (${socketPath}); use a shorter KILN_WORK_DIR`);
     await rm(socketPath, { force: true });
     await new Promise<void>((resolve, reject) => server.once("error", reject).listen(socketPath, () => resolve()));
     address = { kind: "unix", path: socketPath };

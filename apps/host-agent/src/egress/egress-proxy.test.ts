@@ -51,7 +51,9 @@ function openAttempt(proxy: EgressProxy, trustClass: "trusted" | "untrusted", li
   const denials: string[] = [];
   const attemptId = randomUUID();
   const opened = proxy.open({
-    attemptId, trustClass, listen,
+    attemptId,
+    trustClass,
+    listen,
     policy: { trustClass, platformHosts: [], allowList: [`localhost:${allowed}`] },
     onDecision: (e) => decisions.push(e),
     onDenied: (line) => denials.push(line),
@@ -81,7 +83,11 @@ function raw(port: number, request: string): Promise<string> {
 }
 
 describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () => {
-  const proxy = new EgressProxy({ socketDir: path.join(os.tmpdir(), "kiln-egress-sock"), allowInternalAddresses: true, logger: quiet });
+  const proxy = new EgressProxy({
+    socketDir: path.join(os.tmpdir(), "kiln-egress-sock"),
+    allowInternalAddresses: true,
+    logger: quiet,
+  });
   afterAll(() => proxy.close());
 
   it("relays allowed plain HTTP and CONNECT, denies the rest with the named error", async () => {
@@ -90,7 +96,9 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
     expect(egressEndpointFor(a.attemptId)).toEqual({ port });
     const via = ["-sS", "-x", `http://127.0.0.1:${port}`, "--noproxy", ""];
     expect((await curl("curl", [...via, `http://localhost:${allowed}/x`])).stdout).toBe(`hello localhost:${allowed}`);
-    expect((await curl("curl", [...via, "-p", `http://localhost:${allowed}/y`])).stdout).toBe(`hello localhost:${allowed}`);
+    expect((await curl("curl", [...via, "-p", `http://localhost:${allowed}/y`])).stdout).toBe(
+      `hello localhost:${allowed}`,
+    );
     const denied = await curl("curl", [...via, "-i", `http://localhost:${other}/`]);
     const line = `kiln egress denied: localhost:${other} is not allowed for trusted runs`;
     expect(denied.stdout).toMatch(/^HTTP\/1\.1 403/);
@@ -123,7 +131,9 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
     const tport = ((await t.opened).address as { kind: "tcp"; port: number }).port;
     // Keep-alive request: the answer must be complete without the proxy closing the connection.
     const answer = await new Promise<string>((resolve, reject) => {
-      const s = net.connect(tport, "127.0.0.1", () => s.write(`GET http://localhost:${allowed}/ HTTP/1.1\r\nHost: localhost:${allowed}\r\n\r\n`));
+      const s = net.connect(tport, "127.0.0.1", () =>
+        s.write(`GET http://localhost:${allowed}/ HTTP/1.1\r\nHost: localhost:${allowed}\r\n\r\n`),
+      );
       let out = "";
       s.on("data", (b) => {
         out += b.toString("latin1");
@@ -144,7 +154,15 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
     const strict = new EgressProxy({ socketDir: dir, allowInternalAddresses: false, logger: quiet });
     const a = openAttempt(strict, "trusted");
     const { port } = (await a.opened).address as { kind: "tcp"; port: number };
-    const r = await curl("curl", ["-sS", "-i", "-x", `http://127.0.0.1:${port}`, "--noproxy", "", `http://localhost:${allowed}/`]);
+    const r = await curl("curl", [
+      "-sS",
+      "-i",
+      "-x",
+      `http://127.0.0.1:${port}`,
+      "--noproxy",
+      "",
+      `http://localhost:${allowed}/`,
+    ]);
     expect(r.stdout).toMatch(/^HTTP\/1\.1 403/);
     expect(a.decisions).toEqual([{ host: "localhost", port: allowed, decision: "denied", reason: "internal_address" }]);
     await strict.close();
@@ -154,47 +172,70 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
 describe("process driver: the step's only way out is the forwarder to its attempt's socket", () => {
   // Root agents hold one namespace per sandbox and enter it per step (nsenter); unprivileged ones
   // start the forwarder in each step's own namespace. Both are run here.
-  it.each(["held namespace", "per-step forwarder"] as const)("%s: reaches the allowed server through the proxy and nothing directly", async (mode) => {
-    const namespaces = await probeNamespaces();
-    const tools = await findForwarderTools();
-    expect(namespaces.isolation.level, "these tests need network namespaces (unshare; CI runs as root)").toBe("namespaces");
-    if ("missing" in tools) throw new Error(`missing ${tools.missing.join(", ")}`);
-    expect(mode === "per-step forwarder" || tools.nsenter !== null, "util-linux nsenter is missing").toBe(true);
-    const driver = new ProcessDriver(path.join(dir, `work-${mode.replace(/ /g, "-")}`), namespaces, mode === "held namespace" ? tools : { ...tools, nsenter: null });
-    await mkdir(path.join(dir, `work-${mode.replace(/ /g, "-")}`), { recursive: true });
-    const proxy = new EgressProxy({ socketDir: path.join(dir, "sock"), allowInternalAddresses: true, logger: quiet });
-    const a = openAttempt(proxy, "trusted", "unix");
-    const listener = await a.opened;
-    expect(egressSocketFor(a.attemptId)).toEqual({ path: (listener.address as { path: string }).path });
-    const sandbox = await driver.create({ attemptId: a.attemptId, image: null });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const script = [
-      `echo "proxy=$HTTPS_PROXY"`,
-      "unset NO_PROXY no_proxy",
-      `curl -sS -f --max-time 20 http://localhost:${allowed}/ && echo`,
-      `curl -sS -f --max-time 20 http://localhost:${other}/ || echo "other refused"`,
-      `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${other}/ || echo "direct refused"`,
-    ].join("\n");
-    const stepEnv = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home };
-    const result = await sandbox.runStep(script, stepEnv, {}, (c) => out.push(c), (c) => err.push(c));
-    // A second step gets the same single way out (the held namespace is reused, not leaked).
-    const again = await sandbox.runStep(`unset NO_PROXY no_proxy; curl -sS -f --max-time 20 http://localhost:${allowed}/again`, stepEnv, {}, (c) => out.push(c), (c) => err.push(c));
-    await sandbox.destroy();
-    await listener.close();
-    await proxy.close();
-    // Nothing of the forwarder outlives the sandbox (the held namespace's process included).
-    const socketPath = (listener.address as { path: string }).path;
-    const deadline = Date.now() + 5_000;
-    while ((await processesMentioning(socketPath)).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(await processesMentioning(socketPath)).toEqual([]);
-    const stdout = Buffer.concat(out).toString();
-    expect(result.exitCode, Buffer.concat(err).toString()).toBe(0);
-    expect(again.exitCode, Buffer.concat(err).toString()).toBe(0);
-    expect(stdout).toContain("proxy=http://127.0.0.1:3128");
-    expect(stdout).toContain(`hello localhost:${allowed}`);
-    expect(stdout).toContain("other refused");
-    expect(stdout).toContain("direct refused");
-    expect(a.denials).toEqual([`kiln egress denied: localhost:${other} is not allowed for trusted runs`]);
-  }, 60_000);
+  it.each(["held namespace", "per-step forwarder"] as const)(
+    "%s: reaches the allowed server through the proxy and nothing directly",
+    async (mode) => {
+      const namespaces = await probeNamespaces();
+      const tools = await findForwarderTools();
+      expect(namespaces.isolation.level, "these tests need network namespaces (unshare; CI runs as root)").toBe(
+        "namespaces",
+      );
+      if ("missing" in tools) throw new Error(`missing ${tools.missing.join(", ")}`);
+      expect(mode === "per-step forwarder" || tools.nsenter !== null, "util-linux nsenter is missing").toBe(true);
+      const driver = new ProcessDriver(
+        path.join(dir, `work-${mode.replace(/ /g, "-")}`),
+        namespaces,
+        mode === "held namespace" ? tools : { ...tools, nsenter: null },
+      );
+      await mkdir(path.join(dir, `work-${mode.replace(/ /g, "-")}`), { recursive: true });
+      const proxy = new EgressProxy({ socketDir: path.join(dir, "sock"), allowInternalAddresses: true, logger: quiet });
+      const a = openAttempt(proxy, "trusted", "unix");
+      const listener = await a.opened;
+      expect(egressSocketFor(a.attemptId)).toEqual({ path: (listener.address as { path: string }).path });
+      const sandbox = await driver.create({ attemptId: a.attemptId, image: null });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const script = [
+        `echo "proxy=$HTTPS_PROXY"`,
+        "unset NO_PROXY no_proxy",
+        `curl -sS -f --max-time 20 http://localhost:${allowed}/ && echo`,
+        `curl -sS -f --max-time 20 http://localhost:${other}/ || echo "other refused"`,
+        `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${other}/ || echo "direct refused"`,
+      ].join("\n");
+      const stepEnv = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home };
+      const result = await sandbox.runStep(
+        script,
+        stepEnv,
+        {},
+        (c) => out.push(c),
+        (c) => err.push(c),
+      );
+      // A second step gets the same single way out (the held namespace is reused, not leaked).
+      const again = await sandbox.runStep(
+        `unset NO_PROXY no_proxy; curl -sS -f --max-time 20 http://localhost:${allowed}/again`,
+        stepEnv,
+        {},
+        (c) => out.push(c),
+        (c) => err.push(c),
+      );
+      await sandbox.destroy();
+      await listener.close();
+      await proxy.close();
+      // Nothing of the forwarder outlives the sandbox (the held namespace's process included).
+      const socketPath = (listener.address as { path: string }).path;
+      const deadline = Date.now() + 5_000;
+      while ((await processesMentioning(socketPath)).length > 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await processesMentioning(socketPath)).toEqual([]);
+      const stdout = Buffer.concat(out).toString();
+      expect(result.exitCode, Buffer.concat(err).toString()).toBe(0);
+      expect(again.exitCode, Buffer.concat(err).toString()).toBe(0);
+      expect(stdout).toContain("proxy=http://127.0.0.1:3128");
+      expect(stdout).toContain(`hello localhost:${allowed}`);
+      expect(stdout).toContain("other refused");
+      expect(stdout).toContain("direct refused");
+      expect(a.denials).toEqual([`kiln egress denied: localhost:${other} is not allowed for trusted runs`]);
+    },
+    60_000,
+  );
 });

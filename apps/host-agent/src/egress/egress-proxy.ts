@@ -58,7 +58,9 @@ export class EgressProxy {
   constructor(private readonly opts: EgressProxyOptions) {
     this.server.on("request", (req, res) => void this.onRequest(req, res));
     this.server.on("connect", (req, socket, head) => void this.onConnect(req, socket, head));
-    this.server.on("clientError", (_err, socket) => writeFramed(socket, 400, "kiln egress: malformed proxy request", {}, true));
+    this.server.on("clientError", (_err, socket) =>
+      writeFramed(socket, 400, "kiln egress: malformed proxy request", {}, true),
+    );
   }
 
   /** Opens the attempt's own listener; its connections are judged by its policy only. */
@@ -87,14 +89,24 @@ export class EgressProxy {
 
   private judge(a: Attempt, host: string, port: number): EgressDecision {
     const policy = a.spec.policy;
-    return decideEgress({ host, port, trustClass: a.spec.trustClass, allowList: policy?.allowList ?? [], platformHosts: policy?.platformHosts ?? [] });
+    return decideEgress({
+      host,
+      port,
+      trustClass: a.spec.trustClass,
+      allowList: policy?.allowList ?? [],
+      platformHosts: policy?.platformHosts ?? [],
+    });
   }
 
   /**
    * Decides, resolves and re-checks every address; reports and, on denial, announces. A name with
    * any disallowed address is denied as a whole (no choosing the harmless half of a mixed answer).
    */
-  private async admit(a: Attempt, host: string, port: number): Promise<{ ok: true; addresses: string[] } | { ok: false; line: string }> {
+  private async admit(
+    a: Attempt,
+    host: string,
+    port: number,
+  ): Promise<{ ok: true; addresses: string[] } | { ok: false; line: string }> {
     let decision = this.judge(a, host, port);
     let addresses: string[] = [];
     if (decision.allowed) {
@@ -107,10 +119,21 @@ export class EgressProxy {
       }
       for (const address of addresses) {
         if (!decision.allowed) break;
-        decision = decideResolvedAddress(decision, { host, port, address, trustClass: a.spec.trustClass, allowInternal: this.opts.allowInternalAddresses });
+        decision = decideResolvedAddress(decision, {
+          host,
+          port,
+          address,
+          trustClass: a.spec.trustClass,
+          allowInternal: this.opts.allowInternalAddresses,
+        });
       }
     }
-    a.spec.onDecision({ host: host.toLowerCase().slice(0, 255), port, decision: decision.allowed ? "allowed" : "denied", reason: decision.reason });
+    a.spec.onDecision({
+      host: host.toLowerCase().slice(0, 255),
+      port,
+      decision: decision.allowed ? "allowed" : "denied",
+      reason: decision.reason,
+    });
     if (decision.allowed) return { ok: true, addresses };
     a.spec.onDenied(decision.message);
     return { ok: false, line: decision.message };
@@ -121,12 +144,25 @@ export class EgressProxy {
     const target = parseAuthority(req.url ?? "");
     if (!a || !target) return writeFramed(socket, 400, "kiln egress: CONNECT needs host:port", {}, true);
     const verdict = await this.admit(a, target.host, target.port);
-    if (!verdict.ok) return writeFramed(socket, verdict.line.startsWith("kiln egress denied") ? 403 : 502, verdict.line, { "X-Kiln-Egress": verdict.line }, true);
+    if (!verdict.ok)
+      return writeFramed(
+        socket,
+        verdict.line.startsWith("kiln egress denied") ? 403 : 502,
+        verdict.line,
+        { "X-Kiln-Egress": verdict.line },
+        true,
+      );
     let upstream: net.Socket;
     try {
       upstream = await connectFirst(verdict.addresses, target.port, this.opts.connectTimeoutMs ?? 10_000);
     } catch (err) {
-      return writeFramed(socket, 502, `kiln egress: ${target.host}:${target.port} unreachable (${errorMessage(err)})`, {}, true);
+      return writeFramed(
+        socket,
+        502,
+        `kiln egress: ${target.host}:${target.port} unreachable (${errorMessage(err)})`,
+        {},
+        true,
+      );
     }
     if (socket.destroyed) return void upstream.destroy();
     socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -146,18 +182,32 @@ export class EgressProxy {
     } catch {
       url = null;
     }
-    if (!a || !url) return writeFramed(res, 400, "kiln egress: send absolute http:// URLs (use this address as HTTP_PROXY) or CONNECT for TLS", {});
+    if (!a || !url)
+      return writeFramed(
+        res,
+        400,
+        "kiln egress: send absolute http:// URLs (use this address as HTTP_PROXY) or CONNECT for TLS",
+        {},
+      );
     const port = url.port ? Number(url.port) : 80;
     const host = url.hostname;
     const verdict = await this.admit(a, host, port);
-    if (!verdict.ok) return writeFramed(res, verdict.line.startsWith("kiln egress denied") ? 403 : 502, verdict.line, { "X-Kiln-Egress": verdict.line });
+    if (!verdict.ok)
+      return writeFramed(res, verdict.line.startsWith("kiln egress denied") ? 403 : 502, verdict.line, {
+        "X-Kiln-Egress": verdict.line,
+      });
     let upstream: net.Socket;
     try {
       upstream = await connectFirst(verdict.addresses, port, this.opts.connectTimeoutMs ?? 10_000);
     } catch (err) {
       return writeFramed(res, 502, `kiln egress: ${url.host} unreachable (${errorMessage(err)})`, {});
     }
-    relayHttp(req, res, { socket: upstream, path: `${url.pathname}${url.search}`, hostHeader: url.host, timeoutMs: this.opts.connectTimeoutMs ?? 10_000 });
+    relayHttp(req, res, {
+      socket: upstream,
+      path: `${url.pathname}${url.search}`,
+      hostHeader: url.host,
+      timeoutMs: this.opts.connectTimeoutMs ?? 10_000,
+    });
   }
 }
 

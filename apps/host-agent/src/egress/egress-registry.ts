@@ -30,9 +30,13 @@ export function egressSocketFor(attemptId: string): { path: string } | null {
 /** The proxy URL a step sees and the variables that point common tools at it. */
 export function egressProxyEnv(proxyUrl: string): Record<string, string> {
   return {
-    HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl,
+    HTTP_PROXY: proxyUrl,
+    HTTPS_PROXY: proxyUrl,
+    http_proxy: proxyUrl,
+    https_proxy: proxyUrl,
     // The sandbox's own loopback (services a job starts for itself) stays direct.
-    NO_PROXY: "localhost,127.0.0.1,::1", no_proxy: "localhost,127.0.0.1,::1",
+    NO_PROXY: "localhost,127.0.0.1,::1",
+    no_proxy: "localhost,127.0.0.1,::1",
   };
 }
 

@@ -53,7 +53,8 @@ export class EgressReporter {
     this.timer = null;
     await Promise.race([this.flush(), sleep(deadlineMs)]);
     const left = this.pending.size + this.dropped;
-    if (left > 0 && !this.fenced) this.log.warn("egress events not reported", { destinations: this.pending.size, dropped: this.dropped });
+    if (left > 0 && !this.fenced)
+      this.log.warn("egress events not reported", { destinations: this.pending.size, dropped: this.dropped });
   }
 
   private async sendAll(): Promise<void> {
@@ -65,7 +66,9 @@ export class EgressReporter {
       const body = { epoch: this.ticket.epoch, batch_seq: this.batchSeq, events };
       let sent = false;
       for (let attempt = 1; attempt <= TRIES && !sent; attempt++) {
-        const r = await this.client.reportEgressEvents(this.ticket.jobId, this.ticket.jobToken, body, { timeoutMs: 10_000 });
+        const r = await this.client.reportEgressEvents(this.ticket.jobId, this.ticket.jobToken, body, {
+          timeoutMs: 10_000,
+        });
         if (r.ok) sent = true;
         else if (r.kind === "http" && r.status === 409) {
           // Fenced: this epoch is over; its sandbox is being destroyed and nothing more is recorded.

@@ -7,14 +7,35 @@ import type { Duplex } from "node:stream";
 import { errorMessage } from "../logger.ts";
 
 // Hop-by-hop headers (RFC 9110 7.6.1) plus the proxy's own: never forwarded either way.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 
 /** A complete, framed response the proxy writes itself (errors and denials). */
-export function writeFramed(target: Duplex | http.ServerResponse, status: number, message: string, headers: Record<string, string>, close = false): void {
+export function writeFramed(
+  target: Duplex | http.ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string>,
+  close = false,
+): void {
   const body = Buffer.from(`${message}\n`, "utf8");
   // Header values must stay one printable line whatever a client put in its request.
   const safe = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace(/[^\x20-\x7e]/g, "?")]));
-  const all = { "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.length), ...safe, ...(close ? { Connection: "close" } : {}) };
+  const all = {
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": String(body.length),
+    ...safe,
+    ...(close ? { Connection: "close" } : {}),
+  };
   if (target instanceof http.ServerResponse) {
     if (target.headersSent) return void target.destroy();
     target.writeHead(status, all);
@@ -22,12 +43,22 @@ export function writeFramed(target: Duplex | http.ServerResponse, status: number
     return;
   }
   if (target.destroyed || !target.writable) return;
-  const head = Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-  target.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n${head}\r\n`, "latin1"), body]));
+  const head = Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("");
+  target.end(
+    Buffer.concat([
+      Buffer.from(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n${head}\r\n`, "latin1"),
+      body,
+    ]),
+  );
 }
 
 function endToEndHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const connectionTokens = String(headers.connection ?? "").toLowerCase().split(",").map((t) => t.trim());
+  const connectionTokens = String(headers.connection ?? "")
+    .toLowerCase()
+    .split(",")
+    .map((t) => t.trim());
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(headers)) {
     if (v === undefined || HOP_BY_HOP.has(k) || connectionTokens.includes(k)) continue;
@@ -44,13 +75,18 @@ export function relayHttp(
 ): void {
   const upstream = http.request({
     // No agent: this one connection, to the address that was checked, serves this one request.
-    createConnection: () => to.socket, method: req.method, path: to.path, setHost: false,
+    createConnection: () => to.socket,
+    method: req.method,
+    path: to.path,
+    setHost: false,
     // The Host the decision was made on, not whatever else the client put in its headers.
     headers: { ...endToEndHeaders(req.headers), host: to.hostHeader },
     timeout: to.timeoutMs,
   });
   upstream.once("timeout", () => upstream.destroy(new Error("upstream timed out")));
-  upstream.once("error", (err) => writeFramed(res, 502, `kiln egress: ${to.hostHeader} failed (${errorMessage(err).slice(0, 200)})`, {}));
+  upstream.once("error", (err) =>
+    writeFramed(res, 502, `kiln egress: ${to.hostHeader} failed (${errorMessage(err).slice(0, 200)})`, {}),
+  );
   upstream.once("response", (up) => {
     upstream.setTimeout(0);
     res.writeHead(up.statusCode ?? 502, up.statusMessage, endToEndHeaders(up.headers));

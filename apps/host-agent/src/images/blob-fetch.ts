@@ -34,28 +34,51 @@ export async function fetchBlob(
           idle?.refresh();
           received += chunk.length;
           // The manifest says how big the blob is; a registry streaming more is not sending it.
-          if (received > desc.size) return done(new ImageError("IMAGE.DIGEST_MISMATCH", `blob ${desc.digest} is larger than its declared ${desc.size} bytes`));
+          if (received > desc.size)
+            return done(
+              new ImageError(
+                "IMAGE.DIGEST_MISMATCH",
+                `blob ${desc.digest} is larger than its declared ${desc.size} bytes`,
+              ),
+            );
           hash.update(chunk);
           done(null, chunk);
         },
       });
-      idle = setTimeout(() => meter.destroy(new ImageError("IMAGE.UNREACHABLE", `blob ${desc.digest}: nothing received for ${BLOB_IDLE_TIMEOUT_MS} ms`)), BLOB_IDLE_TIMEOUT_MS);
+      idle = setTimeout(
+        () =>
+          meter.destroy(
+            new ImageError("IMAGE.UNREACHABLE", `blob ${desc.digest}: nothing received for ${BLOB_IDLE_TIMEOUT_MS} ms`),
+          ),
+        BLOB_IDLE_TIMEOUT_MS,
+      );
       try {
-        await pipeline(Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>), meter, createWriteStream(tmp, { mode: 0o600 }), ...(signal ? [{ signal }] as const : []));
+        await pipeline(
+          Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>),
+          meter,
+          createWriteStream(tmp, { mode: 0o600 }),
+          ...(signal ? ([{ signal }] as const) : []),
+        );
       } finally {
         clearTimeout(idle);
         pulledBytes += received;
       }
       const actual = `sha256:${hash.digest("hex")}`;
       if (actual !== desc.digest || received !== desc.size) {
-        throw new ImageError("IMAGE.DIGEST_MISMATCH", `blob ${desc.digest}: received ${received} bytes hashing to ${actual} (declared ${desc.size})`);
+        throw new ImageError(
+          "IMAGE.DIGEST_MISMATCH",
+          `blob ${desc.digest}: received ${received} bytes hashing to ${actual} (declared ${desc.size})`,
+        );
       }
       await rename(tmp, cache.blobPath(desc.digest));
       await cache.add("blob", desc.digest, received);
       return { pulledBytes };
     } catch (err) {
       if (err instanceof ImageError && err.code === "IMAGE.DIGEST_MISMATCH" && attempt === 1 && !signal?.aborted) {
-        log.warn("image blob failed its digest check; discarded, fetching again", { digest: desc.digest, error: err.message });
+        log.warn("image blob failed its digest check; discarded, fetching again", {
+          digest: desc.digest,
+          error: err.message,
+        });
         continue;
       }
       throw err;

@@ -90,7 +90,11 @@ export class ImageCache {
     e.holds++;
     e.lastUsed = Date.now() + ++this.clock / 1e6;
     // Recency survives an agent restart through the mtime.
-    void utimes(kind === "blob" ? this.blobPath(digest) : `${this.rootfsPath(digest)}.size`, new Date(), new Date()).catch(() => {});
+    void utimes(
+      kind === "blob" ? this.blobPath(digest) : `${this.rootfsPath(digest)}.size`,
+      new Date(),
+      new Date(),
+    ).catch(() => {});
     let released = false;
     return () => {
       if (released) return;
@@ -102,7 +106,13 @@ export class ImageCache {
   /** Records a blob or rootfs that was just renamed into place. */
   async add(kind: Kind, digest: string, bytes: number): Promise<void> {
     if (kind === "rootfs") await writeFile(`${this.rootfsPath(digest)}.size`, String(bytes));
-    this.entries.set(`${kind}:${digestHex(digest)}`, { kind, digest, bytes, lastUsed: Date.now() + ++this.clock / 1e6, holds: 0 });
+    this.entries.set(`${kind}:${digestHex(digest)}`, {
+      kind,
+      digest,
+      bytes,
+      lastUsed: Date.now() + ++this.clock / 1e6,
+      holds: 0,
+    });
   }
 
   /** Deletes an entry now (a failed digest check), held or not. */

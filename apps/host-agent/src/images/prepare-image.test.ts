@@ -5,7 +5,15 @@ import { access, mkdtemp, readFile, readlink, rm, writeFile } from "node:fs/prom
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { buildImage, digestHex, pushImage, RegistryClient, registryEndpoint, writeTar, type RegistryConfig } from "@kiln/oci";
+import {
+  buildImage,
+  digestHex,
+  pushImage,
+  RegistryClient,
+  registryEndpoint,
+  writeTar,
+  type RegistryConfig,
+} from "@kiln/oci";
 import { publishBaseImage, startRegistry, type PublishedImage, type RegistryHandle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Logger } from "../logger.ts";
@@ -21,18 +29,44 @@ let published: PublishedImage;
 
 function capturingLogger(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
   const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => { lines.push({ level, msg, ...(fields ? { fields } : {}) }); };
-  const logger = { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => logger } as unknown as Logger & { lines: typeof lines };
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => {
+    lines.push({ level, msg, ...(fields ? { fields } : {}) });
+  };
+  const logger = {
+    lines,
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: () => logger,
+  } as unknown as Logger & { lines: typeof lines };
   return logger;
 }
 
 function preparer(name: string, cacheBytes = 1 << 30, log = capturingLogger()): ImagePreparer {
-  return new ImagePreparer({ cacheDir: path.join(base, name), cacheBytes, registries: config, budget: { maxBytes: 1 << 30, maxEntries: 100_000 }, log });
+  return new ImagePreparer({
+    cacheDir: path.join(base, name),
+    cacheBytes,
+    registries: config,
+    budget: { maxBytes: 1 << 30, maxEntries: 100_000 },
+    log,
+  });
 }
 
 /** A one-layer image with unique content under `repo:tag`; returns its manifest digest and layer digest. */
-async function publishSmall(repo: string, tag: string, payload: string): Promise<{ ref: string; digest: string; layer: string }> {
-  const image = buildImage({ layers: [writeTar([{ path: "hello.txt", type: "file", data: payload }, { path: "etc", type: "dir" }])] });
+async function publishSmall(
+  repo: string,
+  tag: string,
+  payload: string,
+): Promise<{ ref: string; digest: string; layer: string }> {
+  const image = buildImage({
+    layers: [
+      writeTar([
+        { path: "hello.txt", type: "file", data: payload },
+        { path: "etc", type: "dir" },
+      ]),
+    ],
+  });
   await pushImage(new RegistryClient(registryEndpoint(config, registry.host)), repo, tag, image);
   return { ref: `${registry.host}/${repo}:${tag}`, digest: image.manifestDigest, layer: image.layerDigests[0]! };
 }
@@ -61,7 +95,11 @@ describe("prepareImage against a real registry", () => {
     expect(first.pulledBytes).toBeGreaterThan(500_000); // busybox-static, gzipped
     expect(await readlink(path.join(first.rootfsDir, "bin/sh"))).toBe("busybox");
     expect(await readFile(path.join(first.rootfsDir, "etc/passwd"), "utf8")).toContain("root:x:0:0");
-    const { stdout } = await execFileAsync(path.join(first.rootfsDir, "bin/busybox"), ["sh", "-c", "echo from-the-image"]);
+    const { stdout } = await execFileAsync(path.join(first.rootfsDir, "bin/busybox"), [
+      "sh",
+      "-c",
+      "echo from-the-image",
+    ]);
     expect(stdout.trim()).toBe("from-the-image");
     first.release();
 
@@ -82,11 +120,25 @@ describe("prepareImage against a real registry", () => {
     const missing = `sha256:${"0".repeat(64)}`;
     const err = await p.prepareImage({ ref: published.ref, digest: missing }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "IMAGE.NOT_FOUND" });
-    expect(imageFailureVerdict(published.ref, err)).toMatchObject({ outcome: "user_failure", cause: "image.not_found" });
-    const anon = new ImagePreparer({ cacheDir: path.join(base, "anon"), cacheBytes: 1 << 30, registries: {}, budget: { maxBytes: 1 << 30, maxEntries: 1000 }, log: capturingLogger() });
-    const refused = await anon.prepareImage({ ref: published.ref, digest: published.manifestDigest }).catch((e: unknown) => e);
+    expect(imageFailureVerdict(published.ref, err)).toMatchObject({
+      outcome: "user_failure",
+      cause: "image.not_found",
+    });
+    const anon = new ImagePreparer({
+      cacheDir: path.join(base, "anon"),
+      cacheBytes: 1 << 30,
+      registries: {},
+      budget: { maxBytes: 1 << 30, maxEntries: 1000 },
+      log: capturingLogger(),
+    });
+    const refused = await anon
+      .prepareImage({ ref: published.ref, digest: published.manifestDigest })
+      .catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
-    expect(imageFailureVerdict(published.ref, refused)).toMatchObject({ outcome: "platform_failure", cause: "image.pull_failed" });
+    expect(imageFailureVerdict(published.ref, refused)).toMatchObject({
+      outcome: "platform_failure",
+      cause: "image.pull_failed",
+    });
   });
 
   it("refuses a blob tampered with in the registry: discarded, fetched again once, then fails; nothing cached", async () => {
@@ -98,7 +150,10 @@ describe("prepareImage against a real registry", () => {
     const p = preparer("cache-tamper", 1 << 30, log);
     const err = await p.prepareImage({ ref: img.ref, digest: img.digest }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "IMAGE.DIGEST_MISMATCH" });
-    expect(imageFailureVerdict(img.ref, err)).toMatchObject({ outcome: "platform_failure", cause: "image.pull_failed" });
+    expect(imageFailureVerdict(img.ref, err)).toMatchObject({
+      outcome: "platform_failure",
+      cause: "image.pull_failed",
+    });
     expect(log.lines.filter((l) => l.msg.includes("failed its digest check")).length).toBe(1); // one refetch, then give up
     expect(p.cache.has("blob", img.layer)).toBe(false);
     expect(p.cache.has("rootfs", img.digest)).toBe(false);

@@ -10,8 +10,20 @@ import { mkdir, rename, rm } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import {
-  assertDigest, GZIP_LAYER_TYPES, ImageError, manifestKind, parseConfig, parseImageRef, parseIndex, parseManifest,
-  RegistryClient, registryEndpoint, selectPlatform, type ImageConfig, type ImageManifest, type RegistryConfig,
+  assertDigest,
+  GZIP_LAYER_TYPES,
+  ImageError,
+  manifestKind,
+  parseConfig,
+  parseImageRef,
+  parseIndex,
+  parseManifest,
+  RegistryClient,
+  registryEndpoint,
+  selectPlatform,
+  type ImageConfig,
+  type ImageManifest,
+  type RegistryConfig,
 } from "@kiln/oci";
 import type { Logger } from "../logger.ts";
 import { fetchBlob } from "./blob-fetch.ts";
@@ -43,7 +55,10 @@ export interface PreparedImage {
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
 class LayerDigestError extends ImageError {
-  constructor(readonly layerDigest: string, message: string) {
+  constructor(
+    readonly layerDigest: string,
+    message: string,
+  ) {
     super("IMAGE.DIGEST_MISMATCH", message);
   }
 }
@@ -67,16 +82,33 @@ export class ImagePreparer {
     if (!cacheHit) {
       let pending = this.inflight.get(digest);
       if (!pending) {
-        pending = this.pull(ref.registry, ref.repository, digest, opts.signal).finally(() => this.inflight.delete(digest));
+        pending = this.pull(ref.registry, ref.repository, digest, opts.signal).finally(() =>
+          this.inflight.delete(digest),
+        );
         this.inflight.set(digest, pending);
       }
       pulledBytes = await pending;
     }
     const release = this.cache.hold("rootfs", digest);
     const evicted = await this.cache.enforceBudget();
-    if (evicted.length > 0) this.cfg.log.info("image cache evicted entries", { count: evicted.length, bytes: evicted.reduce((n, e) => n + e.bytes, 0) });
-    if (this.cache.totalBytes() > this.cfg.cacheBytes) this.cfg.log.warn("image cache over budget: the rest is in use", { bytes: this.cache.totalBytes(), budget: this.cfg.cacheBytes });
-    return { rootfsDir: this.cache.rootfsPath(digest), digest, pulledBytes, cacheHit, ms: performance.now() - started, release };
+    if (evicted.length > 0)
+      this.cfg.log.info("image cache evicted entries", {
+        count: evicted.length,
+        bytes: evicted.reduce((n, e) => n + e.bytes, 0),
+      });
+    if (this.cache.totalBytes() > this.cfg.cacheBytes)
+      this.cfg.log.warn("image cache over budget: the rest is in use", {
+        bytes: this.cache.totalBytes(),
+        budget: this.cfg.cacheBytes,
+      });
+    return {
+      rootfsDir: this.cache.rootfsPath(digest),
+      digest,
+      pulledBytes,
+      cacheHit,
+      ms: performance.now() - started,
+      release,
+    };
   }
 
   private client(registry: string): RegistryClient {
@@ -99,27 +131,39 @@ export class ImagePreparer {
       pulled += top.bytes.length;
     }
     const manifest = parseManifest(top.bytes, `manifest ${top.digest}`);
-    if (manifest.config.size > MAX_CONFIG_BYTES) throw new ImageError("IMAGE.TOO_LARGE", `image config is ${manifest.config.size} bytes`);
+    if (manifest.config.size > MAX_CONFIG_BYTES)
+      throw new ImageError("IMAGE.TOO_LARGE", `image config is ${manifest.config.size} bytes`);
     const configBytes = await client.getSmallBlob(repository, manifest.config.digest, MAX_CONFIG_BYTES, signal); // verified
     pulled += configBytes.length;
     const config = parseConfig(configBytes, `config ${manifest.config.digest}`);
-    if (config.rootfs.diff_ids.length !== manifest.layers.length) throw new ImageError("IMAGE.BAD_MANIFEST", "image config and manifest disagree on the number of layers");
+    if (config.rootfs.diff_ids.length !== manifest.layers.length)
+      throw new ImageError("IMAGE.BAD_MANIFEST", "image config and manifest disagree on the number of layers");
 
     const releases: (() => void)[] = [];
     try {
       for (const layer of manifest.layers) {
-        if (!this.cache.has("blob", layer.digest)) pulled += (await fetchBlob(this.cache, client, repository, layer, this.cfg.log, signal)).pulledBytes;
+        if (!this.cache.has("blob", layer.digest))
+          pulled += (await fetchBlob(this.cache, client, repository, layer, this.cfg.log, signal)).pulledBytes;
         releases.push(this.cache.hold("blob", layer.digest));
       }
       for (let attempt = 1; ; attempt++) {
         try {
           const stats = await this.unpack(manifest, config, digest, signal);
-          this.cfg.log.info("image unpacked", { digest, files: stats.files, bytes: stats.bytes, skipped: stats.skipped, stripped_setid: stats.strippedSetid });
+          this.cfg.log.info("image unpacked", {
+            digest,
+            files: stats.files,
+            bytes: stats.bytes,
+            skipped: stats.skipped,
+            stripped_setid: stats.strippedSetid,
+          });
           return pulled;
         } catch (err) {
           if (!(err instanceof LayerDigestError) || attempt > 1 || signal?.aborted) throw err;
           // The cached copy went bad on disk: never use it, fetch it again, unpack from scratch.
-          this.cfg.log.warn("cached image layer failed its digest check; evicted, fetching again", { digest: err.layerDigest, error: err.message });
+          this.cfg.log.warn("cached image layer failed its digest check; evicted, fetching again", {
+            digest: err.layerDigest,
+            error: err.message,
+          });
           await this.cache.evict("blob", err.layerDigest);
           const layer = manifest.layers.find((l) => l.digest === err.layerDigest)!;
           pulled += (await fetchBlob(this.cache, client, repository, layer, this.cfg.log, signal)).pulledBytes;
@@ -131,7 +175,12 @@ export class ImagePreparer {
     }
   }
 
-  private async unpack(manifest: ImageManifest, config: ImageConfig, digest: string, signal?: AbortSignal): Promise<UnpackStats> {
+  private async unpack(
+    manifest: ImageManifest,
+    config: ImageConfig,
+    digest: string,
+    signal?: AbortSignal,
+  ): Promise<UnpackStats> {
     const tmp = this.cache.tempPath("rootfs", digest);
     await mkdir(tmp, { mode: 0o755 });
     try {
@@ -140,7 +189,9 @@ export class ImagePreparer {
         const compressedHash = createHash("sha256");
         const diffHash = createHash("sha256");
         // Big reads and big inflate chunks: fewer hops through the event loop per MiB unpacked.
-        const file = Readable.from(hashed(createReadStream(this.cache.blobPath(layer.digest), { highWaterMark: 1 << 20 }), compressedHash));
+        const file = Readable.from(
+          hashed(createReadStream(this.cache.blobPath(layer.digest), { highWaterMark: 1 << 20 }), compressedHash),
+        );
         let tarBytes: AsyncIterable<Buffer> = file;
         if (GZIP_LAYER_TYPES.includes(layer.mediaType)) {
           const gunzip = createGunzip({ chunkSize: 1 << 18 });
@@ -150,17 +201,31 @@ export class ImagePreparer {
         const tapped = hashed(tarBytes, diffHash);
         try {
           await applier.apply(readTar(tapped), signal);
-          for await (const _ of tapped) { /* trailing padding after the end-of-archive blocks */ }
+          for await (const _ of tapped) {
+            /* trailing padding after the end-of-archive blocks */
+          }
         } catch (err) {
           // A cached blob damaged on disk shows up as a broken gzip or tar; say so, so it is refetched.
           const actual = await hashFile(this.cache.blobPath(layer.digest));
-          if (actual !== layer.digest) throw new LayerDigestError(layer.digest, `layer ${i + 1}: cached blob hashes to ${actual}, expected ${layer.digest}`);
+          if (actual !== layer.digest)
+            throw new LayerDigestError(
+              layer.digest,
+              `layer ${i + 1}: cached blob hashes to ${actual}, expected ${layer.digest}`,
+            );
           throw err;
         }
         const c = `sha256:${compressedHash.digest("hex")}`;
         const d = `sha256:${diffHash.digest("hex")}`;
-        if (c !== layer.digest) throw new LayerDigestError(layer.digest, `layer ${i + 1}: cached blob hashes to ${c}, expected ${layer.digest}`);
-        if (d !== config.rootfs.diff_ids[i]) throw new LayerDigestError(layer.digest, `layer ${i + 1}: uncompressed content hashes to ${d}, config says ${config.rootfs.diff_ids[i]}`);
+        if (c !== layer.digest)
+          throw new LayerDigestError(
+            layer.digest,
+            `layer ${i + 1}: cached blob hashes to ${c}, expected ${layer.digest}`,
+          );
+        if (d !== config.rootfs.diff_ids[i])
+          throw new LayerDigestError(
+            layer.digest,
+            `layer ${i + 1}: uncompressed content hashes to ${d}, config says ${config.rootfs.diff_ids[i]}`,
+          );
       }
       await applier.finish();
       await rm(this.cache.rootfsPath(digest), { recursive: true, force: true });

@@ -36,27 +36,32 @@ async function apply(layers: TarEntry[][], budget = BIG): Promise<LayerApplier> 
 }
 
 async function expectRefused(entries: TarEntry[], pattern: RegExp): Promise<void> {
-  await expect(apply([entries])).rejects.toMatchObject({ code: "IMAGE.UNSAFE_LAYER", message: expect.stringMatching(pattern) });
+  await expect(apply([entries])).rejects.toMatchObject({
+    code: "IMAGE.UNSAFE_LAYER",
+    message: expect.stringMatching(pattern),
+  });
   expect(await readFile(sentinel, "utf8")).toBe("untouched");
   expect((await readdir(path.join(base, "outside"))).sort()).toEqual(["sentinel"]);
 }
 
 describe("safe unpack", () => {
   it("unpacks files, dirs, links and modes; strips setuid/setgid; skips device nodes and fifos", async () => {
-    const a = await apply([[
-      { path: "bin", type: "dir" },
-      { path: "bin/tool", type: "file", mode: 0o4755, data: "#!/bin/sh\n" },
-      { path: "bin/sg", type: "file", mode: 0o2711, data: "x" },
-      { path: "bin/sh", type: "symlink", linkname: "tool" },
-      { path: "usr/bin/abs", type: "symlink", linkname: "/bin/tool" },
-      { path: "bin/hard", type: "hardlink", linkname: "bin/tool" },
-      { path: "tmp", type: "dir", mode: 0o1777 },
-      { path: "ro", type: "dir", mode: 0o555 },
-      { path: "ro/inner", type: "file", data: "inside a read-only dir" },
-      { path: "dev/sda", type: "blockdev" },
-      { path: "dev/null", type: "chardev" },
-      { path: "run/pipe", type: "fifo" },
-    ]]);
+    const a = await apply([
+      [
+        { path: "bin", type: "dir" },
+        { path: "bin/tool", type: "file", mode: 0o4755, data: "#!/bin/sh\n" },
+        { path: "bin/sg", type: "file", mode: 0o2711, data: "x" },
+        { path: "bin/sh", type: "symlink", linkname: "tool" },
+        { path: "usr/bin/abs", type: "symlink", linkname: "/bin/tool" },
+        { path: "bin/hard", type: "hardlink", linkname: "bin/tool" },
+        { path: "tmp", type: "dir", mode: 0o1777 },
+        { path: "ro", type: "dir", mode: 0o555 },
+        { path: "ro/inner", type: "file", data: "inside a read-only dir" },
+        { path: "dev/sda", type: "blockdev" },
+        { path: "dev/null", type: "chardev" },
+        { path: "run/pipe", type: "fifo" },
+      ],
+    ]);
     expect((await stat(path.join(root, "bin/tool"))).mode & 0o7777).toBe(0o755);
     expect((await stat(path.join(root, "bin/sg"))).mode & 0o7777).toBe(0o711);
     expect(await readlink(path.join(root, "bin/sh"))).toBe("tool");
@@ -68,7 +73,13 @@ describe("safe unpack", () => {
     await expect(lstat(path.join(root, "dev/sda"))).rejects.toThrow();
     await expect(lstat(path.join(root, "dev/null"))).rejects.toThrow();
     await expect(lstat(path.join(root, "run/pipe"))).rejects.toThrow();
-    expect(a.stats).toMatchObject({ files: 3, symlinks: 2, hardlinks: 1, strippedSetid: 2, skipped: { devices: 2, fifos: 1 } });
+    expect(a.stats).toMatchObject({
+      files: 3,
+      symlinks: 2,
+      hardlinks: 1,
+      strippedSetid: 2,
+      skipped: { devices: 2, fifos: 1 },
+    });
   });
 
   it("refuses path traversal and absolute names", async () => {
@@ -78,23 +89,33 @@ describe("safe unpack", () => {
   });
 
   it("refuses writing through a symlink (absolute or relative) placed by the same or an earlier layer", async () => {
-    await expectRefused([
-      { path: "evil", type: "symlink", linkname: path.join(base, "outside") },
-      { path: "evil/sentinel", type: "file", data: "pwned" },
-    ], /through the symlink/);
+    await expectRefused(
+      [
+        { path: "evil", type: "symlink", linkname: path.join(base, "outside") },
+        { path: "evil/sentinel", type: "file", data: "pwned" },
+      ],
+      /through the symlink/,
+    );
     await rm(root, { recursive: true, force: true });
     await mkdir(root);
     // Layer 1 plants the link, layer 2 writes through it.
-    await expect(apply([[{ path: "d", type: "symlink", linkname: path.join(base, "outside") }], [{ path: "d/new", type: "file", data: "x" }]])).rejects.toMatchObject({ code: "IMAGE.UNSAFE_LAYER" });
+    await expect(
+      apply([
+        [{ path: "d", type: "symlink", linkname: path.join(base, "outside") }],
+        [{ path: "d/new", type: "file", data: "x" }],
+      ]),
+    ).rejects.toMatchObject({ code: "IMAGE.UNSAFE_LAYER" });
     expect((await readdir(path.join(base, "outside"))).sort()).toEqual(["sentinel"]);
   });
 
   it("skips relative symlinks that climb above the root, and replaces (never follows) a symlink at a file's path", async () => {
-    const a = await apply([[
-      { path: "up", type: "symlink", linkname: "../../outside/sentinel" },
-      { path: "x", type: "symlink", linkname: sentinel },
-      { path: "x", type: "file", data: "replaced the link" },
-    ]]);
+    const a = await apply([
+      [
+        { path: "up", type: "symlink", linkname: "../../outside/sentinel" },
+        { path: "x", type: "symlink", linkname: sentinel },
+        { path: "x", type: "file", data: "replaced the link" },
+      ],
+    ]);
     expect(a.stats.skipped.escapingSymlinks).toBe(1);
     await expect(lstat(path.join(root, "up"))).rejects.toThrow();
     expect((await lstat(path.join(root, "x"))).isFile()).toBe(true);
@@ -105,25 +126,40 @@ describe("safe unpack", () => {
   it("refuses hardlinks that escape or point at a non-file, and never writes through a hardlink", async () => {
     await expectRefused([{ path: "h", type: "hardlink", linkname: "../outside/sentinel" }], /climbs out/);
     await expectRefused([{ path: "h", type: "hardlink", linkname: sentinel }], /absolute/);
-    await expectRefused([
-      { path: "l", type: "symlink", linkname: sentinel },
-      { path: "h", type: "hardlink", linkname: "l" },
-    ], /not a regular file/);
+    await expectRefused(
+      [
+        { path: "l", type: "symlink", linkname: sentinel },
+        { path: "h", type: "hardlink", linkname: "l" },
+      ],
+      /not a regular file/,
+    );
     await rm(root, { recursive: true, force: true });
     await mkdir(root);
-    await apply([[
-      { path: "a", type: "file", data: "orig" },
-      { path: "b", type: "hardlink", linkname: "a" },
-      { path: "b", type: "file", data: "new" },
-    ]]);
+    await apply([
+      [
+        { path: "a", type: "file", data: "orig" },
+        { path: "b", type: "hardlink", linkname: "a" },
+        { path: "b", type: "file", data: "new" },
+      ],
+    ]);
     expect(await readFile(path.join(root, "a"), "utf8")).toBe("orig");
     expect(await readFile(path.join(root, "b"), "utf8")).toBe("new");
   });
 
   it("applies whiteouts and opaque whiteouts to lower layers only", async () => {
     await apply([
-      [{ path: "d/a", type: "file", data: "a" }, { path: "d/b", type: "file", data: "b" }, { path: "top", type: "file", data: "t" }, { path: "o/lower", type: "file", data: "l" }],
-      [{ path: "d/.wh.a", type: "file" }, { path: ".wh.top", type: "file" }, { path: "o/same-layer", type: "file", data: "s" }, { path: "o/.wh..wh..opq", type: "file" }],
+      [
+        { path: "d/a", type: "file", data: "a" },
+        { path: "d/b", type: "file", data: "b" },
+        { path: "top", type: "file", data: "t" },
+        { path: "o/lower", type: "file", data: "l" },
+      ],
+      [
+        { path: "d/.wh.a", type: "file" },
+        { path: ".wh.top", type: "file" },
+        { path: "o/same-layer", type: "file", data: "s" },
+        { path: "o/.wh..wh..opq", type: "file" },
+      ],
     ]);
     expect((await readdir(path.join(root, "d"))).sort()).toEqual(["b"]);
     expect((await readdir(root)).sort()).toEqual(["d", "o"]);
@@ -135,8 +171,15 @@ describe("safe unpack", () => {
     const outside = path.join(base, "outside");
     const before = (await stat(outside)).mode & 0o7777;
     await apply([
-      [{ path: "d", type: "dir", mode: 0o700 }, { path: "e/f", type: "dir", mode: 0o711 }],
-      [{ path: ".wh.d", type: "file" }, { path: "d", type: "symlink", linkname: outside }, { path: "e", type: "symlink", linkname: outside }],
+      [
+        { path: "d", type: "dir", mode: 0o700 },
+        { path: "e/f", type: "dir", mode: 0o711 },
+      ],
+      [
+        { path: ".wh.d", type: "file" },
+        { path: "d", type: "symlink", linkname: outside },
+        { path: "e", type: "symlink", linkname: outside },
+      ],
     ]);
     expect((await stat(outside)).mode & 0o7777).toBe(before);
     expect(await readlink(path.join(root, "d"))).toBe(outside);
@@ -144,10 +187,14 @@ describe("safe unpack", () => {
 
   it("enforces entry and byte budgets", async () => {
     const many: TarEntry[] = Array.from({ length: 5 }, (_, i) => ({ path: `f${i}`, type: "file", data: "x" }));
-    await expect(apply([many], { maxBytes: 1 << 20, maxEntries: 3 })).rejects.toMatchObject({ code: "IMAGE.TOO_LARGE" });
+    await expect(apply([many], { maxBytes: 1 << 20, maxEntries: 3 })).rejects.toMatchObject({
+      code: "IMAGE.TOO_LARGE",
+    });
     await rm(root, { recursive: true, force: true });
     await mkdir(root);
-    await expect(apply([[{ path: "big", type: "file", data: Buffer.alloc(4096) }]], { maxBytes: 1000, maxEntries: 10 })).rejects.toMatchObject({ code: "IMAGE.TOO_LARGE" });
+    await expect(
+      apply([[{ path: "big", type: "file", data: Buffer.alloc(4096) }]], { maxBytes: 1000, maxEntries: 10 }),
+    ).rejects.toMatchObject({ code: "IMAGE.TOO_LARGE" });
   });
 
   it("reads what node-tar writes (pax long names) and rejects corrupt headers", async () => {
@@ -161,13 +208,18 @@ describe("safe unpack", () => {
     await applier.apply(readTar(Readable.from([Buffer.concat(chunks)])));
     expect(await readFile(path.join(root, long), "utf8")).toBe("long name");
     // GNU tar's own format (././@LongLink records, "ustar " magic), as docker-era layers often are.
-    const gnu = await execFileAsync("tar", ["--format=gnu", "-C", src, "-cf", "-", "."], { encoding: "buffer", maxBuffer: 1 << 24 });
+    const gnu = await execFileAsync("tar", ["--format=gnu", "-C", src, "-cf", "-", "."], {
+      encoding: "buffer",
+      maxBuffer: 1 << 24,
+    });
     await rm(root, { recursive: true, force: true });
     await mkdir(root);
     await new LayerApplier(root, BIG).apply(readTar(Readable.from([gnu.stdout])));
     expect(await readFile(path.join(root, long), "utf8")).toBe("long name");
     const corrupt = writeTar([{ path: "f", type: "file", data: "x" }]);
     corrupt[0] = "g".charCodeAt(0);
-    await expect(new LayerApplier(root, BIG).apply(readTar(Readable.from([corrupt])))).rejects.toMatchObject({ code: "IMAGE.BAD_MANIFEST" });
+    await expect(new LayerApplier(root, BIG).apply(readTar(Readable.from([corrupt])))).rejects.toMatchObject({
+      code: "IMAGE.BAD_MANIFEST",
+    });
   });
 });

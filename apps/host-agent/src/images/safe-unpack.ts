@@ -34,13 +34,24 @@ export interface UnpackStats {
 }
 
 export function newStats(): UnpackStats {
-  return { entries: 0, bytes: 0, files: 0, dirs: 0, symlinks: 0, hardlinks: 0, whiteouts: 0, skipped: { devices: 0, fifos: 0, escapingSymlinks: 0, other: 0 }, strippedSetid: 0 };
+  return {
+    entries: 0,
+    bytes: 0,
+    files: 0,
+    dirs: 0,
+    symlinks: 0,
+    hardlinks: 0,
+    whiteouts: 0,
+    skipped: { devices: 0, fifos: 0, escapingSymlinks: 0, other: 0 },
+    strippedSetid: 0,
+  };
 }
 
 const WH = ".wh.";
 const OPAQUE = ".wh..wh..opq";
 
-const unsafe = (name: string, why: string) => new ImageError("IMAGE.UNSAFE_LAYER", `layer entry ${JSON.stringify(name.slice(0, 200))} ${why}`);
+const unsafe = (name: string, why: string) =>
+  new ImageError("IMAGE.UNSAFE_LAYER", `layer entry ${JSON.stringify(name.slice(0, 200))} ${why}`);
 
 /** Splits a tar name into safe components, or throws UNSAFE_LAYER. "" / "." give []. */
 export function safeParts(name: string): string[] {
@@ -71,7 +82,8 @@ export class LayerApplier {
     const created = new Set<string>(); // paths this layer made; an opaque whiteout keeps them
     for await (const { header, body } of items) {
       if (signal?.aborted) throw new Error("image preparation aborted");
-      if (++this.stats.entries > this.budget.maxEntries) throw new ImageError("IMAGE.TOO_LARGE", `image has more than ${this.budget.maxEntries} entries`);
+      if (++this.stats.entries > this.budget.maxEntries)
+        throw new ImageError("IMAGE.TOO_LARGE", `image has more than ${this.budget.maxEntries} entries`);
       const parts = safeParts(header.path);
       if (parts.length === 0) continue; // the root itself
       const base = parts[parts.length - 1]!;
@@ -111,7 +123,8 @@ export class LayerApplier {
         await this.writeFile(dest.abs, mode, header.size, body, header.path);
         this.stats.files++;
       } else if (header.type === "symlink") {
-        if (header.linkname === "" || header.linkname.includes("\0")) throw unsafe(header.path, "is a symlink with an empty or NUL target");
+        if (header.linkname === "" || header.linkname.includes("\0"))
+          throw unsafe(header.path, "is a symlink with an empty or NUL target");
         await symlink(header.linkname, dest.abs);
         this.stats.symlinks++;
       } else if (header.type === "hardlink") {
@@ -168,8 +181,13 @@ export class LayerApplier {
         this.verifiedDirs.add(dir);
         continue;
       }
-      if (st.isSymbolicLink()) throw unsafe(parts.join("/"), `would be written through the symlink ${JSON.stringify(path.relative(this.root, dir))}`);
-      if (!st.isDirectory()) throw unsafe(parts.join("/"), `has a non-directory parent ${JSON.stringify(path.relative(this.root, dir))}`);
+      if (st.isSymbolicLink())
+        throw unsafe(
+          parts.join("/"),
+          `would be written through the symlink ${JSON.stringify(path.relative(this.root, dir))}`,
+        );
+      if (!st.isDirectory())
+        throw unsafe(parts.join("/"), `has a non-directory parent ${JSON.stringify(path.relative(this.root, dir))}`);
     }
     return dir;
   }
@@ -179,12 +197,20 @@ export class LayerApplier {
     const parent = await this.walkParents(parts, false).catch(() => null);
     const abs = parent && path.join(parent, parts[parts.length - 1]!);
     const st = abs ? await lstat(abs).catch(() => null) : null;
-    if (!abs || !st?.isFile()) throw unsafe(name, "is a hardlink to something that is not a regular file inside the image");
+    if (!abs || !st?.isFile())
+      throw unsafe(name, "is a hardlink to something that is not a regular file inside the image");
     return abs;
   }
 
-  private async writeFile(abs: string, mode: number, size: number, body: AsyncIterable<Buffer>, name: string): Promise<void> {
-    if (this.stats.bytes + size > this.budget.maxBytes) throw new ImageError("IMAGE.TOO_LARGE", `image unpacks to more than ${this.budget.maxBytes} bytes`);
+  private async writeFile(
+    abs: string,
+    mode: number,
+    size: number,
+    body: AsyncIterable<Buffer>,
+    name: string,
+  ): Promise<void> {
+    if (this.stats.bytes + size > this.budget.maxBytes)
+      throw new ImageError("IMAGE.TOO_LARGE", `image unpacks to more than ${this.budget.maxBytes} bytes`);
     const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     let written = 0;
     try {
@@ -214,7 +240,8 @@ export class LayerApplier {
       return;
     }
     const name = base.slice(WH.length);
-    if (name === "" || name === "." || name === "..") throw unsafe(parts.join("/"), "is a whiteout for an invalid name");
+    if (name === "" || name === "." || name === "..")
+      throw unsafe(parts.join("/"), "is a whiteout for an invalid name");
     await this.remove(path.join(parent, name));
   }
 

@@ -23,7 +23,17 @@ export interface TarItem {
 /** pax/GNU metadata records are small; anything bigger is an attack on memory. */
 export const MAX_META_BYTES = 1024 * 1024;
 
-export const TYPES: Record<string, TarType> = { "0": "file", "\0": "file", "7": "file", "1": "hardlink", "2": "symlink", "3": "chardev", "4": "blockdev", "5": "dir", "6": "fifo" };
+export const TYPES: Record<string, TarType> = {
+  "0": "file",
+  "\0": "file",
+  "7": "file",
+  "1": "hardlink",
+  "2": "symlink",
+  "3": "chardev",
+  "4": "blockdev",
+  "5": "dir",
+  "6": "fifo",
+};
 
 class ByteSource {
   private chunks: Buffer[] = [];
@@ -96,7 +106,8 @@ export function numeric(buf: Buffer, start: number, len: number): number {
   }
   const text = field.toString("ascii").replace(/\0.*$/s, "").trim();
   if (text === "") return 0;
-  if (!/^[0-7]+$/.test(text)) throw new ImageError("IMAGE.BAD_MANIFEST", `bad tar numeric field ${JSON.stringify(text)}`);
+  if (!/^[0-7]+$/.test(text))
+    throw new ImageError("IMAGE.BAD_MANIFEST", `bad tar numeric field ${JSON.stringify(text)}`);
   return parseInt(text, 8);
 }
 
@@ -113,7 +124,8 @@ export function parsePax(data: Buffer): Record<string, string> {
     const sp = data.indexOf(32, at);
     if (sp < 0) break;
     const len = Number(data.subarray(at, sp).toString("ascii"));
-    if (!Number.isInteger(len) || len <= 0 || at + len > data.length) throw new ImageError("IMAGE.BAD_MANIFEST", "bad pax record");
+    if (!Number.isInteger(len) || len <= 0 || at + len > data.length)
+      throw new ImageError("IMAGE.BAD_MANIFEST", "bad pax record");
     const rec = data.subarray(sp + 1, at + len - 1).toString("utf8");
     const eq = rec.indexOf("=");
     if (eq > 0) out[rec.slice(0, eq)] = rec.slice(eq + 1);

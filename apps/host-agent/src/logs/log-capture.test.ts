@@ -4,7 +4,8 @@ import { LogCapture, type CapturedChunk } from "./log-capture.ts";
 function capture(limits: { maxBytes: number; flushBytes: number }, secrets: string[] = []) {
   const chunks: CapturedChunk[] = [];
   const c = new LogCapture(limits, secrets, (x) => chunks.push(x));
-  const text = (stream: "stdout" | "stderr") => Buffer.concat(chunks.filter((x) => x.stream === stream).map((x) => x.data)).toString();
+  const text = (stream: "stdout" | "stderr") =>
+    Buffer.concat(chunks.filter((x) => x.stream === stream).map((x) => x.data)).toString();
   return { c, chunks, text };
 }
 
@@ -15,7 +16,10 @@ describe("LogCapture", () => {
     c.write("stderr", Buffer.from("xy"));
     c.flush();
     expect(chunks.map((x) => [x.seq, x.stream, x.offset, x.data.toString()])).toEqual([
-      [0, "stdout", 0, "abcd"], [1, "stdout", 4, "efgh"], [2, "stdout", 8, "ij"], [3, "stderr", 0, "xy"],
+      [0, "stdout", 0, "abcd"],
+      [1, "stdout", 4, "efgh"],
+      [2, "stdout", 8, "ij"],
+      [3, "stderr", 0, "xy"],
     ]);
     expect(c.bytes).toEqual({ stdout: 10, stderr: 2 });
     expect(c.nextSeq).toBe(4);

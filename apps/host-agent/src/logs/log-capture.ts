@@ -22,7 +22,10 @@ export interface CaptureLimits {
 }
 
 export class LogCapture {
-  private readonly open: Record<LogStream, { parts: Buffer[]; size: number }> = { stdout: { parts: [], size: 0 }, stderr: { parts: [], size: 0 } };
+  private readonly open: Record<LogStream, { parts: Buffer[]; size: number }> = {
+    stdout: { parts: [], size: 0 },
+    stderr: { parts: [], size: 0 },
+  };
   private readonly maskers: Record<LogStream, SecretMasker>;
   private readonly offsets: Record<LogStream, number> = { stdout: 0, stderr: 0 };
   readonly dropped: Record<LogStream, number> = { stdout: 0, stderr: 0 };
@@ -89,7 +92,14 @@ export class LogCapture {
     for (let at = 0; at < all.length; at += this.limits.flushBytes) {
       // Copy: the chunk outlives the pipe's buffer and is kept until acknowledged.
       const data = Buffer.from(all.subarray(at, Math.min(all.length, at + this.limits.flushBytes)));
-      const chunk = { seq: this.seq++, stream, offset: this.offsets[stream], length: data.length, sha256: createHash("sha256").update(data).digest("hex"), data };
+      const chunk = {
+        seq: this.seq++,
+        stream,
+        offset: this.offsets[stream],
+        length: data.length,
+        sha256: createHash("sha256").update(data).digest("hex"),
+        data,
+      };
       this.offsets[stream] += data.length;
       this.onChunk(chunk);
     }

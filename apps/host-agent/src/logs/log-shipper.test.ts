@@ -20,7 +20,8 @@ class ScriptedIngest implements LogTransport {
     const step = this.script.shift() ?? "ok";
     if (step === "drop-request") return { ok: false, kind: "network", message: "connection reset" };
     if (step === "busy") return { ok: false, kind: "http", status: 503, code: "LOG.JOURNAL_FULL", message: "full" };
-    if (step === "fenced") return { ok: false, kind: "http", status: 409, code: "ATTEMPT.STALE_EPOCH", message: "stale" };
+    if (step === "fenced")
+      return { ok: false, kind: "http", status: 409, code: "ATTEMPT.STALE_EPOCH", message: "stale" };
     for (const { identity: c, data } of body.chunks) {
       const next = this.stored.length;
       if (c.seq < next) continue; // duplicate
@@ -28,16 +29,27 @@ class ScriptedIngest implements LogTransport {
       this.stored.push({ seq: c.seq, stream: c.stream, offset: c.offset, data: data.toString() });
     }
     if (step === "drop-response") return { ok: false, kind: "network", message: "timeout" };
-    return { ok: true, status: 200, data: { committed: { stdout: 0, stderr: 0 }, next_seq: this.stored.length, stored: 0, duplicates: 0 } };
+    return {
+      ok: true,
+      status: 200,
+      data: { committed: { stdout: 0, stderr: 0 }, next_seq: this.stored.length, stored: 0, duplicates: 0 },
+    };
   }
 
   async seal(body: LogSealRequest): Promise<ApiResult<LogSealResponse>> {
     this.sealed = body;
-    return { ok: true, status: 200, data: { state: body.dropped_bytes.stdout + body.dropped_bytes.stderr > 0 ? "truncated" : "sealed" } };
+    return {
+      ok: true,
+      status: 200,
+      data: { state: body.dropped_bytes.stdout + body.dropped_bytes.stderr > 0 ? "truncated" : "sealed" },
+    };
   }
 
   text(stream: string): string {
-    return this.stored.filter((c) => c.stream === stream).map((c) => c.data).join("");
+    return this.stored
+      .filter((c) => c.stream === stream)
+      .map((c) => c.data)
+      .join("");
   }
 }
 
@@ -51,7 +63,13 @@ afterEach(async () => {
 
 const quiet = createLogger({}, () => undefined);
 const config = (over: Partial<LogShipperConfig> = {}): LogShipperConfig => ({
-  flushMs: 20, flushBytes: 16, maxBytes: 1 << 20, rateBytesPerSec: 1 << 30, memoryBytes: 1 << 20, spoolDir: dir, ...over,
+  flushMs: 20,
+  flushBytes: 16,
+  maxBytes: 1 << 20,
+  rateBytesPerSec: 1 << 30,
+  memoryBytes: 1 << 20,
+  spoolDir: dir,
+  ...over,
 });
 const attempt = { attemptId: "att-1", epoch: 1, env: { DEPLOY_TOKEN: "tok-abcdef-123" } };
 
@@ -67,7 +85,11 @@ describe("LogShipper", () => {
     expect(await s.finish(10_000)).toBe("sealed");
     expect(ingest.text("stdout")).toBe("line one of the build\nline two\n");
     expect(ingest.text("stderr")).toBe("a warning\n");
-    expect(ingest.sealed).toMatchObject({ next_seq: ingest.stored.length, bytes: { stdout: 31, stderr: 10 }, dropped_bytes: { stdout: 0, stderr: 0 } });
+    expect(ingest.sealed).toMatchObject({
+      next_seq: ingest.stored.length,
+      bytes: { stdout: 31, stderr: 10 },
+      dropped_bytes: { stdout: 0, stderr: 0 },
+    });
     // Every request starts at the oldest unacknowledged chunk.
     for (const r of ingest.requests) expect(r[0]).toBeLessThanOrEqual(ingest.stored.length);
     expect(await readdir(dir)).toEqual([]);

@@ -4,7 +4,14 @@
 // sealed (fenced attempt, drain deadline) is left for the control plane to mark gapped.
 import path from "node:path";
 import { secretValuesFromEnv, type LogStream } from "@kiln/domain";
-import { describeFailure, isRetriable, type ApiResult, type LogAppendResponse, type LogSealRequest, type LogSealResponse } from "../control-client.ts";
+import {
+  describeFailure,
+  isRetriable,
+  type ApiResult,
+  type LogAppendResponse,
+  type LogSealRequest,
+  type LogSealResponse,
+} from "../control-client.ts";
 import { errorMessage, type Logger } from "../logger.ts";
 import { backoffMs, sleep } from "../timing.ts";
 import { LogCapture, type CapturedChunk } from "./log-capture.ts";
@@ -68,7 +75,11 @@ export class LogShipper {
     private readonly transport: LogTransport,
     private readonly log: Logger,
   ) {
-    this.capture = new LogCapture({ maxBytes: cfg.maxBytes, flushBytes: cfg.flushBytes }, secretValuesFromEnv(attempt.env), (c) => this.enqueue(c));
+    this.capture = new LogCapture(
+      { maxBytes: cfg.maxBytes, flushBytes: cfg.flushBytes },
+      secretValuesFromEnv(attempt.env),
+      (c) => this.enqueue(c),
+    );
     this.spool = new LogSpool(path.join(cfg.spoolDir, attempt.attemptId));
     this.bucket = new TokenBucket(cfg.rateBytesPerSec, Math.max(cfg.rateBytesPerSec, MAX_BATCH_BYTES));
     this.sender = this.sendLoop();
@@ -97,9 +108,18 @@ export class LogShipper {
     if (this.pending.length === 0 && this.stopReason === null) outcome = await this.seal(deadline);
     this.stop(outcome === "unsealed" ? (this.stopReason ?? "drain deadline") : "sealed");
     await this.sender;
-    await this.spool.remove().catch((e: unknown) => this.log.warn("could not remove the log spool", { error: errorMessage(e) }));
-    const fields = { outcome, next_seq: this.capture.nextSeq, bytes: this.capture.bytes, dropped_bytes: this.capture.dropped, unacknowledged_chunks: this.pending.length };
-    if (outcome === "unsealed") this.log.warn("log not sealed; the control plane will mark it gapped", { ...fields, reason: this.stopReason });
+    await this.spool
+      .remove()
+      .catch((e: unknown) => this.log.warn("could not remove the log spool", { error: errorMessage(e) }));
+    const fields = {
+      outcome,
+      next_seq: this.capture.nextSeq,
+      bytes: this.capture.bytes,
+      dropped_bytes: this.capture.dropped,
+      unacknowledged_chunks: this.pending.length,
+    };
+    if (outcome === "unsealed")
+      this.log.warn("log not sealed; the control plane will mark it gapped", { ...fields, reason: this.stopReason });
     else this.log.info("log sealed", fields);
     return outcome;
   }
@@ -116,7 +136,11 @@ export class LogShipper {
 
   private enqueue(c: CapturedChunk): void {
     if (this.stopReason !== null) return;
-    const entry: Pending = { chunk: { seq: c.seq, stream: c.stream, offset: c.offset, length: c.length, sha256: c.sha256 }, data: c.data, written: Promise.resolve(false) };
+    const entry: Pending = {
+      chunk: { seq: c.seq, stream: c.stream, offset: c.offset, length: c.length, sha256: c.sha256 },
+      data: c.data,
+      written: Promise.resolve(false),
+    };
     this.memoryBytes += c.length;
     entry.written = this.spool.write(c.stream, c.offset, c.data).then(
       () => {
@@ -128,7 +152,8 @@ export class LogShipper {
         return true;
       },
       (e: unknown) => {
-        if (!this.spoolFailed) this.log.warn("log spool write failed; keeping unacknowledged output in memory", { error: errorMessage(e) });
+        if (!this.spoolFailed)
+          this.log.warn("log spool write failed; keeping unacknowledged output in memory", { error: errorMessage(e) });
         this.spoolFailed = true;
         return false;
       },
@@ -156,7 +181,8 @@ export class LogShipper {
       const batch = this.pending.slice(0, MAX_BATCH_CHUNKS);
       let bytes = 0;
       let n = 0;
-      while (n < batch.length && (n === 0 || bytes + (batch[n]?.chunk.length ?? 0) <= MAX_BATCH_BYTES)) bytes += batch[n++]?.chunk.length ?? 0;
+      while (n < batch.length && (n === 0 || bytes + (batch[n]?.chunk.length ?? 0) <= MAX_BATCH_BYTES))
+        bytes += batch[n++]?.chunk.length ?? 0;
       const chunks = await Promise.all(batch.slice(0, n).map((p) => this.wire(p)));
       await this.bucket.take(bytes, signal);
       if (signal.aborted) return;
@@ -169,11 +195,18 @@ export class LogShipper {
       if (signal.aborted) return;
       if (res.kind === "http" && FENCED.has(res.code)) return this.stop(`fenced (${res.code})`);
       if (!isRetriable(res)) {
-        this.log.error("log chunks refused; shipping stops and the log will be marked gapped", { error: describeFailure(res) });
+        this.log.error("log chunks refused; shipping stops and the log will be marked gapped", {
+          error: describeFailure(res),
+        });
         return this.stop(`refused (${res.kind === "http" ? res.code : res.kind})`);
       }
       const delay = backoffMs(failures++, 200, 5_000);
-      if (failures === 1 || failures % 10 === 0) this.log.warn("log chunks not acknowledged; retrying", { error: describeFailure(res), retry_in_ms: delay, pending_chunks: this.pending.length });
+      if (failures === 1 || failures % 10 === 0)
+        this.log.warn("log chunks not acknowledged; retrying", {
+          error: describeFailure(res),
+          retry_in_ms: delay,
+          pending_chunks: this.pending.length,
+        });
       await sleep(delay, signal);
     }
   }
@@ -211,7 +244,12 @@ export class LogShipper {
   }
 
   private async seal(deadline: AbortSignal): Promise<LogOutcome> {
-    const body = { epoch: this.attempt.epoch, next_seq: this.capture.nextSeq, bytes: this.capture.bytes, dropped_bytes: { ...this.capture.dropped } };
+    const body = {
+      epoch: this.attempt.epoch,
+      next_seq: this.capture.nextSeq,
+      bytes: this.capture.bytes,
+      dropped_bytes: { ...this.capture.dropped },
+    };
     for (let i = 0; !deadline.aborted; i++) {
       const res = await this.transport.seal(body, deadline);
       if (res.ok) return res.data.state;

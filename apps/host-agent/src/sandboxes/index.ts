@@ -17,12 +17,21 @@ export interface SandboxDriverConfig {
   microvmAccel: "auto" | "kvm" | "tcg";
 }
 
-export async function createSandboxDriver(kind: "process" | "microvm", cfg: SandboxDriverConfig): Promise<SandboxDriver> {
+export async function createSandboxDriver(
+  kind: "process" | "microvm",
+  cfg: SandboxDriverConfig,
+): Promise<SandboxDriver> {
   switch (kind) {
     case "process":
       return createProcessDriver({ workDir: cfg.workDir });
     case "microvm":
-      return createMicrovmDriver({ workDir: cfg.workDir, assetsDir: cfg.microvmAssetsDir, warmPoolSize: cfg.warmPoolSize, accel: cfg.microvmAccel, logger: cfg.logger });
+      return createMicrovmDriver({
+        workDir: cfg.workDir,
+        assetsDir: cfg.microvmAssetsDir,
+        warmPoolSize: cfg.warmPoolSize,
+        accel: cfg.microvmAccel,
+        logger: cfg.logger,
+      });
     default:
       return assertNever(kind, "sandbox driver");
   }

@@ -4,12 +4,29 @@ import path from "node:path";
 import { createLogger } from "../logger.ts";
 import { createSandboxDriver } from "./index.ts";
 
-const [kind, workDir, assetsDir, accel] = process.argv.slice(2) as ["process" | "microvm", string, string, "auto" | "kvm" | "tcg"];
+const [kind, workDir, assetsDir, accel] = process.argv.slice(2) as [
+  "process" | "microvm",
+  string,
+  string,
+  "auto" | "kvm" | "tcg",
+];
 const silent = createLogger({}, () => undefined);
-const driver = await createSandboxDriver(kind, { workDir, logger: silent, warmPoolSize: 0, microvmAssetsDir: assetsDir, microvmAccel: accel });
+const driver = await createSandboxDriver(kind, {
+  workDir,
+  logger: silent,
+  warmPoolSize: 0,
+  microvmAssetsDir: assetsDir,
+  microvmAccel: accel,
+});
 const sandbox = await driver.create({ attemptId: `child-${process.pid}`, image: null });
 const root = path.dirname(sandbox.hostWorkspaceDir);
-void sandbox.runStep("echo started; sleep 1000 & setsid sleep 1000 >/dev/null 2>&1 & wait", { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home }, {}, (c) => {
-  if (c.toString().includes("started")) process.stdout.write(`READY ${root}\n`);
-}, () => undefined);
+void sandbox.runStep(
+  "echo started; sleep 1000 & setsid sleep 1000 >/dev/null 2>&1 & wait",
+  { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: sandbox.paths.home },
+  {},
+  (c) => {
+    if (c.toString().includes("started")) process.stdout.write(`READY ${root}\n`);
+  },
+  () => undefined,
+);
 setInterval(() => undefined, 60_000);

@@ -12,7 +12,12 @@ export interface Captured extends StepResult {
   err: string;
 }
 
-export async function runCaptured(sandbox: Sandbox, command: string, env: Record<string, string> = {}, workingDirectory?: string): Promise<Captured> {
+export async function runCaptured(
+  sandbox: Sandbox,
+  command: string,
+  env: Record<string, string> = {},
+  workingDirectory?: string,
+): Promise<Captured> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const result = await sandbox.runStep(
@@ -57,7 +62,10 @@ export async function waitForNoProcesses(dir: string, timeoutMs = 10_000): Promi
 }
 
 /** Every byte value, twice, as the expected output of the binary-safety case. */
-export const ALL_BYTES = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i))]);
+export const ALL_BYTES = Buffer.concat([
+  Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+  Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i)),
+]);
 
 /** A printf-format string that writes ALL_BYTES (octal escapes; portable across sh and busybox). */
 export const ALL_BYTES_PRINTF = [...ALL_BYTES].map((b) => `\\${b.toString(8).padStart(3, "0")}`).join("");

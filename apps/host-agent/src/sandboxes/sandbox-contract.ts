@@ -8,10 +8,25 @@ import net from "node:net";
 import os, { constants } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_BYTES, ALL_BYTES_PRINTF, processesReferencing, runCaptured, waitForNoProcesses } from "./sandbox-contract-support.ts";
+import {
+  ALL_BYTES,
+  ALL_BYTES_PRINTF,
+  processesReferencing,
+  runCaptured,
+  waitForNoProcesses,
+} from "./sandbox-contract-support.ts";
 import type { Sandbox, SandboxDriver, StepResult } from "./sandbox-driver.ts";
 
-export type ContractCase = "steps" | "streams" | "chatty" | "processes-network" | "kill" | "isolation" | "destroy" | "leftovers" | "agent-sigkill";
+export type ContractCase =
+  | "steps"
+  | "streams"
+  | "chatty"
+  | "processes-network"
+  | "kill"
+  | "isolation"
+  | "destroy"
+  | "leftovers"
+  | "agent-sigkill";
 
 export interface ContractTarget {
   driver: SandboxDriver;
@@ -47,7 +62,11 @@ function killedBy(r: StepResult): string | null {
 // Quotes, expansions and a newline: none of it may be interpreted on the way into the step.
 const TRICKY_VALUE = "hi 'there' $x `id` $(id) \"q\"\nsecond line \\n";
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 export function describeSandboxContract(opts: ContractOptions): void {
   describe(`SandboxDriver contract: ${opts.name}`, () => {
@@ -80,10 +99,18 @@ export function describeSandboxContract(opts: ContractOptions): void {
 
       test("steps", "runs steps in order, in the workspace, with exactly the given env", async () => {
         process.env.KILN_CONTRACT_AGENT_SECRET = "agent-only-7d1e";
-        const first = await runCaptured(sb, 'cat checked-out.txt; echo one > order.txt; pwd; printf "%s\\n" "$GREETING"; echo "$HOME|$TMPDIR"; env', { GREETING: TRICKY_VALUE });
+        const first = await runCaptured(
+          sb,
+          'cat checked-out.txt; echo one > order.txt; pwd; printf "%s\\n" "$GREETING"; echo "$HOME|$TMPDIR"; env',
+          { GREETING: TRICKY_VALUE },
+        );
         delete process.env.KILN_CONTRACT_AGENT_SECRET;
         expect(first.exitCode).toBe(0);
-        expect(first.out.startsWith(`from the checkout\n${sb.paths.workspace}\n${TRICKY_VALUE}\n${sb.paths.home}|${sb.paths.tmp}\n`)).toBe(true);
+        expect(
+          first.out.startsWith(
+            `from the checkout\n${sb.paths.workspace}\n${TRICKY_VALUE}\n${sb.paths.home}|${sb.paths.tmp}\n`,
+          ),
+        ).toBe(true);
         expect(first.out).not.toContain("KILN_CONTRACT_AGENT_SECRET");
         const second = await runCaptured(sb, "cat order.txt; echo two >> order.txt; export LEAKED=1");
         expect(second.out).toBe("one\n");
@@ -105,57 +132,99 @@ export function describeSandboxContract(opts: ContractOptions): void {
       });
 
       test("chatty", "drains 4 MB of stdout and 1 MB of stderr written at the same time", async () => {
-        const r = await runCaptured(sb, "head -c 1048576 /dev/zero | tr '\\0' e >&2 & head -c 4194304 /dev/zero | tr '\\0' x; wait");
+        const r = await runCaptured(
+          sb,
+          "head -c 1048576 /dev/zero | tr '\\0' e >&2 & head -c 4194304 /dev/zero | tr '\\0' x; wait",
+        );
         expect(r.exitCode).toBe(0);
         expect(r.stdout.length).toBe(4 * 1024 * 1024);
         expect(r.stdout.every((b) => b === 0x78)).toBe(true);
         expect(r.stderr.length).toBe(1024 * 1024);
       });
 
-      test("processes-network", "a job cannot see another job's processes, and without an egress listener reaches no network", async () => {
-        const chunks: string[] = [];
-        const running = sb.runStep("sleep 987654 & echo started; wait", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
-        while (!chunks.join("").includes("started")) await new Promise((r) => setTimeout(r, 20));
-        const other = await newSandbox();
-        // A host service on every host address, and the user-net gateway's view of the host.
-        let reached = 0;
-        const server = net.createServer((c) => ((reached += 1), c.destroy()));
-        await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", () => resolve()));
-        const port = (server.address() as net.AddressInfo).port;
-        const hostAddresses = Object.values(os.networkInterfaces()).flat().filter((a) => a?.family === "IPv4").map((a) => a!.address);
-        try {
-          // Its own background sleep must show up (the census works), the other job's must not.
-          const census = "sleep 55555 & for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -o 'sleep [0-9][0-9]*' | sort -u; kill $!";
-          const r = await runCaptured(other, `${census}; cat /proc/net/dev`);
-          const [seen, ...netDev] = r.out.split("\n");
-          expect(seen).toBe("sleep 55555");
-          const interfaces = netDev.slice(2).filter((l) => l.includes(":")).map((l) => l.split(":")[0]!.trim());
-          expect(interfaces.sort(), opts.interfaces?.reason).toEqual((opts.interfaces?.names ?? ["lo"]).slice().sort());
-          // busybox (busybox-static on the host, the base image's in a VM): the same client for both.
-          const probes = [...hostAddresses, "10.0.2.2"].map((a) => `if busybox nc -w 3 ${a} ${port} </dev/null >/dev/null 2>&1; then echo "reached ${a}"; else echo "blocked ${a}"; fi`);
-          const reach = await runCaptured(other, ["busybox nc --help >/dev/null 2>&1 && echo 'client ok'", ...probes].join("\n"));
-          // A missing client would read as "blocked": prove it is there first.
-          expect(reach.out).toContain("client ok");
-          expect(reach.out).not.toContain("reached");
-          expect(reach.out.split("\n").filter((l) => l.startsWith("blocked "))).toHaveLength(hostAddresses.length + 1);
-          expect(reached).toBe(0);
-        } finally {
-          server.close();
-          sb.kill("SIGKILL");
-          await running;
-          await other.destroy();
-        }
-      });
+      test(
+        "processes-network",
+        "a job cannot see another job's processes, and without an egress listener reaches no network",
+        async () => {
+          const chunks: string[] = [];
+          const running = sb.runStep(
+            "sleep 987654 & echo started; wait",
+            { PATH: "/usr/local/bin:/usr/bin:/bin" },
+            {},
+            (c) => chunks.push(c.toString()),
+            () => undefined,
+          );
+          while (!chunks.join("").includes("started")) await new Promise((r) => setTimeout(r, 20));
+          const other = await newSandbox();
+          // A host service on every host address, and the user-net gateway's view of the host.
+          let reached = 0;
+          const server = net.createServer((c) => ((reached += 1), c.destroy()));
+          await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", () => resolve()));
+          const port = (server.address() as net.AddressInfo).port;
+          const hostAddresses = Object.values(os.networkInterfaces())
+            .flat()
+            .filter((a) => a?.family === "IPv4")
+            .map((a) => a!.address);
+          try {
+            // Its own background sleep must show up (the census works), the other job's must not.
+            const census =
+              "sleep 55555 & for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -o 'sleep [0-9][0-9]*' | sort -u; kill $!";
+            const r = await runCaptured(other, `${census}; cat /proc/net/dev`);
+            const [seen, ...netDev] = r.out.split("\n");
+            expect(seen).toBe("sleep 55555");
+            const interfaces = netDev
+              .slice(2)
+              .filter((l) => l.includes(":"))
+              .map((l) => l.split(":")[0]!.trim());
+            expect(interfaces.sort(), opts.interfaces?.reason).toEqual(
+              (opts.interfaces?.names ?? ["lo"]).slice().sort(),
+            );
+            // busybox (busybox-static on the host, the base image's in a VM): the same client for both.
+            const probes = [...hostAddresses, "10.0.2.2"].map(
+              (a) =>
+                `if busybox nc -w 3 ${a} ${port} </dev/null >/dev/null 2>&1; then echo "reached ${a}"; else echo "blocked ${a}"; fi`,
+            );
+            const reach = await runCaptured(
+              other,
+              ["busybox nc --help >/dev/null 2>&1 && echo 'client ok'", ...probes].join("\n"),
+            );
+            // A missing client would read as "blocked": prove it is there first.
+            expect(reach.out).toContain("client ok");
+            expect(reach.out).not.toContain("reached");
+            expect(reach.out.split("\n").filter((l) => l.startsWith("blocked "))).toHaveLength(
+              hostAddresses.length + 1,
+            );
+            expect(reached).toBe(0);
+          } finally {
+            server.close();
+            sb.kill("SIGKILL");
+            await running;
+            await other.destroy();
+          }
+        },
+      );
 
       test("kill", "kill() stops a running step: SIGTERM, and SIGKILL for a step that ignores it", async () => {
         const chunks: string[] = [];
         const started = () => chunks.join("").includes("started");
-        const pending = sb.runStep("echo started; sleep 600", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
+        const pending = sb.runStep(
+          "echo started; sleep 600",
+          { PATH: "/usr/local/bin:/usr/bin:/bin" },
+          {},
+          (c) => chunks.push(c.toString()),
+          () => undefined,
+        );
         while (!started()) await new Promise((r) => setTimeout(r, 20));
         sb.kill("SIGTERM");
         expect(killedBy(await pending)).toBe("SIGTERM");
         chunks.length = 0;
-        const stubborn = sb.runStep("trap '' TERM; echo started; while :; do sleep 1; done", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
+        const stubborn = sb.runStep(
+          "trap '' TERM; echo started; while :; do sleep 1; done",
+          { PATH: "/usr/local/bin:/usr/bin:/bin" },
+          {},
+          (c) => chunks.push(c.toString()),
+          () => undefined,
+        );
         while (!started()) await new Promise((r) => setTimeout(r, 20));
         sb.kill("SIGTERM");
         await new Promise((r) => setTimeout(r, 500));
@@ -164,42 +233,59 @@ export function describeSandboxContract(opts: ContractOptions): void {
       });
     });
 
-    test("isolation", "a job cannot see another job's files, and nothing a job writes reaches the next one", async () => {
-      const a = await newSandbox();
-      const b = await newSandbox();
-      // Unique host-wide names: a leftover of an earlier (failed) run must not decide this one.
-      const tag = randomUUID();
-      try {
-        const write = await runCaptured(a, `echo s1 > secret.txt; echo s2 > "$HOME/.secret"; echo s3 > "$TMPDIR/secret"; (echo s4 > /kiln-root-secret-${tag}) 2>/dev/null; (echo s5 > /tmp/kiln-secret-${tag}) 2>/dev/null; (echo s6 > /dev/shm/kiln-secret-${tag}) 2>/dev/null; echo ok`);
-        expect(write.out).toBe("ok\n");
-        const aRoot = path.dirname(a.hostWorkspaceDir);
-        // A root step trying to take the hiding away first (umount of what covers the work dir).
-        const escape = `umount -l "${path.dirname(aRoot)}" 2>/dev/null; umount -l "${path.dirname(aRoot)}" 2>/dev/null; `;
-        const probe = `${escape}cat secret.txt "$HOME/.secret" "$TMPDIR/secret" /kiln-root-secret-${tag} /tmp/kiln-secret-${tag} /dev/shm/kiln-secret-${tag} "${a.paths.workspace}/secret.txt" "${aRoot}/workspace/secret.txt" 2>/dev/null; ls -A . "$HOME" "$TMPDIR" | grep -v ":$" | grep -v "^$"; ls -A "${path.dirname(aRoot)}" 2>/dev/null | grep -x "${path.basename(aRoot)}"; (cd ../.. && ls -A) 2>/dev/null | grep -x "${path.basename(aRoot)}"; true`;
-        const seen = await runCaptured(b, probe);
-        expect(seen.out).not.toMatch(/s1|s2|s3|s4|s5|s6/);
-        expect(seen.out).not.toContain(path.basename(aRoot));
-        await a.destroy();
-        const next = await newSandbox();
+    test(
+      "isolation",
+      "a job cannot see another job's files, and nothing a job writes reaches the next one",
+      async () => {
+        const a = await newSandbox();
+        const b = await newSandbox();
+        // Unique host-wide names: a leftover of an earlier (failed) run must not decide this one.
+        const tag = randomUUID();
         try {
-          const after = await runCaptured(next, `${probe}; echo "leaked=\${LEAKED:-no}"`);
-          expect(after.out).toBe("leaked=no\n");
+          const write = await runCaptured(
+            a,
+            `echo s1 > secret.txt; echo s2 > "$HOME/.secret"; echo s3 > "$TMPDIR/secret"; (echo s4 > /kiln-root-secret-${tag}) 2>/dev/null; (echo s5 > /tmp/kiln-secret-${tag}) 2>/dev/null; (echo s6 > /dev/shm/kiln-secret-${tag}) 2>/dev/null; echo ok`,
+          );
+          expect(write.out).toBe("ok\n");
+          const aRoot = path.dirname(a.hostWorkspaceDir);
+          // A root step trying to take the hiding away first (umount of what covers the work dir).
+          const escape = `umount -l "${path.dirname(aRoot)}" 2>/dev/null; umount -l "${path.dirname(aRoot)}" 2>/dev/null; `;
+          const probe = `${escape}cat secret.txt "$HOME/.secret" "$TMPDIR/secret" /kiln-root-secret-${tag} /tmp/kiln-secret-${tag} /dev/shm/kiln-secret-${tag} "${a.paths.workspace}/secret.txt" "${aRoot}/workspace/secret.txt" 2>/dev/null; ls -A . "$HOME" "$TMPDIR" | grep -v ":$" | grep -v "^$"; ls -A "${path.dirname(aRoot)}" 2>/dev/null | grep -x "${path.basename(aRoot)}"; (cd ../.. && ls -A) 2>/dev/null | grep -x "${path.basename(aRoot)}"; true`;
+          const seen = await runCaptured(b, probe);
+          expect(seen.out).not.toMatch(/s1|s2|s3|s4|s5|s6/);
+          expect(seen.out).not.toContain(path.basename(aRoot));
+          await a.destroy();
+          const next = await newSandbox();
+          try {
+            const after = await runCaptured(next, `${probe}; echo "leaked=\${LEAKED:-no}"`);
+            expect(after.out).toBe("leaked=no\n");
+          } finally {
+            await next.destroy();
+          }
         } finally {
-          await next.destroy();
+          await a.destroy();
+          await b.destroy();
+          // A driver that let the writes through must not leave them on the host.
+          await Promise.all(
+            [`/kiln-root-secret-${tag}`, `/tmp/kiln-secret-${tag}`, `/dev/shm/kiln-secret-${tag}`].map((f) =>
+              rm(f, { force: true }),
+            ),
+          );
         }
-      } finally {
-        await a.destroy();
-        await b.destroy();
-        // A driver that let the writes through must not leave them on the host.
-        await Promise.all([`/kiln-root-secret-${tag}`, `/tmp/kiln-secret-${tag}`, `/dev/shm/kiln-secret-${tag}`].map((f) => rm(f, { force: true })));
-      }
-    });
+      },
+    );
 
     test("destroy", "after destroy no process, disk image or socket of the sandbox is left", async () => {
       const sb = await newSandbox();
       const root = path.dirname(sb.hostWorkspaceDir);
       const chunks: string[] = [];
-      const pending = sb.runStep("sleep 1000 & setsid sleep 1000 >/dev/null 2>&1 & echo ready; wait", { PATH: "/usr/local/bin:/usr/bin:/bin" }, {}, (c) => chunks.push(c.toString()), () => undefined);
+      const pending = sb.runStep(
+        "sleep 1000 & setsid sleep 1000 >/dev/null 2>&1 & echo ready; wait",
+        { PATH: "/usr/local/bin:/usr/bin:/bin" },
+        {},
+        (c) => chunks.push(c.toString()),
+        () => undefined,
+      );
       while (!chunks.join("").includes("ready")) await new Promise((r) => setTimeout(r, 20));
       expect((await processesReferencing(root)).length).toBeGreaterThan(0);
       await Promise.all([sb.destroy(), sb.destroy()]); // idempotent, concurrent-safe

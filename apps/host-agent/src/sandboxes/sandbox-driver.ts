@@ -77,7 +77,13 @@ export interface Sandbox {
    * agent). Output is delivered as it arrives and is always drained, so a chatty step can never
    * block on a full pipe. One step at a time.
    */
-  runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult>;
+  runStep(
+    command: string,
+    env: Record<string, string>,
+    opts: StepOptions,
+    onStdout: OutputListener,
+    onStderr: OutputListener,
+  ): Promise<StepResult>;
   /** Sends `signal` to everything the running step started. No-op when no step runs. */
   kill(signal: NodeJS.Signals): void;
   /** Kills everything left and removes all sandbox state. Idempotent; safe to call concurrently. */

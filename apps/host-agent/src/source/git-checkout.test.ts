@@ -45,14 +45,24 @@ describe("checkoutSource", () => {
 
   it("fails with git's reason for an unknown commit, and refuses option-like input", async () => {
     const dir = path.join(tmp, "ws-2");
-    await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: "1".repeat(40) })).rejects.toThrow(/git fetch exited with code 128/);
-    await expect(checkoutSource({ dir, cloneUrl: "--upload-pack=touch /tmp/x", commitSha: firstSha })).rejects.toThrow(/invalid clone URL/);
-    await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: "--help" })).rejects.toThrow(/invalid commit sha/);
+    await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: "1".repeat(40) })).rejects.toThrow(
+      /git fetch exited with code 128/,
+    );
+    await expect(checkoutSource({ dir, cloneUrl: "--upload-pack=touch /tmp/x", commitSha: firstSha })).rejects.toThrow(
+      /invalid clone URL/,
+    );
+    await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: "--help" })).rejects.toThrow(
+      /invalid commit sha/,
+    );
   });
 
   it("never shows credentials embedded in the clone URL", async () => {
     const dir = path.join(tmp, "ws-3");
-    const err = await checkoutSource({ dir, cloneUrl: "https://user:s3cret@127.0.0.1:1/x.git", commitSha: firstSha }).catch((e: unknown) => e);
+    const err = await checkoutSource({
+      dir,
+      cloneUrl: "https://user:s3cret@127.0.0.1:1/x.git",
+      commitSha: firstSha,
+    }).catch((e: unknown) => e);
     expect(String(err)).toMatch(/git fetch/);
     expect(String(err)).not.toContain("s3cret");
   });
@@ -61,7 +71,9 @@ describe("checkoutSource", () => {
     const dir = path.join(tmp, "ws-4");
     const controller = new AbortController();
     controller.abort();
-    await expect(checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: firstSha, signal: controller.signal })).rejects.toThrow(/aborted/);
+    await expect(
+      checkoutSource({ dir, cloneUrl: `file://${repo}`, commitSha: firstSha, signal: controller.signal }),
+    ).rejects.toThrow(/aborted/);
   });
 
   it("with a host mirror: asks the forge once per commit, then checks out from the mirror alone", async () => {
@@ -69,7 +81,11 @@ describe("checkoutSource", () => {
     const copy = path.join(tmp, "repo-copy");
     await exec("cp", ["-a", repo, copy]);
     const cloneUrl = `file://${copy}`;
-    const first = await Promise.all([5, 6, 7].map((i) => checkoutSource({ dir: path.join(tmp, `ws-${i}`), cloneUrl, commitSha: firstSha, mirrorDir })));
+    const first = await Promise.all(
+      [5, 6, 7].map((i) =>
+        checkoutSource({ dir: path.join(tmp, `ws-${i}`), cloneUrl, commitSha: firstSha, mirrorDir }),
+      ),
+    );
     expect(first).toHaveLength(3);
     for (const i of [5, 6, 7]) expect(await readFile(path.join(tmp, `ws-${i}`, "a.txt"), "utf8")).toBe("one\n");
     // The forge is gone: the commit still checks out, from the mirror.
@@ -79,6 +95,8 @@ describe("checkoutSource", () => {
     expect(await git(dir, "rev-parse", "HEAD")).toBe(firstSha);
     expect(await readFile(path.join(dir, "a.txt"), "utf8")).toBe("one\n");
     // A commit the mirror lacks still needs the forge, and says why it failed.
-    await expect(checkoutSource({ dir: path.join(tmp, "ws-9"), cloneUrl, commitSha: "2".repeat(40), mirrorDir })).rejects.toThrow(/git fetch exited with code 128/);
+    await expect(
+      checkoutSource({ dir: path.join(tmp, "ws-9"), cloneUrl, commitSha: "2".repeat(40), mirrorDir }),
+    ).rejects.toThrow(/git fetch exited with code 128/);
   });
 });

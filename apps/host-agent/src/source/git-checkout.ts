@@ -41,10 +41,13 @@ export interface CheckoutSpec {
 export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
   // Both values end up as git arguments: refuse anything git could read as an option.
   if (spec.cloneUrl.startsWith("-") || spec.cloneUrl.length === 0) throw new CheckoutError("invalid clone URL");
-  if (!/^[0-9a-f]{7,64}$/i.test(spec.commitSha)) throw new CheckoutError(`invalid commit sha ${JSON.stringify(spec.commitSha.slice(0, 80))}`);
+  if (!/^[0-9a-f]{7,64}$/i.test(spec.commitSha))
+    throw new CheckoutError(`invalid commit sha ${JSON.stringify(spec.commitSha.slice(0, 80))}`);
   const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
   const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
-  const source = spec.mirrorDir ? await mirrorWithCommit(spec.mirrorDir, spec.cloneUrl, spec.commitSha, signal) : spec.cloneUrl;
+  const source = spec.mirrorDir
+    ? await mirrorWithCommit(spec.mirrorDir, spec.cloneUrl, spec.commitSha, signal)
+    : spec.cloneUrl;
   // No template: git's sample hooks and description are copied on every init otherwise, and
   // were a third of a warm checkout's time here (docs/benchmarks.md).
   await git("init", ["init", "-q", "--template=", spec.dir], signal);
@@ -62,20 +65,39 @@ function remember(key: string): void {
   mirrored.add(key);
 }
 
-async function mirrorWithCommit(mirrorDir: string, cloneUrl: string, sha: string, signal: AbortSignal): Promise<string> {
+async function mirrorWithCommit(
+  mirrorDir: string,
+  cloneUrl: string,
+  sha: string,
+  signal: AbortSignal,
+): Promise<string> {
   const dir = path.join(mirrorDir, `${createHash("sha256").update(cloneUrl).digest("hex").slice(0, 32)}.git`);
   // A commit this process put into (or found in) the mirror stays there: no mirror is ever pruned
   // while the agent runs, so one git process per checkout is saved.
   const known = `${dir}\0${sha}`;
   if (mirrored.has(known)) return dir;
-  const has = () => git("cat-file", ["--git-dir", dir, "cat-file", "-e", `${sha}^{commit}`], signal).then(() => true, () => false);
-  if (await stat(path.join(dir, "HEAD")).then(() => has(), () => false)) {
+  const has = () =>
+    git("cat-file", ["--git-dir", dir, "cat-file", "-e", `${sha}^{commit}`], signal).then(
+      () => true,
+      () => false,
+    );
+  if (
+    await stat(path.join(dir, "HEAD")).then(
+      () => has(),
+      () => false,
+    )
+  ) {
     remember(known);
     return dir;
   }
   const prev = mirrorQueues.get(dir) ?? Promise.resolve();
   const run = prev.then(async () => {
-    if (!(await stat(path.join(dir, "HEAD")).then(() => true, () => false))) {
+    if (
+      !(await stat(path.join(dir, "HEAD")).then(
+        () => true,
+        () => false,
+      ))
+    ) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       await git("init", ["init", "-q", "--bare", "--template=", dir], signal);
       // Workspaces fetch one commit by id from here.
@@ -83,9 +105,16 @@ async function mirrorWithCommit(mirrorDir: string, cloneUrl: string, sha: string
     }
     if (await has()) return;
     // Kept under a ref of its own so the mirror's housekeeping never prunes it.
-    await git("fetch", ["--git-dir", dir, "fetch", "-q", "--depth", "1", "--", cloneUrl, `+${sha}:refs/kiln/${sha}`], signal);
+    await git(
+      "fetch",
+      ["--git-dir", dir, "fetch", "-q", "--depth", "1", "--", cloneUrl, `+${sha}:refs/kiln/${sha}`],
+      signal,
+    );
   });
-  const tail = run.then(() => undefined, () => undefined);
+  const tail = run.then(
+    () => undefined,
+    () => undefined,
+  );
   mirrorQueues.set(dir, tail);
   void tail.then(() => {
     if (mirrorQueues.get(dir) === tail) mirrorQueues.delete(dir);
@@ -119,7 +148,13 @@ function git(what: string, args: string[], signal: AbortSignal): Promise<void> {
     child.once("close", (code, sig) => {
       signal.removeEventListener("abort", onAbort);
       if (code === 0) return resolve();
-      const why = signal.aborted ? (timedOut(signal) ? "timed out" : "aborted") : sig ? `killed by ${sig}` : `exited with code ${code}`;
+      const why = signal.aborted
+        ? timedOut(signal)
+          ? "timed out"
+          : "aborted"
+        : sig
+          ? `killed by ${sig}`
+          : `exited with code ${code}`;
       const detail = redactUrlCredentials(stderr.trim());
       reject(new CheckoutError(`git ${what} ${why}${detail ? `: ${detail}` : ""}`));
     });

@@ -23,7 +23,9 @@ export default async function Home() {
       <p className="mt-2 text-zinc-600 dark:text-zinc-400">
         CI/CD that tells you whether a red run is your code or the platform.
       </p>
-      <Link href="/sign-in" className={`${buttonClasses("primary")} mt-6`}>Sign in to the dashboard</Link>
+      <Link href="/sign-in" className={`${buttonClasses("primary")} mt-6`}>
+        Sign in to the dashboard
+      </Link>
       <h2 className="mt-12 text-lg font-semibold">API</h2>
       <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400">
         Every call below needs an org-scoped bearer token from <code>npm run kiln -- token create</code>.

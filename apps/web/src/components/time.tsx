@@ -24,5 +24,9 @@ export function RelativeTime({ iso, now }: { iso: string | null; now: number }) 
 
 export function Elapsed({ from, to, now }: { from: string | null; to: string | null; now: number }) {
   const ms = from ? (to ? Date.parse(to) : now) - Date.parse(from) : null;
-  return <span suppressHydrationWarning className="tabular-nums">{formatDuration(ms)}</span>;
+  return (
+    <span suppressHydrationWarning className="tabular-nums">
+      {formatDuration(ms)}
+    </span>
+  );
 }

@@ -1,6 +1,23 @@
 import { createDb, type Db } from "@kiln/db";
-import { createObjectStore, DEFAULT_ARTIFACT_SETTINGS, DEFAULT_CACHE_SETTINGS, DEFAULT_ENGINE_CONFIG, type ArtifactStore, type CacheStore, type EngineConfig } from "@kiln/engine";
-import { DEFAULT_LOG_CONFIG, LogArchiveReader, LogHeadCache, LogHub, LogPublisher, s3LogStore, type LogConfig, type LogFollowerDeps } from "@kiln/engine";
+import {
+  createObjectStore,
+  DEFAULT_ARTIFACT_SETTINGS,
+  DEFAULT_CACHE_SETTINGS,
+  DEFAULT_ENGINE_CONFIG,
+  type ArtifactStore,
+  type CacheStore,
+  type EngineConfig,
+} from "@kiln/engine";
+import {
+  DEFAULT_LOG_CONFIG,
+  LogArchiveReader,
+  LogHeadCache,
+  LogHub,
+  LogPublisher,
+  s3LogStore,
+  type LogConfig,
+  type LogFollowerDeps,
+} from "@kiln/engine";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
@@ -42,15 +59,29 @@ export function services(): Services {
     egressPlatformHosts: platformHosts(e),
   };
   // The web process only sends and fetches: the workers own pg-boss's schema and maintenance.
-  const boss = new PgBoss({ connectionString: e.DATABASE_URL, max: 3, supervise: false, schedule: false, migrate: false, createSchema: false });
-  boss.on("error", (err: unknown) => console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(err) })));
+  const boss = new PgBoss({
+    connectionString: e.DATABASE_URL,
+    max: 3,
+    supervise: false,
+    schedule: false,
+    migrate: false,
+    createSchema: false,
+  });
+  boss.on("error", (err: unknown) =>
+    console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(err) })),
+  );
   g.__kiln = {
     db: createDb({ url: e.DATABASE_URL, max: e.KILN_DB_POOL }),
     cfg,
     boss: boss.start().then(() => boss),
     waiter: new DispatchWaiter(e.DATABASE_URL),
     artifacts: lazy(() => ({
-      s3: createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }),
+      s3: createObjectStore({
+        endpoint: e.S3_ENDPOINT,
+        region: e.S3_REGION,
+        accessKeyId: e.S3_ACCESS_KEY_ID,
+        secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+      }),
       bucket: e.KILN_S3_BUCKET,
       settings: {
         ...DEFAULT_ARTIFACT_SETTINGS,
@@ -60,9 +91,18 @@ export function services(): Services {
       },
     })),
     caches: lazy(() => ({
-      s3: createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }),
+      s3: createObjectStore({
+        endpoint: e.S3_ENDPOINT,
+        region: e.S3_REGION,
+        accessKeyId: e.S3_ACCESS_KEY_ID,
+        secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+      }),
       bucket: e.KILN_S3_BUCKET,
-      settings: { ...DEFAULT_CACHE_SETTINGS, downloadUrlTtlSec: e.KILN_CACHE_DOWNLOAD_URL_TTL_S, defaultQuotaBytes: e.KILN_CACHE_QUOTA_MIB * 1024 * 1024 },
+      settings: {
+        ...DEFAULT_CACHE_SETTINGS,
+        downloadUrlTtlSec: e.KILN_CACHE_DOWNLOAD_URL_TTL_S,
+        defaultQuotaBytes: e.KILN_CACHE_QUOTA_MIB * 1024 * 1024,
+      },
     })),
     logs: lazy(() => createLogServices(e)),
   };
@@ -70,15 +110,25 @@ export function services(): Services {
 }
 
 function createLogServices(e: WebEnv): LogServices {
-  const report = (what: string) => (err: unknown) => console.error(JSON.stringify({ level: "error", msg: what, err: String(err).slice(0, 300) }));
+  const report = (what: string) => (err: unknown) =>
+    console.error(JSON.stringify({ level: "error", msg: what, err: String(err).slice(0, 300) }));
   const pool = new pg.Pool({ connectionString: e.DATABASE_URL, max: e.KILN_LOG_DB_POOL });
   pool.on("error", report("log journal pool"));
   // Publishing skips while Redis is away (LogPublisher): followers re-read the journal instead.
   const redis = new Redis(e.REDIS_URL, { maxRetriesPerRequest: 1 });
   redis.on("error", report("redis (log publisher)"));
-  const s3 = createObjectStore({ endpoint: e.S3_ENDPOINT, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY });
+  const s3 = createObjectStore({
+    endpoint: e.S3_ENDPOINT,
+    region: e.S3_REGION,
+    accessKeyId: e.S3_ACCESS_KEY_ID,
+    secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+  });
   return {
-    cfg: { ...DEFAULT_LOG_CONFIG, maxBytesPerAttempt: e.KILN_LOG_MAX_BYTES, journalMaxBytes: e.KILN_LOG_JOURNAL_MAX_BYTES },
+    cfg: {
+      ...DEFAULT_LOG_CONFIG,
+      maxBytesPerAttempt: e.KILN_LOG_MAX_BYTES,
+      journalMaxBytes: e.KILN_LOG_JOURNAL_MAX_BYTES,
+    },
     publisher: new LogPublisher(redis, report("redis (log publish)"), e.KILN_LOG_POLL_MS),
     follower: {
       pool,
@@ -98,7 +148,11 @@ function lazy<T>(make: () => T): () => T {
 
 /** The platform's own endpoints a sandbox may reach (mediated egress, docs/adr/0013). */
 function platformHosts(e: WebEnv): string[] {
-  const listed = e.KILN_EGRESS_PLATFORM_HOSTS.split(",").map((h) => h.trim()).filter((h) => h.length > 0);
-  const s3 = e.S3_ENDPOINT ? [new URL(e.S3_ENDPOINT).host] : [`s3.${e.S3_REGION}.amazonaws.com`, `*.s3.${e.S3_REGION}.amazonaws.com`];
+  const listed = e.KILN_EGRESS_PLATFORM_HOSTS.split(",")
+    .map((h) => h.trim())
+    .filter((h) => h.length > 0);
+  const s3 = e.S3_ENDPOINT
+    ? [new URL(e.S3_ENDPOINT).host]
+    : [`s3.${e.S3_REGION}.amazonaws.com`, `*.s3.${e.S3_REGION}.amazonaws.com`];
   return [...listed, ...s3];
 }

@@ -14,7 +14,11 @@ const schema = z.object({
   /** Automatic retries after platform failures per job. */
   KILN_RETRY_BUDGET: z.coerce.number().int().min(0).max(10).default(2),
   /** Largest request body accepted by any /v1 route. */
-  KILN_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
+  KILN_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(5 * 1024 * 1024),
   /** Database pool size for this process. */
   KILN_DB_POOL: z.coerce.number().int().min(1).default(10),
   /** S3-compatible object store for artifacts and archived logs; unset means AWS's regional endpoint. */
@@ -29,19 +33,46 @@ const schema = z.object({
   /** Artifact multipart part size in MiB (5..5120; docs/adr/0007-artifacts.md). */
   KILN_ARTIFACT_PART_MIB: z.coerce.number().int().min(5).max(5120).default(64),
   /** Lifetime of presigned part-upload URLs, seconds. */
-  KILN_ARTIFACT_UPLOAD_URL_TTL_S: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(3600),
+  KILN_ARTIFACT_UPLOAD_URL_TTL_S: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 24 * 3600)
+    .default(3600),
   /** Lifetime of presigned download URLs (agent restores, the public 302), seconds. */
-  KILN_ARTIFACT_DOWNLOAD_URL_TTL_S: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(300),
+  KILN_ARTIFACT_DOWNLOAD_URL_TTL_S: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .default(300),
   /** Build caches (issue 8): lifetime of a restore's presigned GET, seconds; a restore slower than this is a miss. */
-  KILN_CACHE_DOWNLOAD_URL_TTL_S: z.coerce.number().int().min(10).max(24 * 3600).default(900),
+  KILN_CACHE_DOWNLOAD_URL_TTL_S: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(24 * 3600)
+    .default(900),
   /** Per-org cache byte quota in MiB when the org has none of its own (eviction is LRU beyond it). */
-  KILN_CACHE_QUOTA_MIB: z.coerce.number().int().min(1).default(10 * 1024),
+  KILN_CACHE_QUOTA_MIB: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10 * 1024),
   /** Redis for live log fan-out (pub/sub). A latency path only: logs replay from PostgreSQL/S3. */
   REDIS_URL: z.string().min(1).default("redis://127.0.0.1:6379"),
   /** Per-attempt log limit (stdout + stderr), enforced by ingest as well as by the agent. */
-  KILN_LOG_MAX_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  KILN_LOG_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024),
   /** Journal budget: acknowledged, unarchived log bytes; past it ingest answers 503 + Retry-After. */
-  KILN_LOG_JOURNAL_MAX_BYTES: z.coerce.number().int().min(1024 * 1024).default(4 * 1024 * 1024 * 1024),
+  KILN_LOG_JOURNAL_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(4 * 1024 * 1024 * 1024),
   /** How often an idle SSE follower re-reads the log head (bounds the cost of a lost Redis message). */
   KILN_LOG_POLL_MS: z.coerce.number().int().min(50).default(1_000),
   /** Keep-alive comment interval on idle SSE streams. */

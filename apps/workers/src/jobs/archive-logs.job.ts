@@ -1,4 +1,13 @@
-import { archiveLogs, createObjectStore, DEFAULT_LOG_CONFIG, s3LogStore, type ArchiveReport, type LogConfig, type LogObjectStore, type SqlPool } from "@kiln/engine";
+import {
+  archiveLogs,
+  createObjectStore,
+  DEFAULT_LOG_CONFIG,
+  s3LogStore,
+  type ArchiveReport,
+  type LogConfig,
+  type LogObjectStore,
+  type SqlPool,
+} from "@kiln/engine";
 import pg from "pg";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
@@ -51,8 +60,20 @@ async function runtimeFromEnv(): Promise<LogArchiveRuntime> {
   if (runtime) return runtime;
   const { env } = await import("../env.ts");
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: env.KILN_LOG_ARCHIVE_CONCURRENCY + 1 });
-  pool.on("error", (e) => console.error(JSON.stringify({ level: "error", msg: "log archive pool", err: String(e).slice(0, 300) })));
-  const s3 = createObjectStore({ endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
-  runtime = { pool, store: s3LogStore(s3, env.KILN_S3_BUCKET), cfg: { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES }, concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY };
+  pool.on("error", (e) =>
+    console.error(JSON.stringify({ level: "error", msg: "log archive pool", err: String(e).slice(0, 300) })),
+  );
+  const s3 = createObjectStore({
+    endpoint: env.S3_ENDPOINT,
+    region: env.S3_REGION,
+    accessKeyId: env.S3_ACCESS_KEY_ID,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+  });
+  runtime = {
+    pool,
+    store: s3LogStore(s3, env.KILN_S3_BUCKET),
+    cfg: { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES },
+    concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY,
+  };
   return runtime;
 }

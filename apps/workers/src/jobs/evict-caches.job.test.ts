@@ -23,11 +23,18 @@ describe("evict-caches job", () => {
     const tk = (await claim(t.db(), await newSession(t.db(), tenant)))!;
     const store = { s3: s3.store().s3, bucket: s3.store().bucket, settings: DEFAULT_CACHE_SETTINGS };
     const data = bytes(2000, 1);
-    const opened = await openCacheSave(t.db(), store, claimsOf(tk), { inputs: [{ path: "package-lock.json", sha256: "a".repeat(64) }], sizeBytes: data.length, sha256: sha256(data), unpackedBytes: 1, entryCount: 1 });
+    const opened = await openCacheSave(t.db(), store, claimsOf(tk), {
+      inputs: [{ path: "package-lock.json", sha256: "a".repeat(64) }],
+      sizeBytes: data.length,
+      sha256: sha256(data),
+      unpackedBytes: 1,
+      entryCount: 1,
+    });
     if (opened.state !== "upload") throw new Error("expected an upload");
     await fetch(opened.url, { method: "PUT", body: new Uint8Array(data) });
     await finalizeCacheSave(t.db(), store, claimsOf(tk), opened.entryId);
-    await t.db().$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '8 days' WHERE id = ${opened.entryId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '8 days' WHERE id = ${opened.entryId}::uuid`;
 
     const snapshot = async () => t.db().$queryRaw<{ state: string; deleted: boolean; events: bigint }[]>`
       SELECT e.state, e.object_deleted_at IS NOT NULL AS deleted,
@@ -36,7 +43,12 @@ describe("evict-caches job", () => {
     expect(await runCacheEviction(t.db(), store)).toMatchObject({ evictedIdle: 1, objectsDeleted: 1 });
     const after = await snapshot();
     expect(after).toEqual([{ state: "evicted", deleted: true, events: 3n }]);
-    expect(await runCacheEviction(t.db(), store)).toEqual({ evictedIdle: 0, evictedOverQuota: 0, abandonedUploads: 0, objectsDeleted: 0 });
+    expect(await runCacheEviction(t.db(), store)).toEqual({
+      evictedIdle: 0,
+      evictedOverQuota: 0,
+      abandonedUploads: 0,
+      objectsDeleted: 0,
+    });
     expect(await snapshot()).toEqual(after);
   });
 });

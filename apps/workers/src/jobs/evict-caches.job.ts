@@ -1,4 +1,10 @@
-import { createObjectStore, DEFAULT_CACHE_SETTINGS, evictCaches, type CacheEvictionReport, type CacheStore } from "@kiln/engine";
+import {
+  createObjectStore,
+  DEFAULT_CACHE_SETTINGS,
+  evictCaches,
+  type CacheEvictionReport,
+  type CacheStore,
+} from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
@@ -36,9 +42,18 @@ async function storeFromEnv(): Promise<CacheStore> {
   if (store) return store;
   const { env } = await import("../env.ts");
   store = {
-    s3: createObjectStore({ endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY }),
+    s3: createObjectStore({
+      endpoint: env.S3_ENDPOINT,
+      region: env.S3_REGION,
+      accessKeyId: env.S3_ACCESS_KEY_ID,
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+    }),
     bucket: env.KILN_S3_BUCKET,
-    settings: { ...DEFAULT_CACHE_SETTINGS, idleMs: env.KILN_CACHE_IDLE_DAYS * 24 * 3600_000, defaultQuotaBytes: env.KILN_CACHE_QUOTA_MIB * 1024 * 1024 },
+    settings: {
+      ...DEFAULT_CACHE_SETTINGS,
+      idleMs: env.KILN_CACHE_IDLE_DAYS * 24 * 3600_000,
+      defaultQuotaBytes: env.KILN_CACHE_QUOTA_MIB * 1024 * 1024,
+    },
   };
   return store;
 }

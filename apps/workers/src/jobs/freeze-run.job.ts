@@ -16,7 +16,16 @@ export const freezeRunJob = defineJob({
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
   handle: async ({ db, gitCacheDir, registries, poolImages }, data, job) => {
-    const outcome = await freezeRun(db, { runId: data.runId, gitCacheDir, registries, poolImages, finalTry: job.retryCount >= 5 });
-    if (outcome === "retry_later") throw new Error(`git source or image registry unreachable for run ${data.runId}; will retry (the worker log has the cause)`);
+    const outcome = await freezeRun(db, {
+      runId: data.runId,
+      gitCacheDir,
+      registries,
+      poolImages,
+      finalTry: job.retryCount >= 5,
+    });
+    if (outcome === "retry_later")
+      throw new Error(
+        `git source or image registry unreachable for run ${data.runId}; will retry (the worker log has the cause)`,
+      );
   },
 });

@@ -1,4 +1,10 @@
-import { collectArtifactGarbage, createObjectStore, DEFAULT_ARTIFACT_SETTINGS, type ArtifactGcReport, type ArtifactStore } from "@kiln/engine";
+import {
+  collectArtifactGarbage,
+  createObjectStore,
+  DEFAULT_ARTIFACT_SETTINGS,
+  type ArtifactGcReport,
+  type ArtifactStore,
+} from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
@@ -44,7 +50,12 @@ async function storeFromEnv(): Promise<ArtifactStore> {
   if (store) return store;
   const { env } = await import("../env.ts");
   store = {
-    s3: createObjectStore({ endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY }),
+    s3: createObjectStore({
+      endpoint: env.S3_ENDPOINT,
+      region: env.S3_REGION,
+      accessKeyId: env.S3_ACCESS_KEY_ID,
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+    }),
     bucket: env.KILN_S3_BUCKET,
     settings: { ...DEFAULT_ARTIFACT_SETTINGS, gcGraceMs: env.KILN_ARTIFACT_GC_GRACE_MS },
   };

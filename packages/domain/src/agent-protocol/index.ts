@@ -65,7 +65,11 @@ export const jobTicket = z.object({
     index: z.number().int(),
     image: z.string().nullable(),
     /** Manifest digest pinned at freeze time (ADR 0012); absent from control planes before it. */
-    imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/).nullable().optional(),
+    imageDigest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/)
+      .nullable()
+      .optional(),
     steps: z.array(z.string()),
     env: z.record(z.string(), z.string()),
     timeoutMinutes: z.number(),
@@ -75,7 +79,12 @@ export const jobTicket = z.object({
     }),
     /** Build cache block (issue 8); absent from control planes before it. */
     cache: z
-      .object({ kind: z.enum(["dependencies", "directory"]), version: z.string(), inputs: z.array(z.string()), paths: z.array(z.string()) })
+      .object({
+        kind: z.enum(["dependencies", "directory"]),
+        version: z.string(),
+        inputs: z.array(z.string()),
+        paths: z.array(z.string()),
+      })
       .nullable()
       .optional(),
   }),
@@ -86,7 +95,11 @@ export const heartbeatRequest = z
   .object({
     epoch: z.number().int().min(1),
     phase: z
-      .object({ image_ms: z.number().int().min(0).optional(), dispatch_ms: z.number().int().min(0).optional(), started: z.boolean().optional() })
+      .object({
+        image_ms: z.number().int().min(0).optional(),
+        dispatch_ms: z.number().int().min(0).optional(),
+        started: z.boolean().optional(),
+      })
       .strict()
       .optional(),
   })
@@ -124,7 +137,11 @@ export const errorBody = z.object({ error: z.object({ code: z.string(), message:
 //   POST /v1/agent/jobs/{job_id}/artifacts/downloads                  artifactDownloadRequest -> artifactDownloadGrant
 // 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED / RUN.CANCELLED: fenced, stop uploading.
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
-const artifactName = z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/);
+const artifactName = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.-]+$/);
 
 export const artifactOpenRequest = z
   .object({
@@ -164,7 +181,10 @@ export const artifactPartRequest = z
     etag: z.string().min(1).max(200),
     /** MD5 of the part's bytes as sent (hex). Lets the control plane check the store's multipart
      * ETag instead of reading the object back; without it the upload is read back. */
-    md5: z.string().regex(/^[0-9a-f]{32}$/, "md5 must be 32 lowercase hex digits").optional(),
+    md5: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/, "md5 must be 32 lowercase hex digits")
+      .optional(),
     /** How many PUTs this part took (1 = no retry); kept for the multipart-retry signal. */
     tries: z.number().int().min(1).max(1000).default(1),
   })
@@ -206,18 +226,30 @@ const logBytes = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const logChunkIdentity = z
   .object({
     stream: logStream,
-    seq: z.number().int().min(0).max(2 ** 31 - 1),
+    seq: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
     offset: logBytes,
-    length: z.number().int().min(1).max(1024 * 1024),
+    length: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024 * 1024),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
   })
   .strict();
-export const logAppendHeader = z.object({ epoch: z.number().int().min(1), chunks: z.array(logChunkIdentity).min(1).max(512) }).strict();
+export const logAppendHeader = z
+  .object({ epoch: z.number().int().min(1), chunks: z.array(logChunkIdentity).min(1).max(512) })
+  .strict();
 export const logChunk = logChunkIdentity.extend({
   /** The chunk's bytes, base64 (after secret masking). */
   data: z.string().max(Math.ceil((1024 * 1024) / 3) * 4 + 4),
 });
-export const logAppendRequest = z.object({ epoch: z.number().int().min(1), chunks: z.array(logChunk).min(1).max(512) }).strict();
+export const logAppendRequest = z
+  .object({ epoch: z.number().int().min(1), chunks: z.array(logChunk).min(1).max(512) })
+  .strict();
 export const logAppendResponse = z.object({
   /** Highest contiguous committed offset per stream. */
   committed: z.object({ stdout: z.number(), stderr: z.number() }),
@@ -254,7 +286,11 @@ export const egressEventsRequest = z
   .object({
     epoch: z.number().int().min(1),
     /** Per attempt, from 0; a retried report carries the same seq and records nothing twice. */
-    batch_seq: z.number().int().min(0).max(2 ** 31 - 1),
+    batch_seq: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
     events: z.array(egressEvent).min(1).max(500),
   })
   .strict();
@@ -269,9 +305,7 @@ export const egressEventsResponse = z.object({ recorded: z.number().int() });
 //   POST /v1/agent/jobs/{job_id}/caches/stats                  cacheStatsRequest -> {recorded: true}
 // The control plane derives the key itself from the frozen job, the run's repo and trust class, the
 // session's platform and these input digests (hashed by the agent from the pinned checkout before any step).
-export const cacheInputDigest = z
-  .object({ path: z.string().min(1).max(1024), sha256: sha256Hex.nullable() })
-  .strict();
+export const cacheInputDigest = z.object({ path: z.string().min(1).max(1024), sha256: sha256Hex.nullable() }).strict();
 export const cacheRestoreRequest = z
   .object({ epoch: z.number().int().min(1), inputs: z.array(cacheInputDigest).max(256) })
   .strict();
@@ -303,12 +337,22 @@ export const cacheSaveRequest = z
   })
   .strict();
 export const cacheSaveSession = z.discriminatedUnion("state", [
-  z.object({ state: z.literal("upload"), entry_id: z.string(), key: z.string(), url: z.string(), url_expires_at: z.string() }),
+  z.object({
+    state: z.literal("upload"),
+    entry_id: z.string(),
+    key: z.string(),
+    url: z.string(),
+    url_expires_at: z.string(),
+  }),
   /** The key is already bound: with these bytes (already_bound) or with others (conflict, recorded). */
   z.object({ state: z.enum(["already_bound", "conflict"]), key: z.string() }),
 ]);
 export const cacheCompleteRequest = z.object({ epoch: z.number().int().min(1) }).strict();
-export const cacheCompleteResponse = z.object({ state: z.enum(["bound", "already_bound", "conflict"]), entry_id: z.string(), key: z.string() });
+export const cacheCompleteResponse = z.object({
+  state: z.enum(["bound", "already_bound", "conflict"]),
+  entry_id: z.string(),
+  key: z.string(),
+});
 
 export const cacheStatsRequest = z
   .object({

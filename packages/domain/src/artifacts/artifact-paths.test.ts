@@ -3,7 +3,13 @@ import { declaredPathCause, linkInsideDirectory, pathIsWithin, publishSourceCaus
 
 describe("artifact source paths", () => {
   const ws = "/w/ws";
-  const ok = { workspaceReal: ws, lexical: `${ws}/target/app.jar`, real: `${ws}/target/app.jar`, lexicalIsSymlinkOrHasSymlinkParent: false, kind: "file" as const };
+  const ok = {
+    workspaceReal: ws,
+    lexical: `${ws}/target/app.jar`,
+    real: `${ws}/target/app.jar`,
+    lexicalIsSymlinkOrHasSymlinkParent: false,
+    kind: "file" as const,
+  };
   it("accepts files and directories inside the workspace", () => {
     expect(publishSourceCause(ok)).toBeNull();
     expect(publishSourceCause({ ...ok, kind: "directory" })).toBeNull();
@@ -11,8 +17,12 @@ describe("artifact source paths", () => {
   it("names each way out", () => {
     expect(publishSourceCause({ ...ok, lexical: "/w/wsx/a" })).toBe("artifact.path_outside_workspace");
     expect(publishSourceCause({ ...ok, real: null })).toBe("artifact.missing");
-    expect(publishSourceCause({ ...ok, real: null, lexicalIsSymlinkOrHasSymlinkParent: true })).toBe("artifact.symlink_escape");
-    expect(publishSourceCause({ ...ok, real: "/etc/passwd", lexicalIsSymlinkOrHasSymlinkParent: true })).toBe("artifact.symlink_escape");
+    expect(publishSourceCause({ ...ok, real: null, lexicalIsSymlinkOrHasSymlinkParent: true })).toBe(
+      "artifact.symlink_escape",
+    );
+    expect(publishSourceCause({ ...ok, real: "/etc/passwd", lexicalIsSymlinkOrHasSymlinkParent: true })).toBe(
+      "artifact.symlink_escape",
+    );
     expect(publishSourceCause({ ...ok, kind: "other" })).toBe("artifact.unsupported_type");
     expect(declaredPathCause("../x")).toBe("artifact.path_outside_workspace");
     expect(declaredPathCause("/etc/passwd")).toBe("artifact.path_outside_workspace");

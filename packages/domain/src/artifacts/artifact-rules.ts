@@ -46,11 +46,19 @@ export interface ArtifactAttemptState {
  * staging key but can never seal or bind them.
  */
 export function assertCurrentAttempt(s: ArtifactAttemptState): void {
-  if (s.attempt.status !== "running" || s.reportedEpoch !== s.jobCurrentEpoch || s.attempt.epoch !== s.jobCurrentEpoch) {
-    throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${s.reportedEpoch} is not the job's current attempt`, { current_epoch: s.jobCurrentEpoch });
+  if (
+    s.attempt.status !== "running" ||
+    s.reportedEpoch !== s.jobCurrentEpoch ||
+    s.attempt.epoch !== s.jobCurrentEpoch
+  ) {
+    throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${s.reportedEpoch} is not the job's current attempt`, {
+      current_epoch: s.jobCurrentEpoch,
+    });
   }
-  if (!s.attempt.leaseLive) throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease expired; publish nothing");
-  if (s.runStatus !== "running") throw new DomainError("RUN.CANCELLED", "the run is no longer running; publish nothing");
+  if (!s.attempt.leaseLive)
+    throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease expired; publish nothing");
+  if (s.runStatus !== "running")
+    throw new DomainError("RUN.CANCELLED", "the run is no longer running; publish nothing");
 }
 
 export interface ExistingGeneration {
@@ -79,16 +87,24 @@ export function decideArtifactOpen(
   existing: ExistingGeneration | null,
 ): ArtifactOpenDecision {
   if (!declared.includes(req.name)) {
-    throw new DomainError("ARTIFACT.NOT_DECLARED", `this job does not publish an artifact named ${JSON.stringify(req.name)}`);
+    throw new DomainError(
+      "ARTIFACT.NOT_DECLARED",
+      `this job does not publish an artifact named ${JSON.stringify(req.name)}`,
+    );
   }
-  if (!SHA256_HEX.test(req.sha256)) throw new DomainError("REQUEST.INVALID", "sha256 must be 64 lowercase hex characters");
+  if (!SHA256_HEX.test(req.sha256))
+    throw new DomainError("REQUEST.INVALID", "sha256 must be 64 lowercase hex characters");
   if (!existing) return { kind: "create" };
   const same = existing.sizeBytes === req.sizeBytes && existing.sha256 === req.sha256 && existing.format === req.format;
   if (!same) {
-    throw new DomainError("ARTIFACT.SESSION_CONFLICT", "this attempt already staged different bytes under this name; resume needs the original bytes");
+    throw new DomainError(
+      "ARTIFACT.SESSION_CONFLICT",
+      "this attempt already staged different bytes under this name; resume needs the original bytes",
+    );
   }
   if (existing.state === "sealed") return { kind: "already_sealed", generationId: existing.id };
-  if (existing.state === "abandoned") throw new DomainError("ARTIFACT.SESSION_CONFLICT", "this attempt's upload session was abandoned");
+  if (existing.state === "abandoned")
+    throw new DomainError("ARTIFACT.SESSION_CONFLICT", "this attempt's upload session was abandoned");
   return { kind: "resume", generationId: existing.id };
 }
 
@@ -101,11 +117,16 @@ export function decideArtifactPart(
   req: { partNumber: number; sizeBytes: number; sha256: string },
   existing: { sizeBytes: number; sha256: string } | null,
 ): "insert" | "retry" {
-  if (expectedSize === null) throw new DomainError("ARTIFACT.PART_CONFLICT", `part ${req.partNumber} is not part of this upload's plan`);
+  if (expectedSize === null)
+    throw new DomainError("ARTIFACT.PART_CONFLICT", `part ${req.partNumber} is not part of this upload's plan`);
   if (req.sizeBytes !== expectedSize) {
-    throw new DomainError("ARTIFACT.PART_CONFLICT", `part ${req.partNumber} must be ${expectedSize} bytes, not ${req.sizeBytes}`);
+    throw new DomainError(
+      "ARTIFACT.PART_CONFLICT",
+      `part ${req.partNumber} must be ${expectedSize} bytes, not ${req.sizeBytes}`,
+    );
   }
-  if (!SHA256_HEX.test(req.sha256)) throw new DomainError("REQUEST.INVALID", "part sha256 must be 64 lowercase hex characters");
+  if (!SHA256_HEX.test(req.sha256))
+    throw new DomainError("REQUEST.INVALID", "part sha256 must be 64 lowercase hex characters");
   if (!existing) return "insert";
   if (existing.sizeBytes !== req.sizeBytes || existing.sha256 !== req.sha256) {
     throw new DomainError("ARTIFACT.PART_CONFLICT", `part ${req.partNumber} was already uploaded with different bytes`);
@@ -114,7 +135,10 @@ export function decideArtifactPart(
 }
 
 /** What the finaliser read back from the store versus what the session promised. */
-export function decideArtifactSeal(expected: { sizeBytes: number; sha256: string }, observed: { sizeBytes: number; sha256: string }): "seal" | "mismatch" {
+export function decideArtifactSeal(
+  expected: { sizeBytes: number; sha256: string },
+  observed: { sizeBytes: number; sha256: string },
+): "seal" | "mismatch" {
   return expected.sizeBytes === observed.sizeBytes && expected.sha256 === observed.sha256 ? "seal" : "mismatch";
 }
 
@@ -148,7 +172,14 @@ export function decideStoreDigestCheck(
  * Object keys are fresh per generation and carry the producer's epoch (seed 003 Q1): a zombie's
  * presigned URLs can only ever reach its own staging session, never a key anyone binds later.
  */
-export function artifactObjectKey(k: { orgId: string; runId: string; jobId: string; epoch: number; generationId: string; name: string }): string {
+export function artifactObjectKey(k: {
+  orgId: string;
+  runId: string;
+  jobId: string;
+  epoch: number;
+  generationId: string;
+  name: string;
+}): string {
   return `artifacts/${k.orgId}/${k.runId}/${k.jobId}/${k.epoch}/${k.generationId}/${k.name}`;
 }
 

@@ -1,6 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_PART_BYTES, expectedArtifactPartSize, listArtifactParts, MAX_ARTIFACT_BYTES, planArtifactParts, S3_MAX_PARTS, S3_MIN_PART_BYTES } from "./part-plan.ts";
+import {
+  DEFAULT_PART_BYTES,
+  expectedArtifactPartSize,
+  listArtifactParts,
+  MAX_ARTIFACT_BYTES,
+  planArtifactParts,
+  S3_MAX_PARTS,
+  S3_MIN_PART_BYTES,
+} from "./part-plan.ts";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -26,19 +34,23 @@ describe("planArtifactParts", () => {
 
   it("always covers every byte exactly once within S3's limits", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: MAX_ARTIFACT_BYTES }), fc.integer({ min: 5, max: 512 }), (size, partMiB) => {
-        const plan = planArtifactParts(size, partMiB * MiB);
-        const parts = listArtifactParts(size, plan);
-        expect(parts.length).toBe(plan.partCount);
-        expect(plan.partCount).toBeLessThanOrEqual(S3_MAX_PARTS);
-        expect(parts.reduce((n, p) => n + p.size, 0)).toBe(size);
-        parts.forEach((p, i) => {
-          expect(p.partNumber).toBe(i + 1);
-          if (i < parts.length - 1) expect(p.size).toBeGreaterThanOrEqual(S3_MIN_PART_BYTES);
-          expect(expectedArtifactPartSize(size, plan, p.partNumber)).toBe(p.size);
-        });
-        expect(expectedArtifactPartSize(size, plan, plan.partCount + 1)).toBeNull();
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: MAX_ARTIFACT_BYTES }),
+        fc.integer({ min: 5, max: 512 }),
+        (size, partMiB) => {
+          const plan = planArtifactParts(size, partMiB * MiB);
+          const parts = listArtifactParts(size, plan);
+          expect(parts.length).toBe(plan.partCount);
+          expect(plan.partCount).toBeLessThanOrEqual(S3_MAX_PARTS);
+          expect(parts.reduce((n, p) => n + p.size, 0)).toBe(size);
+          parts.forEach((p, i) => {
+            expect(p.partNumber).toBe(i + 1);
+            if (i < parts.length - 1) expect(p.size).toBeGreaterThanOrEqual(S3_MIN_PART_BYTES);
+            expect(expectedArtifactPartSize(size, plan, p.partNumber)).toBe(p.size);
+          });
+          expect(expectedArtifactPartSize(size, plan, plan.partCount + 1)).toBeNull();
+        },
+      ),
     );
   });
 });

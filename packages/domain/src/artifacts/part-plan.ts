@@ -39,8 +39,15 @@ export function planArtifactParts(sizeBytes: number, preferredPartBytes: number 
   if (sizeBytes > MAX_ARTIFACT_BYTES) {
     throw new DomainError("ARTIFACT.TOO_LARGE", `artifact is ${sizeBytes} bytes; the limit is ${MAX_ARTIFACT_BYTES}`);
   }
-  if (!Number.isSafeInteger(preferredPartBytes) || preferredPartBytes < S3_MIN_PART_BYTES || preferredPartBytes > S3_MAX_PART_BYTES) {
-    throw new DomainError("REQUEST.INVALID", `part size must be between ${S3_MIN_PART_BYTES} and ${S3_MAX_PART_BYTES} bytes`);
+  if (
+    !Number.isSafeInteger(preferredPartBytes) ||
+    preferredPartBytes < S3_MIN_PART_BYTES ||
+    preferredPartBytes > S3_MAX_PART_BYTES
+  ) {
+    throw new DomainError(
+      "REQUEST.INVALID",
+      `part size must be between ${S3_MIN_PART_BYTES} and ${S3_MAX_PART_BYTES} bytes`,
+    );
   }
   const floor = Math.ceil(Math.ceil(sizeBytes / S3_MAX_PARTS) / MiB) * MiB;
   const partSize = Math.max(preferredPartBytes, floor);

@@ -31,7 +31,11 @@ export type CompletionDecision =
  * attempt. Stale reports are refused outright: nothing about them is written.
  */
 export function decideCompletion(s: CompletionState): CompletionDecision {
-  if (s.attempt.status !== "running" || s.reportedEpoch !== s.job.currentEpoch || s.attempt.epoch !== s.job.currentEpoch) {
+  if (
+    s.attempt.status !== "running" ||
+    s.reportedEpoch !== s.job.currentEpoch ||
+    s.attempt.epoch !== s.job.currentEpoch
+  ) {
     throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${s.reportedEpoch} is not the job's current attempt`, {
       current_epoch: s.job.currentEpoch,
     });
@@ -49,7 +53,11 @@ export function decideCompletion(s: CompletionState): CompletionDecision {
     const sealed = new Set(s.sealedArtifacts);
     const missing = s.requiredArtifacts.filter((n) => !sealed.has(n));
     if (missing.length > 0) {
-      return retryOrFail(s, "artifact.required_missing", `required artifact(s) not sealed for this attempt: ${missing.join(", ")}`);
+      return retryOrFail(
+        s,
+        "artifact.required_missing",
+        `required artifact(s) not sealed for this attempt: ${missing.join(", ")}`,
+      );
     }
     return { kind: "succeed" };
   }
@@ -70,7 +78,11 @@ export function decideHeartbeat(s: {
   attempt: { epoch: number; status: AttemptStatus; leaseLive: boolean };
   reportedEpoch: number;
 }): void {
-  if (s.attempt.status !== "running" || s.reportedEpoch !== s.job.currentEpoch || s.attempt.epoch !== s.job.currentEpoch) {
+  if (
+    s.attempt.status !== "running" ||
+    s.reportedEpoch !== s.job.currentEpoch ||
+    s.attempt.epoch !== s.job.currentEpoch
+  ) {
     throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${s.reportedEpoch} is not the job's current attempt`, {
       current_epoch: s.job.currentEpoch,
     });
@@ -102,10 +114,13 @@ export function decideClaim(s: {
   now: Date;
   sessionRunning: number;
   sessionCapacity: number;
-}): { ok: true } | { ok: false; reason: "not_ready" | "stale_generation" | "run_inactive" | "backoff" | "no_capacity" } {
+}):
+  | { ok: true }
+  | { ok: false; reason: "not_ready" | "stale_generation" | "run_inactive" | "backoff" | "no_capacity" } {
   if (s.runStatus !== "running") return { ok: false, reason: "run_inactive" };
   if (s.jobStatus !== "ready" || !s.predecessorsSucceeded) return { ok: false, reason: "not_ready" };
-  if (s.offeredGeneration !== null && s.offeredGeneration !== s.jobGeneration) return { ok: false, reason: "stale_generation" };
+  if (s.offeredGeneration !== null && s.offeredGeneration !== s.jobGeneration)
+    return { ok: false, reason: "stale_generation" };
   if (s.notBefore && s.notBefore.getTime() > s.now.getTime()) return { ok: false, reason: "backoff" };
   if (s.sessionRunning >= s.sessionCapacity) return { ok: false, reason: "no_capacity" };
   return { ok: true };

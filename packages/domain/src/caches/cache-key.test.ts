@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { allowsPrefixFallback, cacheReadNamespace, decideCacheWrite, deriveCacheKey, type CacheKeyInput } from "./cache-key.ts";
+import {
+  allowsPrefixFallback,
+  cacheReadNamespace,
+  decideCacheWrite,
+  deriveCacheKey,
+  type CacheKeyInput,
+} from "./cache-key.ts";
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const hex = (c: string) => c.repeat(64);

@@ -64,7 +64,8 @@ export function cachePrefixMaterial(k: CacheKeyInput): string {
 
 export function deriveCacheKey(k: CacheKeyInput, sha256: Sha256Hex): CacheKey {
   for (const i of k.inputs) {
-    if (i.sha256 !== null && !SHA256_HEX.test(i.sha256)) throw new Error(`input ${JSON.stringify(i.path)} has a malformed sha256`);
+    if (i.sha256 !== null && !SHA256_HEX.test(i.sha256))
+      throw new Error(`input ${JSON.stringify(i.path)} has a malformed sha256`);
   }
   const prefix = sha256(cachePrefixMaterial(k));
   const key = sha256(JSON.stringify([prefix, k.inputs.map((i) => [i.path, i.sha256 ?? "absent"])]));
@@ -76,7 +77,9 @@ export function cacheReadNamespace(_trust: TrustClass): CacheNamespace {
   return "trusted";
 }
 
-export type CacheWriteDecision = { allowed: true; namespace: CacheNamespace } | { allowed: false; reason: "untrusted_run" };
+export type CacheWriteDecision =
+  | { allowed: true; namespace: CacheNamespace }
+  | { allowed: false; reason: "untrusted_run" };
 
 /** Write trusted: an untrusted run is refused with a reason it can show, never silently ignored. */
 export function decideCacheWrite(trust: TrustClass): CacheWriteDecision {

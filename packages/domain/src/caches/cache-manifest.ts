@@ -15,7 +15,15 @@ const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 
 export const cacheManifestEntry = z.discriminatedUnion("type", [
   z.object({ type: z.literal("dir"), path: z.string(), mode: z.number().int() }).strict(),
-  z.object({ type: z.literal("file"), path: z.string(), mode: z.number().int(), size: z.number().int().min(0), sha256: sha256Hex }).strict(),
+  z
+    .object({
+      type: z.literal("file"),
+      path: z.string(),
+      mode: z.number().int(),
+      size: z.number().int().min(0),
+      sha256: sha256Hex,
+    })
+    .strict(),
   z.object({ type: z.literal("symlink"), path: z.string(), target: z.string() }).strict(),
 ]);
 export type CacheManifestEntry = z.infer<typeof cacheManifestEntry>;
@@ -40,7 +48,10 @@ export function cacheModeProblem(mode: number): string | null {
  * A member name is "<i>/<relative path>" (or "<i>" for the path's root directory) with i below
  * pathCount, no absolute path, no "..", no empty or "." segment. Returns the parts or a problem.
  */
-export function parseCacheMemberName(name: string, pathCount: number): { index: number; rel: string[] } | { problem: string } {
+export function parseCacheMemberName(
+  name: string,
+  pathCount: number,
+): { index: number; rel: string[] } | { problem: string } {
   if (name.includes("\0")) return { problem: "contains a NUL byte" };
   if (name.startsWith("/")) return { problem: "is an absolute path" };
   const trimmed = name.endsWith("/") ? name.slice(0, -1) : name;
@@ -48,7 +59,8 @@ export function parseCacheMemberName(name: string, pathCount: number): { index: 
   if (parts.includes("..")) return { problem: "climbs out with .." };
   if (parts.some((p) => p === "" || p === ".")) return { problem: "is not normalised" };
   const head = parts[0]!;
-  if (!/^(0|[1-9][0-9]{0,2})$/.test(head) || Number(head) >= pathCount) return { problem: "is outside every declared cache path" };
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(head) || Number(head) >= pathCount)
+    return { problem: "is outside every declared cache path" };
   return { index: Number(head), rel: parts.slice(1) };
 }
 

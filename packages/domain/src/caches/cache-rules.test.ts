@@ -13,7 +13,11 @@ describe("binding", () => {
   it("refuses archives above the limits", () => {
     const ok = { sizeBytes: 1, unpackedBytes: 1, entryCount: 1 };
     expect(() => checkCacheArchive(DEFAULT_CACHE_LIMITS, ok)).not.toThrow();
-    for (const bad of [{ sizeBytes: DEFAULT_CACHE_LIMITS.maxEntryBytes + 1 }, { unpackedBytes: DEFAULT_CACHE_LIMITS.maxUnpackedBytes + 1 }, { entryCount: DEFAULT_CACHE_LIMITS.maxEntries + 1 }]) {
+    for (const bad of [
+      { sizeBytes: DEFAULT_CACHE_LIMITS.maxEntryBytes + 1 },
+      { unpackedBytes: DEFAULT_CACHE_LIMITS.maxUnpackedBytes + 1 },
+      { entryCount: DEFAULT_CACHE_LIMITS.maxEntries + 1 },
+    ]) {
       let code = null;
       try {
         checkCacheArchive(DEFAULT_CACHE_LIMITS, { ...ok, ...bad });

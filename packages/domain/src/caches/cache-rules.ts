@@ -29,12 +29,23 @@ export const DEFAULT_CACHE_LIMITS: CacheLimits = {
   maxEntries: 1_000_000,
 };
 
-export function checkCacheArchive(limits: CacheLimits, a: { sizeBytes: number; unpackedBytes: number; entryCount: number }): void {
-  if (a.sizeBytes > limits.maxEntryBytes) throw new DomainError("CACHE.TOO_LARGE", `cache archive is ${a.sizeBytes} bytes; the limit is ${limits.maxEntryBytes}`);
+export function checkCacheArchive(
+  limits: CacheLimits,
+  a: { sizeBytes: number; unpackedBytes: number; entryCount: number },
+): void {
+  if (a.sizeBytes > limits.maxEntryBytes)
+    throw new DomainError(
+      "CACHE.TOO_LARGE",
+      `cache archive is ${a.sizeBytes} bytes; the limit is ${limits.maxEntryBytes}`,
+    );
   if (a.unpackedBytes > limits.maxUnpackedBytes) {
-    throw new DomainError("CACHE.TOO_LARGE", `cache unpacks to ${a.unpackedBytes} bytes; the limit is ${limits.maxUnpackedBytes}`);
+    throw new DomainError(
+      "CACHE.TOO_LARGE",
+      `cache unpacks to ${a.unpackedBytes} bytes; the limit is ${limits.maxUnpackedBytes}`,
+    );
   }
-  if (a.entryCount > limits.maxEntries) throw new DomainError("CACHE.TOO_LARGE", `cache has ${a.entryCount} entries; the limit is ${limits.maxEntries}`);
+  if (a.entryCount > limits.maxEntries)
+    throw new DomainError("CACHE.TOO_LARGE", `cache has ${a.entryCount} entries; the limit is ${limits.maxEntries}`);
 }
 
 /** Fresh per upload: a key is never reused, so a stale presigned URL can only reach its own blob. */

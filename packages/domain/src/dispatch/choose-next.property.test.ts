@@ -40,36 +40,41 @@ function finishOne(state: PoolState, choice: number): PoolState {
 describe("chooseNext: properties", () => {
   it("never exceeds a hard cap or the pool's capacity, and preempts only borrowed background work", () => {
     fc.assert(
-      fc.property(poolArb({ withDag: true }), policyArb, fc.array(fc.nat(), { maxLength: 40 }), ({ state: initial, orgCaps }, policy, steps) => {
-        const opts: DispatchOptions = { policy, orgCaps };
-        const originals = new Map(initial.queued.map((j) => [j.jobId, j]));
-        let state = initial;
-        for (const step of steps) {
-          const d = chooseNext(state, opts);
-          if (!d.pick || step % 4 === 0) {
-            state = finishOne(state, step);
-            continue;
-          }
-          const pick = d.pick;
-          expect(state.queued).toContain(pick);
-          expect(pick.predecessorsDone).toBe(true);
-          expect(pick.notBefore ?? -Infinity).toBeLessThanOrEqual(state.now);
-          expect(runningOf(state, pick.orgId)).toBeLessThan(orgCaps.get(pick.orgId) ?? Infinity);
-          expect(state.running.length - d.preempt.length).toBeLessThan(state.capacity);
-          if (d.preempt.length > 0) {
-            expect(policy).toBe("fair");
-            expect(pick.tier).not.toBe("background");
-            expect(runningOf(state, pick.orgId)).toBeLessThan(slotsOf(state, pick.orgId));
-            for (const v of d.preempt) {
-              expect(v.tier).toBe("background");
-              expect(runningOf(state, v.orgId)).toBeGreaterThan(slotsOf(state, v.orgId));
+      fc.property(
+        poolArb({ withDag: true }),
+        policyArb,
+        fc.array(fc.nat(), { maxLength: 40 }),
+        ({ state: initial, orgCaps }, policy, steps) => {
+          const opts: DispatchOptions = { policy, orgCaps };
+          const originals = new Map(initial.queued.map((j) => [j.jobId, j]));
+          let state = initial;
+          for (const step of steps) {
+            const d = chooseNext(state, opts);
+            if (!d.pick || step % 4 === 0) {
+              state = finishOne(state, step);
+              continue;
             }
+            const pick = d.pick;
+            expect(state.queued).toContain(pick);
+            expect(pick.predecessorsDone).toBe(true);
+            expect(pick.notBefore ?? -Infinity).toBeLessThanOrEqual(state.now);
+            expect(runningOf(state, pick.orgId)).toBeLessThan(orgCaps.get(pick.orgId) ?? Infinity);
+            expect(state.running.length - d.preempt.length).toBeLessThan(state.capacity);
+            if (d.preempt.length > 0) {
+              expect(policy).toBe("fair");
+              expect(pick.tier).not.toBe("background");
+              expect(runningOf(state, pick.orgId)).toBeLessThan(slotsOf(state, pick.orgId));
+              for (const v of d.preempt) {
+                expect(v.tier).toBe("background");
+                expect(runningOf(state, v.orgId)).toBeGreaterThan(slotsOf(state, v.orgId));
+              }
+            }
+            state = apply(state, d, originals);
+            expect(state.running.length).toBeLessThanOrEqual(state.capacity);
+            for (const [org, cap] of orgCaps) expect(runningOf(state, org)).toBeLessThanOrEqual(cap);
           }
-          state = apply(state, d, originals);
-          expect(state.running.length).toBeLessThanOrEqual(state.capacity);
-          for (const [org, cap] of orgCaps) expect(runningOf(state, org)).toBeLessThanOrEqual(cap);
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -93,26 +98,31 @@ describe("chooseNext: properties", () => {
 
   it("a long-lived PoolScheduler fed events decides exactly as chooseNext on the snapshot", () => {
     fc.assert(
-      fc.property(poolArb({ withDag: false }), policyArb, fc.array(fc.nat(), { maxLength: 40 }), ({ state: initial, orgCaps }, policy, steps) => {
-        const opts: DispatchOptions = { policy, orgCaps };
-        const originals = new Map(initial.queued.map((j) => [j.jobId, j]));
-        const live = PoolScheduler.fromState(initial, opts);
-        let state = initial;
-        for (const step of steps) {
-          const fromSnapshot = chooseNext(state, opts);
-          const fromLive = live.next(state.now);
-          expect(fromLive).toEqual(fromSnapshot);
-          if (!fromLive.pick || step % 4 === 0) {
-            const before = state.running;
-            state = finishOne(state, step);
-            for (const r of before) if (!state.running.includes(r)) live.finish(r.jobId);
-            continue;
+      fc.property(
+        poolArb({ withDag: false }),
+        policyArb,
+        fc.array(fc.nat(), { maxLength: 40 }),
+        ({ state: initial, orgCaps }, policy, steps) => {
+          const opts: DispatchOptions = { policy, orgCaps };
+          const originals = new Map(initial.queued.map((j) => [j.jobId, j]));
+          const live = PoolScheduler.fromState(initial, opts);
+          let state = initial;
+          for (const step of steps) {
+            const fromSnapshot = chooseNext(state, opts);
+            const fromLive = live.next(state.now);
+            expect(fromLive).toEqual(fromSnapshot);
+            if (!fromLive.pick || step % 4 === 0) {
+              const before = state.running;
+              state = finishOne(state, step);
+              for (const r of before) if (!state.running.includes(r)) live.finish(r.jobId);
+              continue;
+            }
+            for (const v of fromLive.preempt) live.preempt(v.jobId);
+            live.start(fromLive.pick.jobId, state.now);
+            state = apply(state, fromLive, originals);
           }
-          for (const v of fromLive.preempt) live.preempt(v.jobId);
-          live.start(fromLive.pick.jobId, state.now);
-          state = apply(state, fromLive, originals);
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });

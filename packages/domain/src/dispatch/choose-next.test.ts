@@ -14,7 +14,11 @@ function pickSequence(state: PoolState, opts: DispatchOptions, n: number): strin
     const d = chooseNext(s, opts);
     if (!d.pick) break;
     orgs.push(d.pick.orgId);
-    s = applyPick(s, d.pick.jobId, d.preempt.map((p) => p.jobId));
+    s = applyPick(
+      s,
+      d.pick.jobId,
+      d.preempt.map((p) => p.jobId),
+    );
   }
   return orgs;
 }
@@ -125,7 +129,12 @@ describe("chooseNext: lending and return", () => {
   });
 
   it("does not stop the borrower's interactive jobs when the pool is full", () => {
-    const state = pool({ capacity: 40, entitlements, running: manyRunning("A", 40), queued: [queued("b1", "B", 5_000)] });
+    const state = pool({
+      capacity: 40,
+      entitlements,
+      running: manyRunning("A", 40),
+      queued: [queued("b1", "B", 5_000)],
+    });
     expect(chooseNext(state, FAIR)).toEqual({ pick: null, preempt: [], reason: "no_capacity" });
   });
 });
@@ -168,7 +177,12 @@ describe("chooseNext: background preemption", () => {
   });
 
   it("never preempts under fifo", () => {
-    const state = pool({ capacity: 40, entitlements, running: manyRunning("A", 40, "background"), queued: [queued("b1", "B", 5_000)] });
+    const state = pool({
+      capacity: 40,
+      entitlements,
+      running: manyRunning("A", 40, "background"),
+      queued: [queued("b1", "B", 5_000)],
+    });
     expect(chooseNext(state, FIFO).preempt).toEqual([]);
   });
 });
@@ -176,7 +190,11 @@ describe("chooseNext: background preemption", () => {
 describe("chooseNext: caps and eligibility", () => {
   it("skips an org at its hard cap and reports org_cap when nobody else can go", () => {
     const orgCaps = new Map([["A", 3]]);
-    const state = pool({ capacity: 40, running: manyRunning("A", 3), queued: [...manyQueued("A", 5, 0), queued("b1", "B", 9)] });
+    const state = pool({
+      capacity: 40,
+      running: manyRunning("A", 3),
+      queued: [...manyQueued("A", 5, 0), queued("b1", "B", 9)],
+    });
     expect(chooseNext(state, { policy: "fair", orgCaps }).pick?.jobId).toBe("b1");
     expect(chooseNext(state, { policy: "fifo", orgCaps }).pick?.jobId).toBe("b1");
     const onlyA = { ...state, queued: manyQueued("A", 5, 0) };

@@ -49,8 +49,10 @@ export function createOrgState(
   explicit: boolean,
   laneCount: number,
 ): OrgState {
-  if (!(row.slots >= 0) || !Number.isFinite(row.slots)) throw new RangeError(`org ${orgId}: slots must be a finite number >= 0`);
-  if (!(row.weight > 0) || !Number.isFinite(row.weight)) throw new RangeError(`org ${orgId}: weight must be a finite number > 0`);
+  if (!(row.slots >= 0) || !Number.isFinite(row.slots))
+    throw new RangeError(`org ${orgId}: slots must be a finite number >= 0`);
+  if (!(row.weight > 0) || !Number.isFinite(row.weight))
+    throw new RangeError(`org ${orgId}: weight must be a finite number > 0`);
   if (!(cap >= 0)) throw new RangeError(`org ${orgId}: hard cap must be >= 0`);
   const lanes: IndexedHeap<QueuedEntry>[] = [];
   for (let i = 0; i < laneCount; i++) lanes.push(new IndexedHeap<QueuedEntry>(queuedBefore));

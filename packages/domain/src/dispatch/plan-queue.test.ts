@@ -21,18 +21,24 @@ function replayWithChooseNext(initial: PoolState, opts: DispatchOptions): { jobI
     for (let d = chooseNext(s, opts); d.pick; d = chooseNext(s, opts)) {
       const pick: QueuedJob = d.pick;
       const victims = new Set(d.preempt.map((v) => v.jobId));
-      const requeued = s.running.filter((r) => victims.has(r.jobId)).map((r) => {
-        const original = originals.get(r.jobId);
-        return original ? { ...original, notBefore: null } : requeuedFromRunning(r);
-      });
+      const requeued = s.running
+        .filter((r) => victims.has(r.jobId))
+        .map((r) => {
+          const original = originals.get(r.jobId);
+          return original ? { ...original, notBefore: null } : requeuedFromRunning(r);
+        });
       for (const v of victims) ends.delete(v);
       s = {
         ...s,
         queued: [...s.queued.filter((j) => j.jobId !== pick.jobId), ...requeued],
-        running: [...s.running.filter((r) => !victims.has(r.jobId)), { jobId: pick.jobId, orgId: pick.orgId, tier: pick.tier, startedAt: s.now, runId: pick.runId }],
+        running: [
+          ...s.running.filter((r) => !victims.has(r.jobId)),
+          { jobId: pick.jobId, orgId: pick.orgId, tier: pick.tier, startedAt: s.now, runId: pick.runId },
+        ],
       };
       ends.set(pick.jobId, s.now + durationOf(pick.orgId));
-      if (initial.queued.some((j) => j.jobId === pick.jobId) && !starts.some((x) => x.jobId === pick.jobId)) starts.push({ jobId: pick.jobId, at: s.now });
+      if (initial.queued.some((j) => j.jobId === pick.jobId) && !starts.some((x) => x.jobId === pick.jobId))
+        starts.push({ jobId: pick.jobId, at: s.now });
     }
     const wakes = s.queued.map((j) => j.notBefore ?? -Infinity).filter((t) => t > s.now);
     const next = Math.min(...ends.values(), ...wakes);
@@ -52,10 +58,14 @@ describe("planQueue", () => {
         const opts = { policy, orgCaps };
         const plan = planQueue(state, { ...opts, expectedDurationMs: durationOf });
         const starts = replayWithChooseNext(state, opts);
-        const planned = [...plan].sort(([, a], [, b]) => a.position - b.position).filter(([, e]) => Number.isFinite(e.etaMs));
+        const planned = [...plan]
+          .sort(([, a], [, b]) => a.position - b.position)
+          .filter(([, e]) => Number.isFinite(e.etaMs));
         expect(planned.map(([jobId, e]) => ({ jobId, at: e.etaMs }))).toEqual(starts);
         expect(plan.size).toBe(state.queued.length);
-        expect([...plan.values()].map((e) => e.position).sort((a, b) => a - b)).toEqual(state.queued.map((_, i) => i + 1));
+        expect([...plan.values()].map((e) => e.position).sort((a, b) => a - b)).toEqual(
+          state.queued.map((_, i) => i + 1),
+        );
       }),
       { numRuns: 200 },
     );
@@ -66,7 +76,11 @@ describe("planQueue", () => {
       fc.property(poolArb({ withDag: true }), policyArb, fc.nat(), ({ state, orgCaps }, policy, seed) => {
         const opts = { policy, orgCaps, expectedDurationMs: durationOf };
         const sorted = (m: Map<string, unknown>) => [...m].sort(([a], [b]) => (a < b ? -1 : 1));
-        const reordered = { ...state, running: shuffled(state.running, seed), queued: shuffled(state.queued, seed + 1) };
+        const reordered = {
+          ...state,
+          running: shuffled(state.running, seed),
+          queued: shuffled(state.queued, seed + 1),
+        };
         expect(sorted(planQueue(reordered, opts))).toEqual(sorted(planQueue(state, opts)));
       }),
       { numRuns: 200 },
@@ -74,7 +88,11 @@ describe("planQueue", () => {
   });
 
   it("puts the small org's jobs near the front under fair and behind the burst under fifo", () => {
-    const state = pool({ capacity: 40, queued: [...manyQueued("A", 900, 0), ...manyQueued("B", 5, 1_000)], now: 1_000 });
+    const state = pool({
+      capacity: 40,
+      queued: [...manyQueued("A", 900, 0), ...manyQueued("B", 5, 1_000)],
+      now: 1_000,
+    });
     const positions = (policy: "fair" | "fifo") => {
       const plan = planQueue(state, { policy, expectedDurationMs: () => 1_000 });
       return manyQueued("B", 5, 0).map((j) => plan.get(j.jobId));
@@ -86,7 +104,12 @@ describe("planQueue", () => {
   });
 
   it("derives ETAs from expected durations of running work", () => {
-    const state = pool({ capacity: 2, running: manyRunning("A", 2, "interactive", 0), queued: manyQueued("A", 3, 0), now: 500 });
+    const state = pool({
+      capacity: 2,
+      running: manyRunning("A", 2, "interactive", 0),
+      queued: manyQueued("A", 3, 0),
+      now: 500,
+    });
     const plan = planQueue(state, { policy: "fair", expectedDurationMs: () => 10_000 });
     expect([...plan.values()].map((e) => [e.position, e.etaMs])).toEqual([
       [1, 10_000],
@@ -109,7 +132,11 @@ describe("planQueue", () => {
         queued("full-2", "C", 11),
       ],
     });
-    const plan = planQueue(state, { policy: "fair", orgCaps: new Map([["capped", 1]]), expectedDurationMs: () => 2_000 });
+    const plan = planQueue(state, {
+      policy: "fair",
+      orgCaps: new Map([["capped", 1]]),
+      expectedDurationMs: () => 2_000,
+    });
     const reasons = Object.fromEntries([...plan].map(([id, e]) => [id, e.reason]));
     expect(reasons).toEqual({
       go: "ready",
@@ -125,7 +152,10 @@ describe("planQueue", () => {
   });
 
   it("reports an infinite ETA when nothing can ever start the job", () => {
-    const plan = planQueue(pool({ capacity: 0, queued: [queued("x", "A", 0)] }), { policy: "fair", expectedDurationMs: () => 1 });
+    const plan = planQueue(pool({ capacity: 0, queued: [queued("x", "A", 0)] }), {
+      policy: "fair",
+      expectedDurationMs: () => 1,
+    });
     expect(plan.get("x")).toEqual({ position: 1, etaMs: Number.POSITIVE_INFINITY, reason: "no_capacity" });
   });
 });

@@ -40,7 +40,8 @@ export function planQueue(state: PoolState, opts: PlanOptions): Map<string, Queu
     endOf.set(jobId, event);
   };
   const runs = trackRuns(state.queued, state.running);
-  for (const job of state.running) addEnd(job.jobId, job.runId, Math.max(state.now, job.startedAt + durationOf(job.orgId)));
+  for (const job of state.running)
+    addEnd(job.jobId, job.runId, Math.max(state.now, job.startedAt + durationOf(job.orgId)));
 
   let t = state.now;
   let reasons: Map<string, WaitReason> | null = null;
@@ -143,6 +144,10 @@ function appendUnreachable(
     .filter((job) => !plan.has(job.jobId))
     .sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   for (const job of rest) {
-    plan.set(job.jobId, { position: plan.size + 1, etaMs: Number.POSITIVE_INFINITY, reason: reasons.get(job.jobId) ?? "no_capacity" });
+    plan.set(job.jobId, {
+      position: plan.size + 1,
+      etaMs: Number.POSITIVE_INFINITY,
+      reason: reasons.get(job.jobId) ?? "no_capacity",
+    });
   }
 }

@@ -43,7 +43,9 @@ describe("PoolScheduler", () => {
     const s = new PoolScheduler({ policy: "fair", capacity: 1 });
     s.enqueue(queued("x", "A", 0));
     expect(() => s.enqueue(queued("x", "A", 0))).toThrow(RangeError);
-    expect(() => new PoolScheduler({ policy: "fair", capacity: 1, entitlements: [{ orgId: "A", slots: 1, weight: 0 }] })).toThrow(RangeError);
+    expect(
+      () => new PoolScheduler({ policy: "fair", capacity: 1, entitlements: [{ orgId: "A", slots: 1, weight: 0 }] }),
+    ).toThrow(RangeError);
     expect(() => new PoolScheduler({ policy: "fair", capacity: -1 })).toThrow(RangeError);
   });
 });

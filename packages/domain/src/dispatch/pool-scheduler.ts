@@ -31,7 +31,6 @@ export interface PoolSchedulerConfig extends DispatchOptions {
   defaultEntitlement?: Pick<Entitlement, "slots" | "weight">;
 }
 
-
 function backoffBefore(a: QueuedEntry, b: QueuedEntry): boolean {
   const na = a.job.notBefore ?? 0;
   const nb = b.job.notBefore ?? 0;
@@ -62,7 +61,8 @@ export class PoolScheduler {
   private runningTotal = 0;
 
   constructor(config: PoolSchedulerConfig) {
-    if (!(config.capacity >= 0) || !Number.isFinite(config.capacity)) throw new RangeError("capacity must be a finite number >= 0");
+    if (!(config.capacity >= 0) || !Number.isFinite(config.capacity))
+      throw new RangeError("capacity must be a finite number >= 0");
     this.policy = config.policy;
     this.capacity = config.capacity;
     this.bumpMs = config.policy === "fair" ? (config.nearlyDoneBumpMs ?? DEFAULT_NEARLY_DONE_BUMP_MS) : 0;
@@ -134,7 +134,8 @@ export class PoolScheduler {
   }
 
   enqueue(job: QueuedJob): void {
-    if (this.queued.has(job.jobId) || this.running.has(job.jobId)) throw new RangeError(`job ${job.jobId} is already known`);
+    if (this.queued.has(job.jobId) || this.running.has(job.jobId))
+      throw new RangeError(`job ${job.jobId} is already known`);
     const org = this.orgFor(job.orgId);
     const bump = job.runProgress >= NEARLY_DONE_PROGRESS ? this.bumpMs : 0;
     const lane = this.policy === "fair" ? tierRank(job.tier) : 0;
@@ -173,7 +174,8 @@ export class PoolScheduler {
 
   /** Records a job already running (loading a snapshot). */
   addRunning(job: RunningJob): void {
-    if (this.queued.has(job.jobId) || this.running.has(job.jobId)) throw new RangeError(`job ${job.jobId} is already known`);
+    if (this.queued.has(job.jobId) || this.running.has(job.jobId))
+      throw new RangeError(`job ${job.jobId} is already known`);
     this.track(job, null);
   }
 
@@ -199,7 +201,16 @@ export class PoolScheduler {
     const { orgId, tier, startedAt, runId } = entry.job;
     const requeued: QueuedJob = entry.queued
       ? { ...entry.queued, notBefore: null }
-      : { jobId, orgId, tier, runId: runId ?? jobId, enqueuedAt: startedAt, runProgress: 0, predecessorsDone: true, notBefore: null };
+      : {
+          jobId,
+          orgId,
+          tier,
+          runId: runId ?? jobId,
+          enqueuedAt: startedAt,
+          runProgress: 0,
+          predecessorsDone: true,
+          notBefore: null,
+        };
     this.enqueue(requeued);
     return requeued;
   }
@@ -238,7 +249,8 @@ export class PoolScheduler {
     for (const org of this.active[0] ?? []) {
       if (org.running >= org.cap) continue;
       const head = org.lanes[0]?.peek();
-      if (head && (best === null || head.key < best.key || (head.key === best.key && head.job.jobId < best.job.jobId))) best = head;
+      if (head && (best === null || head.key < best.key || (head.key === best.key && head.job.jobId < best.job.jobId)))
+        best = head;
     }
     return best ? { pick: best.job, preempt: [], reason: "fifo" } : { pick: null, preempt: [], reason: "org_cap" };
   }

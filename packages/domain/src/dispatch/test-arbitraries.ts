@@ -56,7 +56,13 @@ export function poolArb(opts: { withDag: boolean }): fc.Arbitrary<GeneratedPool>
         const held = perOrg.get(org) ?? 0;
         if (runningJobs.length >= capacity || held >= (orgCaps.get(org) ?? Infinity)) return;
         perOrg.set(org, held + 1);
-        runningJobs.push({ jobId: `run${i}`, orgId: org, tier: r.tier, startedAt: Math.min(r.startedAt, now), runId: `${org}-r${i % 3}` });
+        runningJobs.push({
+          jobId: `run${i}`,
+          orgId: org,
+          tier: r.tier,
+          startedAt: Math.min(r.startedAt, now),
+          runId: `${org}-r${i % 3}`,
+        });
       });
       const queuedJobs: QueuedJob[] = queued.map((q, i) => ({
         jobId: `job${String(i).padStart(2, "0")}`,
@@ -68,7 +74,9 @@ export function poolArb(opts: { withDag: boolean }): fc.Arbitrary<GeneratedPool>
         notBefore: q.notBefore,
         predecessorsDone: q.predecessorsDone,
       }));
-      const entitlements = orgs.flatMap((o, i) => (o.hasRow ? [{ orgId: `org${i}`, slots: o.slots, weight: o.weight }] : []));
+      const entitlements = orgs.flatMap((o, i) =>
+        o.hasRow ? [{ orgId: `org${i}`, slots: o.slots, weight: o.weight }] : [],
+      );
       const state: PoolState = { capacity, entitlements, running: runningJobs, queued: queuedJobs, now };
       return { state, orgCaps };
     });

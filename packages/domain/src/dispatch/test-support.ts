@@ -1,7 +1,16 @@
 import type { PoolState, QueuedJob, RunningJob, Tier } from "./types.ts";
 
 export function queued(jobId: string, orgId: string, enqueuedAt: number, extra: Partial<QueuedJob> = {}): QueuedJob {
-  return { jobId, orgId, runId: `${orgId}-run`, tier: "interactive", enqueuedAt, runProgress: 0, predecessorsDone: true, ...extra };
+  return {
+    jobId,
+    orgId,
+    runId: `${orgId}-run`,
+    tier: "interactive",
+    enqueuedAt,
+    runProgress: 0,
+    predecessorsDone: true,
+    ...extra,
+  };
 }
 
 export function running(jobId: string, orgId: string, startedAt = 0, tier: Tier = "interactive"): RunningJob {
@@ -10,11 +19,15 @@ export function running(jobId: string, orgId: string, startedAt = 0, tier: Tier 
 
 /** `count` queued jobs for one org, ids `${orgId}-${i}`, enqueued 1 ms apart from `from`. */
 export function manyQueued(orgId: string, count: number, from: number, extra: Partial<QueuedJob> = {}): QueuedJob[] {
-  return Array.from({ length: count }, (_, i) => queued(`${orgId}-${String(i).padStart(4, "0")}`, orgId, from + i, extra));
+  return Array.from({ length: count }, (_, i) =>
+    queued(`${orgId}-${String(i).padStart(4, "0")}`, orgId, from + i, extra),
+  );
 }
 
 export function manyRunning(orgId: string, count: number, tier: Tier = "interactive", startedAt = 0): RunningJob[] {
-  return Array.from({ length: count }, (_, i) => running(`${orgId}-${tier.charAt(0)}${String(i).padStart(4, "0")}`, orgId, startedAt + i, tier));
+  return Array.from({ length: count }, (_, i) =>
+    running(`${orgId}-${tier.charAt(0)}${String(i).padStart(4, "0")}`, orgId, startedAt + i, tier),
+  );
 }
 
 export function pool(partial: Partial<PoolState> & Pick<PoolState, "capacity">): PoolState {

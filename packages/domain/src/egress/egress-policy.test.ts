@@ -50,18 +50,36 @@ describe("decideEgress", () => {
   });
 
   it("an address never matches a name rule, even the name's own address", () => {
-    const d = decideEgress({ host: "127.0.0.1", port: 443, trustClass: "trusted", allowList: ["localhost", "*.localhost"], platformHosts: [] });
+    const d = decideEgress({
+      host: "127.0.0.1",
+      port: 443,
+      trustClass: "trusted",
+      allowList: ["localhost", "*.localhost"],
+      platformHosts: [],
+    });
     expect(d).toMatchObject({ allowed: false, reason: "not_on_allow_list" });
   });
 
   it("denials carry the named error line the job log shows", () => {
-    expect(decide("example.org", 443, "trusted")).toMatchObject({ message: "kiln egress denied: example.org is not allowed for trusted runs" });
-    expect(decide("Registry.NPMjs.org", 443, "untrusted")).toMatchObject({ message: "kiln egress denied: registry.npmjs.org is not allowed for untrusted runs" });
-    expect(egressDeniedMessage("localhost", 4567, "trusted")).toBe("kiln egress denied: localhost:4567 is not allowed for trusted runs");
+    expect(decide("example.org", 443, "trusted")).toMatchObject({
+      message: "kiln egress denied: example.org is not allowed for trusted runs",
+    });
+    expect(decide("Registry.NPMjs.org", 443, "untrusted")).toMatchObject({
+      message: "kiln egress denied: registry.npmjs.org is not allowed for untrusted runs",
+    });
+    expect(egressDeniedMessage("localhost", 4567, "trusted")).toBe(
+      "kiln egress denied: localhost:4567 is not allowed for trusted runs",
+    );
   });
 
   it("a malformed stored entry matches nothing instead of failing every request", () => {
-    const d = decideEgress({ host: "ok.example.com", port: 443, trustClass: "trusted", allowList: ["not a host", "ok.example.com"], platformHosts: [] });
+    const d = decideEgress({
+      host: "ok.example.com",
+      port: 443,
+      trustClass: "trusted",
+      allowList: ["not a host", "ok.example.com"],
+      platformHosts: [],
+    });
     expect(d).toMatchObject({ allowed: true, matched: "ok.example.com" });
   });
 });
@@ -77,25 +95,47 @@ describe("parseHostPattern", () => {
     expect(formatHostPattern(parseHostPattern(input))).toBe(canonical);
   });
 
-  it.each(["", "*", "*.com", "a.*.example.com", "example.com:0", "example.com:99999", "example.com:http", "http://example.com", "exa mple.com", "-bad.example.com", "127.1", "*.10.0.0.1"])(
-    "%j is refused with REQUEST.INVALID",
-    (input) => {
-      let error: unknown = null;
-      try {
-        parseHostPattern(input);
-      } catch (e) {
-        error = e;
-      }
-      expect(isDomainError(error) && error.code).toBe("REQUEST.INVALID");
-    },
-  );
+  it.each([
+    "",
+    "*",
+    "*.com",
+    "a.*.example.com",
+    "example.com:0",
+    "example.com:99999",
+    "example.com:http",
+    "http://example.com",
+    "exa mple.com",
+    "-bad.example.com",
+    "127.1",
+    "*.10.0.0.1",
+  ])("%j is refused with REQUEST.INVALID", (input) => {
+    let error: unknown = null;
+    try {
+      parseHostPattern(input);
+    } catch (e) {
+      error = e;
+    }
+    expect(isDomainError(error) && error.code).toBe("REQUEST.INVALID");
+  });
 });
 
 describe("isInternalAddress", () => {
   it.each([
-    ["127.0.0.1", true], ["10.2.3.4", true], ["172.16.0.1", true], ["172.32.0.1", false], ["192.168.1.1", true],
-    ["169.254.169.254", true], ["100.64.0.1", true], ["0.0.0.0", true], ["224.0.0.1", true], ["8.8.8.8", false],
-    ["::1", true], ["::ffff:127.0.0.1", true], ["fd00::1", true], ["fe80::1", true], ["2606:4700::1111", false],
+    ["127.0.0.1", true],
+    ["10.2.3.4", true],
+    ["172.16.0.1", true],
+    ["172.32.0.1", false],
+    ["192.168.1.1", true],
+    ["169.254.169.254", true],
+    ["100.64.0.1", true],
+    ["0.0.0.0", true],
+    ["224.0.0.1", true],
+    ["8.8.8.8", false],
+    ["::1", true],
+    ["::ffff:127.0.0.1", true],
+    ["fd00::1", true],
+    ["fe80::1", true],
+    ["2606:4700::1111", false],
   ])("%s -> %s", (address, internal) => {
     expect(isInternalAddress(address)).toBe(internal);
   });
@@ -104,10 +144,22 @@ describe("isInternalAddress", () => {
 describe("decideResolvedAddress", () => {
   const allowed = decide("registry.npmjs.org", 443);
   const platform = decide("s3.kiln.test", 443, "untrusted");
-  const dest = (address: string, allowInternal = false) => ({ host: "registry.npmjs.org", port: 443, address, trustClass: "trusted" as const, allowInternal });
+  const dest = (address: string, allowInternal = false) => ({
+    host: "registry.npmjs.org",
+    port: 443,
+    address,
+    trustClass: "trusted" as const,
+    allowInternal,
+  });
   it("an allowed name that resolves to an internal address is denied", () => {
-    expect(decideResolvedAddress(allowed, dest("127.0.0.1"))).toMatchObject({ allowed: false, reason: "internal_address" });
-    expect(decideResolvedAddress(allowed, dest("169.254.169.254"))).toMatchObject({ allowed: false, reason: "internal_address" });
+    expect(decideResolvedAddress(allowed, dest("127.0.0.1"))).toMatchObject({
+      allowed: false,
+      reason: "internal_address",
+    });
+    expect(decideResolvedAddress(allowed, dest("169.254.169.254"))).toMatchObject({
+      allowed: false,
+      reason: "internal_address",
+    });
   });
   it("public addresses, platform services and hosts configured to allow internal addresses pass", () => {
     expect(decideResolvedAddress(allowed, dest("104.16.0.1"))).toBe(allowed);

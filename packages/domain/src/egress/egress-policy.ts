@@ -1,5 +1,11 @@
 import type { TrustClass } from "../tenants/trust-class.ts";
-import { formatHostPattern, matchesHostPattern, normalizeHost, parseHostPattern, type HostPattern } from "./host-pattern.ts";
+import {
+  formatHostPattern,
+  matchesHostPattern,
+  normalizeHost,
+  parseHostPattern,
+  type HostPattern,
+} from "./host-pattern.ts";
 
 // The egress decision (seed 000 section 11, issue 3): a sandbox's only way out is the host's proxy,
 // and the proxy asks this function about every destination. Untrusted runs reach the platform's
@@ -39,7 +45,11 @@ export function decideEgress(req: EgressRequest): EgressDecision {
   const dest = normalizeHost(req.host);
   const port = req.port;
   if (!dest || !Number.isInteger(port) || port < 1 || port > 65535) {
-    return { allowed: false, reason: "invalid_host", message: egressDeniedMessage(req.host.slice(0, 255), port, req.trustClass) };
+    return {
+      allowed: false,
+      reason: "invalid_host",
+      message: egressDeniedMessage(req.host.slice(0, 255), port, req.trustClass),
+    };
   }
   const target = { ...dest, port };
   const platform = firstMatch(req.platformHosts, target);
@@ -78,8 +88,18 @@ export function decideResolvedAddress(
   decision: EgressDecision,
   dest: { host: string; port: number; address: string; trustClass: TrustClass; allowInternal: boolean },
 ): EgressDecision {
-  if (!decision.allowed || decision.reason === "platform_service" || dest.allowInternal || !isInternalAddress(dest.address)) return decision;
-  return { allowed: false, reason: "internal_address", message: egressDeniedMessage(dest.host, dest.port, dest.trustClass) };
+  if (
+    !decision.allowed ||
+    decision.reason === "platform_service" ||
+    dest.allowInternal ||
+    !isInternalAddress(dest.address)
+  )
+    return decision;
+  return {
+    allowed: false,
+    reason: "internal_address",
+    message: egressDeniedMessage(dest.host, dest.port, dest.trustClass),
+  };
 }
 
 /**
@@ -92,8 +112,16 @@ export function isInternalAddress(address: string): boolean {
   const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a.startsWith("::ffff:") ? a.slice(7) : a);
   if (v4) {
     const [o1, o2] = [Number(v4[1]), Number(v4[2])];
-    return o1 === 0 || o1 === 10 || o1 === 127 || (o1 === 100 && o2 >= 64 && o2 <= 127) || (o1 === 169 && o2 === 254) ||
-      (o1 === 172 && o2 >= 16 && o2 <= 31) || (o1 === 192 && o2 === 168) || o1 >= 224;
+    return (
+      o1 === 0 ||
+      o1 === 10 ||
+      o1 === 127 ||
+      (o1 === 100 && o2 >= 64 && o2 <= 127) ||
+      (o1 === 169 && o2 === 254) ||
+      (o1 === 172 && o2 >= 16 && o2 <= 31) ||
+      (o1 === 192 && o2 === 168) ||
+      o1 >= 224
+    );
   }
   return a === "::" || a === "::1" || /^f[cd]/.test(a) || /^fe[89ab]/.test(a) || a.startsWith("ff");
 }

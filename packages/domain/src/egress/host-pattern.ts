@@ -44,14 +44,16 @@ export function normalizeHost(raw: string): { host: string; kind: HostKind } | n
 
 function parsePort(raw: string, input: string): number {
   const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-  if (!(port >= 1 && port <= 65535)) throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: port must be 1..65535`);
+  if (!(port >= 1 && port <= 65535))
+    throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: port must be 1..65535`);
   return port;
 }
 
 /** Parses an allow-list entry; bad input is a REQUEST.INVALID naming what is wrong. */
 export function parseHostPattern(input: string): HostPattern {
   const text = input.trim();
-  if (text.length === 0 || text.length > 300) throw new DomainError("REQUEST.INVALID", "egress pattern must be 1..300 characters");
+  if (text.length === 0 || text.length > 300)
+    throw new DomainError("REQUEST.INVALID", "egress pattern must be 1..300 characters");
   let hostPart = text;
   let port: number | null = null;
   const bracketed = /^(\[[^\]]+\])(?::(.*))?$/.exec(text);
@@ -65,13 +67,26 @@ export function parseHostPattern(input: string): HostPattern {
   }
   if (hostPart.startsWith("*.")) {
     const suffix = normalizeHost(hostPart.slice(2));
-    if (!suffix || suffix.kind !== "name") throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: "*." must be followed by a host name`);
-    if (!suffix.host.includes(".")) throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: a wildcard must keep at least two labels (no "*.com")`);
+    if (!suffix || suffix.kind !== "name")
+      throw new DomainError(
+        "REQUEST.INVALID",
+        `egress pattern ${JSON.stringify(input)}: "*." must be followed by a host name`,
+      );
+    if (!suffix.host.includes("."))
+      throw new DomainError(
+        "REQUEST.INVALID",
+        `egress pattern ${JSON.stringify(input)}: a wildcard must keep at least two labels (no "*.com")`,
+      );
     return { kind: "suffix", host: suffix.host, port };
   }
-  if (hostPart.includes("*")) throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: "*" is only allowed as a leading "*." label`);
+  if (hostPart.includes("*"))
+    throw new DomainError(
+      "REQUEST.INVALID",
+      `egress pattern ${JSON.stringify(input)}: "*" is only allowed as a leading "*." label`,
+    );
   const exact = normalizeHost(hostPart);
-  if (!exact) throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: not a host name or IP address`);
+  if (!exact)
+    throw new DomainError("REQUEST.INVALID", `egress pattern ${JSON.stringify(input)}: not a host name or IP address`);
   return { kind: "exact", host: exact.host, port };
 }
 
@@ -82,7 +97,10 @@ export function formatHostPattern(p: HostPattern): string {
 }
 
 /** Does `pattern` admit the (already normalised) destination? */
-export function matchesHostPattern(pattern: HostPattern, dest: { host: string; kind: HostKind; port: number }): boolean {
+export function matchesHostPattern(
+  pattern: HostPattern,
+  dest: { host: string; kind: HostKind; port: number },
+): boolean {
   const portOk = pattern.port === null ? DEFAULT_PORTS.includes(dest.port) : pattern.port === dest.port;
   if (!portOk) return false;
   if (pattern.kind === "exact") return pattern.host === dest.host;

@@ -1,11 +1,24 @@
 // Public API of the logs capability's pure rules (docs/adr/0006-logs.md).
 export {
-  LOG_STREAMS, MAX_LOG_CHUNK_BYTES, decideChunkBatch, sameChunk,
-  type LogStream, type LogChunkIdentity, type LogPosition, type ChunkBatchDecision,
+  LOG_STREAMS,
+  MAX_LOG_CHUNK_BYTES,
+  decideChunkBatch,
+  sameChunk,
+  type LogStream,
+  type LogChunkIdentity,
+  type LogPosition,
+  type ChunkBatchDecision,
 } from "./log-chunks.ts";
 export {
-  LOG_STATES, isTerminalLogState, terminalLogEvent, decideSeal, decideLogOnAttemptEnd,
-  type LogState, type TerminalLogState, type LogSealDeclaration, type SealDecision,
+  LOG_STATES,
+  isTerminalLogState,
+  terminalLogEvent,
+  decideSeal,
+  decideLogOnAttemptEnd,
+  type LogState,
+  type TerminalLogState,
+  type LogSealDeclaration,
+  type SealDecision,
 } from "./log-state.ts";
 export { encodeLogCursor, decodeLogCursor, type LogCursor } from "./log-cursor.ts";
 export { planLogStream, type LogStreamPlan } from "./log-stream-plan.ts";

@@ -38,7 +38,9 @@ export type ChunkBatchDecision = {
 };
 
 export function sameChunk(a: LogChunkIdentity, b: LogChunkIdentity): boolean {
-  return a.stream === b.stream && a.seq === b.seq && a.offset === b.offset && a.length === b.length && a.sha256 === b.sha256;
+  return (
+    a.stream === b.stream && a.seq === b.seq && a.offset === b.offset && a.length === b.length && a.sha256 === b.sha256
+  );
 }
 
 /**
@@ -60,9 +62,11 @@ export function decideChunkBatch(input: {
   maxBytes: number;
 }): ChunkBatchDecision {
   const { position, chunks } = input;
-  if (input.state !== "open") throw new DomainError("LOG.ENDED", `the log has already ended (${input.state})`, { state: input.state });
+  if (input.state !== "open")
+    throw new DomainError("LOG.ENDED", `the log has already ended (${input.state})`, { state: input.state });
   for (let i = 1; i < chunks.length; i++) {
-    if ((chunks[i]?.seq ?? 0) <= (chunks[i - 1]?.seq ?? 0)) throw new DomainError("REQUEST.INVALID", "chunks must be in increasing seq order");
+    if ((chunks[i]?.seq ?? 0) <= (chunks[i - 1]?.seq ?? 0))
+      throw new DomainError("REQUEST.INVALID", "chunks must be in increasing seq order");
   }
   const next = { nextSeq: position.nextSeq, committed: { ...position.committed } };
   const append: LogChunkIdentity[] = [];
@@ -71,7 +75,11 @@ export function decideChunkBatch(input: {
     if (c.seq < position.nextSeq) {
       const have = input.stored(c.seq);
       if (!have || !sameChunk(have, c)) {
-        throw new DomainError("LOG.CONFLICT", `chunk ${c.seq} conflicts with the committed chunk at that position`, positionDetails(position));
+        throw new DomainError(
+          "LOG.CONFLICT",
+          `chunk ${c.seq} conflicts with the committed chunk at that position`,
+          positionDetails(position),
+        );
       }
       duplicates++;
       continue;
@@ -80,14 +88,22 @@ export function decideChunkBatch(input: {
       throw new DomainError("LOG.OUT_OF_ORDER", `expected chunk ${next.nextSeq}, got ${c.seq}`, positionDetails(next));
     }
     if (c.offset !== next.committed[c.stream]) {
-      throw new DomainError("LOG.CONFLICT", `chunk ${c.seq} starts at ${c.stream} offset ${c.offset}, but ${next.committed[c.stream]} bytes are committed`, positionDetails(next));
+      throw new DomainError(
+        "LOG.CONFLICT",
+        `chunk ${c.seq} starts at ${c.stream} offset ${c.offset}, but ${next.committed[c.stream]} bytes are committed`,
+        positionDetails(next),
+      );
     }
     append.push(c);
     next.nextSeq++;
     next.committed[c.stream] += c.length;
   }
   if (next.committed.stdout + next.committed.stderr > input.maxBytes && append.length > 0) {
-    throw new DomainError("LOG.LIMIT_EXCEEDED", `the attempt's log would exceed ${input.maxBytes} bytes`, positionDetails(position));
+    throw new DomainError(
+      "LOG.LIMIT_EXCEEDED",
+      `the attempt's log would exceed ${input.maxBytes} bytes`,
+      positionDetails(position),
+    );
   }
   return { append, duplicates, after: next };
 }

@@ -5,7 +5,11 @@ import { planLogStream } from "./log-stream-plan.ts";
 
 describe("log cursors", () => {
   it("round-trip and stay ASCII", () => {
-    for (const c of [{ epoch: 1, kind: "chunk", seq: 0 }, { epoch: 3, kind: "chunk", seq: 123456789 }, { epoch: 2, kind: "end" }] as const) {
+    for (const c of [
+      { epoch: 1, kind: "chunk", seq: 0 },
+      { epoch: 3, kind: "chunk", seq: 123456789 },
+      { epoch: 2, kind: "end" },
+    ] as const) {
       const text = encodeLogCursor(c);
       expect(text).toMatch(/^[\x21-\x7e]+$/);
       expect(decodeLogCursor(text)).toEqual(c);
@@ -13,7 +17,19 @@ describe("log cursors", () => {
   });
 
   it("reject anything the server could not have issued", () => {
-    for (const bad of ["", "1", "0:1", "1:-1", "1:01", "a:b", "1:2:3", "1:end:x", "99999999999:1", "1:9999999999999999", "1:1\n"]) {
+    for (const bad of [
+      "",
+      "1",
+      "0:1",
+      "1:-1",
+      "1:01",
+      "a:b",
+      "1:2:3",
+      "1:end:x",
+      "99999999999:1",
+      "1:9999999999999999",
+      "1:1\n",
+    ]) {
       expect(decodeLogCursor(bad), bad).toBeNull();
     }
     expect(decodeLogCursor(null)).toBeNull();

@@ -5,9 +5,7 @@
 // A cursor names a position in one attempt's ordered chunk sequence, which is immutable once
 // committed, so "resume after this event" is exact on any web process.
 
-export type LogCursor =
-  | { epoch: number; kind: "chunk"; seq: number }
-  | { epoch: number; kind: "end" };
+export type LogCursor = { epoch: number; kind: "chunk"; seq: number } | { epoch: number; kind: "end" };
 
 const CURSOR = /^([1-9][0-9]{0,8}):(0|[1-9][0-9]{0,14}|end)$/;
 

@@ -3,7 +3,13 @@ import { decodeLogFrame, encodeLogFrame } from "./log-frame.ts";
 
 describe("binary log frames", () => {
   it("round-trip a header and the chunk bytes back to back", () => {
-    const header = { epoch: 2, chunks: [{ seq: 0, length: 3 }, { seq: 1, length: 2 }] };
+    const header = {
+      epoch: 2,
+      chunks: [
+        { seq: 0, length: 3 },
+        { seq: 1, length: 2 },
+      ],
+    };
     const frame = encodeLogFrame(header, [new Uint8Array([1, 2, 3]), new Uint8Array([0, 255])]);
     const decoded = decodeLogFrame(frame);
     expect(decoded?.header).toEqual(header);

@@ -45,22 +45,32 @@ export type SealDecision =
  * A seal is accepted only when the journal holds everything the agent says it captured, so a
  * sealed log is complete by construction. Past the limit the log is `truncated`, never `sealed`.
  */
-export function decideSeal(input: { state: LogState; position: LogPosition; dropped: Record<LogStream, number>; declared: LogSealDeclaration }): SealDecision {
+export function decideSeal(input: {
+  state: LogState;
+  position: LogPosition;
+  dropped: Record<LogStream, number>;
+  declared: LogSealDeclaration;
+}): SealDecision {
   const { state, position, declared } = input;
   const sameFigures =
     position.nextSeq === declared.nextSeq &&
     position.committed.stdout === declared.bytes.stdout &&
     position.committed.stderr === declared.bytes.stderr;
   if (state !== "open") {
-    const sameDrops = input.dropped.stdout === declared.dropped.stdout && input.dropped.stderr === declared.dropped.stderr;
+    const sameDrops =
+      input.dropped.stdout === declared.dropped.stdout && input.dropped.stderr === declared.dropped.stderr;
     if (state !== "gapped" && sameFigures && sameDrops) return { kind: "already", state };
     throw new DomainError("LOG.ENDED", `the log has already ended (${state})`, { state });
   }
   if (!sameFigures) {
-    throw new DomainError("LOG.INCOMPLETE", "the journal does not hold everything declared; send the missing chunks first", {
-      next_seq: position.nextSeq,
-      committed: position.committed,
-    });
+    throw new DomainError(
+      "LOG.INCOMPLETE",
+      "the journal does not hold everything declared; send the missing chunks first",
+      {
+        next_seq: position.nextSeq,
+        committed: position.committed,
+      },
+    );
   }
   const truncated = declared.dropped.stdout > 0 || declared.dropped.stderr > 0;
   return { kind: "seal", to: truncated ? "truncated" : "sealed" };

@@ -21,20 +21,27 @@ export function planLogStream(input: {
 }): LogStreamPlan {
   const given = input.lastEventId !== null && input.lastEventId.trim() !== "";
   const cursor = given ? decodeLogCursor(input.lastEventId) : null;
-  const known = cursor !== null && input.epochs.includes(cursor.epoch) && (input.pinnedEpoch === null || cursor.epoch === input.pinnedEpoch);
+  const known =
+    cursor !== null &&
+    input.epochs.includes(cursor.epoch) &&
+    (input.pinnedEpoch === null || cursor.epoch === input.pinnedEpoch);
   const rejected = given && !known;
 
   if (input.pinnedEpoch !== null) {
-    if (!input.epochs.includes(input.pinnedEpoch)) throw new DomainError("ATTEMPT.NOT_FOUND", `the job has no attempt ${input.pinnedEpoch}`);
+    if (!input.epochs.includes(input.pinnedEpoch))
+      throw new DomainError("ATTEMPT.NOT_FOUND", `the job has no attempt ${input.pinnedEpoch}`);
     if (!known || !cursor) return { kind: "stream", epoch: input.pinnedEpoch, fromSeq: 0, cursorRejected: rejected };
-    return cursor.kind === "end" ? { kind: "done" } : { kind: "stream", epoch: cursor.epoch, fromSeq: cursor.seq + 1, cursorRejected: false };
+    return cursor.kind === "end"
+      ? { kind: "done" }
+      : { kind: "stream", epoch: cursor.epoch, fromSeq: cursor.seq + 1, cursorRejected: false };
   }
 
   const newest = input.epochs.length > 0 ? Math.max(...input.epochs) : null;
   if (newest === null) return input.jobFinished ? { kind: "done" } : { kind: "wait", cursorRejected: rejected };
   if (!known || !cursor) return { kind: "stream", epoch: newest, fromSeq: 0, cursorRejected: rejected };
   // A cursor inside an older attempt finishes that attempt first: resuming is exact, never a jump.
-  if (cursor.kind === "chunk") return { kind: "stream", epoch: cursor.epoch, fromSeq: cursor.seq + 1, cursorRejected: false };
+  if (cursor.kind === "chunk")
+    return { kind: "stream", epoch: cursor.epoch, fromSeq: cursor.seq + 1, cursorRejected: false };
   if (cursor.epoch < newest) return { kind: "stream", epoch: newest, fromSeq: 0, cursorRejected: false };
   return input.jobFinished ? { kind: "done" } : { kind: "wait", cursorRejected: false };
 }

@@ -28,17 +28,30 @@ function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
 
 describe("secretValuesFromEnv", () => {
   it("takes secret-named entries long enough to be worth masking", () => {
-    expect(secretValuesFromEnv({ API_TOKEN: "tok-123456", DB_PASSWORD: "hunter22", SSH_KEY: "k", Public: "visible", secret_sauce: "ketchup!" }).sort())
-      .toEqual(["hunter22", "ketchup!", "tok-123456"]);
+    expect(
+      secretValuesFromEnv({
+        API_TOKEN: "tok-123456",
+        DB_PASSWORD: "hunter22",
+        SSH_KEY: "k",
+        Public: "visible",
+        secret_sauce: "ketchup!",
+      }).sort(),
+    ).toEqual(["hunter22", "ketchup!", "tok-123456"]);
   });
   it("also masks each long line of a multi-line secret", () => {
-    expect(secretValuesFromEnv({ DEPLOY_KEY: "-----BEGIN-----\nAAAABBBBCCCC\nend" })).toEqual(["-----BEGIN-----\nAAAABBBBCCCC\nend", "-----BEGIN-----", "AAAABBBBCCCC"]);
+    expect(secretValuesFromEnv({ DEPLOY_KEY: "-----BEGIN-----\nAAAABBBBCCCC\nend" })).toEqual([
+      "-----BEGIN-----\nAAAABBBBCCCC\nend",
+      "-----BEGIN-----",
+      "AAAABBBBCCCC",
+    ]);
   });
 });
 
 describe("SecretMasker", () => {
   it("masks secrets, including one split across chunk boundaries", () => {
-    expect(maskInPieces(["hunter22"], [enc.encode("pw=hun"), enc.encode("ter"), enc.encode("22 ok\n")])).toBe("pw=*** ok\n");
+    expect(maskInPieces(["hunter22"], [enc.encode("pw=hun"), enc.encode("ter"), enc.encode("22 ok\n")])).toBe(
+      "pw=*** ok\n",
+    );
     expect(maskInPieces(["hunter22"], [enc.encode("hunter2"), enc.encode("hunter22")])).toBe("hunter2***");
   });
 
@@ -65,13 +78,18 @@ describe("SecretMasker", () => {
     const alphabet = fc.constantFrom("a", "b", "c", "x", "\n");
     const secret = fc.array(fc.constantFrom("a", "b", "c"), { minLength: 4, maxLength: 7 }).map((a) => a.join(""));
     fc.assert(
-      fc.property(fc.array(secret, { minLength: 1, maxLength: 3 }), fc.array(alphabet, { maxLength: 80 }), fc.array(fc.nat(), { maxLength: 10 }), (secrets, chars, cuts) => {
-        const bytes = enc.encode(chars.join(""));
-        const sorted = [...new Set(secrets)].sort((a, b) => b.length - a.length);
-        const whole = maskInPieces(sorted, [bytes]);
-        expect(maskInPieces(sorted, split(bytes, cuts))).toBe(whole);
-        for (const s of sorted) expect(whole.includes(s)).toBe(false);
-      }),
+      fc.property(
+        fc.array(secret, { minLength: 1, maxLength: 3 }),
+        fc.array(alphabet, { maxLength: 80 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (secrets, chars, cuts) => {
+          const bytes = enc.encode(chars.join(""));
+          const sorted = [...new Set(secrets)].sort((a, b) => b.length - a.length);
+          const whole = maskInPieces(sorted, [bytes]);
+          expect(maskInPieces(sorted, split(bytes, cuts))).toBe(whole);
+          for (const s of sorted) expect(whole.includes(s)).toBe(false);
+        },
+      ),
       { numRuns: 500 },
     );
   });

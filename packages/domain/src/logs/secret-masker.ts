@@ -93,7 +93,8 @@ export class SecretMasker {
     let best: { at: number; length: number } | null = null;
     for (const s of this.secrets) {
       const at = text.indexOf(s, from);
-      if (at !== -1 && (!best || at < best.at || (at === best.at && s.length > best.length))) best = { at, length: s.length };
+      if (at !== -1 && (!best || at < best.at || (at === best.at && s.length > best.length)))
+        best = { at, length: s.length };
     }
     return best;
   }

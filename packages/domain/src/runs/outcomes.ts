@@ -42,9 +42,11 @@ export function isAutoRetryable(o: Outcome): boolean {
  * The run's outcome from its jobs' outcomes: the first job (by index) that did not succeed decides,
  * so the badge names the root cause rather than the downstream jobs that never ran.
  */
-export function deriveRunOutcome(
-  jobs: readonly { jobIndex: number; outcome: Outcome; cause: string | null }[],
-): { outcome: Outcome; cause: string | null; jobIndex: number | null } {
+export function deriveRunOutcome(jobs: readonly { jobIndex: number; outcome: Outcome; cause: string | null }[]): {
+  outcome: Outcome;
+  cause: string | null;
+  jobIndex: number | null;
+} {
   const failed = [...jobs]
     .filter((j) => j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE)
     .sort((a, b) => a.jobIndex - b.jobIndex);

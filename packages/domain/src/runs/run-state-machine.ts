@@ -40,7 +40,10 @@ export const JOB_TRANSITIONS: Table<JobStatus, JobEvent> = {
   attempt_finished: [["running", "completed"]],
   // A platform failure with budget left goes back to ready under a new dispatch generation.
   retry_scheduled: [["running", "ready"]],
-  skipped: [["pending", "completed"], ["ready", "completed"]],
+  skipped: [
+    ["pending", "completed"],
+    ["ready", "completed"],
+  ],
   cancelled: [
     ["pending", "completed"],
     ["ready", "completed"],

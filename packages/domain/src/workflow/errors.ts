@@ -20,11 +20,7 @@ export class WorkflowInvalid extends Error {
   }
 }
 
-export function workflowError(
-  position: Position | null,
-  path: string | null,
-  text: string,
-): WorkflowError {
+export function workflowError(position: Position | null, path: string | null, text: string): WorkflowError {
   const prefix = position ? `line ${position.line}, column ${position.column}: ` : "";
   return {
     code: "WORKFLOW.INVALID",

@@ -60,9 +60,7 @@ export function loadYaml(source: string): LoadedYaml {
 
   const root = doc.contents;
   if (root === null) {
-    throw new WorkflowInvalid(
-      workflowError(null, null, "workflow is empty; expected a mapping with version and jobs"),
-    );
+    throw new WorkflowInvalid(workflowError(null, null, "workflow is empty; expected a mapping with version and jobs"));
   }
   checkTree(root, fail, source);
   return { root, position };
@@ -75,9 +73,7 @@ function checkSize(source: string): void {
   const bytes = source.length > max ? source.length : utf8Length(source);
   if (bytes > max) {
     const shown = source.length > max ? `more than ${max}` : String(bytes);
-    throw new WorkflowInvalid(
-      workflowError(null, null, `workflow is too large (${shown} bytes; the limit is ${max})`),
-    );
+    throw new WorkflowInvalid(workflowError(null, null, `workflow is too large (${shown} bytes; the limit is ${max})`));
   }
 }
 
@@ -142,11 +138,7 @@ function scanNesting(source: string): void {
 
 function tooDeep(source: string, offset: number): never {
   throw new WorkflowInvalid(
-    workflowError(
-      positionInSource(source, offset),
-      null,
-      `nesting is deeper than ${WORKFLOW_LIMITS.maxDepth} levels`,
-    ),
+    workflowError(positionInSource(source, offset), null, `nesting is deeper than ${WORKFLOW_LIMITS.maxDepth} levels`),
   );
 }
 
@@ -185,11 +177,7 @@ function displayTag(tag: string): string {
 }
 
 /** Iterative on purpose: a recursive walk would reintroduce the stack risk. */
-function checkTree(
-  root: ParsedNode,
-  fail: (offset: number, text: string) => never,
-  source: string,
-): void {
+function checkTree(root: ParsedNode, fail: (offset: number, text: string) => never, source: string): void {
   const max = WORKFLOW_LIMITS.maxDepth;
   const stack: { node: ParsedNode; depth: number }[] = [{ node: root, depth: 0 }];
   for (let entry = stack.pop(); entry; entry = stack.pop()) {

@@ -11,15 +11,21 @@ const firstJob = (body: string) => {
 
 describe("parseWorkflow: job fields", () => {
   it("normalises the three step forms and keeps step names", () => {
-    const job = firstJob("steps:\n  - make\n  - run: make test\n  - name: Lint all\n    run: |\n      npm run lint\n  - true");
+    const job = firstJob(
+      "steps:\n  - make\n  - run: make test\n  - name: Lint all\n    run: |\n      npm run lint\n  - true",
+    );
     expect(job.steps).toEqual(["make", "make test", "npm run lint\n", "true"]);
     expect(job.stepNames).toEqual([null, null, "Lint all", null]);
   });
 
   it("rejects empty, oversized and malformed steps", () => {
     expect(parseError(single('steps: [""]')).message).toContain("jobs[0].steps[0] must not be an empty command");
-    expect(parseError(single("steps: [~]")).message).toContain("must be a shell command string or {run: command} (got null)");
-    expect(parseError(single("steps: [{name: x}]")).message).toContain('jobs[0].steps[0] is missing required key "run"');
+    expect(parseError(single("steps: [~]")).message).toContain(
+      "must be a shell command string or {run: command} (got null)",
+    );
+    expect(parseError(single("steps: [{name: x}]")).message).toContain(
+      'jobs[0].steps[0] is missing required key "run"',
+    );
     expect(parseError(single("steps: [{run: x, with: y}]")).path).toBe("jobs[0].steps[0].with");
     expect(parseError(single(`steps: ["${"x".repeat(16 * 1024 + 1)}"]`)).message).toContain("longer than 16384");
     const tooMany = `steps: [${Array.from({ length: 257 }, () => "x").join(", ")}]`;
@@ -35,7 +41,9 @@ describe("parseWorkflow: job fields", () => {
 
   it("rejects bad env names, null values and too many variables", () => {
     expect(parseError(single('env: {"A-B": x}\nsteps: [x]')).message).toContain("must match [A-Za-z_][A-Za-z0-9_]*");
-    expect(parseError(single("env: {A: ~}\nsteps: [x]")).message).toContain("jobs[0].env.A must be a string, number or boolean");
+    expect(parseError(single("env: {A: ~}\nsteps: [x]")).message).toContain(
+      "jobs[0].env.A must be a string, number or boolean",
+    );
     const many = Array.from({ length: 129 }, (_, i) => `V${i}: x`).join(", ");
     expect(parseError(single(`env: {${many}}\nsteps: [x]`)).message).toContain("129 variables; at most 128");
   });
@@ -56,7 +64,9 @@ describe("parseWorkflow: job fields", () => {
         "jobs[0].timeout_minutes must be a whole number of minutes from 1 to 1440",
       );
     }
-    expect(parseError(single("tier: urgent\nsteps: [x]")).message).toContain("must be one of: interactive, scheduled, background");
+    expect(parseError(single("tier: urgent\nsteps: [x]")).message).toContain(
+      "must be one of: interactive, scheduled, background",
+    );
   });
 
   it("validates names", () => {
@@ -73,24 +83,28 @@ describe("parseWorkflow: job fields", () => {
     expect(parseError(single("cache: {kind: npm, version: v1, inputs: [], paths: [x]}\nsteps: [x]")).message).toContain(
       "must be one of: dependencies, directory",
     );
-    expect(parseError(single("cache: {kind: directory, version: v1, inputs: [/abs], paths: [x]}\nsteps: [x]")).path).toBe(
-      "jobs[0].cache.inputs[0]",
-    );
-    expect(parseError(single("cache: {kind: directory, version: v1, inputs: [], paths: []}\nsteps: [x]")).message).toContain(
-      "non-empty list of paths",
-    );
+    expect(
+      parseError(single("cache: {kind: directory, version: v1, inputs: [/abs], paths: [x]}\nsteps: [x]")).path,
+    ).toBe("jobs[0].cache.inputs[0]");
+    expect(
+      parseError(single("cache: {kind: directory, version: v1, inputs: [], paths: []}\nsteps: [x]")).message,
+    ).toContain("non-empty list of paths");
   });
 
   it("checks artifact names and restores", () => {
     const publish = (entries: string) => single(`steps: [x]\nartifacts: {publish: [${entries}]}`);
-    expect(parseError(publish("{name: a, path: x}, {name: a, path: y}")).message).toContain('publishes artifact "a" twice');
+    expect(parseError(publish("{name: a, path: x}, {name: a, path: y}")).message).toContain(
+      'publishes artifact "a" twice',
+    );
     expect(parseError(publish("{name: 'a b', path: x}")).path).toBe("jobs[0].artifacts.publish[0].name");
     const source = workflowWithJobs(
       "name: build\nsteps: [x]\nartifacts: {publish: [{name: app, path: app.jar}]}",
       "name: test\nsteps: [x]\nartifacts: {restore: [{from_job: build, name: docs, path: docs}]}",
     );
     expect(parseError(source).message).toContain('restores artifact "docs" from "build", which does not publish it');
-    const self = single("steps: [x]\nartifacts: {publish: [{name: o, path: o}], restore: [{from_job: a, name: o, path: i}]}");
+    const self = single(
+      "steps: [x]\nartifacts: {publish: [{name: o, path: o}], restore: [{from_job: a, name: o, path: i}]}",
+    );
     expect(parseError(self).message).toContain("cannot restore artifacts from itself");
   });
 });

@@ -72,9 +72,7 @@ describe("parseWorkflow: structure", () => {
   });
 
   it("detects dependency cycles", () => {
-    const error = parseError(
-      workflowWithJobs(job("a", "needs: [c]"), job("b", "needs: [a]"), job("c", "needs: [b]")),
-    );
+    const error = parseError(workflowWithJobs(job("a", "needs: [c]"), job("b", "needs: [a]"), job("c", "needs: [b]")));
     expect(error.message).toContain("dependency cycle: a -> c -> b -> a");
     expect(error.path).toBe("jobs[1].needs");
   });
@@ -87,7 +85,9 @@ describe("parseWorkflow: structure", () => {
 
 describe("parseWorkflow: rejected input", () => {
   it("reports unknown keys with their line and column", () => {
-    const error = parseError(SEED_WORKFLOW.replace("    steps:\n      - ./ci/build.sh", "    stpes:\n      - ./ci/build.sh"));
+    const error = parseError(
+      SEED_WORKFLOW.replace("    steps:\n      - ./ci/build.sh", "    stpes:\n      - ./ci/build.sh"),
+    );
     expect(error).toMatchObject({ line: 11, column: 5, path: "jobs[0].stpes" });
     expect(error.message).toMatch(/^line 11, column 5: unknown key "stpes" in jobs\[0\]; expected one of: name,/);
   });
@@ -116,10 +116,19 @@ describe("parseWorkflow: rejected input", () => {
   });
 
   it("rejects anchors and aliases", () => {
-    const withAnchor = SEED_WORKFLOW.replace("image:\n      ref: registry.example.com/ci/jdk17", "image: &img\n      ref: registry.example.com/ci/jdk17");
+    const withAnchor = SEED_WORKFLOW.replace(
+      "image:\n      ref: registry.example.com/ci/jdk17",
+      "image: &img\n      ref: registry.example.com/ci/jdk17",
+    );
     expect(parseError(withAnchor).message).toMatch(/^line 4, column 12: anchors are not allowed \(found &img\)/);
 
-    const laughs = ['a: &a ["lol","lol"]', ...Array.from({ length: 9 }, (_, i) => `${"bcdefghij"[i]}: &${"bcdefghij"[i]} [*${"abcdefghi"[i]},*${"abcdefghi"[i]}]`)];
+    const laughs = [
+      'a: &a ["lol","lol"]',
+      ...Array.from(
+        { length: 9 },
+        (_, i) => `${"bcdefghij"[i]}: &${"bcdefghij"[i]} [*${"abcdefghi"[i]},*${"abcdefghi"[i]}]`,
+      ),
+    ];
     expect(parseError(laughs.join("\n")).message).toContain("anchors are not allowed");
     expect(parseError("version: 1\njobs: *x").message).toMatch(/alias|anchor/i);
   });
@@ -198,21 +207,46 @@ describe("parseWorkflow: never throws", () => {
 
   it("on arbitrary strings", () => {
     fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 400 }), check), { numRuns: 500 });
-    fc.assert(fc.property(fc.string({ unit: fc.constantFrom(..."[]{}:-?&*!|>'\"#%@`, \n\t\\ab1"), maxLength: 200 }), check), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(..."[]{}:-?&*!|>'\"#%@`, \n\t\\ab1"), maxLength: 200 }), check),
+      { numRuns: 500 },
+    );
   });
 
   it("on arbitrary JSON values rendered as YAML", () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => check(JSON.stringify(value) ?? "null")), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => check(JSON.stringify(value) ?? "null")),
+      { numRuns: 300 },
+    );
   });
 
   it("on workflow-shaped JSON", () => {
     const scalar = fc.oneof(fc.string({ maxLength: 12 }), fc.integer(), fc.boolean(), fc.constant(null));
     const jobShape = fc.dictionary(
-      fc.constantFrom("name", "steps", "needs", "env", "image", "tier", "cache", "artifacts", "timeout_minutes", "bogus"),
-      fc.oneof(scalar, fc.array(fc.oneof(scalar, fc.dictionary(fc.constantFrom("run", "name", "path", "from_job"), scalar)), { maxLength: 4 })),
+      fc.constantFrom(
+        "name",
+        "steps",
+        "needs",
+        "env",
+        "image",
+        "tier",
+        "cache",
+        "artifacts",
+        "timeout_minutes",
+        "bogus",
+      ),
+      fc.oneof(
+        scalar,
+        fc.array(fc.oneof(scalar, fc.dictionary(fc.constantFrom("run", "name", "path", "from_job"), scalar)), {
+          maxLength: 4,
+        }),
+      ),
     );
     const workflow = fc.record({ version: fc.constantFrom(1, 2, "1"), jobs: fc.array(jobShape, { maxLength: 5 }) });
-    fc.assert(fc.property(workflow, (value) => check(JSON.stringify(value))), { numRuns: 500 });
+    fc.assert(
+      fc.property(workflow, (value) => check(JSON.stringify(value))),
+      { numRuns: 500 },
+    );
   });
 
   it("on mutations of the seed example", () => {

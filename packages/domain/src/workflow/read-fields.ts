@@ -99,12 +99,7 @@ function isCacheKind(kind: string): kind is CacheKind {
   return (CACHE_KINDS as readonly string[]).includes(kind);
 }
 
-function readPaths(
-  reader: Reader,
-  at: Located,
-  min: number,
-  problemOf: (path: string) => string | null,
-): string[] {
+function readPaths(reader: Reader, at: Located, min: number, problemOf: (path: string) => string | null): string[] {
   const expected = min > 0 ? "a non-empty list of paths" : "a list of paths";
   return reader.list(at, expected, { min, max: MAX_PATHS_PER_LIST }).map((item) => readPath(reader, item, problemOf));
 }

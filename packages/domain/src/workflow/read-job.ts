@@ -14,17 +14,7 @@ import {
 import { label, type Located, type Reader } from "./reader.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
 
-const JOB_KEYS = [
-  "name",
-  "image",
-  "steps",
-  "needs",
-  "env",
-  "timeout_minutes",
-  "tier",
-  "cache",
-  "artifacts",
-] as const;
+const JOB_KEYS = ["name", "image", "steps", "needs", "env", "timeout_minutes", "tier", "cache", "artifacts"] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
 const DEFAULT_TIMEOUT_MINUTES = 60;
 

@@ -60,11 +60,7 @@ function reportCycle(reader: Reader, drafts: readonly JobDraft[], cycle: number[
   return reader.fail(at, `${label(at)}: jobs form a dependency cycle: ${names.join(" -> ")}${hint}`);
 }
 
-function checkRestores(
-  reader: Reader,
-  drafts: readonly JobDraft[],
-  indexByName: ReadonlyMap<string, number>,
-): void {
+function checkRestores(reader: Reader, drafts: readonly JobDraft[], indexByName: ReadonlyMap<string, number>): void {
   const ancestors = ancestorSets(drafts);
   for (const { job, restoreSites } of drafts) {
     for (const site of restoreSites) {

@@ -43,6 +43,4 @@ export interface WorkflowError {
   path: string | null;
 }
 
-export type ParseResult =
-  | { ok: true; definition: WorkflowDefinition }
-  | { ok: false; error: WorkflowError };
+export type ParseResult = { ok: true; definition: WorkflowDefinition } | { ok: false; error: WorkflowError };

@@ -38,7 +38,11 @@ interface Candidate {
  * Store work happens before the state change and is idempotent (abort/delete of something already
  * gone is success), so a crash anywhere is repaired by the next pass and a second pass is a no-op.
  */
-export async function collectArtifactGarbage(db: Db, store: ArtifactStore, opts: { limit?: number } = {}): Promise<ArtifactGcReport> {
+export async function collectArtifactGarbage(
+  db: Db,
+  store: ArtifactStore,
+  opts: { limit?: number } = {},
+): Promise<ArtifactGcReport> {
   const report: ArtifactGcReport = { abandoned: 0, abortedUploads: 0, deletedObjects: 0, abortUnsupported: 0 };
   const graceSec = store.settings.gcGraceMs / 1000;
   const candidates = await db.$queryRaw<Candidate[]>`
@@ -95,7 +99,13 @@ async function markCollected(db: Db, c: Candidate): Promise<boolean> {
     await tx.$executeRaw`DELETE FROM artifact_part WHERE generation_id = ${c.id}::uuid`;
     if (before === "abandoned") return false;
     await recordArtifactTransition(tx, {
-      orgId: c.org_id, runId: c.run_id, jobId: c.job_id, attemptId: c.attempt_id, from: before, to: "abandoned", reason: "collected",
+      orgId: c.org_id,
+      runId: c.run_id,
+      jobId: c.job_id,
+      attemptId: c.attempt_id,
+      from: before,
+      to: "abandoned",
+      reason: "collected",
       data: { generation_id: c.id, name: c.name },
     });
     return true;

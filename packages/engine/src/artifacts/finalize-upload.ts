@@ -38,7 +38,12 @@ interface Row {
  * the store already completed is verified and sealed once. A fenced attempt is refused before any
  * store work and again at the seal; its generation stays unbound and is collected later.
  */
-export async function finalizeUpload(db: Db, store: ArtifactStore, claims: JobClaims, generationId: string): Promise<SealedArtifact> {
+export async function finalizeUpload(
+  db: Db,
+  store: ArtifactStore,
+  claims: JobClaims,
+  generationId: string,
+): Promise<SealedArtifact> {
   // Finalisers of one session run one at a time. Two at once (an agent asking again while its
   // first request still runs) both completed the multipart upload, and S3-compatible stores that
   // write the object non-atomically let one read back a half-written object: a false mismatch
@@ -65,13 +70,19 @@ export async function finalizeUpload(db: Db, store: ArtifactStore, claims: JobCl
   }
 }
 
-async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, generationId: string): Promise<SealedArtifact> {
+async function finalizeLocked(
+  db: Db,
+  store: ArtifactStore,
+  claims: JobClaims,
+  generationId: string,
+): Promise<SealedArtifact> {
   const g = await withTx(db, "artifact-finalize-check", async (tx) => {
     await lockCurrentAttempt(tx, claims);
     return loadOwnGeneration(tx, claims, generationId);
   });
   if (g.state === "sealed") return sealedView(g);
-  if (g.state !== "uploading" || !g.upload_id) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", `the upload session is ${g.state}`);
+  if (g.state !== "uploading" || !g.upload_id)
+    throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", `the upload session is ${g.state}`);
 
   const parts = await db.$queryRaw<{ part_number: number; etag: string; md5: string | null }[]>`
     SELECT part_number, etag, md5 FROM artifact_part WHERE generation_id = ${g.id}::uuid ORDER BY part_number`;
@@ -80,13 +91,24 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
     const have = new Set(parts.map((p) => p.part_number));
     const missing = Array.from({ length: g.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
     if (missing.length > 0) {
-      throw new DomainError("ARTIFACT.PARTS_INCOMPLETE", `parts not recorded yet: ${missing.slice(0, 20).join(", ")}${missing.length > 20 ? ", ..." : ""}`);
+      throw new DomainError(
+        "ARTIFACT.PARTS_INCOMPLETE",
+        `parts not recorded yet: ${missing.slice(0, 20).join(", ")}${missing.length > 20 ? ", ..." : ""}`,
+      );
     }
-    const done = await completeMultipartUpload(store, g.object_key, g.upload_id, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+    const done = await completeMultipartUpload(
+      store,
+      g.object_key,
+      g.upload_id,
+      parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
+    );
     if (done === "invalid_part") {
       // The store refused the recorded ETags: it holds other bytes for some part than were reported.
       await abandonOwn(db, g, "verification_failed", { store_error: "InvalidPart" });
-      throw new DomainError("ARTIFACT.VERIFICATION_FAILED", "the object store holds different bytes for a part than the agent recorded");
+      throw new DomainError(
+        "ARTIFACT.VERIFICATION_FAILED",
+        "the object store holds different bytes for a part than the agent recorded",
+      );
     }
     await db.$executeRaw`UPDATE artifact_generation SET store_completed_at = now() WHERE id = ${g.id}::uuid AND store_completed_at IS NULL`;
   }
@@ -94,15 +116,21 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
   // The store's own part digests first (one HEAD); reading the whole object back only when they
   // cannot vouch for it (docs/adr/0007-artifacts.md, "Verification by the store's part digests").
   const head = await headObject(store, g.object_key);
-  const byDigests = head && parts.length === g.part_count
-    ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head, (b) => createHash("md5").update(b).digest("hex"))
-    : "read_back";
+  const byDigests =
+    head && parts.length === g.part_count
+      ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head, (b) =>
+          createHash("md5").update(b).digest("hex"),
+        )
+      : "read_back";
   let verifiedBy: "store_part_md5s" | "read_back" = "store_part_md5s";
   if (byDigests === "read_back") {
     verifiedBy = "read_back";
     const observed = await readBack(store, g.object_key);
     if (decideArtifactSeal(expected, observed) === "mismatch") {
-      await abandonOwn(db, g, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 });
+      await abandonOwn(db, g, "verification_failed", {
+        observed_size: observed.sizeBytes,
+        observed_sha256: observed.sha256,
+      });
       throw new DomainError(
         "ARTIFACT.VERIFICATION_FAILED",
         `stored object is ${observed.sizeBytes} bytes with sha256 ${observed.sha256 || "-"}; expected ${expected.sizeBytes} bytes with sha256 ${expected.sha256}`,
@@ -118,8 +146,21 @@ async function finalizeLocked(db: Db, store: ArtifactStore, claims: JobClaims, g
       WHERE id = ${g.id}::uuid AND attempt_id = ${attempt.id}::uuid AND state = 'uploading'`;
     if (n === 1) {
       await recordArtifactTransition(tx, {
-        orgId: g.org_id, runId: g.run_id, jobId: g.job_id, attemptId: g.attempt_id, from: "uploading", to: "sealed", reason: "verified",
-        data: { generation_id: g.id, name: g.name, epoch: g.epoch, size_bytes: expected.sizeBytes, sha256: expected.sha256, verified_by: verifiedBy },
+        orgId: g.org_id,
+        runId: g.run_id,
+        jobId: g.job_id,
+        attemptId: g.attempt_id,
+        from: "uploading",
+        to: "sealed",
+        reason: "verified",
+        data: {
+          generation_id: g.id,
+          name: g.name,
+          epoch: g.epoch,
+          size_bytes: expected.sizeBytes,
+          sha256: expected.sha256,
+          verified_by: verifiedBy,
+        },
       });
       return sealedView(g);
     }
@@ -151,7 +192,14 @@ async function abandonOwn(db: Db, g: Row, reason: string, data: Record<string, u
       WHERE id = ${g.id}::uuid AND state = 'uploading'`;
     if (n === 1) {
       await recordArtifactTransition(tx, {
-        orgId: g.org_id, runId: g.run_id, jobId: g.job_id, attemptId: g.attempt_id, from: "uploading", to: "abandoned", reason, data: { generation_id: g.id, ...data },
+        orgId: g.org_id,
+        runId: g.run_id,
+        jobId: g.job_id,
+        attemptId: g.attempt_id,
+        from: "uploading",
+        to: "abandoned",
+        reason,
+        data: { generation_id: g.id, ...data },
       });
     }
   });

@@ -19,20 +19,34 @@ export interface DownloadGrant {
  * and hands out a short-lived download URL with the digest the agent must verify. Only bindings
  * count: never a staged generation, an older run's artifact or a cache entry (seed 000 section 15).
  */
-export async function grantDownload(db: Db, store: ArtifactStore, claims: JobClaims, req: { fromJob: string; name: string }): Promise<DownloadGrant> {
+export async function grantDownload(
+  db: Db,
+  store: ArtifactStore,
+  claims: JobClaims,
+  req: { fromJob: string; name: string },
+): Promise<DownloadGrant> {
   const bound = await withTx(db, "artifact-grant-download", async (tx) => {
     const { attempt, job } = await lockCurrentAttempt(tx, claims);
     if (!job.artifacts.restore.some((r) => r.fromJob === req.fromJob && r.name === req.name)) {
-      throw new DomainError("ARTIFACT.NOT_DECLARED", `this job does not restore ${JSON.stringify(req.name)} from ${JSON.stringify(req.fromJob)}`);
+      throw new DomainError(
+        "ARTIFACT.NOT_DECLARED",
+        `this job does not restore ${JSON.stringify(req.name)} from ${JSON.stringify(req.fromJob)}`,
+      );
     }
-    const rows = await tx.$queryRaw<{ id: string; epoch: number; size_bytes: bigint; sha256: string; format: ArtifactFormat; object_key: string }[]>`
+    const rows = await tx.$queryRaw<
+      { id: string; epoch: number; size_bytes: bigint; sha256: string; format: ArtifactFormat; object_key: string }[]
+    >`
       SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key
       FROM job_run p
       JOIN artifact_binding b ON b.job_id = p.id AND b.name = ${req.name}
       JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
       WHERE p.run_id = ${attempt.runId}::uuid AND p.name = ${req.fromJob}`;
     const g = rows[0];
-    if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", `no bound artifact ${JSON.stringify(req.name)} from job ${JSON.stringify(req.fromJob)} in this run`);
+    if (!g)
+      throw new DomainError(
+        "ARTIFACT.NOT_FOUND",
+        `no bound artifact ${JSON.stringify(req.name)} from job ${JSON.stringify(req.fromJob)} in this run`,
+      );
     return g;
   });
   const url = await presignDownload(store, bound.object_key);

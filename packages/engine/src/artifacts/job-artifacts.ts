@@ -21,7 +21,11 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
 }
 
 /** GET /v1/jobs/{job_id}/artifacts/{name}: a short-lived presigned URL for the bound generation. */
-export async function artifactDownloadUrl(db: Db, store: ArtifactStore, input: { orgId: string; jobId: string; name: string }): Promise<string> {
+export async function artifactDownloadUrl(
+  db: Db,
+  store: ArtifactStore,
+  input: { orgId: string; jobId: string; name: string },
+): Promise<string> {
   const rows = await db.$queryRaw<{ object_key: string }[]>`
     SELECT g.object_key
     FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
@@ -33,6 +37,8 @@ export async function artifactDownloadUrl(db: Db, store: ArtifactStore, input: {
 }
 
 async function assertJobVisible(db: Db, input: { orgId: string; jobId: string }): Promise<void> {
-  const rows = await db.$queryRaw<{ id: string }[]>`SELECT id FROM job_run WHERE id = ${input.jobId}::uuid AND org_id = ${input.orgId}::uuid`;
+  const rows = await db.$queryRaw<
+    { id: string }[]
+  >`SELECT id FROM job_run WHERE id = ${input.jobId}::uuid AND org_id = ${input.orgId}::uuid`;
   if (!rows[0]) throw new DomainError("JOB.NOT_FOUND", "job not found");
 }

@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { artifactObjectKey, decideArtifactOpen, listArtifactParts, planArtifactParts, type ArtifactFormat, type ArtifactState } from "@kiln/domain";
+import {
+  artifactObjectKey,
+  decideArtifactOpen,
+  listArtifactParts,
+  planArtifactParts,
+  type ArtifactFormat,
+  type ArtifactState,
+} from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
@@ -41,26 +48,56 @@ interface GenerationRow {
  * generation with a fresh object key and a multipart upload, and presigned URLs for every part not
  * yet recorded. Re-opening with the same bytes resumes; it is also how the agent gets fresh URLs.
  */
-export async function openUpload(db: Db, store: ArtifactStore, claims: JobClaims, req: OpenUploadRequest): Promise<UploadSession> {
+export async function openUpload(
+  db: Db,
+  store: ArtifactStore,
+  claims: JobClaims,
+  req: OpenUploadRequest,
+): Promise<UploadSession> {
   const generationId = await withTx(db, "artifact-open-upload", async (tx) => {
     const { attempt, job } = await lockCurrentAttempt(tx, claims);
     const existing = await findGeneration(tx, claims.attemptId, req.name);
     const decision = decideArtifactOpen(
       job.artifacts.publish.map((p) => p.name),
       req,
-      existing && { id: existing.id, state: existing.state, sizeBytes: Number(existing.size_bytes), sha256: existing.sha256, format: existing.format },
+      existing && {
+        id: existing.id,
+        state: existing.state,
+        sizeBytes: Number(existing.size_bytes),
+        sha256: existing.sha256,
+        format: existing.format,
+      },
     );
     if (decision.kind !== "create") return decision.generationId;
     const plan = planArtifactParts(req.sizeBytes, store.settings.partSizeBytes);
     const id = randomUUID();
-    const key = artifactObjectKey({ orgId: attempt.orgId, runId: attempt.runId, jobId: attempt.jobId, epoch: attempt.epoch, generationId: id, name: req.name });
+    const key = artifactObjectKey({
+      orgId: attempt.orgId,
+      runId: attempt.runId,
+      jobId: attempt.jobId,
+      epoch: attempt.epoch,
+      generationId: id,
+      name: req.name,
+    });
     await tx.$executeRaw`
       INSERT INTO artifact_generation (id, attempt_id, job_id, run_id, org_id, epoch, name, object_key, size_bytes, sha256, format, state, part_size, part_count)
       VALUES (${id}::uuid, ${attempt.id}::uuid, ${attempt.jobId}::uuid, ${attempt.runId}::uuid, ${attempt.orgId}::uuid, ${attempt.epoch}, ${req.name}, ${key},
               ${req.sizeBytes}::bigint, ${req.sha256}, ${req.format}, 'uploading', ${plan.partSize}::bigint, ${plan.partCount})`;
     await recordArtifactTransition(tx, {
-      orgId: attempt.orgId, runId: attempt.runId, jobId: attempt.jobId, attemptId: attempt.id, from: null, to: "uploading", reason: "upload_opened",
-      data: { generation_id: id, name: req.name, epoch: attempt.epoch, size_bytes: req.sizeBytes, part_count: plan.partCount },
+      orgId: attempt.orgId,
+      runId: attempt.runId,
+      jobId: attempt.jobId,
+      attemptId: attempt.id,
+      from: null,
+      to: "uploading",
+      reason: "upload_opened",
+      data: {
+        generation_id: id,
+        name: req.name,
+        epoch: attempt.epoch,
+        size_bytes: req.sizeBytes,
+        part_count: plan.partCount,
+      },
     });
     return id;
   });
@@ -87,13 +124,20 @@ async function describeSession(db: Db, store: ArtifactStore, g: GenerationRow): 
   const sizeBytes = Number(g.size_bytes);
   const plan = { partSize: Number(g.part_size), partCount: g.part_count };
   const done = new Set(
-    (await db.$queryRaw<{ part_number: number }[]>`SELECT part_number FROM artifact_part WHERE generation_id = ${g.id}::uuid`).map((p) => p.part_number),
+    (
+      await db.$queryRaw<
+        { part_number: number }[]
+      >`SELECT part_number FROM artifact_part WHERE generation_id = ${g.id}::uuid`
+    ).map((p) => p.part_number),
   );
   const sealed = g.state === "sealed";
   const parts = await Promise.all(
     listArtifactParts(sizeBytes, plan).map(async (p) => {
       const isDone = sealed || done.has(p.partNumber);
-      const url = !isDone && g.state === "uploading" && g.upload_id ? await presignPart(store, g.object_key, g.upload_id, p.partNumber) : undefined;
+      const url =
+        !isDone && g.state === "uploading" && g.upload_id
+          ? await presignPart(store, g.object_key, g.upload_id, p.partNumber)
+          : undefined;
       return { partNumber: p.partNumber, offset: p.offset, size: p.size, done: isDone, ...(url ? { url } : {}) };
     }),
   );

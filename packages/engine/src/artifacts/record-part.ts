@@ -16,11 +16,18 @@ export interface PartReport {
  * Persists one uploaded part (number, size, sha256, ETag) for the caller's own upload session.
  * A retry of the same part with identical bytes replaces the ETag; different bytes are refused.
  */
-export async function recordPart(db: Db, claims: JobClaims, generationId: string, part: PartReport): Promise<{ retry: boolean }> {
+export async function recordPart(
+  db: Db,
+  claims: JobClaims,
+  generationId: string,
+  part: PartReport,
+): Promise<{ retry: boolean }> {
   return withTx(db, "artifact-record-part", async (tx) => {
     await lockCurrentAttempt(tx, claims);
     // Scoped to the token's attempt: another attempt's generation is indistinguishable from none.
-    const gens = await tx.$queryRaw<{ state: ArtifactState; size_bytes: bigint; part_size: bigint; part_count: number }[]>`
+    const gens = await tx.$queryRaw<
+      { state: ArtifactState; size_bytes: bigint; part_size: bigint; part_count: number }[]
+    >`
       SELECT state, size_bytes, part_size, part_count FROM artifact_generation
       WHERE id = ${generationId}::uuid AND attempt_id = ${claims.attemptId}::uuid FOR UPDATE`;
     const g = gens[0];
@@ -29,8 +36,16 @@ export async function recordPart(db: Db, claims: JobClaims, generationId: string
       await tx.$queryRaw<{ size_bytes: bigint; sha256: string }[]>`
         SELECT size_bytes, sha256 FROM artifact_part WHERE generation_id = ${generationId}::uuid AND part_number = ${part.partNumber}`
     )[0];
-    const expected = expectedArtifactPartSize(Number(g.size_bytes), { partSize: Number(g.part_size), partCount: g.part_count }, part.partNumber);
-    const kind = decideArtifactPart(expected, part, existing ? { sizeBytes: Number(existing.size_bytes), sha256: existing.sha256 } : null);
+    const expected = expectedArtifactPartSize(
+      Number(g.size_bytes),
+      { partSize: Number(g.part_size), partCount: g.part_count },
+      part.partNumber,
+    );
+    const kind = decideArtifactPart(
+      expected,
+      part,
+      existing ? { sizeBytes: Number(existing.size_bytes), sha256: existing.sha256 } : null,
+    );
     if (g.state !== "uploading") {
       // Sealed: a duplicate report of an identical part is a harmless replay; nothing may change.
       if (g.state === "sealed" && kind === "retry") return { retry: true };

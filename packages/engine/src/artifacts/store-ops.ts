@@ -30,7 +30,9 @@ function storeUnavailable(op: string, e: unknown): DomainError {
 
 export async function createMultipartUpload(store: ArtifactStore, key: string): Promise<string> {
   try {
-    const r = await store.s3.send(new CreateMultipartUploadCommand({ Bucket: store.bucket, Key: key, ContentType: "application/octet-stream" }));
+    const r = await store.s3.send(
+      new CreateMultipartUploadCommand({ Bucket: store.bucket, Key: key, ContentType: "application/octet-stream" }),
+    );
     if (!r.UploadId) throw new Error("no UploadId in the store's answer");
     return r.UploadId;
   } catch (e) {
@@ -39,9 +41,13 @@ export async function createMultipartUpload(store: ArtifactStore, key: string): 
 }
 
 export function presignPart(store: ArtifactStore, key: string, uploadId: string, partNumber: number): Promise<string> {
-  return getSignedUrl(store.s3, new UploadPartCommand({ Bucket: store.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber }), {
-    expiresIn: store.settings.uploadUrlTtlSec,
-  });
+  return getSignedUrl(
+    store.s3,
+    new UploadPartCommand({ Bucket: store.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber }),
+    {
+      expiresIn: store.settings.uploadUrlTtlSec,
+    },
+  );
 }
 
 export function presignDownload(store: ArtifactStore, key: string, filename?: string): Promise<string> {
@@ -84,13 +90,20 @@ export async function completeMultipartUpload(
   } catch (e) {
     if (await objectExists(store, key)) return "already_completed";
     if (s3ErrorName(e) === "InvalidPart") return "invalid_part";
-    if (s3ErrorName(e) === "NoSuchUpload") throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "the multipart upload no longer exists and no object was stored");
+    if (s3ErrorName(e) === "NoSuchUpload")
+      throw new DomainError(
+        "ARTIFACT.UPLOAD_NOT_FOUND",
+        "the multipart upload no longer exists and no object was stored",
+      );
     throw storeUnavailable("CompleteMultipartUpload", e);
   }
 }
 
 /** Size and ETag of a stored object, or null when there is none. */
-export async function headObject(store: ArtifactStore, key: string): Promise<{ sizeBytes: number; etag: string | null } | null> {
+export async function headObject(
+  store: ArtifactStore,
+  key: string,
+): Promise<{ sizeBytes: number; etag: string | null } | null> {
   try {
     const r = await store.s3.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }));
     return { sizeBytes: Number(r.ContentLength ?? -1), etag: r.ETag ?? null };
@@ -167,11 +180,20 @@ export async function readBack(store: ArtifactStore, key: string): Promise<{ siz
 async function getRange(store: ArtifactStore, key: string, range: [number, number] | null): Promise<Uint8Array[]> {
   let body: unknown;
   try {
-    body = (await store.s3.send(new GetObjectCommand({ Bucket: store.bucket, Key: key, ...(range ? { Range: `bytes=${range[0]}-${range[1]}` } : {}) }))).Body;
+    body = (
+      await store.s3.send(
+        new GetObjectCommand({
+          Bucket: store.bucket,
+          Key: key,
+          ...(range ? { Range: `bytes=${range[0]}-${range[1]}` } : {}),
+        }),
+      )
+    ).Body;
   } catch (e) {
     throw storeUnavailable("GetObject", e);
   }
-  if (!body || typeof body !== "object" || !(Symbol.asyncIterator in body)) throw new Error("object body is not a stream");
+  if (!body || typeof body !== "object" || !(Symbol.asyncIterator in body))
+    throw new Error("object body is not a stream");
   const chunks: Uint8Array[] = [];
   for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(chunk);
   return chunks;

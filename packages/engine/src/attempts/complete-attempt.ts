@@ -72,7 +72,14 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
     switch (decision.kind) {
       case "cancelled_first": {
         // Cancel committed first: record that this attempt stopped, publish nothing.
-        await finishAttempt(tx, a, "cancelled", "run.cancelled", "the run was cancelled before this attempt completed", rep);
+        await finishAttempt(
+          tx,
+          a,
+          "cancelled",
+          "run.cancelled",
+          "the run was cancelled before this attempt completed",
+          rep,
+        );
         await finishJob(tx, run, a, "cancelled", "run.cancelled", null);
         await finishRunIfDone(tx, run);
         return { accepted: false as const, reason: "run_cancelled" as const };
@@ -96,7 +103,14 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
         return { accepted: true as const, jobOutcome: decision.outcome };
       }
       case "requeue": {
-        await finishAttempt(tx, a, "platform_failure", dispatch.PREEMPTED_CAUSE, "stopped to return lent capacity to its owner; re-queued", rep);
+        await finishAttempt(
+          tx,
+          a,
+          "platform_failure",
+          dispatch.PREEMPTED_CAUSE,
+          "stopped to return lent capacity to its owner; re-queued",
+          rep,
+        );
         await requeuePreempted(tx, a);
         return { accepted: true as const, jobOutcome: "retry_scheduled" as const };
       }
@@ -111,10 +125,21 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
 }
 
 function defaultCause(o: Outcome): string {
-  return o === "user_failure" ? "step.failed" : o === "timed_out" ? "job.timeout" : o === "cancelled" ? "run.cancelled" : o === "blocked_by_policy" ? "policy.denied" : "platform.unknown";
+  return o === "user_failure"
+    ? "step.failed"
+    : o === "timed_out"
+      ? "job.timeout"
+      : o === "cancelled"
+        ? "run.cancelled"
+        : o === "blocked_by_policy"
+          ? "policy.denied"
+          : "platform.unknown";
 }
 
-async function artifactState(tx: Tx, a: AttemptView): Promise<{ required: string[]; sealed: { id: string; name: string }[] }> {
+async function artifactState(
+  tx: Tx,
+  a: AttemptView,
+): Promise<{ required: string[]; sealed: { id: string; name: string }[] }> {
   const rows = await tx.$queryRaw<{ definition: WorkflowDefinition; job_index: number }[]>`
     SELECT r.definition, j.job_index FROM job_run j JOIN workflow_run r ON r.id = j.run_id WHERE j.id = ${a.jobId}::uuid`;
   const def = rows[0]?.definition.jobs[rows[0].job_index];
@@ -147,8 +172,15 @@ export async function finishAttempt(
     UPDATE org_pool_usage u SET running = u.running - 1 FROM attempt a
     WHERE a.id = ${a.id}::uuid AND u.org_id = a.org_id AND u.pool = a.pool AND u.running > 0`;
   await recordTransition(tx, {
-    orgId: a.orgId, runId: a.runId, jobId: a.jobId, attemptId: a.id, entity: "attempt", from: "running", to: "completed",
-    reason: outcome, data: { epoch: a.epoch, cause },
+    orgId: a.orgId,
+    runId: a.runId,
+    jobId: a.jobId,
+    attemptId: a.id,
+    entity: "attempt",
+    from: "running",
+    to: "completed",
+    reason: outcome,
+    data: { epoch: a.epoch, cause },
   });
   // Every way an attempt ends passes here: a log the agent did not seal is marked gapped (ADR 0006).
   await endUnsealedLog(tx, a, outcome);
@@ -167,18 +199,35 @@ export async function finishJob(
     WHERE id = ${a.jobId}::uuid AND status = 'running' AND current_epoch = ${a.epoch}`;
   if (n !== 1) throw new DomainError("JOB.ILLEGAL_TRANSITION", "job is not running this attempt");
   await recordTransition(tx, {
-    orgId: run.orgId, runId: run.id, jobId: a.jobId, attemptId: a.id, entity: "job", from: "running", to: "completed",
-    reason: "attempt_finished", data: { outcome, cause, epoch: a.epoch },
+    orgId: run.orgId,
+    runId: run.id,
+    jobId: a.jobId,
+    attemptId: a.id,
+    entity: "job",
+    from: "running",
+    to: "completed",
+    reason: "attempt_finished",
+    data: { outcome, cause, epoch: a.epoch },
   });
 }
 
 /** Platform failure with budget left: back to READY under a new generation after backoff. */
-export async function scheduleRetry(tx: Tx, cfg: EngineConfig, run: { id: string; orgId: string; status: RunStatus }, a: AttemptView): Promise<void> {
+export async function scheduleRetry(
+  tx: Tx,
+  cfg: EngineConfig,
+  run: { id: string; orgId: string; status: RunStatus },
+  a: AttemptView,
+): Promise<void> {
   const retry = a.platformRetries + 1;
-  const delay = backoffDelayMs(retry, randomInt(1_000_000) / 1_000_000, { baseMs: cfg.backoffBaseMs, maxMs: cfg.backoffMaxMs });
+  const delay = backoffDelayMs(retry, randomInt(1_000_000) / 1_000_000, {
+    baseMs: cfg.backoffBaseMs,
+    maxMs: cfg.backoffMaxMs,
+  });
   const notBefore = new Date(a.now.getTime() + delay);
   await tx.$executeRaw`UPDATE job_run SET platform_retries = platform_retries + 1 WHERE id = ${a.jobId}::uuid`;
-  const jobs = await tx.$queryRaw<{ id: string; pool: string }[]>`SELECT id, pool FROM job_run WHERE id = ${a.jobId}::uuid`;
+  const jobs = await tx.$queryRaw<
+    { id: string; pool: string }[]
+  >`SELECT id, pool FROM job_run WHERE id = ${a.jobId}::uuid`;
   await makeJobsReady(tx, jobs, "retry_scheduled", { notBefore });
 }
 

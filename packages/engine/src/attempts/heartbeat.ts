@@ -21,7 +21,12 @@ export interface HeartbeatResult {
 export async function heartbeat(
   db: Db,
   cfg: EngineConfig,
-  input: { attemptId: string; jobId: string; epoch: number; phase?: { imageMs?: number; dispatchMs?: number; started?: boolean } },
+  input: {
+    attemptId: string;
+    jobId: string;
+    epoch: number;
+    phase?: { imageMs?: number; dispatchMs?: number; started?: boolean };
+  },
 ): Promise<HeartbeatResult> {
   const rows = await db.$queryRaw<{ lease_expires_at: Date; cancel_requested: boolean }[]>`
     UPDATE attempt a SET lease_expires_at = now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}),
@@ -35,11 +40,17 @@ export async function heartbeat(
   const r = rows[0];
   if (r) return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested };
   // Refused: say precisely why, from a fresh read (nothing is written on this path).
-  const state = await db.$queryRaw<{ epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]>`
+  const state = await db.$queryRaw<
+    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]
+  >`
     SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch
     FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
   const s = state[0];
   if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-  decideHeartbeat({ job: { currentEpoch: s.current_epoch }, attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live }, reportedEpoch: input.epoch });
+  decideHeartbeat({
+    job: { currentEpoch: s.current_epoch },
+    attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live },
+    reportedEpoch: input.epoch,
+  });
   throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
 }

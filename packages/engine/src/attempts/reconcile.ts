@@ -41,7 +41,11 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
       const a = await lockAttempt(tx, e.id);
       // Re-checked under the locks: a heartbeat or completion may have won in between.
       if (!run || !a || a.status !== "running" || a.leaseLive) return false;
-      const decision = decideLeaseExpiry({ runStatus: run.status, platformRetries: a.platformRetries, retryBudget: cfg.retryBudget });
+      const decision = decideLeaseExpiry({
+        runStatus: run.status,
+        platformRetries: a.platformRetries,
+        retryBudget: cfg.retryBudget,
+      });
       // The agent's local watchdog destroys the sandbox when it cannot renew within the TTL, so
       // lease expiry is when the attempt is known to be stopped (003 Q7's kill bound).
       await tx.$executeRaw`UPDATE attempt SET stopped_at = lease_expires_at WHERE id = ${a.id}::uuid`;
@@ -52,7 +56,13 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
         return true;
       }
       if (a.preemptRequested) {
-        await finishAttempt(tx, a, "platform_failure", dispatch.PREEMPTED_CAUSE, "preempted; its lease ran out while stopping");
+        await finishAttempt(
+          tx,
+          a,
+          "platform_failure",
+          dispatch.PREEMPTED_CAUSE,
+          "preempted; its lease ran out while stopping",
+        );
         await requeuePreempted(tx, a);
         return true;
       }
@@ -74,14 +84,22 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
 /** A READY job whose dispatch hint went out long ago gets a fresh one (duplicates are harmless). */
 async function redispatchStaleReady(db: Db, cfg: EngineConfig, limit: number): Promise<number> {
   return withTx(db, "redispatch-stale-ready", async (tx) => {
-    const stale = await tx.$queryRaw<{ id: string; run_id: string; org_id: string; pool: string; dispatch_generation: number }[]>`
+    const stale = await tx.$queryRaw<
+      { id: string; run_id: string; org_id: string; pool: string; dispatch_generation: number }[]
+    >`
       SELECT j.id, j.run_id, j.org_id, j.pool, j.dispatch_generation FROM job_run j
       WHERE j.status = 'ready' AND j.dispatched_at < now() - make_interval(secs => ${cfg.redispatchAfterMs / 1000})
         AND (j.next_attempt_at IS NULL OR j.next_attempt_at <= now())
       ORDER BY j.dispatched_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
     for (const j of stale) {
       await tx.$executeRaw`UPDATE job_run SET dispatched_at = now() WHERE id = ${j.id}::uuid AND status = 'ready'`;
-      await enqueueOutbox(tx, "job.dispatch", { jobId: j.id, runId: j.run_id, orgId: j.org_id, pool: j.pool, generation: j.dispatch_generation });
+      await enqueueOutbox(tx, "job.dispatch", {
+        jobId: j.id,
+        runId: j.run_id,
+        orgId: j.org_id,
+        pool: j.pool,
+        generation: j.dispatch_generation,
+      });
     }
     return stale.length;
   });
@@ -98,7 +116,14 @@ async function refreezePending(db: Db, cfg: EngineConfig, limit: number): Promis
       LIMIT ${limit}`;
     for (const r of stale) {
       await enqueueOutbox(tx, "run.freeze", { runId: r.id }, { dedupeKey: r.id });
-      await recordTransition(tx, { orgId: r.org_id, runId: r.id, entity: "run", from: "pending", to: "pending", reason: "freeze_resent" });
+      await recordTransition(tx, {
+        orgId: r.org_id,
+        runId: r.id,
+        entity: "run",
+        from: "pending",
+        to: "pending",
+        reason: "freeze_resent",
+      });
     }
     return stale.length;
   });
@@ -106,7 +131,9 @@ async function refreezePending(db: Db, cfg: EngineConfig, limit: number): Promis
 
 /** Cancelling runs whose last attempt has since stopped. */
 async function settleCancellingRuns(db: Db, limit: number): Promise<number> {
-  const runs = await db.$queryRaw<{ id: string }[]>`SELECT id FROM workflow_run WHERE status = 'cancelling' LIMIT ${limit}`;
+  const runs = await db.$queryRaw<
+    { id: string }[]
+  >`SELECT id FROM workflow_run WHERE status = 'cancelling' LIMIT ${limit}`;
   let n = 0;
   for (const r of runs) {
     const finished = await withTx(db, "settle-cancelling", async (tx) => {
@@ -132,9 +159,16 @@ async function preemptForOwners(db: Db): Promise<number> {
       const { state, caps } = await loadPoolState(tx, pool, { perOrg: 16 });
       if (state.running.length < state.capacity || state.entitlements.length === 0) return 0;
       // Exclude attempts already asked to stop so one owner job does not preempt several times.
-      const stopping = new Set((await tx.$queryRaw<{ job_id: string }[]>`
-        SELECT job_id FROM attempt WHERE pool = ${pool} AND status = 'running' AND preempt_requested`).map((r) => r.job_id));
-      const decision = dispatch.chooseNext({ ...state, running: state.running.filter((r) => !stopping.has(r.jobId)) }, { policy: "fair", orgCaps: caps });
+      const stopping = new Set(
+        (
+          await tx.$queryRaw<{ job_id: string }[]>`
+        SELECT job_id FROM attempt WHERE pool = ${pool} AND status = 'running' AND preempt_requested`
+        ).map((r) => r.job_id),
+      );
+      const decision = dispatch.chooseNext(
+        { ...state, running: state.running.filter((r) => !stopping.has(r.jobId)) },
+        { policy: "fair", orgCaps: caps },
+      );
       if (stopping.size > 0 || decision.preempt.length === 0) return 0;
       const victims = decision.preempt.map((p) => p.jobId);
       const rows = await tx.$queryRaw<{ id: string; org_id: string; run_id: string; job_id: string }[]>`
@@ -142,7 +176,17 @@ async function preemptForOwners(db: Db): Promise<number> {
         WHERE job_id = ANY(${victims}::uuid[]) AND status = 'running' AND NOT preempt_requested
         RETURNING id, org_id, run_id, job_id`;
       for (const r of rows) {
-        await recordTransition(tx, { orgId: r.org_id, runId: r.run_id, jobId: r.job_id, attemptId: r.id, entity: "attempt", from: "running", to: "running", reason: "preempt_requested", data: { for_pool: pool } });
+        await recordTransition(tx, {
+          orgId: r.org_id,
+          runId: r.run_id,
+          jobId: r.job_id,
+          attemptId: r.id,
+          entity: "attempt",
+          from: "running",
+          to: "running",
+          reason: "preempt_requested",
+          data: { for_pool: pool },
+        });
       }
       return rows.length;
     });

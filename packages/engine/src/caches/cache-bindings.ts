@@ -19,7 +19,15 @@ export async function lockBinding(tx: Tx, cacheKey: string): Promise<BoundEntry 
 /** A second writer with other bytes for the same key: kept for admins, never an overwrite. */
 export async function recordConflict(
   tx: Tx,
-  c: { orgId: string; repoId: string; cacheKey: string; bound: BoundEntry; rejectedEntryId: string; rejectedSha256: string; attemptId: string },
+  c: {
+    orgId: string;
+    repoId: string;
+    cacheKey: string;
+    bound: BoundEntry;
+    rejectedEntryId: string;
+    rejectedSha256: string;
+    attemptId: string;
+  },
 ): Promise<void> {
   await tx.$executeRaw`
     INSERT INTO cache_conflict (org_id, repo_id, cache_key, bound_entry_id, bound_sha256, rejected_entry_id, rejected_sha256, attempt_id)
@@ -37,18 +45,35 @@ export async function recordConflict(
  * the binding as it is.
  */
 export async function releaseLostBinding(db: Db, store: CacheStore, cacheKey: string, sha256: string): Promise<void> {
-  const rows = await db.$queryRaw<{ id: string; sha256: string; object_key: string; org_id: string; run_id: string; job_id: string; attempt_id: string }[]>`
+  const rows = await db.$queryRaw<
+    {
+      id: string;
+      sha256: string;
+      object_key: string;
+      org_id: string;
+      run_id: string;
+      job_id: string;
+      attempt_id: string;
+    }[]
+  >`
     SELECT e.id, e.sha256, e.object_key, e.org_id, e.run_id, e.job_id, e.attempt_id
     FROM cache_binding b JOIN cache_entry e ON e.id = b.entry_id WHERE b.cache_key = ${cacheKey}`;
   const bound = rows[0];
   if (!bound || bound.sha256 === sha256) return;
   if (await cacheObjectExists(store, bound.object_key)) return;
   await withTx(db, "cache-release-lost", async (tx) => {
-    const n = await tx.$executeRaw`UPDATE cache_entry SET state = 'evicted', evicted_at = now() WHERE id = ${bound.id}::uuid AND state = 'bound'`;
+    const n =
+      await tx.$executeRaw`UPDATE cache_entry SET state = 'evicted', evicted_at = now() WHERE id = ${bound.id}::uuid AND state = 'bound'`;
     if (n !== 1) return;
     await tx.$executeRaw`DELETE FROM cache_binding WHERE entry_id = ${bound.id}::uuid`;
     await recordCacheTransition(tx, {
-      orgId: bound.org_id, runId: bound.run_id, jobId: bound.job_id, attemptId: bound.attempt_id, from: "bound", to: "evicted", reason: "blob_missing",
+      orgId: bound.org_id,
+      runId: bound.run_id,
+      jobId: bound.job_id,
+      attemptId: bound.attempt_id,
+      from: "bound",
+      to: "evicted",
+      reason: "blob_missing",
       data: { entry_id: bound.id, cache_key: cacheKey },
     });
   });

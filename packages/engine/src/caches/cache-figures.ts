@@ -17,8 +17,19 @@ export interface JobCacheFigures {
 /** Per job of a run: the figures of each job's latest attempt that reported any. Org-scoped in the query. */
 export async function runCacheFigures(db: DbOrTx, q: { orgId: string; runId: string }): Promise<JobCacheFigures[]> {
   const rows = await db.$queryRaw<
-    { job_id: string; restore_result: "hit" | "miss" | null; restore_tier: "local" | "remote" | null; restore_exact: boolean | null; restore_reason: string | null;
-      bytes_restored: bigint | null; restore_ms: number | null; save_result: string | null; save_reason: string | null; bytes_saved: bigint | null; save_ms: number | null }[]
+    {
+      job_id: string;
+      restore_result: "hit" | "miss" | null;
+      restore_tier: "local" | "remote" | null;
+      restore_exact: boolean | null;
+      restore_reason: string | null;
+      bytes_restored: bigint | null;
+      restore_ms: number | null;
+      save_result: string | null;
+      save_reason: string | null;
+      bytes_saved: bigint | null;
+      save_ms: number | null;
+    }[]
   >`
     SELECT DISTINCT ON (s.job_id) s.job_id, s.restore_result, s.restore_tier, s.restore_exact, s.restore_reason, s.bytes_restored, s.restore_ms,
            s.save_result, s.save_reason, s.bytes_saved, s.save_ms
@@ -26,9 +37,17 @@ export async function runCacheFigures(db: DbOrTx, q: { orgId: string; runId: str
     WHERE s.org_id = ${q.orgId}::uuid AND s.run_id = ${q.runId}::uuid
     ORDER BY s.job_id, a.epoch DESC`;
   return rows.map((r) => ({
-    jobId: r.job_id, restoreResult: r.restore_result, restoreTier: r.restore_tier, restoreExact: r.restore_exact, restoreReason: r.restore_reason,
-    bytesRestored: r.bytes_restored === null ? null : Number(r.bytes_restored), restoreMs: r.restore_ms,
-    saveResult: r.save_result, saveReason: r.save_reason, bytesSaved: r.bytes_saved === null ? null : Number(r.bytes_saved), saveMs: r.save_ms,
+    jobId: r.job_id,
+    restoreResult: r.restore_result,
+    restoreTier: r.restore_tier,
+    restoreExact: r.restore_exact,
+    restoreReason: r.restore_reason,
+    bytesRestored: r.bytes_restored === null ? null : Number(r.bytes_restored),
+    restoreMs: r.restore_ms,
+    saveResult: r.save_result,
+    saveReason: r.save_reason,
+    bytesSaved: r.bytes_saved === null ? null : Number(r.bytes_saved),
+    saveMs: r.save_ms,
   }));
 }
 
@@ -46,7 +65,9 @@ export interface OrgCacheFigures {
 }
 
 export async function orgCacheFigures(db: DbOrTx, q: { orgId: string; sinceDays: number }): Promise<OrgCacheFigures[]> {
-  const rows = await db.$queryRaw<{ trust_class: "trusted" | "untrusted"; restores: bigint; hits: bigint; saved_ms: number | null }[]>`
+  const rows = await db.$queryRaw<
+    { trust_class: "trusted" | "untrusted"; restores: bigint; hits: bigint; saved_ms: number | null }[]
+  >`
     WITH s AS (
       SELECT s.trust_class, s.restore_result, j.name, r.repo_id, COALESCE(a.execution_ms, 0) + COALESCE(s.restore_ms, 0) AS cost_ms
       FROM cache_job_stat s JOIN attempt a ON a.id = s.attempt_id JOIN job_run j ON j.id = s.job_id JOIN workflow_run r ON r.id = s.run_id
@@ -66,6 +87,12 @@ export async function orgCacheFigures(db: DbOrTx, q: { orgId: string; sinceDays:
   return rows.map((r) => {
     const restores = Number(r.restores);
     const hits = Number(r.hits);
-    return { trustClass: r.trust_class, restores, hits, hitRate: restores > 0 ? hits / restores : null, estimatedSavedMs: Math.round(r.saved_ms ?? 0) };
+    return {
+      trustClass: r.trust_class,
+      restores,
+      hits,
+      hitRate: restores > 0 ? hits / restores : null,
+      estimatedSavedMs: Math.round(r.saved_ms ?? 0),
+    };
   });
 }

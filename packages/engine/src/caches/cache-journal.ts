@@ -6,7 +6,16 @@ import type { Tx } from "@kiln/db";
  */
 export async function recordCacheTransition(
   tx: Tx,
-  t: { orgId: string; runId: string; jobId: string; attemptId: string; from: string | null; to: string; reason: string; data: Record<string, unknown> },
+  t: {
+    orgId: string;
+    runId: string;
+    jobId: string;
+    attemptId: string;
+    from: string | null;
+    to: string;
+    reason: string;
+    data: Record<string, unknown>;
+  },
 ): Promise<void> {
   await tx.$executeRaw`
     INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)

@@ -1,6 +1,14 @@
 import { createHash } from "node:crypto";
 import type { Tx } from "@kiln/db";
-import { cacheReadNamespace, deriveCacheKey, DomainError, type CacheKey, type CacheNamespace, type TrustClass, type WorkflowJob } from "@kiln/domain";
+import {
+  cacheReadNamespace,
+  deriveCacheKey,
+  DomainError,
+  type CacheKey,
+  type CacheNamespace,
+  type TrustClass,
+  type WorkflowJob,
+} from "@kiln/domain";
 import { lockCurrentAttempt, type JobClaims } from "../artifacts/artifact-attempt.ts";
 import type { AttemptView } from "../attempts/load-attempt.ts";
 
@@ -20,15 +28,24 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
  * trust class (fixed at admission), and the platform its agent session registered. Only the input
  * digests come from the agent, which hashed the pinned checkout before any step could touch it.
  */
-export async function lockCacheScope(tx: Tx, claims: JobClaims, inputs: readonly { path: string; sha256: string | null }[]): Promise<CacheScope> {
+export async function lockCacheScope(
+  tx: Tx,
+  claims: JobClaims,
+  inputs: readonly { path: string; sha256: string | null }[],
+): Promise<CacheScope> {
   const { attempt, job } = await lockCurrentAttempt(tx, claims);
   const cache = job.cache;
   if (!cache) throw new DomainError("CACHE.NOT_DECLARED", "this job declares no cache");
   const declared = cache.inputs;
   if (inputs.length !== declared.length || inputs.some((i, n) => i.path !== declared[n])) {
-    throw new DomainError("REQUEST.INVALID", `inputs must be the job's declared cache inputs in order: ${JSON.stringify(declared)}`);
+    throw new DomainError(
+      "REQUEST.INVALID",
+      `inputs must be the job's declared cache inputs in order: ${JSON.stringify(declared)}`,
+    );
   }
-  const rows = await tx.$queryRaw<{ repo_id: string; trust_class: TrustClass; labels: { os?: unknown; arch?: unknown } }[]>`
+  const rows = await tx.$queryRaw<
+    { repo_id: string; trust_class: TrustClass; labels: { os?: unknown; arch?: unknown } }[]
+  >`
     SELECT r.repo_id, r.trust_class, s.labels
     FROM attempt a JOIN workflow_run r ON r.id = a.run_id JOIN agent_session s ON s.id = a.session_id
     WHERE a.id = ${attempt.id}::uuid`;

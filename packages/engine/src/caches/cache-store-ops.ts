@@ -9,13 +9,20 @@ import type { CacheStore } from "./cache-context.ts";
 export function presignCachePut(store: CacheStore, key: string, sizeBytes: number): Promise<string> {
   return getSignedUrl(
     store.s3,
-    new PutObjectCommand({ Bucket: store.bucket, Key: key, ContentLength: sizeBytes, ContentType: "application/octet-stream" }),
+    new PutObjectCommand({
+      Bucket: store.bucket,
+      Key: key,
+      ContentLength: sizeBytes,
+      ContentType: "application/octet-stream",
+    }),
     { expiresIn: store.settings.uploadUrlTtlSec },
   );
 }
 
 export function presignCacheGet(store: CacheStore, key: string): Promise<string> {
-  return getSignedUrl(store.s3, new GetObjectCommand({ Bucket: store.bucket, Key: key }), { expiresIn: store.settings.downloadUrlTtlSec });
+  return getSignedUrl(store.s3, new GetObjectCommand({ Bucket: store.bucket, Key: key }), {
+    expiresIn: store.settings.downloadUrlTtlSec,
+  });
 }
 
 /**
@@ -26,7 +33,10 @@ export async function readBackCache(store: CacheStore, key: string): Promise<{ s
   try {
     return await readBack({ s3: store.s3, bucket: store.bucket, settings: DEFAULT_ARTIFACT_SETTINGS }, key);
   } catch (e) {
-    throw new DomainError("CACHE.STORE_UNAVAILABLE", `object store read-back failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw new DomainError(
+      "CACHE.STORE_UNAVAILABLE",
+      `object store read-back failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
@@ -46,6 +56,9 @@ export async function cacheObjectExists(store: CacheStore, key: string): Promise
   try {
     return await objectExists({ s3: store.s3, bucket: store.bucket, settings: DEFAULT_ARTIFACT_SETTINGS }, key);
   } catch (e) {
-    throw new DomainError("CACHE.STORE_UNAVAILABLE", `object store HeadObject failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw new DomainError(
+      "CACHE.STORE_UNAVAILABLE",
+      `object store HeadObject failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }

@@ -36,13 +36,23 @@ export async function evictCaches(db: Db, store: CacheStore): Promise<CacheEvict
     SELECT e.id, e.org_id, e.run_id, e.job_id, e.attempt_id, e.cache_key, e.size_bytes, e.last_used_at, o.cache_quota_bytes AS quota, now() AS now
     FROM cache_entry e JOIN org o ON o.id = e.org_id WHERE e.state = 'bound'`;
   const nowMs = rows[0]?.now.getTime() ?? 0;
-  const quotas = new Map(rows.map((r) => [r.org_id, r.quota === null ? store.settings.defaultQuotaBytes : Number(r.quota)]));
+  const quotas = new Map(
+    rows.map((r) => [r.org_id, r.quota === null ? store.settings.defaultQuotaBytes : Number(r.quota)]),
+  );
   const plan = planCacheEviction(
-    rows.map((r) => ({ id: r.id, orgId: r.org_id, sizeBytes: Number(r.size_bytes), lastUsedAt: r.last_used_at.getTime() })),
+    rows.map((r) => ({
+      id: r.id,
+      orgId: r.org_id,
+      sizeBytes: Number(r.size_bytes),
+      lastUsedAt: r.last_used_at.getTime(),
+    })),
     { nowMs, idleMs: store.settings.idleMs, quotaBytes: (org) => quotas.get(org) ?? store.settings.defaultQuotaBytes },
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
-  for (const [ids, reason] of [[plan.idle, "idle"], [plan.overQuota, "over_quota"]] as const) {
+  for (const [ids, reason] of [
+    [plan.idle, "idle"],
+    [plan.overQuota, "over_quota"],
+  ] as const) {
     for (const id of ids) {
       const e = byId.get(id);
       if (e && (await evictOne(db, e, reason))) {
@@ -71,15 +81,28 @@ async function evictOne(db: Db, e: EntryRow, reason: "idle" | "over_quota"): Pro
     if (n !== 1) return false;
     await tx.$executeRaw`DELETE FROM cache_binding WHERE entry_id = ${e.id}::uuid`;
     await recordCacheTransition(tx, {
-      orgId: e.org_id, runId: e.run_id, jobId: e.job_id, attemptId: e.attempt_id, from: "bound", to: "evicted", reason,
-      data: { entry_id: e.id, cache_key: e.cache_key, size_bytes: Number(e.size_bytes), last_used_at: e.last_used_at.toISOString() },
+      orgId: e.org_id,
+      runId: e.run_id,
+      jobId: e.job_id,
+      attemptId: e.attempt_id,
+      from: "bound",
+      to: "evicted",
+      reason,
+      data: {
+        entry_id: e.id,
+        cache_key: e.cache_key,
+        size_bytes: Number(e.size_bytes),
+        last_used_at: e.last_used_at.toISOString(),
+      },
     });
     return true;
   });
 }
 
 async function abandonStaleUploads(db: Db, afterMs: number): Promise<number> {
-  const stale = await db.$queryRaw<{ id: string; org_id: string; run_id: string; job_id: string; attempt_id: string }[]>`
+  const stale = await db.$queryRaw<
+    { id: string; org_id: string; run_id: string; job_id: string; attempt_id: string }[]
+  >`
     SELECT id, org_id, run_id, job_id, attempt_id FROM cache_entry
     WHERE state = 'uploading' AND created_at < now() - make_interval(secs => ${afterMs / 1000}::double precision)`;
   let n = 0;
@@ -89,7 +112,14 @@ async function abandonStaleUploads(db: Db, afterMs: number): Promise<number> {
         UPDATE cache_entry SET state = 'abandoned', abandon_reason = 'upload_expired' WHERE id = ${s.id}::uuid AND state = 'uploading'`;
       if (changed === 1) {
         await recordCacheTransition(tx, {
-          orgId: s.org_id, runId: s.run_id, jobId: s.job_id, attemptId: s.attempt_id, from: "uploading", to: "abandoned", reason: "upload_expired", data: { entry_id: s.id },
+          orgId: s.org_id,
+          runId: s.run_id,
+          jobId: s.job_id,
+          attemptId: s.attempt_id,
+          from: "uploading",
+          to: "abandoned",
+          reason: "upload_expired",
+          data: { entry_id: s.id },
         });
       }
       return changed;

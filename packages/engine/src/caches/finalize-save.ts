@@ -37,7 +37,12 @@ interface EntryRow {
  * first-writer-wins, in a transaction that re-checks the writer is still the current epoch.
  * Idempotent: asking again after a lost answer returns the same outcome.
  */
-export async function finalizeCacheSave(db: Db, store: CacheStore, claims: JobClaims, entryId: string): Promise<SaveResult> {
+export async function finalizeCacheSave(
+  db: Db,
+  store: CacheStore,
+  claims: JobClaims,
+  entryId: string,
+): Promise<SaveResult> {
   const e = await withTx(db, "cache-finalize-check", async (tx) => {
     await lockCurrentAttempt(tx, claims);
     return loadOwnEntry(tx, claims, entryId);
@@ -48,7 +53,9 @@ export async function finalizeCacheSave(db: Db, store: CacheStore, claims: JobCl
 
   const observed = await readBackCache(store, e.object_key);
   if (observed.sizeBytes !== Number(e.size_bytes) || observed.sha256 !== e.sha256) {
-    await withTx(db, "cache-abandon", (tx) => abandon(tx, e, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 }));
+    await withTx(db, "cache-abandon", (tx) =>
+      abandon(tx, e, "verification_failed", { observed_size: observed.sizeBytes, observed_sha256: observed.sha256 }),
+    );
     throw new DomainError(
       "CACHE.VERIFICATION_FAILED",
       `stored object is ${observed.sizeBytes} bytes with sha256 ${observed.sha256 || "-"}; expected ${Number(e.size_bytes)} bytes with sha256 ${e.sha256}`,
@@ -72,7 +79,8 @@ async function bindOnce(db: Db, claims: JobClaims, entryId: string): Promise<Sav
     if (again) return again;
     if (now.state !== "uploading") throw new DomainError("CACHE.UPLOAD_NOT_FOUND", `the save is ${now.state}`);
     // Trust was checked at open; checked again because a binding is the one thing that must never come from an untrusted run.
-    if (!decideCacheWrite(now.trust_class).allowed) throw new DomainError("CACHE.WRITE_REFUSED", UNTRUSTED_WRITE_MESSAGE, { reason: "untrusted_run" });
+    if (!decideCacheWrite(now.trust_class).allowed)
+      throw new DomainError("CACHE.WRITE_REFUSED", UNTRUSTED_WRITE_MESSAGE, { reason: "untrusted_run" });
     const bound = await lockBinding(tx, now.cache_key);
     const decision = decideCacheBind(bound, now);
     if (decision === "bound") {
@@ -83,14 +91,34 @@ async function bindOnce(db: Db, claims: JobClaims, entryId: string): Promise<Sav
       if (inserted !== 1) return null;
       await tx.$executeRaw`UPDATE cache_entry SET state = 'bound', bound_at = now(), last_used_at = now() WHERE id = ${now.id}::uuid AND state = 'uploading'`;
       await recordCacheTransition(tx, {
-        orgId: now.org_id, runId: now.run_id, jobId: now.job_id, attemptId: now.attempt_id, from: "uploading", to: "bound", reason: "verified",
-        data: { entry_id: now.id, cache_key: now.cache_key, epoch: now.epoch, size_bytes: Number(now.size_bytes), sha256: now.sha256 },
+        orgId: now.org_id,
+        runId: now.run_id,
+        jobId: now.job_id,
+        attemptId: now.attempt_id,
+        from: "uploading",
+        to: "bound",
+        reason: "verified",
+        data: {
+          entry_id: now.id,
+          cache_key: now.cache_key,
+          epoch: now.epoch,
+          size_bytes: Number(now.size_bytes),
+          sha256: now.sha256,
+        },
       });
       return { state: "bound", entryId: now.id, key: now.cache_key };
     }
     if (!bound) throw new Error("unreachable: a non-bound decision needs a bound entry");
     if (decision === "conflict") {
-      await recordConflict(tx, { orgId: now.org_id, repoId: now.repo_id, cacheKey: now.cache_key, bound, rejectedEntryId: now.id, rejectedSha256: now.sha256, attemptId: now.attempt_id });
+      await recordConflict(tx, {
+        orgId: now.org_id,
+        repoId: now.repo_id,
+        cacheKey: now.cache_key,
+        bound,
+        rejectedEntryId: now.id,
+        rejectedSha256: now.sha256,
+        attemptId: now.attempt_id,
+      });
     }
     await abandon(tx, now, decision, { bound_entry_id: bound.id, bound_sha256: bound.sha256 });
     return { state: decision, entryId: now.id, key: now.cache_key };
@@ -128,7 +156,14 @@ async function abandon(tx: Tx, e: EntryRow, reason: string, data: Record<string,
     UPDATE cache_entry SET state = 'abandoned', abandon_reason = ${reason} WHERE id = ${e.id}::uuid AND state = 'uploading'`;
   if (n === 1) {
     await recordCacheTransition(tx, {
-      orgId: e.org_id, runId: e.run_id, jobId: e.job_id, attemptId: e.attempt_id, from: "uploading", to: "abandoned", reason, data: { entry_id: e.id, ...data },
+      orgId: e.org_id,
+      runId: e.run_id,
+      jobId: e.job_id,
+      attemptId: e.attempt_id,
+      from: "uploading",
+      to: "abandoned",
+      reason,
+      data: { entry_id: e.id, ...data },
     });
   }
 }

@@ -34,7 +34,12 @@ interface BoundRow {
  * still in flight, an abandoned conflict or an evicted entry is never handed out). A dependency
  * cache may fall back to the newest bound entry with the same prefix; other kinds match exactly.
  */
-export async function grantCacheRestore(db: Db, store: CacheStore, claims: JobClaims, inputs: { path: string; sha256: string | null }[]): Promise<RestoreGrant> {
+export async function grantCacheRestore(
+  db: Db,
+  store: CacheStore,
+  claims: JobClaims,
+  inputs: { path: string; sha256: string | null }[],
+): Promise<RestoreGrant> {
   const found = await withTx(db, "cache-grant-restore", async (tx) => {
     const scope = await lockCacheScope(tx, claims, inputs);
     const where = { orgId: scope.attempt.orgId, repoId: scope.repoId, namespace: scope.namespace };
@@ -45,7 +50,8 @@ export async function grantCacheRestore(db: Db, store: CacheStore, claims: JobCl
       exact = false;
     }
     // Recency drives eviction; the write is a plain touch, not a state change.
-    if (row) await tx.$executeRaw`UPDATE cache_entry SET last_used_at = now() WHERE id = ${row.id}::uuid AND state = 'bound'`;
+    if (row)
+      await tx.$executeRaw`UPDATE cache_entry SET last_used_at = now() WHERE id = ${row.id}::uuid AND state = 'bound'`;
     return { key: scope.key, row, exact };
   });
   if (!found.row) return { hit: false, key: found.key };

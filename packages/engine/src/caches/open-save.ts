@@ -27,7 +27,12 @@ export const UNTRUSTED_WRITE_MESSAGE = "cache write refused: untrusted run";
  * bound needs no upload: the same bytes are a no-op, other bytes are recorded as a conflict right
  * away. Otherwise a fresh immutable entry (fresh object key) and a presigned PUT for it.
  */
-export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims, req: OpenSaveRequest): Promise<SaveSession> {
+export async function openCacheSave(
+  db: Db,
+  store: CacheStore,
+  claims: JobClaims,
+  req: OpenSaveRequest,
+): Promise<SaveSession> {
   // A binding whose blob is gone is released first (its own store lookup, no transaction open).
   const peek = await withTx(db, "cache-open-peek", (tx) => lockCacheScope(tx, claims, req.inputs));
   if (decideCacheWrite(peek.trustClass).allowed) await releaseLostBinding(db, store, peek.key, req.sha256);
@@ -38,12 +43,21 @@ export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims
     checkCacheArchive(store.settings.limits, req);
     const { attempt } = scope;
     // An archive larger than the org's whole quota would be evicted by the next pass: refuse it now.
-    const quota = await tx.$queryRaw<{ q: bigint | null }[]>`SELECT cache_quota_bytes AS q FROM org WHERE id = ${attempt.orgId}::uuid`;
-    const quotaBytes = quota[0]?.q === null || quota[0]?.q === undefined ? store.settings.defaultQuotaBytes : Number(quota[0].q);
-    if (req.sizeBytes > quotaBytes) throw new DomainError("CACHE.TOO_LARGE", `cache archive is ${req.sizeBytes} bytes; the org's cache quota is ${quotaBytes}`);
+    const quota = await tx.$queryRaw<
+      { q: bigint | null }[]
+    >`SELECT cache_quota_bytes AS q FROM org WHERE id = ${attempt.orgId}::uuid`;
+    const quotaBytes =
+      quota[0]?.q === null || quota[0]?.q === undefined ? store.settings.defaultQuotaBytes : Number(quota[0].q);
+    if (req.sizeBytes > quotaBytes)
+      throw new DomainError(
+        "CACHE.TOO_LARGE",
+        `cache archive is ${req.sizeBytes} bytes; the org's cache quota is ${quotaBytes}`,
+      );
     const bound = await lockBinding(tx, scope.key);
     const decision = decideCacheBind(bound, req);
-    const own = await tx.$queryRaw<{ id: string; state: string; sha256: string; size_bytes: bigint; object_key: string }[]>`
+    const own = await tx.$queryRaw<
+      { id: string; state: string; sha256: string; size_bytes: bigint; object_key: string }[]
+    >`
       SELECT id, state, sha256, size_bytes, object_key FROM cache_entry WHERE attempt_id = ${attempt.id}::uuid AND cache_key = ${scope.key} FOR UPDATE`;
     const mine = own[0];
     if (mine && (mine.sha256 !== req.sha256 || Number(mine.size_bytes) !== req.sizeBytes)) {
@@ -54,26 +68,60 @@ export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims
         const id = mine?.id ?? randomUUID();
         if (!mine) {
           // The rejected bytes are never uploaded; the row exists so the conflict names a writer.
-          await insertEntry(tx, { id, scope, req, state: "abandoned", abandonReason: "conflict", objectKey: cacheObjectKey({ orgId: attempt.orgId, repoId: scope.repoId, entryId: id }) });
+          await insertEntry(tx, {
+            id,
+            scope,
+            req,
+            state: "abandoned",
+            abandonReason: "conflict",
+            objectKey: cacheObjectKey({ orgId: attempt.orgId, repoId: scope.repoId, entryId: id }),
+          });
           await recordCacheTransition(tx, {
-            orgId: attempt.orgId, runId: attempt.runId, jobId: attempt.jobId, attemptId: attempt.id, from: null, to: "abandoned", reason: "conflict",
-            data: { entry_id: id, cache_key: scope.key, sha256: req.sha256, bound_entry_id: bound.id, bound_sha256: bound.sha256 },
+            orgId: attempt.orgId,
+            runId: attempt.runId,
+            jobId: attempt.jobId,
+            attemptId: attempt.id,
+            from: null,
+            to: "abandoned",
+            reason: "conflict",
+            data: {
+              entry_id: id,
+              cache_key: scope.key,
+              sha256: req.sha256,
+              bound_entry_id: bound.id,
+              bound_sha256: bound.sha256,
+            },
           });
         }
-        await recordConflict(tx, { orgId: attempt.orgId, repoId: scope.repoId, cacheKey: scope.key, bound, rejectedEntryId: id, rejectedSha256: req.sha256, attemptId: attempt.id });
+        await recordConflict(tx, {
+          orgId: attempt.orgId,
+          repoId: scope.repoId,
+          cacheKey: scope.key,
+          bound,
+          rejectedEntryId: id,
+          rejectedSha256: req.sha256,
+          attemptId: attempt.id,
+        });
       }
       return { state: decision, key: scope.key } as const;
     }
     if (mine) {
       if (mine.state === "bound") return { state: "already_bound", key: scope.key } as const;
-      if (mine.state !== "uploading") throw new DomainError("CACHE.UPLOAD_NOT_FOUND", `this attempt's save is ${mine.state}`);
+      if (mine.state !== "uploading")
+        throw new DomainError("CACHE.UPLOAD_NOT_FOUND", `this attempt's save is ${mine.state}`);
       return { state: "upload", entryId: mine.id, key: scope.key, objectKey: mine.object_key } as const;
     }
     const id = randomUUID();
     const objectKey = cacheObjectKey({ orgId: attempt.orgId, repoId: scope.repoId, entryId: id });
     await insertEntry(tx, { id, scope, req, state: "uploading", abandonReason: null, objectKey });
     await recordCacheTransition(tx, {
-      orgId: attempt.orgId, runId: attempt.runId, jobId: attempt.jobId, attemptId: attempt.id, from: null, to: "uploading", reason: "save_opened",
+      orgId: attempt.orgId,
+      runId: attempt.runId,
+      jobId: attempt.jobId,
+      attemptId: attempt.id,
+      from: null,
+      to: "uploading",
+      reason: "save_opened",
       data: { entry_id: id, cache_key: scope.key, epoch: attempt.epoch, size_bytes: req.sizeBytes, sha256: req.sha256 },
     });
     return { state: "upload", entryId: id, key: scope.key, objectKey } as const;
@@ -90,7 +138,14 @@ export async function openCacheSave(db: Db, store: CacheStore, claims: JobClaims
 
 async function insertEntry(
   tx: Tx,
-  e: { id: string; scope: CacheScope; req: OpenSaveRequest; state: "uploading" | "abandoned"; abandonReason: string | null; objectKey: string },
+  e: {
+    id: string;
+    scope: CacheScope;
+    req: OpenSaveRequest;
+    state: "uploading" | "abandoned";
+    abandonReason: string | null;
+    objectKey: string;
+  },
 ): Promise<void> {
   const { attempt } = e.scope;
   await tx.$executeRaw`

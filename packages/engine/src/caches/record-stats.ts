@@ -3,8 +3,20 @@ import type { JobClaims } from "../artifacts/artifact-attempt.ts";
 import { lockCurrentAttempt } from "../artifacts/artifact-attempt.ts";
 
 export interface CacheStatsReport {
-  restore?: { result: "hit" | "miss"; tier: "local" | "remote" | null; exact: boolean | null; reason: string | null; bytes: number; ms: number };
-  save?: { result: "saved" | "already_bound" | "conflict" | "refused" | "skipped" | "failed"; reason: string | null; bytes: number; ms: number };
+  restore?: {
+    result: "hit" | "miss";
+    tier: "local" | "remote" | null;
+    exact: boolean | null;
+    reason: string | null;
+    bytes: number;
+    ms: number;
+  };
+  save?: {
+    result: "saved" | "already_bound" | "conflict" | "refused" | "skipped" | "failed";
+    reason: string | null;
+    bytes: number;
+    ms: number;
+  };
 }
 
 /**
@@ -14,7 +26,9 @@ export interface CacheStatsReport {
 export async function recordCacheStats(db: Db, claims: JobClaims, report: CacheStatsReport): Promise<void> {
   await withTx(db, "cache-record-stats", async (tx) => {
     const { attempt } = await lockCurrentAttempt(tx, claims);
-    const trust = await tx.$queryRaw<{ trust_class: string }[]>`SELECT trust_class FROM workflow_run WHERE id = ${attempt.runId}::uuid`;
+    const trust = await tx.$queryRaw<
+      { trust_class: string }[]
+    >`SELECT trust_class FROM workflow_run WHERE id = ${attempt.runId}::uuid`;
     const r = report.restore;
     const s = report.save;
     await tx.$executeRaw`

@@ -1,5 +1,12 @@
 import { sqlPool, type Db } from "@kiln/db";
-import { decideClaim, DomainError, type JobStatus, type RunStatus, type TrustClass, type WorkflowDefinition } from "@kiln/domain";
+import {
+  decideClaim,
+  DomainError,
+  type JobStatus,
+  type RunStatus,
+  type TrustClass,
+  type WorkflowDefinition,
+} from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
 import { platformKey, signJobToken } from "../identity/tokens.ts";
@@ -80,7 +87,10 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
   // One pick per round: a pick is counted as started in the shared view, so taking several would
   // withhold jobs from concurrent claimers (and from an org's hard cap) until the next reload.
-  let result: { kind: "claimed"; claimed: Claimed | null; attemptId: string; replayed: boolean } | { kind: "none" } | { kind: "declined"; reason: string } = { kind: "none" };
+  let result:
+    | { kind: "claimed"; claimed: Claimed | null; attemptId: string; replayed: boolean }
+    | { kind: "none" }
+    | { kind: "declined"; reason: string } = { kind: "none" };
   const began = performance.now();
   for (let round = 0; round < 6; round++) {
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
@@ -90,7 +100,9 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       // The host credential is checked here as well, on every claim, not only by the cached pool
       // lookup: one round trip less than a separate authentication query (ADR 0015).
-      const locked = await c.query<SessionRow & { token_ok: boolean; replay_id: string | null; replay_session: string | null }>({
+      const locked = await c.query<
+        SessionRow & { token_ok: boolean; replay_id: string | null; replay_session: string | null }
+      >({
         name: "claim-session",
         text: `WITH s AS (
                  UPDATE agent_session SET last_seen_at = now()
@@ -109,13 +121,20 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       if (!session.id) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
       if (session.replay_id) {
         // A claim id is only meaningful to the session that made it.
-        if (session.replay_session !== req.sessionId) throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
+        if (session.replay_session !== req.sessionId)
+          throw new DomainError("REQUEST.INVALID", "claim_request_id already used by another session");
         return { kind: "claimed" as const, claimed: null, attemptId: session.replay_id, replayed: true };
       }
       let lastReason = "none";
       for (const cand of candidates) {
         const outcome = await tryClaim(c, cfg, session, cand, req);
-        if (outcome.ok) return { kind: "claimed" as const, claimed: outcome.claimed, attemptId: outcome.claimed.attemptId, replayed: false };
+        if (outcome.ok)
+          return {
+            kind: "claimed" as const,
+            claimed: outcome.claimed,
+            attemptId: outcome.claimed.attemptId,
+            replayed: false,
+          };
         lastReason = outcome.reason;
         if (outcome.reason === "no_capacity") break;
       }
@@ -124,7 +143,9 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     if (result.kind !== "declined" || result.reason === "no_capacity") break;
   }
   if (result.kind !== "claimed") return result;
-  const ticket = result.claimed ? ticketFrom(cfg, key, result.claimed) : await loadTicket(db, cfg, key, result.attemptId);
+  const ticket = result.claimed
+    ? ticketFrom(cfg, key, result.claimed)
+    : await loadTicket(db, cfg, key, result.attemptId);
   return { kind: "claimed", ticket, replayed: result.replayed };
 }
 
@@ -145,7 +166,9 @@ async function chooseCandidates(
     return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
   }
   const hinted = offer
-    ? await db.$queryRaw<{ id: string; run_id: string }[]>`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
+    ? await db.$queryRaw<
+        { id: string; run_id: string }[]
+      >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
@@ -204,7 +227,14 @@ async function tryClaim(
 ): Promise<{ ok: true; claimed: Claimed } | { ok: false; reason: string }> {
   // Checked before any lock: a full session takes nothing, whatever the candidate's state.
   if (session.running >= session.capacity) return { ok: false, reason: "no_capacity" };
-  const runs = await c.query<{ id: string; org_id: string; status: RunStatus; trust_class: TrustClass; commit_sha: string; clone_url: string }>({
+  const runs = await c.query<{
+    id: string;
+    org_id: string;
+    status: RunStatus;
+    trust_class: TrustClass;
+    commit_sha: string;
+    clone_url: string;
+  }>({
     name: "claim-lock-run",
     text: `SELECT r.id, r.org_id, r.status, r.trust_class, r.commit_sha, rp.clone_url
            FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = $1::uuid FOR SHARE OF r`,
@@ -213,8 +243,18 @@ async function tryClaim(
   const run = runs.rows[0];
   if (!run) return { ok: false, reason: "not_ready" };
   const jobs = await c.query<{
-    id: string; status: JobStatus; dispatch_generation: number; current_epoch: number; next_attempt_at: Date | null; ready_at: Date | null; now: Date;
-    preds_ok: boolean; job_index: number; name: string; job_def: WorkflowDefinition["jobs"][number] | null; run_env: Record<string, string> | null;
+    id: string;
+    status: JobStatus;
+    dispatch_generation: number;
+    current_epoch: number;
+    next_attempt_at: Date | null;
+    ready_at: Date | null;
+    now: Date;
+    preds_ok: boolean;
+    job_index: number;
+    name: string;
+    job_def: WorkflowDefinition["jobs"][number] | null;
+    run_env: Record<string, string> | null;
   }>({
     name: "claim-lock-job",
     text: `SELECT j.id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now, j.job_index, j.name,
@@ -247,8 +287,19 @@ async function tryClaim(
   // recorded for the queue view. The org's egress allow-list is read in the same statement.
   const epoch = job.current_epoch + 1;
   const queuedMs = job.ready_at ? Math.max(0, job.now.getTime() - job.ready_at.getTime()) : null;
-  const data = JSON.stringify({ epoch, session: session.id, host: session.hostname, generation: job.dispatch_generation });
-  const done = await c.query<{ attempt_id: string | null; lease_expires_at: Date | null; updated: number; events: number; allow_list: string[] }>({
+  const data = JSON.stringify({
+    epoch,
+    session: session.id,
+    host: session.hostname,
+    generation: job.dispatch_generation,
+  });
+  const done = await c.query<{
+    attempt_id: string | null;
+    lease_expires_at: Date | null;
+    updated: number;
+    events: number;
+    allow_list: string[];
+  }>({
     name: "claim-commit",
     text: `WITH cap AS (
              SELECT COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = $1::uuid AND pool = $2), 2147483647) AS n),
@@ -276,20 +327,45 @@ async function tryClaim(
                   (SELECT count(*) FROM upd)::int AS updated, (SELECT count(*) FROM ev)::int AS events,
                   CASE WHEN $13 THEN ARRAY(SELECT pattern FROM egress_rule WHERE org_id = $1::uuid ORDER BY pattern LIMIT 1000)
                        ELSE '{}'::text[] END AS allow_list`,
-    values: [run.org_id, session.pool, job.id, run.id, epoch, session.id, req.claimRequestId, session.hostname, cfg.leaseTtlMs / 1000, queuedMs,
-      job.dispatch_generation, data, run.trust_class === "trusted"],
+    values: [
+      run.org_id,
+      session.pool,
+      job.id,
+      run.id,
+      epoch,
+      session.id,
+      req.claimRequestId,
+      session.hostname,
+      cfg.leaseTtlMs / 1000,
+      queuedMs,
+      job.dispatch_generation,
+      data,
+      run.trust_class === "trusted",
+    ],
   });
   const row = done.rows[0];
   if (!row?.attempt_id || !row.lease_expires_at) return { ok: false, reason: "org_cap" };
-  if (row.updated !== 1 || row.events !== 1) throw new Error("guarded claim update lost a race it should have been locked against");
+  if (row.updated !== 1 || row.events !== 1)
+    throw new Error("guarded claim update lost a race it should have been locked against");
   // The run's start time is derived from its first attempt (see get-run): writing it here would
   // upgrade the shared run lock that concurrent claimers of one run hold, and deadlock them.
   return {
     ok: true,
     claimed: {
-      attemptId: row.attempt_id, runId: run.id, jobId: job.id, orgId: run.org_id, epoch, leaseExpiresAt: row.lease_expires_at,
-      jobIndex: job.job_index, name: job.name, jobDef: job.job_def, runEnv: job.run_env, trustClass: run.trust_class,
-      cloneUrl: run.clone_url, commitSha: run.commit_sha, allowList: row.allow_list,
+      attemptId: row.attempt_id,
+      runId: run.id,
+      jobId: job.id,
+      orgId: run.org_id,
+      epoch,
+      leaseExpiresAt: row.lease_expires_at,
+      jobIndex: job.job_index,
+      name: job.name,
+      jobDef: job.job_def,
+      runEnv: job.run_env,
+      trustClass: run.trust_class,
+      cloneUrl: run.clone_url,
+      commitSha: run.commit_sha,
+      allowList: row.allow_list,
     },
   };
 }
@@ -327,7 +403,20 @@ function ticketFrom(cfg: EngineConfig, key: Buffer, a: Claimed): JobTicket {
 /** A ticket read back from the database: a retried claim (same claim_request_id) gets its original one. */
 export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attemptId: string): Promise<JobTicket> {
   const rows = await db.$queryRaw<
-    { id: string; job_id: string; run_id: string; org_id: string; epoch: number; lease_expires_at: Date; job_index: number; name: string; definition: WorkflowDefinition; trust_class: TrustClass; clone_url: string; commit_sha: string }[]
+    {
+      id: string;
+      job_id: string;
+      run_id: string;
+      org_id: string;
+      epoch: number;
+      lease_expires_at: Date;
+      job_index: number;
+      name: string;
+      definition: WorkflowDefinition;
+      trust_class: TrustClass;
+      clone_url: string;
+      commit_sha: string;
+    }[]
   >`
     SELECT a.id, a.job_id, a.run_id, a.org_id, a.epoch, a.lease_expires_at, j.job_index, j.name, r.definition, r.trust_class,
            rp.clone_url, r.commit_sha
@@ -348,7 +437,11 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attempt
     leaseTtlMs: cfg.leaseTtlMs,
     heartbeatMs: cfg.heartbeatMs,
     trustClass: a.trust_class,
-    egress: await egressPolicyForAttempt(db, { orgId: a.org_id, trustClass: a.trust_class, platformHosts: cfg.egressPlatformHosts }),
+    egress: await egressPolicyForAttempt(db, {
+      orgId: a.org_id,
+      trustClass: a.trust_class,
+      platformHosts: cfg.egressPlatformHosts,
+    }),
     source: { cloneUrl: a.clone_url, commitSha: a.commit_sha },
     job: {
       name: a.name,

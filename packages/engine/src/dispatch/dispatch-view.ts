@@ -40,7 +40,13 @@ export interface Pick {
  * `maxAgeMs`, or one with nothing left to offer, is reloaded (single-flight per pool and process);
  * a view that is empty right after loading means the queue is empty.
  */
-export async function takeCandidates(db: Db, pool: string, policy: dispatch.DispatchPolicy, maxAgeMs: number, max: number): Promise<Pick[]> {
+export async function takeCandidates(
+  db: Db,
+  pool: string,
+  policy: dispatch.DispatchPolicy,
+  maxAgeMs: number,
+  max: number,
+): Promise<Pick[]> {
   let pools = byDb.get(db);
   if (!pools) byDb.set(db, (pools = new Map()));
   let entry = pools.get(pool);

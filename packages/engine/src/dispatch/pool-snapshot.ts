@@ -9,12 +9,24 @@ export interface SnapshotOptions {
   perOrg?: number;
 }
 
-export async function loadPoolState(tx: DbOrTx, pool: string, opts: SnapshotOptions = {}): Promise<{ state: dispatch.PoolState; caps: Map<string, number> }> {
+export async function loadPoolState(
+  tx: DbOrTx,
+  pool: string,
+  opts: SnapshotOptions = {},
+): Promise<{ state: dispatch.PoolState; caps: Map<string, number> }> {
   const perOrg = opts.perOrg ?? 1_000_000;
   const [nowRow] = await tx.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
   const now = (nowRow?.now ?? new Date()).getTime();
   const queued = await tx.$queryRaw<
-    { id: string; org_id: string; run_id: string; tier: dispatch.Tier; ready_at: Date | null; next_attempt_at: Date | null; progress: number }[]
+    {
+      id: string;
+      org_id: string;
+      run_id: string;
+      tier: dispatch.Tier;
+      ready_at: Date | null;
+      next_attempt_at: Date | null;
+      progress: number;
+    }[]
   >`
     WITH q AS (
       SELECT id, org_id, run_id, tier, ready_at, next_attempt_at FROM (
@@ -31,7 +43,9 @@ export async function loadPoolState(tx: DbOrTx, pool: string, opts: SnapshotOpti
     )
     SELECT q.id, q.org_id, q.run_id, q.tier, q.ready_at, q.next_attempt_at, COALESCE(p.progress, 0) AS progress
     FROM q LEFT JOIN p ON p.run_id = q.run_id`;
-  const running = await tx.$queryRaw<{ job_id: string; org_id: string; run_id: string; tier: dispatch.Tier; claimed_at: Date }[]>`
+  const running = await tx.$queryRaw<
+    { job_id: string; org_id: string; run_id: string; tier: dispatch.Tier; claimed_at: Date }[]
+  >`
     SELECT a.job_id, a.org_id, a.run_id, j.tier, a.claimed_at FROM attempt a JOIN job_run j ON j.id = a.job_id
     WHERE a.status = 'running' AND a.pool = ${pool}`;
   const ents = await tx.$queryRaw<{ org_id: string; slots: number; weight: number; hard_cap: number | null }[]>`
@@ -50,11 +64,25 @@ export async function loadPoolState(tx: DbOrTx, pool: string, opts: SnapshotOpti
       capacity: Math.max(Number(cap[0]?.capacity ?? 0n), running.length),
       now,
       entitlements: ents.map((e) => ({ orgId: e.org_id, slots: e.slots, weight: e.weight })),
-      running: running.map((r) => ({ jobId: r.job_id, orgId: r.org_id, runId: r.run_id, tier: r.tier, startedAt: r.claimed_at.getTime() })),
-      queued: queued.filter((q) => !runningIds.has(q.id)).map((q) => ({
-        jobId: q.id, orgId: q.org_id, runId: q.run_id, tier: q.tier, enqueuedAt: (q.ready_at ?? new Date(now)).getTime(),
-        runProgress: q.progress, notBefore: q.next_attempt_at ? q.next_attempt_at.getTime() : null, predecessorsDone: true,
+      running: running.map((r) => ({
+        jobId: r.job_id,
+        orgId: r.org_id,
+        runId: r.run_id,
+        tier: r.tier,
+        startedAt: r.claimed_at.getTime(),
       })),
+      queued: queued
+        .filter((q) => !runningIds.has(q.id))
+        .map((q) => ({
+          jobId: q.id,
+          orgId: q.org_id,
+          runId: q.run_id,
+          tier: q.tier,
+          enqueuedAt: (q.ready_at ?? new Date(now)).getTime(),
+          runProgress: q.progress,
+          notBefore: q.next_attempt_at ? q.next_attempt_at.getTime() : null,
+          predecessorsDone: true,
+        })),
     },
   };
 }
@@ -63,10 +91,18 @@ export async function loadPoolState(tx: DbOrTx, pool: string, opts: SnapshotOpti
  * The order in which the scheduler would start the pool's queued jobs, as far as `max` picks:
  * what a claim tries, in turn. Picks are simulated as started so the fair share moves with them.
  */
-export function rankCandidates(state: dispatch.PoolState, caps: Map<string, number>, policy: dispatch.DispatchPolicy, max: number): string[] {
+export function rankCandidates(
+  state: dispatch.PoolState,
+  caps: Map<string, number>,
+  policy: dispatch.DispatchPolicy,
+  max: number,
+): string[] {
   // The claiming agent has a free slot even if the snapshot says the pool is full (sessions'
   // announced capacity may lag): rank as if there is room for `max` more.
-  const s = dispatch.PoolScheduler.fromState({ ...state, capacity: Math.max(state.capacity, state.running.length + max) }, { policy, orgCaps: caps });
+  const s = dispatch.PoolScheduler.fromState(
+    { ...state, capacity: Math.max(state.capacity, state.running.length + max) },
+    { policy, orgCaps: caps },
+  );
   const order: string[] = [];
   for (let i = 0; i < max; i++) {
     const d = s.next(state.now);

@@ -18,26 +18,38 @@ const DEFAULT_DURATION_MS = 60_000;
  * scheduler that orders claims, over the same pool state (docs/scheduling.md).
  */
 export async function queueInfoForRun(db: Db, cfg: EngineConfig, runId: string): Promise<Map<string, QueueInfo>> {
-  const jobs = await db.$queryRaw<{ id: string; status: string; pool: string; next_attempt_at: Date | null; wait_reason: string | null; now: Date }[]>`
+  const jobs = await db.$queryRaw<
+    { id: string; status: string; pool: string; next_attempt_at: Date | null; wait_reason: string | null; now: Date }[]
+  >`
     SELECT id, status, pool, next_attempt_at, wait_reason, now() AS now FROM job_run
     WHERE run_id = ${runId}::uuid AND status IN ('pending', 'ready')`;
   const out = new Map<string, QueueInfo>();
   if (jobs.length === 0) return out;
   for (const j of jobs) {
-    if (j.status === "pending") out.set(j.id, { position: null, estimated_start_at: null, reason: "waiting_for_predecessor" });
+    if (j.status === "pending")
+      out.set(j.id, { position: null, estimated_start_at: null, reason: "waiting_for_predecessor" });
   }
   const pools = [...new Set(jobs.filter((j) => j.status === "ready").map((j) => j.pool))];
   for (const pool of pools) {
     // Read-only, but one snapshot: a repeatable-read transaction sees a consistent pool.
-    const plan = await withTx(db, "queue-view", async (tx) => {
-      const { state, caps } = await loadPoolState(tx, pool);
-      const durations = await tx.$queryRaw<{ org_id: string; ms: number }[]>`
+    const plan = await withTx(
+      db,
+      "queue-view",
+      async (tx) => {
+        const { state, caps } = await loadPoolState(tx, pool);
+        const durations = await tx.$queryRaw<{ org_id: string; ms: number }[]>`
         SELECT org_id, percentile_cont(0.5) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM (finished_at - claimed_at)) * 1000)::float8 AS ms
         FROM attempt WHERE pool = ${pool} AND status = 'completed' AND finished_at > now() - interval '1 hour'
         GROUP BY org_id`;
-      const byOrg = new Map(durations.map((d) => [d.org_id, d.ms]));
-      return dispatch.planQueue(state, { policy: cfg.dispatchPolicy, orgCaps: caps, expectedDurationMs: (org) => byOrg.get(org) ?? DEFAULT_DURATION_MS });
-    }, { isolation: "RepeatableRead" });
+        const byOrg = new Map(durations.map((d) => [d.org_id, d.ms]));
+        return dispatch.planQueue(state, {
+          policy: cfg.dispatchPolicy,
+          orgCaps: caps,
+          expectedDurationMs: (org) => byOrg.get(org) ?? DEFAULT_DURATION_MS,
+        });
+      },
+      { isolation: "RepeatableRead" },
+    );
     for (const j of jobs.filter((x) => x.status === "ready" && x.pool === pool)) {
       const est = plan.get(j.id);
       const backoff = j.next_attempt_at !== null && j.next_attempt_at.getTime() > j.now.getTime();

@@ -18,17 +18,22 @@ export async function relayOutbox(
   publish: (messages: OutboxMessage[]) => Promise<void>,
   limit = 200,
 ): Promise<number> {
-  return withTx(db, "relay-outbox", async (tx) => {
-    const rows = await tx.$queryRaw<{ id: bigint; topic: OutboxTopic; payload: DispatchPayload | FreezePayload }[]>`
+  return withTx(
+    db,
+    "relay-outbox",
+    async (tx) => {
+      const rows = await tx.$queryRaw<{ id: bigint; topic: OutboxTopic; payload: DispatchPayload | FreezePayload }[]>`
       SELECT id, topic, payload FROM outbox WHERE published_at IS NULL AND deliver_after <= now()
       ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
-    if (rows.length === 0) return 0;
-    // Publishing goes to the work queues on their own connection: it is the relay's one side
-    // effect, and it is safe to repeat.
-    await publish(rows);
-    await tx.$executeRaw`UPDATE outbox SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
-    return rows.length;
-  }, { timeoutMs: 30_000 });
+      if (rows.length === 0) return 0;
+      // Publishing goes to the work queues on their own connection: it is the relay's one side
+      // effect, and it is safe to repeat.
+      await publish(rows);
+      await tx.$executeRaw`UPDATE outbox SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
+      return rows.length;
+    },
+    { timeoutMs: 30_000 },
+  );
 }
 
 /** Seconds until the next deferred row becomes deliverable, so the relay can sleep precisely. */

@@ -10,15 +10,27 @@ export type EgressPolicy = z.infer<typeof agentProtocol.egressPolicy>;
  * now. Untrusted runs get an empty list: the allow-list never leaves the control plane for them
  * (the proxy's decideEgress ignores it for untrusted runs anyway).
  */
-export async function egressPolicyForAttempt(db: DbOrTx, input: { orgId: string; trustClass: TrustClass; platformHosts: readonly string[] }): Promise<EgressPolicy> {
-  const allowList = input.trustClass === "trusted"
-    ? (await db.$queryRaw<{ pattern: string }[]>`SELECT pattern FROM egress_rule WHERE org_id = ${input.orgId}::uuid ORDER BY pattern LIMIT 1000`).map((r) => r.pattern)
-    : [];
+export async function egressPolicyForAttempt(
+  db: DbOrTx,
+  input: { orgId: string; trustClass: TrustClass; platformHosts: readonly string[] },
+): Promise<EgressPolicy> {
+  const allowList =
+    input.trustClass === "trusted"
+      ? (
+          await db.$queryRaw<
+            { pattern: string }[]
+          >`SELECT pattern FROM egress_rule WHERE org_id = ${input.orgId}::uuid ORDER BY pattern LIMIT 1000`
+        ).map((r) => r.pattern)
+      : [];
   return egressPolicy({ ...input, allowList });
 }
 
 /** The policy from its parts (the claim reads the allow-list inside its own transaction). */
-export function egressPolicy(input: { trustClass: TrustClass; platformHosts: readonly string[]; allowList: readonly string[] }): EgressPolicy {
+export function egressPolicy(input: {
+  trustClass: TrustClass;
+  platformHosts: readonly string[];
+  allowList: readonly string[];
+}): EgressPolicy {
   const allowList = input.trustClass === "trusted" ? [...input.allowList] : [];
   return { trustClass: input.trustClass, platformHosts: [...new Set(input.platformHosts)].slice(0, 32), allowList };
 }

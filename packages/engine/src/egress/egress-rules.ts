@@ -20,7 +20,10 @@ export interface EgressRuleInput {
 }
 
 /** Adds an entry (idempotent: allowing an allowed pattern changes nothing and records nothing). */
-export async function allowEgressHost(db: Db, input: EgressRuleInput): Promise<{ rule: EgressRuleRow; created: boolean }> {
+export async function allowEgressHost(
+  db: Db,
+  input: EgressRuleInput,
+): Promise<{ rule: EgressRuleRow; created: boolean }> {
   const pattern = formatHostPattern(parseHostPattern(input.pattern));
   return withTx(db, "allow-egress-host", async (tx) => {
     const orgId = await orgIdOf(tx, input.orgSlug);
@@ -28,10 +31,17 @@ export async function allowEgressHost(db: Db, input: EgressRuleInput): Promise<{
       INSERT INTO egress_rule (org_id, pattern, created_by) VALUES (${orgId}::uuid, ${pattern}, ${input.actor})
       ON CONFLICT (org_id, pattern) DO NOTHING RETURNING created_by, created_at`;
     if (inserted[0]) await recordChange(tx, orgId, pattern, "allow", input.actor);
-    const row = inserted[0] ?? (await tx.$queryRaw<{ created_by: string; created_at: Date }[]>`
-      SELECT created_by, created_at FROM egress_rule WHERE org_id = ${orgId}::uuid AND pattern = ${pattern}`)[0];
+    const row =
+      inserted[0] ??
+      (
+        await tx.$queryRaw<{ created_by: string; created_at: Date }[]>`
+      SELECT created_by, created_at FROM egress_rule WHERE org_id = ${orgId}::uuid AND pattern = ${pattern}`
+      )[0];
     if (!row) throw new Error("egress rule vanished inside its own transaction");
-    return { rule: { org: input.orgSlug, pattern, created_by: row.created_by, created_at: row.created_at.toISOString() }, created: inserted.length > 0 };
+    return {
+      rule: { org: input.orgSlug, pattern, created_by: row.created_by, created_at: row.created_at.toISOString() },
+      created: inserted.length > 0,
+    };
   });
 }
 
@@ -50,7 +60,12 @@ export async function listEgressRules(db: Db, orgSlug: string): Promise<EgressRu
   const orgId = await orgIdOf(db, orgSlug);
   const rows = await db.$queryRaw<{ pattern: string; created_by: string; created_at: Date }[]>`
     SELECT pattern, created_by, created_at FROM egress_rule WHERE org_id = ${orgId}::uuid ORDER BY pattern`;
-  return rows.map((r) => ({ org: orgSlug, pattern: r.pattern, created_by: r.created_by, created_at: r.created_at.toISOString() }));
+  return rows.map((r) => ({
+    org: orgSlug,
+    pattern: r.pattern,
+    created_by: r.created_by,
+    created_at: r.created_at.toISOString(),
+  }));
 }
 
 type Queryable = Pick<Db, "$queryRaw">;
@@ -61,6 +76,12 @@ async function orgIdOf(db: Queryable, slug: string): Promise<string> {
   return rows[0].id;
 }
 
-async function recordChange(tx: Pick<Db, "$executeRaw">, orgId: string, pattern: string, action: EgressRuleAction, actor: string): Promise<void> {
+async function recordChange(
+  tx: Pick<Db, "$executeRaw">,
+  orgId: string,
+  pattern: string,
+  action: EgressRuleAction,
+  actor: string,
+): Promise<void> {
   await tx.$executeRaw`INSERT INTO egress_rule_change (org_id, pattern, action, actor) VALUES (${orgId}::uuid, ${pattern}, ${action}, ${actor})`;
 }

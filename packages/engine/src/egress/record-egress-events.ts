@@ -16,7 +16,8 @@ export async function recordEgressEvents(
   claims: { attemptId: string; jobId: string; epoch: number },
   report: EgressEventsReport,
 ): Promise<{ recorded: number }> {
-  if (report.epoch !== claims.epoch) throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${report.epoch} is not the epoch of this job token`);
+  if (report.epoch !== claims.epoch)
+    throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${report.epoch} is not the epoch of this job token`);
   const items = report.events.map((e, i) => ({ ...e, item: i }));
   const inserted = await db.$queryRaw<{ live: boolean; n: bigint }[]>`
     WITH cur AS (
@@ -35,7 +36,9 @@ export async function recordEgressEvents(
     SELECT EXISTS (SELECT 1 FROM cur) AS live, (SELECT count(*) FROM ins) AS n`;
   const r = inserted[0];
   if (!r?.live) {
-    const known = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attempt WHERE id = ${claims.attemptId}::uuid AND job_id = ${claims.jobId}::uuid`;
+    const known = await db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM attempt WHERE id = ${claims.attemptId}::uuid AND job_id = ${claims.jobId}::uuid`;
     if ((known[0]?.n ?? 0n) === 0n) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
     throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${claims.epoch} is not the job's current, running attempt`);
   }

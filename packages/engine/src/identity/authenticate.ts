@@ -24,7 +24,11 @@ export async function authenticateApiToken(db: Db, authorization: string | null)
  * A host credential; with `sessionId`, also proves the session belongs to this credential (one
  * query: the claim path runs it on every long-poll).
  */
-export async function authenticateAgentToken(db: Db, authorization: string | null, sessionId?: string): Promise<{ id: string; pool: string }> {
+export async function authenticateAgentToken(
+  db: Db,
+  authorization: string | null,
+  sessionId?: string,
+): Promise<{ id: string; pool: string }> {
   const token = bearer(authorization);
   // Plain SQL: every claim long-poll starts here (ADR 0015).
   const rows = await sqlPool(db).query<{ id: string; pool: string; owns: boolean }>({
@@ -49,7 +53,11 @@ export function agentCredentialHash(authorization: string | null): string {
 }
 
 /** A job-scoped token: authorises exactly one (job, attempt, epoch). */
-export async function authenticateJobToken(db: Db, authorization: string | null, jobId: string): Promise<JobTokenClaims> {
+export async function authenticateJobToken(
+  db: Db,
+  authorization: string | null,
+  jobId: string,
+): Promise<JobTokenClaims> {
   const claims = verifyJobToken(await platformKey(db), bearer(authorization));
   if (!claims) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid job token");
   if (claims.jobId !== jobId) throw new DomainError("AUTH.FORBIDDEN", "job token is for another job");

@@ -2,9 +2,7 @@ import type { WorkflowDefinition } from "@kiln/domain";
 import type { RegistryClient, RegistryConfig } from "@kiln/oci";
 import { resolveImage, type ResolveImageResult } from "./resolve-image.ts";
 
-export type PinImagesResult =
-  | { ok: true; definition: WorkflowDefinition }
-  | Extract<ResolveImageResult, { ok: false }>;
+export type PinImagesResult = { ok: true; definition: WorkflowDefinition } | Extract<ResolveImageResult, { ok: false }>;
 
 /**
  * Returns the definition with every job's image pinned (`image.digest` beside the ref as written).
@@ -12,7 +10,11 @@ export type PinImagesResult =
  * ref is resolved once. The first failure wins, preferring a user error (not found,
  * invalid) over "unreachable", so a typo is reported at once rather than after the retries.
  */
-export async function pinImages(def: WorkflowDefinition, config: RegistryConfig, defaultRef: string | null = null): Promise<PinImagesResult> {
+export async function pinImages(
+  def: WorkflowDefinition,
+  config: RegistryConfig,
+  defaultRef: string | null = null,
+): Promise<PinImagesResult> {
   if (defaultRef) def = { ...def, jobs: def.jobs.map((j) => (j.image ? j : { ...j, image: { ref: defaultRef } })) };
   const refs = [...new Set(def.jobs.flatMap((j) => (j.image ? [j.image.ref] : [])))];
   if (refs.length === 0) return { ok: true, definition: def };

@@ -3,8 +3,16 @@
 // linux/amd64 manifest. Classification follows the git source: a tag that does not exist is the
 // user's failure; a registry we cannot reach is retried and only then the platform's.
 import {
-  isImageError, manifestKind, parseImageRef, parseIndex, pinnedRef, RegistryClient, registryEndpoint, selectPlatform,
-  type ImageErrorCode, type RegistryConfig,
+  isImageError,
+  manifestKind,
+  parseImageRef,
+  parseIndex,
+  pinnedRef,
+  RegistryClient,
+  registryEndpoint,
+  selectPlatform,
+  type ImageErrorCode,
+  type RegistryConfig,
 } from "@kiln/oci";
 
 export type ResolveImageResult =
@@ -26,7 +34,11 @@ const CAUSES: Record<ImageErrorCode, { kind: "not_found" | "unreachable" | "inva
   "IMAGE.UNSAFE_LAYER": { kind: "invalid", cause: "image.unsafe_layer" },
 };
 
-export async function resolveImage(config: RegistryConfig, ref: string, clients = new Map<string, RegistryClient>()): Promise<ResolveImageResult> {
+export async function resolveImage(
+  config: RegistryConfig,
+  ref: string,
+  clients = new Map<string, RegistryClient>(),
+): Promise<ResolveImageResult> {
   try {
     const parsed = parseImageRef(ref);
     // Already pinned by the author: nothing to resolve, and no reason to depend on the registry now.

@@ -24,7 +24,12 @@ interface Owner extends Record<string, unknown> {
   epoch: number;
 }
 
-export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: LogConfig, opts: { limit?: number; concurrency?: number } = {}): Promise<ArchiveReport> {
+export async function archiveLogs(
+  pool: SqlPool,
+  store: LogObjectStore,
+  cfg: LogConfig,
+  opts: { limit?: number; concurrency?: number } = {},
+): Promise<ArchiveReport> {
   const report: ArchiveReport = { attempts: 0, segments: 0, bytes: 0, indexed: 0 };
   const { rows } = await pool.query<{ attempt_id: string }>(
     `SELECT attempt_id FROM log_attempt
@@ -59,7 +64,8 @@ export async function archiveLogs(pool: SqlPool, store: LogObjectStore, cfg: Log
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, queue.length)) }, lane));
   if (failures.length === 1) throw failures[0];
-  if (failures.length > 1) throw new AggregateError(failures, `archiving failed for ${failures.length} logs: ${String(failures[0])}`);
+  if (failures.length > 1)
+    throw new AggregateError(failures, `archiving failed for ${failures.length} logs: ${String(failures[0])}`);
   return report;
 }
 
@@ -73,7 +79,13 @@ async function claim(pool: SqlPool, attemptId: string, leaseMs: number): Promise
   return rows[0] ?? null;
 }
 
-async function archiveAttempt(pool: SqlPool, store: LogObjectStore, cfg: LogConfig, owner: Owner, report: ArchiveReport): Promise<void> {
+async function archiveAttempt(
+  pool: SqlPool,
+  store: LogObjectStore,
+  cfg: LogConfig,
+  owner: Owner,
+  report: ArchiveReport,
+): Promise<void> {
   const o = { orgId: owner.org_id, runId: owner.run_id, jobId: owner.job_id, epoch: owner.epoch };
   for (;;) {
     const head = await loadArchiveHead(pool, owner.attempt_id);
@@ -87,7 +99,17 @@ async function archiveAttempt(pool: SqlPool, store: LogObjectStore, cfg: LogConf
     const seg = await encodeSegment(chunks);
     const key = segmentKey(o, first.seq, last.seq);
     await store.put(key, seg.body, "application/gzip");
-    const moved = await commitSegment(pool, owner.attempt_id, key, first.seq, last.seq, seg.rawBytes, seg.body.length, seg.sha256, seg.entries);
+    const moved = await commitSegment(
+      pool,
+      owner.attempt_id,
+      key,
+      first.seq,
+      last.seq,
+      seg.rawBytes,
+      seg.body.length,
+      seg.sha256,
+      seg.entries,
+    );
     if (!moved) break; // someone else moved this prefix meanwhile
     report.segments++;
     report.bytes += seg.rawBytes;
@@ -95,7 +117,10 @@ async function archiveAttempt(pool: SqlPool, store: LogObjectStore, cfg: LogConf
   if (await writeIndexIfComplete(pool, store, owner, o)) report.indexed++;
 }
 
-async function loadArchiveHead(pool: SqlPool, attemptId: string): Promise<{ state: string; nextSeq: number; archivedSeq: number }> {
+async function loadArchiveHead(
+  pool: SqlPool,
+  attemptId: string,
+): Promise<{ state: string; nextSeq: number; archivedSeq: number }> {
   const { rows } = await pool.query<{ state: string; next_seq: number; archived_seq: number }>(
     "SELECT state, next_seq, archived_seq FROM log_attempt WHERE attempt_id = $1",
     [attemptId],
@@ -106,19 +131,38 @@ async function loadArchiveHead(pool: SqlPool, attemptId: string): Promise<{ stat
 }
 
 /** Consecutive journal chunks from `fromSeq` until `targetBytes` is reached (deterministic cut). */
-async function readPrefix(pool: SqlPool, attemptId: string, fromSeq: number, targetBytes: number): Promise<LogChunkRecord[]> {
+async function readPrefix(
+  pool: SqlPool,
+  attemptId: string,
+  fromSeq: number,
+  targetBytes: number,
+): Promise<LogChunkRecord[]> {
   const out: LogChunkRecord[] = [];
   let bytes = 0;
   let next = fromSeq;
   while (bytes < targetBytes) {
-    const { rows } = await pool.query<{ seq: number; stream: LogStream; byte_offset: string; length: number; sha256: string; data: Buffer }>(
+    const { rows } = await pool.query<{
+      seq: number;
+      stream: LogStream;
+      byte_offset: string;
+      length: number;
+      sha256: string;
+      data: Buffer;
+    }>(
       "SELECT seq, stream, byte_offset, length, sha256, data FROM log_chunk WHERE attempt_id = $1 AND seq >= $2 ORDER BY seq LIMIT 32",
       [attemptId, next],
     );
     if (rows.length === 0) break;
     for (const r of rows) {
       if (r.seq !== next || bytes >= targetBytes) return out;
-      out.push({ seq: r.seq, stream: r.stream, offset: num(r.byte_offset), length: r.length, sha256: r.sha256, data: r.data });
+      out.push({
+        seq: r.seq,
+        stream: r.stream,
+        offset: num(r.byte_offset),
+        length: r.length,
+        sha256: r.sha256,
+        data: r.data,
+      });
       bytes += r.length;
       next++;
     }
@@ -127,11 +171,21 @@ async function readPrefix(pool: SqlPool, attemptId: string, fromSeq: number, tar
 }
 
 async function commitSegment(
-  pool: SqlPool, attemptId: string, key: string, fromSeq: number, toSeq: number,
-  rawBytes: number, storedBytes: number, sha256: string, entries: SegmentEntry[],
+  pool: SqlPool,
+  attemptId: string,
+  key: string,
+  fromSeq: number,
+  toSeq: number,
+  rawBytes: number,
+  storedBytes: number,
+  sha256: string,
+  entries: SegmentEntry[],
 ): Promise<boolean> {
   return withJournalTx(pool, "archive-log-segment", async (c) => {
-    const { rows } = await c.query<{ archived_seq: number }>("SELECT archived_seq FROM log_attempt WHERE attempt_id = $1 FOR UPDATE", [attemptId]);
+    const { rows } = await c.query<{ archived_seq: number }>(
+      "SELECT archived_seq FROM log_attempt WHERE attempt_id = $1 FOR UPDATE",
+      [attemptId],
+    );
     if (rows[0]?.archived_seq !== fromSeq) return false;
     await c.query(
       `INSERT INTO log_segment (attempt_id, from_seq, to_seq, object_key, raw_bytes, stored_bytes, sha256, chunks)
@@ -142,39 +196,74 @@ async function commitSegment(
       "WITH d AS (DELETE FROM log_chunk WHERE attempt_id = $1 AND seq BETWEEN $2 AND $3 RETURNING length) SELECT sum(length) AS freed FROM d",
       [attemptId, fromSeq, toSeq],
     );
-    await c.query("UPDATE log_attempt SET archived_seq = $2, journal_bytes = journal_bytes - $3 WHERE attempt_id = $1", [
-      attemptId, toSeq + 1, num(del.rows[0]?.freed ?? 0),
-    ]);
+    await c.query(
+      "UPDATE log_attempt SET archived_seq = $2, journal_bytes = journal_bytes - $3 WHERE attempt_id = $1",
+      [attemptId, toSeq + 1, num(del.rows[0]?.freed ?? 0)],
+    );
     return true;
   });
 }
 
 /** Once an ended log is entirely in object storage, its index.json makes the archive self-describing. */
-async function writeIndexIfComplete(pool: SqlPool, store: LogObjectStore, owner: Owner, o: { orgId: string; runId: string; jobId: string; epoch: number }): Promise<boolean> {
-  const { rows } = await pool.query<{ state: string; next_seq: number; archived_seq: number; index_key: string | null; stdout_bytes: string; stderr_bytes: string; stdout_dropped: string; stderr_dropped: string }>(
+async function writeIndexIfComplete(
+  pool: SqlPool,
+  store: LogObjectStore,
+  owner: Owner,
+  o: { orgId: string; runId: string; jobId: string; epoch: number },
+): Promise<boolean> {
+  const { rows } = await pool.query<{
+    state: string;
+    next_seq: number;
+    archived_seq: number;
+    index_key: string | null;
+    stdout_bytes: string;
+    stderr_bytes: string;
+    stdout_dropped: string;
+    stderr_dropped: string;
+  }>(
     "SELECT state, next_seq, archived_seq, index_key, stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped FROM log_attempt WHERE attempt_id = $1",
     [owner.attempt_id],
   );
   const h = rows[0];
   if (!h || h.state === "open" || h.index_key !== null || h.archived_seq !== h.next_seq) return false;
-  const segs = await pool.query<{ object_key: string; from_seq: number; to_seq: number; raw_bytes: string; stored_bytes: string; sha256: string; chunks: SegmentEntry[] }>(
+  const segs = await pool.query<{
+    object_key: string;
+    from_seq: number;
+    to_seq: number;
+    raw_bytes: string;
+    stored_bytes: string;
+    sha256: string;
+    chunks: SegmentEntry[];
+  }>(
     "SELECT object_key, from_seq, to_seq, raw_bytes, stored_bytes, sha256, chunks FROM log_segment WHERE attempt_id = $1 ORDER BY from_seq",
     [owner.attempt_id],
   );
   const index = {
     version: 1,
-    attempt_id: owner.attempt_id, org_id: o.orgId, run_id: o.runId, job_id: o.jobId, epoch: o.epoch,
+    attempt_id: owner.attempt_id,
+    org_id: o.orgId,
+    run_id: o.runId,
+    job_id: o.jobId,
+    epoch: o.epoch,
     state: h.state,
     next_seq: h.next_seq,
     bytes: { stdout: num(h.stdout_bytes), stderr: num(h.stderr_bytes) },
     dropped_bytes: { stdout: num(h.stdout_dropped), stderr: num(h.stderr_dropped) },
     segments: segs.rows.map((s) => ({
-      key: s.object_key, from_seq: s.from_seq, to_seq: s.to_seq, raw_bytes: num(s.raw_bytes), stored_bytes: num(s.stored_bytes), sha256: s.sha256,
+      key: s.object_key,
+      from_seq: s.from_seq,
+      to_seq: s.to_seq,
+      raw_bytes: num(s.raw_bytes),
+      stored_bytes: num(s.stored_bytes),
+      sha256: s.sha256,
       chunks: s.chunks,
     })),
   };
   const key = `${attemptPrefix(o)}/index.json`;
   await store.put(key, Buffer.from(JSON.stringify(index)), "application/json");
-  const u = await pool.query("UPDATE log_attempt SET index_key = $2 WHERE attempt_id = $1 AND index_key IS NULL", [owner.attempt_id, key]);
+  const u = await pool.query("UPDATE log_attempt SET index_key = $2 WHERE attempt_id = $1 AND index_key IS NULL", [
+    owner.attempt_id,
+    key,
+  ]);
   return (u.rowCount ?? 0) > 0;
 }

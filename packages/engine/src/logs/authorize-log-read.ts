@@ -14,11 +14,19 @@ export interface LogReadGrant {
 }
 
 export async function authorizeLogRead(db: Db, input: { orgId: string; jobId: string }): Promise<LogReadGrant> {
-  const rows = await db.$queryRaw<{ id: string; run_id: string; org_id: string; status: string; epochs: number[] | null }[]>`
+  const rows = await db.$queryRaw<
+    { id: string; run_id: string; org_id: string; status: string; epochs: number[] | null }[]
+  >`
     SELECT j.id, j.run_id, j.org_id, j.status,
            (SELECT array_agg(a.epoch ORDER BY a.epoch) FROM attempt a WHERE a.job_id = j.id) AS epochs
     FROM job_run j WHERE j.id = ${input.jobId}::uuid AND j.org_id = ${input.orgId}::uuid`;
   const j = rows[0];
   if (!j) throw new DomainError("JOB.NOT_FOUND", "job not found");
-  return { jobId: j.id, runId: j.run_id, orgId: j.org_id, jobFinished: j.status === "completed", epochs: j.epochs ?? [] };
+  return {
+    jobId: j.id,
+    runId: j.run_id,
+    orgId: j.org_id,
+    jobFinished: j.status === "completed",
+    epochs: j.epochs ?? [],
+  };
 }

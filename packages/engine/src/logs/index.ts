@@ -10,5 +10,12 @@ export { readLogChunks, readStreamBytes } from "./read-log-chunks.ts";
 export { s3LogStore, type LogObjectStore } from "./log-object-store.ts";
 export { LogArchiveReader, type LogChunkRecord } from "./log-segments.ts";
 export { archiveLogs, type ArchiveReport } from "./archive-logs.ts";
-export { LogHub, LogPublisher, logChannel, type LiveLogMessage, type LiveChunk, type PublishedLogMessage } from "./log-fanout.ts";
+export {
+  LogHub,
+  LogPublisher,
+  logChannel,
+  type LiveLogMessage,
+  type LiveChunk,
+  type PublishedLogMessage,
+} from "./log-fanout.ts";
 export { followJobLog, type LogFollowerDeps, type FollowRequest } from "./log-follower.ts";

@@ -10,7 +10,10 @@ export function journalBytesInUse(pool: SqlPool): Promise<number> {
   const hit = cache.get(pool);
   if (hit && Date.now() - hit.at < BUDGET_CACHE_MS) return hit.value;
   const value = pool
-    .query<{ used: string | null }>({ name: "log-journal-used", text: "SELECT sum(journal_bytes) AS used FROM log_attempt WHERE journal_bytes > 0" })
+    .query<{ used: string | null }>({
+      name: "log-journal-used",
+      text: "SELECT sum(journal_bytes) AS used FROM log_attempt WHERE journal_bytes > 0",
+    })
     .then((r) => num(r.rows[0]?.used ?? 0));
   // A failed read must not stick: drop it so the next call asks again.
   value.catch(() => cache.delete(pool));

@@ -58,11 +58,25 @@ export class LogPublisher {
     const frame =
       msg.kind === "state"
         ? encodeLogFrame(msg, [])
-        : encodeLogFrame({ kind: "chunks", epoch: msg.epoch, chunks: msg.chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, length: c.data.length })) }, msg.chunks.map((c) => c.data));
-    this.redis.publish(logChannel(jobId), Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)).then((receivers) => {
-      if (receivers > 0) this.unwatchedUntil.delete(jobId);
-      else if (msg.kind === "chunks") this.remember(jobId, now + this.quietMs);
-    }, this.onError);
+        : encodeLogFrame(
+            {
+              kind: "chunks",
+              epoch: msg.epoch,
+              chunks: msg.chunks.map((c) => ({
+                seq: c.seq,
+                stream: c.stream,
+                offset: c.offset,
+                length: c.data.length,
+              })),
+            },
+            msg.chunks.map((c) => c.data),
+          );
+    this.redis
+      .publish(logChannel(jobId), Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength))
+      .then((receivers) => {
+        if (receivers > 0) this.unwatchedUntil.delete(jobId);
+        else if (msg.kind === "chunks") this.remember(jobId, now + this.quietMs);
+      }, this.onError);
   }
 
   private remember(jobId: string, until: number): void {
@@ -131,7 +145,12 @@ function decodeLiveMessage(message: Buffer): LiveLogMessage | null {
   let at = 0;
   const chunks: LiveChunk[] = [];
   for (const c of h.chunks as { seq: number; stream: LogStream; offset: number; length: number }[]) {
-    chunks.push({ seq: c.seq, stream: c.stream, offset: c.offset, data: payload.toString("base64", at, at + c.length) });
+    chunks.push({
+      seq: c.seq,
+      stream: c.stream,
+      offset: c.offset,
+      data: payload.toString("base64", at, at + c.length),
+    });
     at += c.length;
   }
   return at === payload.length ? { kind: "chunks", epoch: h.epoch, chunks } : null;

@@ -1,7 +1,14 @@
 // One SSE connection: replay from the durable store, then follow live messages, exactly once and
 // in sequence order. Frames are plain SSE text (ASCII: JSON with base64 payloads).
 import type { Db } from "@kiln/db";
-import { encodeLogCursor, isTerminalLogState, planLogStream, terminalLogEvent, type LogStreamPlan, type LogStream } from "@kiln/domain";
+import {
+  encodeLogCursor,
+  isTerminalLogState,
+  planLogStream,
+  terminalLogEvent,
+  type LogStreamPlan,
+  type LogStream,
+} from "@kiln/domain";
 import { authorizeLogRead, type LogReadGrant } from "./authorize-log-read.ts";
 import type { LogHub } from "./log-fanout.ts";
 import type { LogHead, LogHeadCache } from "./log-head.ts";
@@ -40,12 +47,19 @@ function eventFrame(event: string, data: unknown, id?: string): string {
   return `${id ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-export async function* followJobLog(deps: LogFollowerDeps, req: FollowRequest, signal: AbortSignal): AsyncGenerator<string, void> {
+export async function* followJobLog(
+  deps: LogFollowerDeps,
+  req: FollowRequest,
+  signal: AbortSignal,
+): AsyncGenerator<string, void> {
   // Reconnect quickly after a cut; the cursor makes it exact.
   yield "retry: 1000\n\n";
   let plan: LogStreamPlan = req.plan;
   if (req.plan.cursorRejected) {
-    yield eventFrame("log.cursor_invalid", { last_event_id: req.lastEventId, replay: plan.kind === "stream" ? "full" : "when_the_job_starts" });
+    yield eventFrame("log.cursor_invalid", {
+      last_event_id: req.lastEventId,
+      replay: plan.kind === "stream" ? "full" : "when_the_job_starts",
+    });
   }
   try {
     while (plan.kind === "wait") {
@@ -62,13 +76,22 @@ export async function* followJobLog(deps: LogFollowerDeps, req: FollowRequest, s
 }
 
 /** Queued job, or a retry pending after the newest attempt ended: keep the stream alive, re-plan. */
-async function* waitForAttempt(deps: LogFollowerDeps, req: FollowRequest, signal: AbortSignal): AsyncGenerator<string, LogStreamPlan> {
+async function* waitForAttempt(
+  deps: LogFollowerDeps,
+  req: FollowRequest,
+  signal: AbortSignal,
+): AsyncGenerator<string, LogStreamPlan> {
   let lastFrame = Date.now();
   for (;;) {
     await sleep(deps.pollMs, signal);
     if (signal.aborted) return { kind: "done" };
     const grant = await authorizeLogRead(deps.db, { orgId: req.orgId, jobId: req.grant.jobId });
-    const plan = planLogStream({ lastEventId: req.lastEventId, pinnedEpoch: req.pinnedEpoch, epochs: grant.epochs, jobFinished: grant.jobFinished });
+    const plan = planLogStream({
+      lastEventId: req.lastEventId,
+      pinnedEpoch: req.pinnedEpoch,
+      epochs: grant.epochs,
+      jobFinished: grant.jobFinished,
+    });
     // A rejected cursor was announced once already; from here it simply means "from the start".
     if (plan.kind !== "wait") return plan.kind === "stream" ? { ...plan, cursorRejected: false } : plan;
     if (Date.now() - lastFrame >= deps.keepAliveMs) {
@@ -78,7 +101,13 @@ async function* waitForAttempt(deps: LogFollowerDeps, req: FollowRequest, signal
   }
 }
 
-async function* streamAttempt(deps: LogFollowerDeps, jobId: string, epoch: number, fromSeq: number, signal: AbortSignal): AsyncGenerator<string, void> {
+async function* streamAttempt(
+  deps: LogFollowerDeps,
+  jobId: string,
+  epoch: number,
+  fromSeq: number,
+  signal: AbortSignal,
+): AsyncGenerator<string, void> {
   const inbox = new LiveQueue();
   // Subscribe before the first read so nothing committed in between is missed by both paths.
   const unsubscribe = deps.hub?.subscribe(jobId, (m) => {
@@ -89,7 +118,10 @@ async function* streamAttempt(deps: LogFollowerDeps, jobId: string, epoch: numbe
     let next = fromSeq;
     if (next > head.nextSeq) {
       // Not a cursor this log ever issued (e.g. from another deployment): say so, replay it all.
-      yield eventFrame("log.cursor_invalid", { last_event_id: encodeLogCursor({ epoch, kind: "chunk", seq: fromSeq - 1 }), replay: "full" });
+      yield eventFrame("log.cursor_invalid", {
+        last_event_id: encodeLogCursor({ epoch, kind: "chunk", seq: fromSeq - 1 }),
+        replay: "full",
+      });
       next = 0;
     }
     if (next === 0) yield eventFrame("log.attempt", { epoch });

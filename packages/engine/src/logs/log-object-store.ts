@@ -15,7 +15,16 @@ export function s3LogStore(client: S3Client, bucket: string): LogObjectStore {
     async put(key, body, contentType) {
       // Content-MD5 makes the store reject a body that arrived damaged, before we delete the journal rows.
       const md5 = createHash("md5").update(body).digest("base64");
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, ContentMD5: md5, ContentLength: body.length }));
+      await client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          ContentMD5: md5,
+          ContentLength: body.length,
+        }),
+      );
     },
     async get(key) {
       const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));

@@ -37,7 +37,11 @@ export interface SegmentRef {
   entries: SegmentEntry[];
 }
 
-export function segmentKey(o: { orgId: string; runId: string; jobId: string; epoch: number }, fromSeq: number, toSeq: number): string {
+export function segmentKey(
+  o: { orgId: string; runId: string; jobId: string; epoch: number },
+  fromSeq: number,
+  toSeq: number,
+): string {
   return `${attemptPrefix(o)}/seg-${String(fromSeq).padStart(10, "0")}-${String(toSeq).padStart(10, "0")}.gz`;
 }
 
@@ -85,7 +89,8 @@ export class LogArchiveReader {
       if (seq < fromSeq || seq >= untilSeq) continue;
       if (out.length > 0 && bytes + length > maxBytes) break;
       const data = raw.subarray(position, position + length);
-      if (data.length !== length || sha256Hex(data) !== sha256) throw new Error(`archived chunk ${seq} in ${seg.objectKey} does not match its digest`);
+      if (data.length !== length || sha256Hex(data) !== sha256)
+        throw new Error(`archived chunk ${seq} in ${seg.objectKey} does not match its digest`);
       out.push({ seq, stream, offset, length, sha256, data });
       bytes += length;
     }
@@ -118,7 +123,11 @@ export class LogArchiveReader {
     try {
       body = await this.store.get(seg.objectKey);
     } catch (e) {
-      throw new DomainError("LOG.ARCHIVE_UNAVAILABLE", `archived log segment unavailable: ${e instanceof Error ? e.message : String(e)}`, { retry_after_seconds: 5 });
+      throw new DomainError(
+        "LOG.ARCHIVE_UNAVAILABLE",
+        `archived log segment unavailable: ${e instanceof Error ? e.message : String(e)}`,
+        { retry_after_seconds: 5 },
+      );
     }
     if (sha256Hex(body) !== seg.sha256) throw new Error(`archived segment ${seg.objectKey} does not match its digest`);
     return gunzipAsync(body);

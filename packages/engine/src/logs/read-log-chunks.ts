@@ -16,10 +16,23 @@ export interface ReadLimits {
 const DEFAULT_READ_BYTES = 2 * 1024 * 1024;
 const JOURNAL_PAGE = 64;
 
-export async function readLogChunks(pool: SqlPool, archive: LogArchiveReader, attemptId: string, fromSeq: number, limits: ReadLimits): Promise<LogChunkRecord[]> {
+export async function readLogChunks(
+  pool: SqlPool,
+  archive: LogArchiveReader,
+  attemptId: string,
+  fromSeq: number,
+  limits: ReadLimits,
+): Promise<LogChunkRecord[]> {
   if (fromSeq >= limits.untilSeq) return [];
   const maxBytes = limits.maxBytes ?? DEFAULT_READ_BYTES;
-  const { rows } = await pool.query<{ seq: number; stream: LogStream; byte_offset: string; length: number; sha256: string; data: Buffer }>({
+  const { rows } = await pool.query<{
+    seq: number;
+    stream: LogStream;
+    byte_offset: string;
+    length: number;
+    sha256: string;
+    data: Buffer;
+  }>({
     name: "log-read-journal",
     text: `SELECT seq, stream, byte_offset, length, sha256, data FROM log_chunk
            WHERE attempt_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT ${JOURNAL_PAGE}`,
@@ -31,13 +44,26 @@ export async function readLogChunks(pool: SqlPool, archive: LogArchiveReader, at
     let expect = fromSeq;
     for (const r of rows) {
       if (r.seq !== expect || (out.length > 0 && bytes + r.length > maxBytes)) break;
-      out.push({ seq: r.seq, stream: r.stream, offset: num(r.byte_offset), length: r.length, sha256: r.sha256, data: r.data });
+      out.push({
+        seq: r.seq,
+        stream: r.stream,
+        offset: num(r.byte_offset),
+        length: r.length,
+        sha256: r.sha256,
+        data: r.data,
+      });
       bytes += r.length;
       expect++;
     }
     return out;
   }
-  const segs = await pool.query<{ object_key: string; from_seq: number; to_seq: number; sha256: string; chunks: SegmentEntry[] }>({
+  const segs = await pool.query<{
+    object_key: string;
+    from_seq: number;
+    to_seq: number;
+    sha256: string;
+    chunks: SegmentEntry[];
+  }>({
     name: "log-read-segment",
     text: "SELECT object_key, from_seq, to_seq, sha256, chunks FROM log_segment WHERE attempt_id = $1 AND from_seq <= $2 AND to_seq >= $2",
     values: [attemptId, fromSeq],
@@ -53,7 +79,13 @@ export async function readLogChunks(pool: SqlPool, archive: LogArchiveReader, at
 }
 
 /** One stream's bytes in order (GET .../logs/raw), up to the head the caller loaded. */
-export async function* readStreamBytes(pool: SqlPool, archive: LogArchiveReader, attemptId: string, untilSeq: number, stream: LogStream): AsyncGenerator<Buffer, void> {
+export async function* readStreamBytes(
+  pool: SqlPool,
+  archive: LogArchiveReader,
+  attemptId: string,
+  untilSeq: number,
+  stream: LogStream,
+): AsyncGenerator<Buffer, void> {
   let next = 0;
   while (next < untilSeq) {
     const chunks = await readLogChunks(pool, archive, attemptId, next, { untilSeq });

@@ -5,7 +5,11 @@ import { decideHeartbeat, decideSeal, DomainError, type LogSealDeclaration } fro
 import type { LogWriter } from "./append-log-chunks.ts";
 import { endLog, lockLogRow, type LogOwner } from "./log-transitions.ts";
 
-export async function sealLog(db: Db, writer: LogWriter, declared: LogSealDeclaration): Promise<{ state: "sealed" | "truncated" }> {
+export async function sealLog(
+  db: Db,
+  writer: LogWriter,
+  declared: LogSealDeclaration,
+): Promise<{ state: "sealed" | "truncated" }> {
   return withTx(db, "seal-log", async (tx) => {
     const owner = await loadOwner(tx, writer);
     // Log row first, then the (unlocked) liveness check: the same order as ingest, see append-log-chunks.
@@ -13,12 +17,22 @@ export async function sealLog(db: Db, writer: LogWriter, declared: LogSealDeclar
     await assertCurrentAttempt(tx, writer);
     const decision = decideSeal({
       state: row.state,
-      position: { nextSeq: row.next_seq, committed: { stdout: Number(row.stdout_bytes), stderr: Number(row.stderr_bytes) } },
+      position: {
+        nextSeq: row.next_seq,
+        committed: { stdout: Number(row.stdout_bytes), stderr: Number(row.stderr_bytes) },
+      },
       dropped: { stdout: Number(row.stdout_dropped), stderr: Number(row.stderr_dropped) },
       declared,
     });
     if (decision.kind === "already") return { state: decision.state };
-    await endLog(tx, owner, decision.to, "sealed_by_agent", { next_seq: declared.nextSeq, bytes: declared.bytes, dropped_bytes: declared.dropped }, declared.dropped);
+    await endLog(
+      tx,
+      owner,
+      decision.to,
+      "sealed_by_agent",
+      { next_seq: declared.nextSeq, bytes: declared.bytes, dropped_bytes: declared.dropped },
+      declared.dropped,
+    );
     return { state: decision.to };
   });
 }
@@ -32,10 +46,16 @@ async function loadOwner(tx: Tx, w: LogWriter): Promise<LogOwner> {
 }
 
 async function assertCurrentAttempt(tx: Tx, w: LogWriter): Promise<void> {
-  const rows = await tx.$queryRaw<{ epoch: number; status: "running" | "completed"; current_epoch: number; lease_live: boolean }[]>`
+  const rows = await tx.$queryRaw<
+    { epoch: number; status: "running" | "completed"; current_epoch: number; lease_live: boolean }[]
+  >`
     SELECT a.epoch, a.status, j.current_epoch, a.lease_expires_at > now() AS lease_live
     FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${w.attemptId}::uuid`;
   const a = rows[0];
   if (!a) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-  decideHeartbeat({ job: { currentEpoch: a.current_epoch }, attempt: { epoch: a.epoch, status: a.status, leaseLive: a.lease_live }, reportedEpoch: w.epoch });
+  decideHeartbeat({
+    job: { currentEpoch: a.current_epoch },
+    attempt: { epoch: a.epoch, status: a.status, leaseLive: a.lease_live },
+    reportedEpoch: w.epoch,
+  });
 }

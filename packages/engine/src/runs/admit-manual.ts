@@ -10,7 +10,10 @@ export const manualTriggerBody = z
       .string()
       .min(1)
       .max(500)
-      .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0"), "must be a relative path inside the repository"),
+      .refine(
+        (p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0"),
+        "must be a relative path inside the repository",
+      ),
     commit_sha: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/, "must be a full hex commit SHA"),
     inputs: z
       .record(z.string().max(100), z.union([z.string().max(10_000), z.number(), z.boolean()]))
@@ -53,7 +56,8 @@ export async function admitManualRun(
   const { caller } = input;
   if (!canTrigger(caller.role)) throw new DomainError("AUTH.FORBIDDEN", `role ${caller.role} cannot start runs`);
   const key = input.idempotencyKey;
-  if (!key || key.length > 255) throw new DomainError("IDEMPOTENCY.KEY_REQUIRED", "an Idempotency-Key header (1-255 chars) is required");
+  if (!key || key.length > 255)
+    throw new DomainError("IDEMPOTENCY.KEY_REQUIRED", "an Idempotency-Key header (1-255 chars) is required");
   const repos = await db.$queryRaw<{ id: string }[]>`
     SELECT id FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${caller.orgId}::uuid`;
   if (!repos[0]) throw new DomainError("REPO.NOT_FOUND", "repository not found");
@@ -65,7 +69,9 @@ export async function admitManualRun(
       VALUES (${caller.tokenId}::uuid, ${input.repoId}::uuid, ${key}, ${digest}, 'in_flight')
       ON CONFLICT (caller_id, repo_id, key) DO NOTHING RETURNING id`;
     if (ins[0]) return { kind: "fresh" as const, id: ins[0].id };
-    const rows = await tx.$queryRaw<{ id: string; request_digest: string; state: string; run_id: string | null; stale: boolean }[]>`
+    const rows = await tx.$queryRaw<
+      { id: string; request_digest: string; state: string; run_id: string | null; stale: boolean }[]
+    >`
       SELECT id, request_digest, state, run_id, updated_at < now() - make_interval(secs => ${IN_FLIGHT_TAKEOVER_SECONDS}) AS stale
       FROM idempotency_key WHERE caller_id = ${caller.tokenId}::uuid AND repo_id = ${input.repoId}::uuid AND key = ${key} FOR UPDATE`;
     const row = rows[0];
@@ -74,7 +80,8 @@ export async function admitManualRun(
       throw new DomainError("IDEMPOTENCY.KEY_REUSED", "this Idempotency-Key was used with a different request body");
     }
     if (row.state === "done" && row.run_id) return { kind: "replay" as const, runId: row.run_id };
-    if (!row.stale) throw new DomainError("IDEMPOTENCY.IN_FLIGHT", "a request with this Idempotency-Key is still in flight");
+    if (!row.stale)
+      throw new DomainError("IDEMPOTENCY.IN_FLIGHT", "a request with this Idempotency-Key is still in flight");
     await tx.$executeRaw`UPDATE idempotency_key SET updated_at = now() WHERE id = ${row.id}::uuid`;
     return { kind: "fresh" as const, id: row.id };
   });
@@ -92,8 +99,17 @@ export async function admitManualRun(
     const n = await tx.$executeRaw`
       UPDATE idempotency_key SET state = 'done', run_id = ${id}::uuid, updated_at = now() WHERE id = ${claim.id}::uuid AND state = 'in_flight'`;
     // Another request took over a stale key in between: let that one own the key (roll back ours).
-    if (n !== 1) throw new DomainError("IDEMPOTENCY.IN_FLIGHT", "a request with this Idempotency-Key is still in flight");
-    await recordTransition(tx, { orgId: caller.orgId, runId: id, entity: "run", from: null, to: "pending", reason: "accepted", data: { trigger: "manual", trust_class: trustClass } });
+    if (n !== 1)
+      throw new DomainError("IDEMPOTENCY.IN_FLIGHT", "a request with this Idempotency-Key is still in flight");
+    await recordTransition(tx, {
+      orgId: caller.orgId,
+      runId: id,
+      entity: "run",
+      from: null,
+      to: "pending",
+      reason: "accepted",
+      data: { trigger: "manual", trust_class: trustClass },
+    });
     await enqueueOutbox(tx, "run.freeze", { runId: id }, { dedupeKey: id });
     return id;
   });

@@ -88,7 +88,15 @@ export async function advanceRun(tx: Tx, run: { id: string; orgId: string; statu
           cause_message = 'not run: a job it needs did not succeed', finished_at = now()
         WHERE id = ${j.id}::uuid AND status = ANY(${legalSources(JOB_TRANSITIONS, "skipped", "completed")}::text[])`;
       if (n > 0) {
-        await recordTransition(tx, { orgId: run.orgId, runId: run.id, jobId: j.id, entity: "job", from: j.status, to: "completed", reason: "skipped" });
+        await recordTransition(tx, {
+          orgId: run.orgId,
+          runId: run.id,
+          jobId: j.id,
+          entity: "job",
+          from: j.status,
+          to: "completed",
+          reason: "skipped",
+        });
         j.status = "completed";
         j.outcome = "cancelled";
         j.cause = UPSTREAM_FAILED_CAUSE;
@@ -117,13 +125,23 @@ export async function finishRunIfDone(
   const derived =
     run.status === "cancelling"
       ? { outcome: "cancelled" as Outcome, cause: "run.cancelled" }
-      : deriveRunOutcome(all.map((j) => ({ jobIndex: j.job_index, outcome: j.outcome ?? "platform_failure", cause: j.cause })));
+      : deriveRunOutcome(
+          all.map((j) => ({ jobIndex: j.job_index, outcome: j.outcome ?? "platform_failure", cause: j.cause })),
+        );
   const event = run.status === "cancelling" ? "stopped" : "jobs_finished";
   const n = await tx.$executeRaw`
     UPDATE workflow_run SET status = 'completed', outcome = ${derived.outcome}, cause = ${derived.cause}, finished_at = now()
     WHERE id = ${run.id}::uuid AND status = ANY(${legalSources(RUN_TRANSITIONS, event, "completed")}::text[])`;
   if (n === 0) return false;
-  await recordTransition(tx, { orgId: run.orgId, runId: run.id, entity: "run", from: run.status, to: "completed", reason: event, data: { outcome: derived.outcome } });
+  await recordTransition(tx, {
+    orgId: run.orgId,
+    runId: run.id,
+    entity: "run",
+    from: run.status,
+    to: "completed",
+    reason: event,
+    data: { outcome: derived.outcome },
+  });
   return true;
 }
 
@@ -138,10 +156,16 @@ export interface LockedRun {
 export async function lockRun(tx: Tx, runId: string, mode: "update" | "share" = "update"): Promise<LockedRun | null> {
   const rows =
     mode === "update"
-      ? await tx.$queryRaw<{ id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]>`
+      ? await tx.$queryRaw<
+          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]
+        >`
           SELECT id, org_id, status, cancel_version, trust_class FROM workflow_run WHERE id = ${runId}::uuid FOR UPDATE`
-      : await tx.$queryRaw<{ id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]>`
+      : await tx.$queryRaw<
+          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]
+        >`
           SELECT id, org_id, status, cancel_version, trust_class FROM workflow_run WHERE id = ${runId}::uuid FOR SHARE`;
   const r = rows[0];
-  return r ? { id: r.id, orgId: r.org_id, status: r.status, cancelVersion: r.cancel_version, trustClass: r.trust_class } : null;
+  return r
+    ? { id: r.id, orgId: r.org_id, status: r.status, cancelVersion: r.cancel_version, trustClass: r.trust_class }
+    : null;
 }

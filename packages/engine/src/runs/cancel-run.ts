@@ -24,11 +24,27 @@ export async function cancelRun(
       await tx.$executeRaw`
         UPDATE workflow_run SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled', cancel_version = ${version}, finished_at = now()
         WHERE id = ${run.id}::uuid AND status = 'pending'`;
-      await recordTransition(tx, { orgId: run.orgId, runId: run.id, entity: "run", from: "pending", to: "completed", reason: "cancel_requested", data: { actor: input.actor } });
+      await recordTransition(tx, {
+        orgId: run.orgId,
+        runId: run.id,
+        entity: "run",
+        from: "pending",
+        to: "completed",
+        reason: "cancel_requested",
+        data: { actor: input.actor },
+      });
       return { status: "completed", cancelVersion: version };
     }
     await tx.$executeRaw`UPDATE workflow_run SET status = 'cancelling', cancel_version = ${version} WHERE id = ${run.id}::uuid AND status = 'running'`;
-    await recordTransition(tx, { orgId: run.orgId, runId: run.id, entity: "run", from: "running", to: "cancelling", reason: "cancel_requested", data: { actor: input.actor, cancel_version: version } });
+    await recordTransition(tx, {
+      orgId: run.orgId,
+      runId: run.id,
+      entity: "run",
+      from: "running",
+      to: "cancelling",
+      reason: "cancel_requested",
+      data: { actor: input.actor, cancel_version: version },
+    });
 
     const ended = await tx.$queryRaw<{ id: string; from_status: string }[]>`
       UPDATE job_run j SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled',
@@ -37,7 +53,15 @@ export async function cancelRun(
       WHERE j.id = old.id AND j.status = ANY(${legalSources(JOB_TRANSITIONS, "skipped", "completed")}::text[])
       RETURNING j.id, old.from_status`;
     for (const j of ended) {
-      await recordTransition(tx, { orgId: run.orgId, runId: run.id, jobId: j.id, entity: "job", from: j.from_status, to: "completed", reason: "cancelled" });
+      await recordTransition(tx, {
+        orgId: run.orgId,
+        runId: run.id,
+        jobId: j.id,
+        entity: "job",
+        from: j.from_status,
+        to: "completed",
+        reason: "cancelled",
+      });
     }
     await tx.$executeRaw`UPDATE attempt SET cancel_requested = true WHERE run_id = ${run.id}::uuid AND status = 'running'`;
     const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" });

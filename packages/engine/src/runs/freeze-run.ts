@@ -18,21 +18,40 @@ export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later"
  */
 export async function freezeRun(
   db: Db,
-  input: { runId: string; gitCacheDir: string; finalTry: boolean; registries?: RegistryConfig; poolImages?: Record<string, string> },
+  input: {
+    runId: string;
+    gitCacheDir: string;
+    finalTry: boolean;
+    registries?: RegistryConfig;
+    poolImages?: Record<string, string>;
+  },
 ): Promise<FreezeOutcome> {
-  const rows = await db.$queryRaw<{ status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]>`
+  const rows = await db.$queryRaw<
+    { status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]
+  >`
     SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
     FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
   const run = rows[0];
   if (!run || run.status !== "pending") return "not_pending";
 
   const file = await fetchWorkflowFile({
-    cacheDir: input.gitCacheDir, repoId: run.repo_id, cloneUrl: run.clone_url, commitSha: run.commit_sha, filePath: run.workflow_path,
+    cacheDir: input.gitCacheDir,
+    repoId: run.repo_id,
+    cloneUrl: run.clone_url,
+    commitSha: run.commit_sha,
+    filePath: run.workflow_path,
   });
   if (!file.ok) {
     if (file.kind === "unreachable") {
       if (!input.finalTry) {
-        console.warn(JSON.stringify({ level: "warn", msg: "workflow fetch failed; freeze will be retried", run_id: input.runId, err: file.message }));
+        console.warn(
+          JSON.stringify({
+            level: "warn",
+            msg: "workflow fetch failed; freeze will be retried",
+            run_id: input.runId,
+            err: file.message,
+          }),
+        );
         return "retry_later";
       }
       await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
@@ -44,17 +63,38 @@ export async function freezeRun(
   }
   const parsed = parseWorkflow(file.content);
   if (!parsed.ok) {
-    await failFreeze(db, input.runId, "user_failure", "workflow.invalid", `${run.workflow_path}: ${parsed.error.message}`, file.sha256);
+    await failFreeze(
+      db,
+      input.runId,
+      "user_failure",
+      "workflow.invalid",
+      `${run.workflow_path}: ${parsed.error.message}`,
+      file.sha256,
+    );
     return "invalid";
   }
   // Image tags -> digests (ADR 0012), same failure rules as the git source above.
   const images = await pinImages(parsed.definition, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
   if (!images.ok) {
     if (images.kind === "unreachable" && !input.finalTry) {
-      console.warn(JSON.stringify({ level: "warn", msg: "image registry unreachable; freeze will be retried", run_id: input.runId, err: images.message }));
+      console.warn(
+        JSON.stringify({
+          level: "warn",
+          msg: "image registry unreachable; freeze will be retried",
+          run_id: input.runId,
+          err: images.message,
+        }),
+      );
       return "retry_later";
     }
-    await failFreeze(db, input.runId, images.kind === "unreachable" ? "platform_failure" : "user_failure", images.cause, images.message, file.sha256);
+    await failFreeze(
+      db,
+      input.runId,
+      images.kind === "unreachable" ? "platform_failure" : "user_failure",
+      images.cause,
+      images.message,
+      file.sha256,
+    );
     return images.kind === "unreachable" ? "gave_up" : "invalid";
   }
   const definition = images.definition;
@@ -64,7 +104,15 @@ export async function freezeRun(
     await tx.$executeRaw`
       UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(definition)}::jsonb
       WHERE id = ${input.runId}::uuid AND status = 'pending'`;
-    await recordTransition(tx, { orgId: locked.orgId, runId: locked.id, entity: "run", from: "pending", to: "running", reason: "frozen", data: { workflow_hash: file.sha256, jobs: definition.jobs.length } });
+    await recordTransition(tx, {
+      orgId: locked.orgId,
+      runId: locked.id,
+      entity: "run",
+      from: "pending",
+      to: "running",
+      reason: "frozen",
+      data: { workflow_hash: file.sha256, jobs: definition.jobs.length },
+    });
     await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
     return true;
   });
@@ -92,7 +140,14 @@ export async function createJobs(
     RETURNING id, job_index`;
   const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
   const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));
-  await makeJobsReady(tx, roots.flatMap((i) => { const id = ids.get(i); return id ? [{ id }] : []; }), "predecessors_succeeded");
+  await makeJobsReady(
+    tx,
+    roots.flatMap((i) => {
+      const id = ids.get(i);
+      return id ? [{ id }] : [];
+    }),
+    "predecessors_succeeded",
+  );
 }
 
 async function failFreeze(
@@ -110,6 +165,14 @@ async function failFreeze(
       UPDATE workflow_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message},
         workflow_hash = COALESCE(${workflowHash}, workflow_hash), finished_at = now()
       WHERE id = ${runId}::uuid AND status = 'pending'`;
-    await recordTransition(tx, { orgId: locked.orgId, runId, entity: "run", from: "pending", to: "completed", reason: "freeze_failed", data: { outcome, cause, message } });
+    await recordTransition(tx, {
+      orgId: locked.orgId,
+      runId,
+      entity: "run",
+      from: "pending",
+      to: "completed",
+      reason: "freeze_failed",
+      data: { outcome, cause, message },
+    });
   });
 }

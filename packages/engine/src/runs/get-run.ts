@@ -49,13 +49,37 @@ export interface AttemptView {
   exit_code: number | null;
   started_at: string | null;
   finished_at: string | null;
-  phases: { queued_ms: number | null; image_preparation_ms: number | null; dispatch_ms: number | null; execution_ms: number | null; artifact_finalization_ms: number | null };
+  phases: {
+    queued_ms: number | null;
+    image_preparation_ms: number | null;
+    dispatch_ms: number | null;
+    execution_ms: number | null;
+    artifact_finalization_ms: number | null;
+  };
 }
 
 /** GET /v1/workflow-runs/{id}; another org's run is indistinguishable from a missing one. */
 export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?: EngineConfig }): Promise<RunView> {
   const runs = await db.$queryRaw<
-    { id: string; repo_id: string; status: string; outcome: string | null; cause: string | null; cause_message: string | null; trust_class: string; commit_sha: string; ref: string | null; workflow_path: string; workflow_hash: string | null; trigger: string; actor: string | null; parent_run_id: string | null; created_at: Date; started_at: Date | null; finished_at: Date | null }[]
+    {
+      id: string;
+      repo_id: string;
+      status: string;
+      outcome: string | null;
+      cause: string | null;
+      cause_message: string | null;
+      trust_class: string;
+      commit_sha: string;
+      ref: string | null;
+      workflow_path: string;
+      workflow_hash: string | null;
+      trigger: string;
+      actor: string | null;
+      parent_run_id: string | null;
+      created_at: Date;
+      started_at: Date | null;
+      finished_at: Date | null;
+    }[]
   >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, workflow_path, workflow_hash, trigger, actor,
            parent_run_id, created_at, finished_at,
            COALESCE(started_at, (SELECT min(a.claimed_at) FROM attempt a WHERE a.run_id = workflow_run.id)) AS started_at
@@ -63,29 +87,94 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
   const r = runs[0];
   if (!r) throw new DomainError("RUN.NOT_FOUND", "run not found");
   const jobs = await db.$queryRaw<
-    { id: string; name: string; job_index: number; needs: number[]; status: string; outcome: string | null; cause: string | null; cause_message: string | null; tier: string }[]
+    {
+      id: string;
+      name: string;
+      job_index: number;
+      needs: number[];
+      status: string;
+      outcome: string | null;
+      cause: string | null;
+      cause_message: string | null;
+      tier: string;
+    }[]
   >`SELECT id, name, job_index, needs, status, outcome, cause, cause_message, tier FROM job_run WHERE run_id = ${r.id}::uuid ORDER BY job_index`;
   const attempts = await db.$queryRaw<
-    { job_id: string; epoch: number; status: string; outcome: string | null; cause: string | null; cause_message: string | null; host: string; exit_code: number | null; claimed_at: Date; started_at: Date | null; finished_at: Date | null; queued_ms: number | null; image_ms: number | null; dispatch_ms: number | null; execution_ms: number | null; finalize_ms: number | null }[]
+    {
+      job_id: string;
+      epoch: number;
+      status: string;
+      outcome: string | null;
+      cause: string | null;
+      cause_message: string | null;
+      host: string;
+      exit_code: number | null;
+      claimed_at: Date;
+      started_at: Date | null;
+      finished_at: Date | null;
+      queued_ms: number | null;
+      image_ms: number | null;
+      dispatch_ms: number | null;
+      execution_ms: number | null;
+      finalize_ms: number | null;
+    }[]
   >`SELECT job_id, epoch, status, outcome, cause, cause_message, host, exit_code, claimed_at, started_at, finished_at,
            queued_ms, image_ms, dispatch_ms, execution_ms, finalize_ms
     FROM attempt WHERE run_id = ${r.id}::uuid ORDER BY job_id, epoch`;
   const names = new Map(jobs.map((j) => [j.job_index, j.name]));
-  const queue = input.cfg && jobs.some((j) => j.status === "pending" || j.status === "ready") ? await queueInfoForRun(db, input.cfg, r.id) : new Map<string, QueueInfo>();
+  const queue =
+    input.cfg && jobs.some((j) => j.status === "pending" || j.status === "ready")
+      ? await queueInfoForRun(db, input.cfg, r.id)
+      : new Map<string, QueueInfo>();
   return {
-    id: r.id, repo_id: r.repo_id, status: r.status, outcome: r.outcome, cause: r.cause, cause_message: r.cause_message,
-    trust_class: r.trust_class, commit_sha: r.commit_sha, ref: r.ref, workflow_path: r.workflow_path, workflow_hash: r.workflow_hash,
-    trigger: r.trigger, actor: r.actor, parent_run_id: r.parent_run_id,
-    created_at: r.created_at.toISOString(), started_at: iso(r.started_at), finished_at: iso(r.finished_at),
+    id: r.id,
+    repo_id: r.repo_id,
+    status: r.status,
+    outcome: r.outcome,
+    cause: r.cause,
+    cause_message: r.cause_message,
+    trust_class: r.trust_class,
+    commit_sha: r.commit_sha,
+    ref: r.ref,
+    workflow_path: r.workflow_path,
+    workflow_hash: r.workflow_hash,
+    trigger: r.trigger,
+    actor: r.actor,
+    parent_run_id: r.parent_run_id,
+    created_at: r.created_at.toISOString(),
+    started_at: iso(r.started_at),
+    finished_at: iso(r.finished_at),
     jobs: jobs.map((j) => ({
-      id: j.id, name: j.name, index: j.job_index, needs: j.needs.map((n) => names.get(n) ?? String(n)),
-      status: j.status, outcome: j.outcome, cause: j.cause, cause_message: j.cause_message, tier: j.tier,
+      id: j.id,
+      name: j.name,
+      index: j.job_index,
+      needs: j.needs.map((n) => names.get(n) ?? String(n)),
+      status: j.status,
+      outcome: j.outcome,
+      cause: j.cause,
+      cause_message: j.cause_message,
+      tier: j.tier,
       queue: queue.get(j.id) ?? null,
-      attempts: attempts.filter((a) => a.job_id === j.id).map((a) => ({
-        epoch: a.epoch, status: a.status, outcome: a.outcome, cause: a.cause, cause_message: a.cause_message, host: a.host,
-        exit_code: a.exit_code, started_at: iso(a.started_at ?? a.claimed_at), finished_at: iso(a.finished_at),
-        phases: { queued_ms: a.queued_ms, image_preparation_ms: a.image_ms, dispatch_ms: a.dispatch_ms, execution_ms: a.execution_ms, artifact_finalization_ms: a.finalize_ms },
-      })),
+      attempts: attempts
+        .filter((a) => a.job_id === j.id)
+        .map((a) => ({
+          epoch: a.epoch,
+          status: a.status,
+          outcome: a.outcome,
+          cause: a.cause,
+          cause_message: a.cause_message,
+          host: a.host,
+          exit_code: a.exit_code,
+          started_at: iso(a.started_at ?? a.claimed_at),
+          finished_at: iso(a.finished_at),
+          phases: {
+            queued_ms: a.queued_ms,
+            image_preparation_ms: a.image_ms,
+            dispatch_ms: a.dispatch_ms,
+            execution_ms: a.execution_ms,
+            artifact_finalization_ms: a.finalize_ms,
+          },
+        })),
     })),
   };
 }

@@ -9,10 +9,26 @@ import { createJobs } from "./freeze-run.ts";
  * and a parent link. Nothing is re-read from git, and the trust class is inherited, never raised.
  */
 export async function retryRun(db: Db, input: { caller: Caller; runId: string }): Promise<{ runId: string }> {
-  if (!canTrigger(input.caller.role)) throw new DomainError("AUTH.FORBIDDEN", `role ${input.caller.role} cannot retry runs`);
+  if (!canTrigger(input.caller.role))
+    throw new DomainError("AUTH.FORBIDDEN", `role ${input.caller.role} cannot retry runs`);
   return withTx(db, "retry-run", async (tx) => {
     const rows = await tx.$queryRaw<
-      { id: string; org_id: string; repo_id: string; status: string; trust_class: TrustClass; commit_sha: string; workflow_path: string; workflow_hash: string | null; definition: WorkflowDefinition | null; inputs: unknown; ref: string | null; outcome: string | null; cause: string | null; cause_message: string | null }[]
+      {
+        id: string;
+        org_id: string;
+        repo_id: string;
+        status: string;
+        trust_class: TrustClass;
+        commit_sha: string;
+        workflow_path: string;
+        workflow_hash: string | null;
+        definition: WorkflowDefinition | null;
+        inputs: unknown;
+        ref: string | null;
+        outcome: string | null;
+        cause: string | null;
+        cause_message: string | null;
+      }[]
     >`SELECT id, org_id, repo_id, status, trust_class, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, outcome, cause, cause_message
       FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.caller.orgId}::uuid`;
     const parent = rows[0];
@@ -31,7 +47,15 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
       RETURNING id`;
     const id = created[0]?.id;
     if (!id) throw new Error("run insert returned nothing");
-    await recordTransition(tx, { orgId: parent.org_id, runId: id, entity: "run", from: null, to: frozen ? "running" : "completed", reason: "retry_of", data: { parent_run_id: parent.id } });
+    await recordTransition(tx, {
+      orgId: parent.org_id,
+      runId: id,
+      entity: "run",
+      from: null,
+      to: frozen ? "running" : "completed",
+      reason: "retry_of",
+      data: { parent_run_id: parent.id },
+    });
     // A parent whose definition never froze (invalid file) gives the same verdict again: the
     // pinned bytes did not change.
     if (frozen && parent.definition) await createJobs(tx, { id, orgId: parent.org_id }, parent.definition);

@@ -13,21 +13,32 @@ export interface SqlQuery {
   values?: unknown[];
 }
 export interface SqlClient {
-  query<R extends Record<string, unknown> = Record<string, unknown>>(q: string | SqlQuery, values?: unknown[]): Promise<SqlResult<R>>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    q: string | SqlQuery,
+    values?: unknown[],
+  ): Promise<SqlResult<R>>;
   release(err?: Error | boolean): void;
   on(event: "error", listener: (err: Error) => void): unknown;
   off(event: "error", listener: (err: Error) => void): unknown;
 }
 export interface SqlPool {
   connect(): Promise<SqlClient>;
-  query<R extends Record<string, unknown> = Record<string, unknown>>(q: string | SqlQuery, values?: unknown[]): Promise<SqlResult<R>>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    q: string | SqlQuery,
+    values?: unknown[],
+  ): Promise<SqlResult<R>>;
 }
 
 // Serialization failure and deadlock: worth another try; anything else is a real error.
 const RETRYABLE = new Set(["40001", "40P01"]);
 
 /** A named READ COMMITTED transaction on the pool, retried like @kiln/db's withTx. */
-export async function withJournalTx<T>(pool: SqlPool, name: string, fn: (c: SqlClient) => Promise<T>, retries = 5): Promise<T> {
+export async function withJournalTx<T>(
+  pool: SqlPool,
+  name: string,
+  fn: (c: SqlClient) => Promise<T>,
+  retries = 5,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const client = await pool.connect();
     let broken = false;

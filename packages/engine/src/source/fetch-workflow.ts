@@ -19,7 +19,8 @@ const MAX_WORKFLOW_BYTES = 256 * 1024;
 // Fetches into one mirror are serialised in this process, and a collision with another process is
 // retried briefly: a lock held by a sibling says nothing about the forge.
 const mirrorQueues = new Map<string, Promise<unknown>>();
-const LOCK_COLLISION = /shallow\.lock|\.lock': File exists|shallow file has changed|Unable to create .*\.lock|cannot lock ref/i;
+const LOCK_COLLISION =
+  /shallow\.lock|\.lock': File exists|shallow file has changed|Unable to create .*\.lock|cannot lock ref/i;
 
 // A file's bytes at a commit never change, so found files are remembered per process: a burst of
 // runs of one commit (push + PR events, retries, a monorepo's many workflows) reads git once.
@@ -38,7 +39,10 @@ function remember(key: string, r: FetchResult & { ok: true }): void {
 function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const prev = mirrorQueues.get(dir) ?? Promise.resolve();
   const next = prev.then(fn, fn);
-  const tail = next.then(() => undefined, () => undefined);
+  const tail = next.then(
+    () => undefined,
+    () => undefined,
+  );
   mirrorQueues.set(dir, tail);
   void tail.then(() => {
     if (mirrorQueues.get(dir) === tail) mirrorQueues.delete(dir);
@@ -69,43 +73,75 @@ export async function fetchWorkflowFile(opts: {
       maxBuffer: MAX_WORKFLOW_BYTES * 4,
       env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "/bin/false" },
     });
-  const hasCommit = () => git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(() => true, () => false);
-  const known = await stat(path.join(dir, "HEAD")).then(() => hasCommit(), () => false);
-  const missing = known ? null : await serialised(dir, async (): Promise<FetchResult | null> => {
-    try {
-      await stat(path.join(dir, "HEAD"));
-    } catch {
-      await mkdir(dir, { recursive: true });
-      await git(["init", "--bare", "-q"]);
-    }
-    // Checked again inside the queue: the fetch ahead of us may have brought this very commit.
-    if (await hasCommit()) return null;
-    for (let tryNo = 0; ; tryNo++) {
-      try {
-        await git(["fetch", "-q", "--no-tags", "--depth=1", opts.cloneUrl, opts.commitSha]);
-        return null;
-      } catch (e) {
-        const msg = errText(e);
-        if (LOCK_COLLISION.test(msg) && tryNo < 8) {
-          await new Promise((r) => setTimeout(r, 50 + Math.random() * 150 * (tryNo + 1)));
-          if (await hasCommit()) return null;
-          continue;
+  const hasCommit = () =>
+    git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(
+      () => true,
+      () => false,
+    );
+  const known = await stat(path.join(dir, "HEAD")).then(
+    () => hasCommit(),
+    () => false,
+  );
+  const missing = known
+    ? null
+    : await serialised(dir, async (): Promise<FetchResult | null> => {
+        try {
+          await stat(path.join(dir, "HEAD"));
+        } catch {
+          await mkdir(dir, { recursive: true });
+          await git(["init", "--bare", "-q"]);
         }
-        if (/not our ref|couldn't find remote ref|no such remote ref|unadvertised object|bad object|invalid/i.test(msg)) {
-          // Servers that refuse fetch-by-id still serve full history; the commit may be in it.
-          const full = await git(["fetch", "-q", "--no-tags", opts.cloneUrl, "+refs/*:refs/kiln/*"]).then(() => true, () => false);
-          if (full && (await hasCommit())) return null;
-          return { ok: false, kind: "not_found", message: `commit ${opts.commitSha} does not exist in ${opts.cloneUrl}` };
+        // Checked again inside the queue: the fetch ahead of us may have brought this very commit.
+        if (await hasCommit()) return null;
+        for (let tryNo = 0; ; tryNo++) {
+          try {
+            await git(["fetch", "-q", "--no-tags", "--depth=1", opts.cloneUrl, opts.commitSha]);
+            return null;
+          } catch (e) {
+            const msg = errText(e);
+            if (LOCK_COLLISION.test(msg) && tryNo < 8) {
+              await new Promise((r) => setTimeout(r, 50 + Math.random() * 150 * (tryNo + 1)));
+              if (await hasCommit()) return null;
+              continue;
+            }
+            if (
+              /not our ref|couldn't find remote ref|no such remote ref|unadvertised object|bad object|invalid/i.test(
+                msg,
+              )
+            ) {
+              // Servers that refuse fetch-by-id still serve full history; the commit may be in it.
+              const full = await git(["fetch", "-q", "--no-tags", opts.cloneUrl, "+refs/*:refs/kiln/*"]).then(
+                () => true,
+                () => false,
+              );
+              if (full && (await hasCommit())) return null;
+              return {
+                ok: false,
+                kind: "not_found",
+                message: `commit ${opts.commitSha} does not exist in ${opts.cloneUrl}`,
+              };
+            }
+            return {
+              ok: false,
+              kind: "unreachable",
+              message: `could not fetch ${opts.cloneUrl}: ${msg.slice(0, 300)}`,
+            };
+          }
         }
-        return { ok: false, kind: "unreachable", message: `could not fetch ${opts.cloneUrl}: ${msg.slice(0, 300)}` };
-      }
-    }
-  });
+      });
   if (missing) return missing;
-  const size = await git(["cat-file", "-s", `${opts.commitSha}:${opts.filePath}`]).then((r) => Number(r.stdout.trim()), () => null);
-  if (size === null) return { ok: false, kind: "not_found", message: `${opts.filePath} does not exist at commit ${opts.commitSha}` };
+  const size = await git(["cat-file", "-s", `${opts.commitSha}:${opts.filePath}`]).then(
+    (r) => Number(r.stdout.trim()),
+    () => null,
+  );
+  if (size === null)
+    return { ok: false, kind: "not_found", message: `${opts.filePath} does not exist at commit ${opts.commitSha}` };
   if (size > MAX_WORKFLOW_BYTES) {
-    return { ok: false, kind: "too_large", message: `${opts.filePath} is ${size} bytes; the limit is ${MAX_WORKFLOW_BYTES}` };
+    return {
+      ok: false,
+      kind: "too_large",
+      message: `${opts.filePath} is ${size} bytes; the limit is ${MAX_WORKFLOW_BYTES}`,
+    };
   }
   const blob = await git(["cat-file", "blob", `${opts.commitSha}:${opts.filePath}`]);
   const content = blob.stdout;

@@ -7,7 +7,8 @@ import { hashSecret, newSecret } from "../identity/tokens.ts";
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 function assertRole(role: string): asserts role is Role {
-  if (!(ROLES as readonly string[]).includes(role)) throw new DomainError("REQUEST.INVALID", `role must be one of ${ROLES.join(", ")}`);
+  if (!(ROLES as readonly string[]).includes(role))
+    throw new DomainError("REQUEST.INVALID", `role must be one of ${ROLES.join(", ")}`);
 }
 
 async function orgIdOf(db: Db, slug: string): Promise<string> {
@@ -17,8 +18,11 @@ async function orgIdOf(db: Db, slug: string): Promise<string> {
 }
 
 export async function createOrg(db: Db, slug: string): Promise<{ id: string; slug: string; created: boolean }> {
-  if (!SLUG.test(slug)) throw new DomainError("REQUEST.INVALID", "org slug must be lowercase letters, digits and dashes");
-  const ins = await db.$queryRaw<{ id: string }[]>`INSERT INTO org (slug) VALUES (${slug}) ON CONFLICT (slug) DO NOTHING RETURNING id`;
+  if (!SLUG.test(slug))
+    throw new DomainError("REQUEST.INVALID", "org slug must be lowercase letters, digits and dashes");
+  const ins = await db.$queryRaw<
+    { id: string }[]
+  >`INSERT INTO org (slug) VALUES (${slug}) ON CONFLICT (slug) DO NOTHING RETURNING id`;
   if (ins[0]) return { id: ins[0].id, slug, created: true };
   return { id: await orgIdOf(db, slug), slug, created: false };
 }
@@ -27,10 +31,14 @@ export async function addRepo(
   db: Db,
   input: { orgSlug: string; name: string; cloneUrl: string; webhookSecret: string; workflowPath: string },
 ): Promise<{ id: string; fullName: string }> {
-  if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(input.name)) throw new DomainError("REQUEST.INVALID", "repo name must look like owner/name");
-  if (!/^(file|https?):\/\//.test(input.cloneUrl)) throw new DomainError("REQUEST.INVALID", "clone URL must be file://, http:// or https://");
-  if (input.webhookSecret.length < 8) throw new DomainError("REQUEST.INVALID", "webhook secret must be at least 8 characters");
-  if (input.workflowPath.startsWith("/") || input.workflowPath.split("/").includes("..")) throw new DomainError("REQUEST.INVALID", "workflow path must be relative");
+  if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(input.name))
+    throw new DomainError("REQUEST.INVALID", "repo name must look like owner/name");
+  if (!/^(file|https?):\/\//.test(input.cloneUrl))
+    throw new DomainError("REQUEST.INVALID", "clone URL must be file://, http:// or https://");
+  if (input.webhookSecret.length < 8)
+    throw new DomainError("REQUEST.INVALID", "webhook secret must be at least 8 characters");
+  if (input.workflowPath.startsWith("/") || input.workflowPath.split("/").includes(".."))
+    throw new DomainError("REQUEST.INVALID", "workflow path must be relative");
   const orgId = await orgIdOf(db, input.orgSlug);
   const rows = await db.$queryRaw<{ id: string }[]>`
     INSERT INTO repo (org_id, full_name, clone_url, webhook_secret, workflow_path)
@@ -43,7 +51,10 @@ export async function addRepo(
   return { id: rows[0].id, fullName: input.name };
 }
 
-export async function addMember(db: Db, input: { orgSlug: string; login: string; role: string }): Promise<{ userId: string }> {
+export async function addMember(
+  db: Db,
+  input: { orgSlug: string; login: string; role: string },
+): Promise<{ userId: string }> {
   assertRole(input.role);
   const orgId = await orgIdOf(db, input.orgSlug);
   const users = await db.$queryRaw<{ id: string }[]>`
@@ -57,7 +68,10 @@ export async function addMember(db: Db, input: { orgSlug: string; login: string;
 }
 
 /** The token is returned once; only its hash is stored. */
-export async function createApiToken(db: Db, input: { orgSlug: string; role: string; name?: string }): Promise<{ id: string; token: string }> {
+export async function createApiToken(
+  db: Db,
+  input: { orgSlug: string; role: string; name?: string },
+): Promise<{ id: string; token: string }> {
   assertRole(input.role);
   const orgId = await orgIdOf(db, input.orgSlug);
   const token = newSecret("kiln");
@@ -67,8 +81,12 @@ export async function createApiToken(db: Db, input: { orgSlug: string; role: str
   return { id: rows[0]?.id ?? "", token };
 }
 
-export async function createAgentToken(db: Db, input: { pool: string }): Promise<{ id: string; token: string; pool: string }> {
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(input.pool)) throw new DomainError("REQUEST.INVALID", "pool must be lowercase letters, digits and dashes");
+export async function createAgentToken(
+  db: Db,
+  input: { pool: string },
+): Promise<{ id: string; token: string; pool: string }> {
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(input.pool))
+    throw new DomainError("REQUEST.INVALID", "pool must be lowercase letters, digits and dashes");
   const token = newSecret("kagent");
   const rows = await db.$queryRaw<{ id: string }[]>`
     INSERT INTO agent_token (pool, token_hash) VALUES (${input.pool}, ${hashSecret(token)}) RETURNING id`;

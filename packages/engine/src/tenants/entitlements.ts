@@ -22,11 +22,15 @@ export interface EntitlementRow {
 
 /** Sets an org's entitlement in a pool and records who changed what, in one transaction. */
 export async function setEntitlement(db: Db, input: EntitlementInput): Promise<EntitlementRow> {
-  if (!Number.isInteger(input.slots) || input.slots < 0 || input.slots > 100_000) throw new DomainError("REQUEST.INVALID", "slots must be an integer 0..100000");
-  if (!Number.isInteger(input.weight) || input.weight < 1 || input.weight > 1000) throw new DomainError("REQUEST.INVALID", "weight must be an integer 1..1000");
+  if (!Number.isInteger(input.slots) || input.slots < 0 || input.slots > 100_000)
+    throw new DomainError("REQUEST.INVALID", "slots must be an integer 0..100000");
+  if (!Number.isInteger(input.weight) || input.weight < 1 || input.weight > 1000)
+    throw new DomainError("REQUEST.INVALID", "weight must be an integer 1..1000");
   const cap = input.hardCap ?? null;
-  if (cap !== null && (!Number.isInteger(cap) || cap < 0)) throw new DomainError("REQUEST.INVALID", "cap must be a non-negative integer");
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(input.pool)) throw new DomainError("REQUEST.INVALID", "pool must be lowercase letters, digits and dashes");
+  if (cap !== null && (!Number.isInteger(cap) || cap < 0))
+    throw new DomainError("REQUEST.INVALID", "cap must be a non-negative integer");
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(input.pool))
+    throw new DomainError("REQUEST.INVALID", "pool must be lowercase letters, digits and dashes");
   return withTx(db, "set-entitlement", async (tx) => {
     const orgs = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM org WHERE slug = ${input.orgSlug}`;
     const orgId = orgs[0]?.id;
@@ -41,7 +45,9 @@ export async function setEntitlement(db: Db, input: EntitlementInput): Promise<E
     await tx.$executeRaw`
       INSERT INTO entitlement_change (org_id, pool, actor, before, after)
       VALUES (${orgId}::uuid, ${input.pool}, ${input.actor}, ${before[0] ? JSON.stringify(before[0]) : null}::jsonb, ${JSON.stringify(after)}::jsonb)`;
-    const usage = await tx.$queryRaw<{ running: number }[]>`SELECT running FROM org_pool_usage WHERE org_id = ${orgId}::uuid AND pool = ${input.pool}`;
+    const usage = await tx.$queryRaw<
+      { running: number }[]
+    >`SELECT running FROM org_pool_usage WHERE org_id = ${orgId}::uuid AND pool = ${input.pool}`;
     return { org: input.orgSlug, pool: input.pool, ...after, running: usage[0]?.running ?? 0 };
   });
 }

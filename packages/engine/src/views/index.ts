@@ -4,7 +4,13 @@ export { resolveTenant, ALL_ROLES, OPERATOR_ROLES, ADMIN_ROLES, type TenantScope
 export { resolveJobTenant } from "./tenants/resolve-job-tenant.ts";
 export { listMemberships, type MembershipView } from "./tenants/list-memberships.ts";
 export { findSignInUser, type SignInUser } from "./tenants/find-sign-in-user.ts";
-export { getOrgSettings, type OrgSettingsView, type PoolEntitlementView, type EgressEntryView, type SettingsChange } from "./tenants/get-org-settings.ts";
+export {
+  getOrgSettings,
+  type OrgSettingsView,
+  type PoolEntitlementView,
+  type EgressEntryView,
+  type SettingsChange,
+} from "./tenants/get-org-settings.ts";
 export { listRuns, type RunRow, type RunPage } from "./runs/list-runs.ts";
 export { runFilters, RUN_TRIGGERS, type RunFilters } from "./runs/run-filters.ts";
 export { encodeRunCursor, decodeRunCursor } from "./runs/run-cursor.ts";

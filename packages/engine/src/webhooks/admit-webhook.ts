@@ -19,7 +19,11 @@ const pushPayload = z.object({
 const prPayload = z.object({
   action: z.string().max(100),
   pull_request: z.object({
-    head: z.object({ sha: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/), ref: z.string().max(1000), repo: repoRef.nullable() }),
+    head: z.object({
+      sha: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/),
+      ref: z.string().max(1000),
+      repo: repoRef.nullable(),
+    }),
     base: z.object({ repo: repoRef }),
     user: z.object({ login: z.string().max(200) }).optional(),
   }),
@@ -61,7 +65,13 @@ export async function admitGithubWebhook(
   // as one statement. The sender is peeked at before the payload is validated so that membership
   // comes with the repo lookup; validation still happens only after the signature verifies.
   const peeked = peekActor(json);
-  const repos = await sql.query<{ id: string; org_id: string; webhook_secret: string; workflow_path: string; actor_is_member: boolean }>({
+  const repos = await sql.query<{
+    id: string;
+    org_id: string;
+    webhook_secret: string;
+    workflow_path: string;
+    actor_is_member: boolean;
+  }>({
     name: "webhook-repo",
     text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path,
                   ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
@@ -74,14 +84,17 @@ export async function admitGithubWebhook(
   if (!repo || !verifyGithubSignature(repo.webhook_secret, req.rawBody, req.signature)) {
     throw new DomainError("WEBHOOK.BAD_SIGNATURE", "signature does not match a registered repository's secret");
   }
-  if (!req.deliveryId || req.deliveryId.length > 200) throw new DomainError("WEBHOOK.BAD_PAYLOAD", "missing X-GitHub-Delivery");
+  if (!req.deliveryId || req.deliveryId.length > 200)
+    throw new DomainError("WEBHOOK.BAD_PAYLOAD", "missing X-GitHub-Delivery");
   const deliveryId = req.deliveryId;
   const event = req.event ?? "";
 
   const plan = planEvent(event, json);
   const prior = async () => {
     const rows = await sql.query<{ run_id: string | null }>({
-      name: "webhook-prior", text: "SELECT run_id FROM webhook_delivery WHERE provider = 'github' AND delivery_id = $1", values: [deliveryId],
+      name: "webhook-prior",
+      text: "SELECT run_id FROM webhook_delivery WHERE provider = 'github' AND delivery_id = $1",
+      values: [deliveryId],
     });
     return { status: 200 as const, runId: rows.rows[0]?.run_id ?? null, duplicate: true };
   };
@@ -132,7 +145,20 @@ export async function admitGithubWebhook(
              RETURNING id)
            SELECT (SELECT id FROM r) AS run_id, (SELECT pg_notify('kiln_outbox', 'run.freeze') FROM o) AS notified,
                   (SELECT count(*) FROM e) AS events`,
-    values: [deliveryId, event, repo.id, runId, repo.org_id, trustClass, plan.trigger, plan.actor, plan.ref, plan.commitSha, repo.workflow_path, data],
+    values: [
+      deliveryId,
+      event,
+      repo.id,
+      runId,
+      repo.org_id,
+      trustClass,
+      plan.trigger,
+      plan.actor,
+      plan.ref,
+      plan.commitSha,
+      repo.workflow_path,
+      data,
+    ],
   });
   const created = accepted.rows[0]?.run_id;
   return created ? { status: 202 as const, runId: created, duplicate: false as const } : prior();
@@ -150,25 +176,36 @@ function planEvent(event: string, json: unknown): Planned | string {
   if (event === "ping") return "ping";
   if (event === "push") {
     const p = pushPayload.safeParse(json);
-    if (!p.success) throw new DomainError("WEBHOOK.BAD_PAYLOAD", `push payload: ${p.error.issues[0]?.message ?? "invalid"}`);
+    if (!p.success)
+      throw new DomainError("WEBHOOK.BAD_PAYLOAD", `push payload: ${p.error.issues[0]?.message ?? "invalid"}`);
     if (p.data.deleted || /^0+$/.test(p.data.after)) return "branch deletion starts nothing";
     const actor = p.data.sender?.login ?? null;
     return {
-      trigger: "push", commitSha: p.data.after, ref: p.data.ref, actor,
+      trigger: "push",
+      commitSha: p.data.after,
+      ref: p.data.ref,
+      actor,
       admission: async (isMember) => ({ kind: "push", senderIsMember: await isMember(actor) }),
     };
   }
   if (event === "pull_request") {
     const p = prPayload.safeParse(json);
-    if (!p.success) throw new DomainError("WEBHOOK.BAD_PAYLOAD", `pull_request payload: ${p.error.issues[0]?.message ?? "invalid"}`);
-    if (!["opened", "synchronize", "reopened"].includes(p.data.action)) return `pull_request action ${p.data.action} starts nothing`;
+    if (!p.success)
+      throw new DomainError("WEBHOOK.BAD_PAYLOAD", `pull_request payload: ${p.error.issues[0]?.message ?? "invalid"}`);
+    if (!["opened", "synchronize", "reopened"].includes(p.data.action))
+      return `pull_request action ${p.data.action} starts nothing`;
     const pr = p.data.pull_request;
     const actor = p.data.sender?.login ?? pr.user?.login ?? null;
     return {
-      trigger: "pull_request", commitSha: pr.head.sha, ref: pr.head.ref, actor,
+      trigger: "pull_request",
+      commitSha: pr.head.sha,
+      ref: pr.head.ref,
+      actor,
       admission: async (isMember) => ({
-        kind: "pull_request", senderIsMember: await isMember(actor),
-        headRepoFullName: pr.head.repo?.full_name ?? null, baseRepoFullName: pr.base.repo.full_name,
+        kind: "pull_request",
+        senderIsMember: await isMember(actor),
+        headRepoFullName: pr.head.repo?.full_name ?? null,
+        baseRepoFullName: pr.base.repo.full_name,
       }),
     };
   }

@@ -7,7 +7,18 @@ import { collectArtifactGarbage } from "../../src/artifacts/collect-garbage.ts";
 import { openUpload } from "../../src/artifacts/open-upload.ts";
 import { finalizeUpload } from "../../src/artifacts/finalize-upload.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
-import { bytes, claim, claimsOf, expireLease, MiB, PRODUCER_CONSUMER, publish, sha256, uploadParts, useS3 } from "./support.ts";
+import {
+  bytes,
+  claim,
+  claimsOf,
+  expireLease,
+  MiB,
+  PRODUCER_CONSUMER,
+  publish,
+  sha256,
+  uploadParts,
+  useS3,
+} from "./support.ts";
 import type { S3WithAbort } from "./s3-with-abort.ts";
 
 const t = useTestDb();
@@ -15,7 +26,15 @@ const s3 = useS3("s3rver+abort");
 const server = () => s3.server() as S3WithAbort;
 
 async function gen(id: string) {
-  const r = await t.db().$queryRaw<{ state: string; object_key: string; upload_id: string | null; object_deleted_at: Date | null; abandon_reason: string | null }[]>`
+  const r = await t.db().$queryRaw<
+    {
+      state: string;
+      object_key: string;
+      upload_id: string | null;
+      object_deleted_at: Date | null;
+      abandon_reason: string | null;
+    }[]
+  >`
     SELECT state, object_key, upload_id, object_deleted_at, abandon_reason FROM artifact_generation WHERE id = ${id}::uuid`;
   return r[0]!;
 }
@@ -36,7 +55,12 @@ describe("artifact garbage collection", () => {
     await seedFrozenRun(t.db(), tenant, def(PRODUCER_CONSUMER));
     const zombie = (await claim(t.db(), s1))!;
     const data = bytes(11 * MiB, 5);
-    const abandoned = await openUpload(t.db(), s3.store(), claimsOf(zombie), { name: "app", sizeBytes: data.length, sha256: sha256(data), format: "file" });
+    const abandoned = await openUpload(t.db(), s3.store(), claimsOf(zombie), {
+      name: "app",
+      sizeBytes: data.length,
+      sha256: sha256(data),
+      format: "file",
+    });
     await uploadParts(t.db(), zombie, abandoned, data, [1, 2]);
     const abandonedRow = await gen(abandoned.generationId);
     expect(existsSync(server().uploadDir(abandonedRow.upload_id!))).toBe(true);
@@ -61,10 +85,15 @@ describe("artifact garbage collection", () => {
     expect(first).toMatchObject({ abandoned: 1, abortedUploads: 1, abortUnsupported: 0 });
     expect(existsSync(server().uploadDir(abandonedRow.upload_id!))).toBe(false);
     expect(await gen(abandoned.generationId)).toMatchObject({ state: "abandoned", abandon_reason: "unbound" });
-    const parts = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM artifact_part WHERE generation_id = ${abandoned.generationId}::uuid`;
+    const parts = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM artifact_part WHERE generation_id = ${abandoned.generationId}::uuid`;
     expect(parts[0]?.n).toBe(0n);
     // The zombie's presigned URLs now lead nowhere.
-    const late = await fetch(abandoned.parts[2]!.url!, { method: "PUT", body: new Uint8Array(data.subarray(10 * MiB)) });
+    const late = await fetch(abandoned.parts[2]!.url!, {
+      method: "PUT",
+      body: new Uint8Array(data.subarray(10 * MiB)),
+    });
     expect(late.status).toBe(404);
 
     expect((await gen(bound)).state).toBe("sealed");
@@ -97,13 +126,23 @@ describe("artifact garbage collection", () => {
 
     // A generation abandoned at verification keeps no object either.
     const next = (await claim(t.db(), s))!;
-    const session = await openUpload(t.db(), s3.store(), claimsOf(next), { name: "app", sizeBytes: data.length, sha256: "0".repeat(64), format: "file" });
+    const session = await openUpload(t.db(), s3.store(), claimsOf(next), {
+      name: "app",
+      sizeBytes: data.length,
+      sha256: "0".repeat(64),
+      format: "file",
+    });
     await uploadParts(t.db(), next, session, data);
-    await expect(finalizeUpload(t.db(), s3.store(), claimsOf(next), session.generationId)).rejects.toMatchObject({ code: "ARTIFACT.VERIFICATION_FAILED" });
+    await expect(finalizeUpload(t.db(), s3.store(), claimsOf(next), session.generationId)).rejects.toMatchObject({
+      code: "ARTIFACT.VERIFICATION_FAILED",
+    });
     const vkey = (await gen(session.generationId)).object_key;
     expect(await objectExists(vkey)).toBe(true);
     expect((await collectArtifactGarbage(t.db(), s3.store())).deletedObjects).toBe(1);
     expect(await objectExists(vkey)).toBe(false);
-    expect(await gen(session.generationId)).toMatchObject({ state: "abandoned", abandon_reason: "verification_failed" });
+    expect(await gen(session.generationId)).toMatchObject({
+      state: "abandoned",
+      abandon_reason: "verification_failed",
+    });
   });
 });

@@ -18,13 +18,28 @@ export interface S3WithAbort {
   stop(): Promise<void>;
 }
 
-type KoaCtx = { req: IncomingMessage; res: ServerResponse; method: string; path: string; query: Record<string, string | undefined>; status: number; body: unknown; type: string };
+type KoaCtx = {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  path: string;
+  query: Record<string, string | undefined>;
+  status: number;
+  body: unknown;
+  type: string;
+};
 type KoaLike = { middleware: ((ctx: KoaCtx, next: () => Promise<void>) => Promise<void>)[] };
 
 export async function startS3WithAbort(opts: { dataDir: string; bucket: string }): Promise<S3WithAbort> {
   const directory = path.resolve(opts.dataDir);
   await mkdir(directory, { recursive: true });
-  const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory, configureBuckets: [{ name: opts.bucket }] });
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: opts.bucket }],
+  });
   const uploadDir = (id: string) => path.join(directory, opts.bucket, "._S3rver_uploads", id);
   const noSuchUpload = (ctx: KoaCtx) => {
     ctx.status = 404;

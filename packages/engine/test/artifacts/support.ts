@@ -7,7 +7,11 @@ import path from "node:path";
 import { startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll } from "vitest";
 import type { Db } from "@kiln/db";
-import { DEFAULT_ARTIFACT_SETTINGS, type ArtifactStore, type ArtifactSettings } from "../../src/artifacts/artifact-context.ts";
+import {
+  DEFAULT_ARTIFACT_SETTINGS,
+  type ArtifactStore,
+  type ArtifactSettings,
+} from "../../src/artifacts/artifact-context.ts";
 import { createObjectStore } from "../../src/storage/object-store.ts";
 import { openUpload, type UploadSession } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
@@ -20,15 +24,26 @@ export const MiB = 1024 * 1024;
 /** 5 MiB parts (S3's minimum) keep multi-part artifacts small enough for CI. */
 export const TEST_SETTINGS: ArtifactSettings = { ...DEFAULT_ARTIFACT_SETTINGS, partSizeBytes: 5 * MiB, gcGraceMs: 0 };
 
-export function useS3(kind: "s3rver" | "s3rver+abort" = "s3rver"): { store: () => ArtifactStore; server: () => S3Handle | S3WithAbort } {
+export function useS3(kind: "s3rver" | "s3rver+abort" = "s3rver"): {
+  store: () => ArtifactStore;
+  server: () => S3Handle | S3WithAbort;
+} {
   let handle: S3Handle | S3WithAbort | null = null;
   let store: ArtifactStore | null = null;
   let dir = "";
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), "kiln-s3-"));
-    handle = kind === "s3rver" ? await startS3({ dataDir: dir, bucket: "kiln" }) : await startS3WithAbort({ dataDir: dir, bucket: "kiln" });
+    handle =
+      kind === "s3rver"
+        ? await startS3({ dataDir: dir, bucket: "kiln" })
+        : await startS3WithAbort({ dataDir: dir, bucket: "kiln" });
     store = {
-      s3: createObjectStore({ endpoint: handle.endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }),
+      s3: createObjectStore({
+        endpoint: handle.endpoint,
+        region: "us-east-1",
+        accessKeyId: "S3RVER",
+        secretAccessKey: "S3RVER",
+      }),
       bucket: "kiln",
       settings: TEST_SETTINGS,
     };
@@ -83,7 +98,11 @@ export const claimsOf = (t: JobTicket) => ({ attemptId: t.attemptId, jobId: t.jo
 
 /** PUTs one part to its presigned URL the way the agent does; returns the store's ETag. */
 export async function putPart(url: string, body: Uint8Array): Promise<string> {
-  const r = await fetch(url, { method: "PUT", body: new Uint8Array(body), headers: { "content-type": "application/octet-stream" } });
+  const r = await fetch(url, {
+    method: "PUT",
+    body: new Uint8Array(body),
+    headers: { "content-type": "application/octet-stream" },
+  });
   if (r.status !== 200) throw new Error(`PUT part: ${r.status} ${await r.text()}`);
   const etag = r.headers.get("etag");
   if (!etag) throw new Error("no etag");
@@ -101,19 +120,38 @@ export function partBytes(data: Buffer, s: UploadSession, partNumber: number): B
  * PUTs and records parts like an agent. `md5` says what the agent reports as each part's MD5:
  * nothing by default (an agent that predates it: the finaliser reads the object back).
  */
-export async function uploadParts(db: Db, t: JobTicket, s: UploadSession, data: Buffer, only?: number[], md5?: (partNumber: number, body: Buffer) => string | null): Promise<void> {
+export async function uploadParts(
+  db: Db,
+  t: JobTicket,
+  s: UploadSession,
+  data: Buffer,
+  only?: number[],
+  md5?: (partNumber: number, body: Buffer) => string | null,
+): Promise<void> {
   for (const p of s.parts) {
     if (only && !only.includes(p.partNumber)) continue;
     if (!p.url) continue;
     const body = partBytes(data, s, p.partNumber);
     const etag = await putPart(p.url, body);
-    await recordPart(db, claimsOf(t), s.generationId, { partNumber: p.partNumber, sizeBytes: body.length, sha256: sha256(body), etag, md5: md5?.(p.partNumber, body) ?? null, tries: 1 });
+    await recordPart(db, claimsOf(t), s.generationId, {
+      partNumber: p.partNumber,
+      sizeBytes: body.length,
+      sha256: sha256(body),
+      etag,
+      md5: md5?.(p.partNumber, body) ?? null,
+      tries: 1,
+    });
   }
 }
 
 /** The whole producer path for one artifact: open, upload every part, finalise. */
 export async function publish(db: Db, store: ArtifactStore, t: JobTicket, name: string, data: Buffer): Promise<string> {
-  const s = await openUpload(db, store, claimsOf(t), { name, sizeBytes: data.length, sha256: sha256(data), format: "file" });
+  const s = await openUpload(db, store, claimsOf(t), {
+    name,
+    sizeBytes: data.length,
+    sha256: sha256(data),
+    format: "file",
+  });
   await uploadParts(db, t, s, data);
   return (await finalizeUpload(db, store, claimsOf(t), s.generationId)).generationId;
 }

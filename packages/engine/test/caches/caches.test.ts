@@ -17,7 +17,11 @@ import { bytes, claim, claimsOf, expireLease, fetchBytes, publish, sha256, useS3
 
 const t = useTestDb();
 const s3 = useS3();
-const store = (over: Partial<CacheStore["settings"]> = {}): CacheStore => ({ s3: s3.store().s3, bucket: s3.store().bucket, settings: { ...DEFAULT_CACHE_SETTINGS, ...over } });
+const store = (over: Partial<CacheStore["settings"]> = {}): CacheStore => ({
+  s3: s3.store().s3,
+  bucket: s3.store().bucket,
+  settings: { ...DEFAULT_CACHE_SETTINGS, ...over },
+});
 
 const DEPS = (kind = "dependencies", version = "deps-v1") => `version: 1
 jobs:
@@ -31,7 +35,12 @@ jobs:
 `;
 const lock = (c: string) => [{ path: "package-lock.json", sha256: c.repeat(64) }];
 
-async function runOne(db: Db, tenant: Tenant, yaml: string, trust: "trusted" | "untrusted" = "trusted"): Promise<JobTicket> {
+async function runOne(
+  db: Db,
+  tenant: Tenant,
+  yaml: string,
+  trust: "trusted" | "untrusted" = "trusted",
+): Promise<JobTicket> {
   const s = await newSession(db, tenant);
   await seedFrozenRun(db, tenant, def(yaml), trust);
   const tk = await claim(db, s);
@@ -41,7 +50,13 @@ async function runOne(db: Db, tenant: Tenant, yaml: string, trust: "trusted" | "
 
 /** The agent's save path: open, PUT the archive to the presigned URL, finalize. */
 async function save(tk: JobTicket, inputs: ReturnType<typeof lock>, data: Buffer, putBody: Buffer = data) {
-  const opened = await openCacheSave(t.db(), store(), claimsOf(tk), { inputs, sizeBytes: data.length, sha256: sha256(data), unpackedBytes: data.length * 2, entryCount: 3 });
+  const opened = await openCacheSave(t.db(), store(), claimsOf(tk), {
+    inputs,
+    sizeBytes: data.length,
+    sha256: sha256(data),
+    unpackedBytes: data.length * 2,
+    entryCount: 3,
+  });
   if (opened.state !== "upload") return opened;
   const r = await fetch(opened.url, { method: "PUT", body: new Uint8Array(putBody) });
   expect(r.status).toBe(200);
@@ -52,7 +67,12 @@ describe("restore and save through the control plane", () => {
   it("misses, binds a trusted save, and hands the same bytes to the next run", async () => {
     const tenant = await seedTenant(t.db());
     const first = await runOne(t.db(), tenant, DEPS());
-    expect(first.job.cache).toEqual({ kind: "dependencies", version: "deps-v1", inputs: ["package-lock.json"], paths: ["node_modules"] });
+    expect(first.job.cache).toEqual({
+      kind: "dependencies",
+      version: "deps-v1",
+      inputs: ["package-lock.json"],
+      paths: ["node_modules"],
+    });
     const miss = await grantCacheRestore(t.db(), store(), claimsOf(first), lock("a"));
     expect(miss.hit).toBe(false);
     const data = bytes(300_000, 1);
@@ -61,7 +81,14 @@ describe("restore and save through the control plane", () => {
 
     const second = await runOne(t.db(), tenant, DEPS());
     const hit = await grantCacheRestore(t.db(), store(), claimsOf(second), lock("a"));
-    expect(hit).toMatchObject({ hit: true, exact: true, key: miss.key, sizeBytes: data.length, sha256: sha256(data), entryCount: 3 });
+    expect(hit).toMatchObject({
+      hit: true,
+      exact: true,
+      key: miss.key,
+      sizeBytes: data.length,
+      sha256: sha256(data),
+      entryCount: 3,
+    });
     if (!hit.hit) throw new Error("expected a hit");
     expect(sha256(await fetchBytes(hit.url))).toBe(sha256(data));
 
@@ -71,7 +98,10 @@ describe("restore and save through the control plane", () => {
     const dir = await runOne(t.db(), tenant, DEPS("directory"));
     await save(dir, lock("a"), bytes(1000, 2));
     expect(await grantCacheRestore(t.db(), store(), claimsOf(dir), lock("b"))).toMatchObject({ hit: false });
-    expect(await grantCacheRestore(t.db(), store(), claimsOf(dir), lock("a"))).toMatchObject({ hit: true, exact: true });
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(dir), lock("a"))).toMatchObject({
+      hit: true,
+      exact: true,
+    });
 
     // Same version string, other repository (other org here): never a match.
     const stranger = await runOne(t.db(), await seedTenant(t.db()), DEPS());
@@ -99,7 +129,9 @@ describe("restore and save through the control plane", () => {
     const fork = await runOne(t.db(), tenant, DEPS(), "untrusted");
     const poison = bytes(4000, 66);
     await expect(save(fork, lock("f"), poison)).rejects.toMatchObject({ code: "CACHE.WRITE_REFUSED" });
-    const n = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_entry WHERE org_id = ${tenant.orgId}::uuid`;
+    const n = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM cache_entry WHERE org_id = ${tenant.orgId}::uuid`;
     expect(Number(n[0]?.n)).toBe(0);
 
     const main = await runOne(t.db(), tenant, DEPS());
@@ -117,17 +149,41 @@ describe("restore and save through the control plane", () => {
     const tenant = await seedTenant(t.db());
     const tk = await runOne(t.db(), tenant, DEPS());
     const data = bytes(1000, 5);
-    const opened = await openCacheSave(t.db(), store(), claimsOf(tk), { inputs: lock("a"), sizeBytes: data.length, sha256: sha256(data), unpackedBytes: 1, entryCount: 1 });
+    const opened = await openCacheSave(t.db(), store(), claimsOf(tk), {
+      inputs: lock("a"),
+      sizeBytes: data.length,
+      sha256: sha256(data),
+      unpackedBytes: 1,
+      entryCount: 1,
+    });
     if (opened.state !== "upload") throw new Error("expected an upload");
     await fetch(opened.url, { method: "PUT", body: new Uint8Array(data) });
     const stale = { ...claimsOf(tk), epoch: tk.epoch + 1 };
-    await expect(grantCacheRestore(t.db(), store(), stale, lock("a"))).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
-    await expect(openCacheSave(t.db(), store(), stale, { inputs: lock("a"), sizeBytes: 1, sha256: "a".repeat(64), unpackedBytes: 1, entryCount: 1 })).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
-    await expect(finalizeCacheSave(t.db(), store(), stale, opened.entryId)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
-    await expect(recordCacheStats(t.db(), stale, { save: { result: "saved", reason: null, bytes: 1, ms: 1 } })).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
+    await expect(grantCacheRestore(t.db(), store(), stale, lock("a"))).rejects.toMatchObject({
+      code: "ATTEMPT.STALE_EPOCH",
+    });
+    await expect(
+      openCacheSave(t.db(), store(), stale, {
+        inputs: lock("a"),
+        sizeBytes: 1,
+        sha256: "a".repeat(64),
+        unpackedBytes: 1,
+        entryCount: 1,
+      }),
+    ).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
+    await expect(finalizeCacheSave(t.db(), store(), stale, opened.entryId)).rejects.toMatchObject({
+      code: "ATTEMPT.STALE_EPOCH",
+    });
+    await expect(
+      recordCacheStats(t.db(), stale, { save: { result: "saved", reason: null, bytes: 1, ms: 1 } }),
+    ).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
     await expireLease(t.db(), tk.attemptId);
-    await expect(finalizeCacheSave(t.db(), store(), claimsOf(tk), opened.entryId)).rejects.toMatchObject({ code: "ATTEMPT.LEASE_EXPIRED" });
-    const bound = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM cache_binding WHERE org_id = ${tenant.orgId}::uuid`;
+    await expect(finalizeCacheSave(t.db(), store(), claimsOf(tk), opened.entryId)).rejects.toMatchObject({
+      code: "ATTEMPT.LEASE_EXPIRED",
+    });
+    const bound = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM cache_binding WHERE org_id = ${tenant.orgId}::uuid`;
     expect(Number(bound[0]?.n)).toBe(0);
   });
 
@@ -157,8 +213,20 @@ describe("restore and save through the control plane", () => {
     const first = bytes(3000, 10);
     const second = bytes(3000, 11);
     // Both open before either binds: the race is decided at finalize.
-    const oa = await openCacheSave(t.db(), store(), claimsOf(a), { inputs: lock("c"), sizeBytes: first.length, sha256: sha256(first), unpackedBytes: 1, entryCount: 1 });
-    const ob = await openCacheSave(t.db(), store(), claimsOf(b), { inputs: lock("c"), sizeBytes: second.length, sha256: sha256(second), unpackedBytes: 1, entryCount: 1 });
+    const oa = await openCacheSave(t.db(), store(), claimsOf(a), {
+      inputs: lock("c"),
+      sizeBytes: first.length,
+      sha256: sha256(first),
+      unpackedBytes: 1,
+      entryCount: 1,
+    });
+    const ob = await openCacheSave(t.db(), store(), claimsOf(b), {
+      inputs: lock("c"),
+      sizeBytes: second.length,
+      sha256: sha256(second),
+      unpackedBytes: 1,
+      entryCount: 1,
+    });
     if (oa.state !== "upload" || ob.state !== "upload") throw new Error("expected two uploads");
     await fetch(oa.url, { method: "PUT", body: new Uint8Array(first) });
     await fetch(ob.url, { method: "PUT", body: new Uint8Array(second) });
@@ -175,7 +243,10 @@ describe("restore and save through the control plane", () => {
     const d = await runOne(t.db(), tenant, DEPS());
     expect(await save(d, lock("c"), first)).toMatchObject({ state: "already_bound" });
     const reader = await runOne(t.db(), tenant, DEPS());
-    expect(await grantCacheRestore(t.db(), store(), claimsOf(reader), lock("c"))).toMatchObject({ hit: true, sha256: sha256(first) });
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(reader), lock("c"))).toMatchObject({
+      hit: true,
+      sha256: sha256(first),
+    });
     // Shown to the org's admins (settings page), not to members.
     const scopeOf = async (login: string, role: "admin" | "member") => {
       const { userId } = await addMember(t.db(), { orgSlug: tenant.slug, login, role });
@@ -183,13 +254,29 @@ describe("restore and save through the control plane", () => {
     };
     const adminView = await getOrgSettings(t.db(), await scopeOf(`${tenant.slug}-boss`, "admin"));
     expect(adminView.cache_conflicts).toEqual([
-      expect.objectContaining({ repo: tenant.repoName, bound_sha256: sha256(first), rejected_sha256: sha256(bytes(3000, 12)), run_id: c.runId }),
-      expect.objectContaining({ repo: tenant.repoName, bound_sha256: sha256(first), rejected_sha256: sha256(second), run_id: b.runId }),
+      expect.objectContaining({
+        repo: tenant.repoName,
+        bound_sha256: sha256(first),
+        rejected_sha256: sha256(bytes(3000, 12)),
+        run_id: c.runId,
+      }),
+      expect.objectContaining({
+        repo: tenant.repoName,
+        bound_sha256: sha256(first),
+        rejected_sha256: sha256(second),
+        run_id: b.runId,
+      }),
     ]);
     expect((await getOrgSettings(t.db(), await scopeOf(`${tenant.slug}-dev`, "member"))).cache_conflicts).toEqual([]);
     const events = await t.db().$queryRaw<{ to_state: string; reason: string }[]>`
       SELECT to_state, reason FROM transition_event WHERE org_id = ${tenant.orgId}::uuid AND entity = 'cache' ORDER BY id`;
-    expect(events.map((e) => `${e.to_state}:${e.reason}`)).toEqual(["uploading:save_opened", "uploading:save_opened", "bound:verified", "abandoned:conflict", "abandoned:conflict"]);
+    expect(events.map((e) => `${e.to_state}:${e.reason}`)).toEqual([
+      "uploading:save_opened",
+      "uploading:save_opened",
+      "bound:verified",
+      "abandoned:conflict",
+      "abandoned:conflict",
+    ]);
   });
 });
 
@@ -197,11 +284,27 @@ describe("figures", () => {
   it("keeps per-job stats from the current epoch and aggregates hit rate per trust class", async () => {
     const tenant = await seedTenant(t.db());
     const tk = await runOne(t.db(), tenant, DEPS());
-    await recordCacheStats(t.db(), claimsOf(tk), { restore: { result: "hit", tier: "local", exact: true, reason: null, bytes: 100, ms: 5 } });
-    await recordCacheStats(t.db(), claimsOf(tk), { save: { result: "refused", reason: "cache write refused: untrusted run", bytes: 0, ms: 1 } });
+    await recordCacheStats(t.db(), claimsOf(tk), {
+      restore: { result: "hit", tier: "local", exact: true, reason: null, bytes: 100, ms: 5 },
+    });
+    await recordCacheStats(t.db(), claimsOf(tk), {
+      save: { result: "refused", reason: "cache write refused: untrusted run", bytes: 0, ms: 1 },
+    });
     const figures = await runCacheFigures(t.db(), { orgId: tenant.orgId, runId: tk.runId });
     expect(figures).toEqual([
-      { jobId: tk.jobId, restoreResult: "hit", restoreTier: "local", restoreExact: true, restoreReason: null, bytesRestored: 100, restoreMs: 5, saveResult: "refused", saveReason: "cache write refused: untrusted run", bytesSaved: 0, saveMs: 1 },
+      {
+        jobId: tk.jobId,
+        restoreResult: "hit",
+        restoreTier: "local",
+        restoreExact: true,
+        restoreReason: null,
+        bytesRestored: 100,
+        restoreMs: 5,
+        saveResult: "refused",
+        saveReason: "cache write refused: untrusted run",
+        bytesSaved: 0,
+        saveMs: 1,
+      },
     ]);
     expect(await runCacheFigures(t.db(), { orgId: (await seedTenant(t.db())).orgId, runId: tk.runId })).toEqual([]);
     const org = await orgCacheFigures(t.db(), { orgId: tenant.orgId, sinceDays: 30 });
@@ -233,34 +336,63 @@ jobs:
       ids.push(r.entryId);
     }
     // Entry 1 idle for 8 days; entry 2 older than 3; quota fits one entry.
-    await t.db().$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '8 days' WHERE id = ${ids[0]}::uuid`;
-    await t.db().$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '2 days' WHERE id = ${ids[1]}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '8 days' WHERE id = ${ids[0]}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE cache_entry SET last_used_at = now() - interval '2 days' WHERE id = ${ids[1]}::uuid`;
     await t.db().$executeRaw`UPDATE org SET cache_quota_bytes = 1500 WHERE id = ${tenant.orgId}::uuid`;
-    const keys = await t.db().$queryRaw<{ object_key: string }[]>`SELECT object_key FROM cache_entry WHERE id = ANY(${ids}::uuid[]) ORDER BY created_at`;
+    const keys = await t.db().$queryRaw<
+      { object_key: string }[]
+    >`SELECT object_key FROM cache_entry WHERE id = ANY(${ids}::uuid[]) ORDER BY created_at`;
 
     const first = await evictCaches(t.db(), store());
     expect(first).toMatchObject({ evictedIdle: 1, evictedOverQuota: 1, objectsDeleted: 2 });
-    const states = await t.db().$queryRaw<{ id: string; state: string }[]>`SELECT id::text, state FROM cache_entry WHERE id = ANY(${ids}::uuid[])`;
-    expect(Object.fromEntries(states.map((s) => [s.id, s.state]))).toEqual({ [ids[0]!]: "evicted", [ids[1]!]: "evicted", [ids[2]!]: "bound" });
+    const states = await t.db().$queryRaw<
+      { id: string; state: string }[]
+    >`SELECT id::text, state FROM cache_entry WHERE id = ANY(${ids}::uuid[])`;
+    expect(Object.fromEntries(states.map((s) => [s.id, s.state]))).toEqual({
+      [ids[0]!]: "evicted",
+      [ids[1]!]: "evicted",
+      [ids[2]!]: "bound",
+    });
     const exists = async (key: string) =>
-      s3.store().s3.send(new HeadObjectCommand({ Bucket: "kiln", Key: key })).then(() => true, () => false);
+      s3
+        .store()
+        .s3.send(new HeadObjectCommand({ Bucket: "kiln", Key: key }))
+        .then(
+          () => true,
+          () => false,
+        );
     expect(await exists(keys[0]!.object_key)).toBe(false);
     expect(await exists(keys[2]!.object_key)).toBe(true);
-    const art = await t.db().$queryRaw<{ object_key: string; state: string }[]>`SELECT object_key, state FROM artifact_generation WHERE id = ${genId}::uuid`;
+    const art = await t.db().$queryRaw<
+      { object_key: string; state: string }[]
+    >`SELECT object_key, state FROM artifact_generation WHERE id = ${genId}::uuid`;
     expect(art[0]?.state).toBe("sealed");
     expect(await exists(art[0]!.object_key)).toBe(true);
     // The evicted key is free again: a restore misses and a new writer can bind it.
     const reader = await runOne(t.db(), tenant, DEPS("dependencies", "v9"));
     expect(await grantCacheRestore(t.db(), store(), claimsOf(reader), lock("1"))).toMatchObject({ hit: false });
 
-    expect(await evictCaches(t.db(), store())).toEqual({ evictedIdle: 0, evictedOverQuota: 0, abandonedUploads: 0, objectsDeleted: 0 });
+    expect(await evictCaches(t.db(), store())).toEqual({
+      evictedIdle: 0,
+      evictedOverQuota: 0,
+      abandonedUploads: 0,
+      objectsDeleted: 0,
+    });
   });
 
   it("abandons uploads that were never finished and deletes whatever they stored", async () => {
     const tenant = await seedTenant(t.db());
     const tk = await runOne(t.db(), tenant, DEPS());
     const data = bytes(1000, 1);
-    const opened = await openCacheSave(t.db(), store(), claimsOf(tk), { inputs: lock("e"), sizeBytes: data.length, sha256: sha256(data), unpackedBytes: 1, entryCount: 1 });
+    const opened = await openCacheSave(t.db(), store(), claimsOf(tk), {
+      inputs: lock("e"),
+      sizeBytes: data.length,
+      sha256: sha256(data),
+      unpackedBytes: 1,
+      entryCount: 1,
+    });
     if (opened.state !== "upload") throw new Error("expected an upload");
     await fetch(opened.url, { method: "PUT", body: new Uint8Array(data) });
     const key = `caches/${tenant.orgId}/${tenant.repoId}/${opened.entryId}.tar.gz`;
@@ -268,7 +400,18 @@ jobs:
     const row = await t.db().$queryRaw<{ state: string; abandon_reason: string; deleted: boolean }[]>`
       SELECT state, abandon_reason, object_deleted_at IS NOT NULL AS deleted FROM cache_entry WHERE id = ${opened.entryId}::uuid`;
     expect(row[0]).toEqual({ state: "abandoned", abandon_reason: "upload_expired", deleted: true });
-    expect(await s3.store().s3.send(new HeadObjectCommand({ Bucket: "kiln", Key: key })).then(() => true, () => false)).toBe(false);
-    expect(await evictCaches(t.db(), store({ abandonUploadsAfterMs: 0 }))).toMatchObject({ abandonedUploads: 0, objectsDeleted: 0 });
+    expect(
+      await s3
+        .store()
+        .s3.send(new HeadObjectCommand({ Bucket: "kiln", Key: key }))
+        .then(
+          () => true,
+          () => false,
+        ),
+    ).toBe(false);
+    expect(await evictCaches(t.db(), store({ abandonUploadsAfterMs: 0 }))).toMatchObject({
+      abandonedUploads: 0,
+      objectsDeleted: 0,
+    });
   });
 });

@@ -32,8 +32,16 @@ beforeAll(async () => {
   redis = await startRedis({ dataDir: dir });
   pub = new Redis(redis.url);
   sub = new Redis(redis.url);
-  hub = new LogHub(sub, (e) => { throw e; });
-  publisher = new LogPublisher(pub, (e) => { throw e; }, 0);
+  hub = new LogHub(sub, (e) => {
+    throw e;
+  });
+  publisher = new LogPublisher(
+    pub,
+    (e) => {
+      throw e;
+    },
+    0,
+  );
 });
 afterAll(async () => {
   pub.disconnect();
@@ -43,31 +51,51 @@ afterAll(async () => {
 });
 
 const deps = (): LogFollowerDeps => ({
-  db: t.db(), pool: pool(), archive: new LogArchiveReader(s3.store()), hub, heads: new LogHeadCache(pool(), 20), pollMs: 100, keepAliveMs: 300,
+  db: t.db(),
+  pool: pool(),
+  archive: new LogArchiveReader(s3.store()),
+  hub,
+  heads: new LogHeadCache(pool(), 20),
+  pollMs: 100,
+  keepAliveMs: 300,
 });
 
-interface Frame { id?: string; event?: string; data?: string; comment?: boolean }
+interface Frame {
+  id?: string;
+  event?: string;
+  data?: string;
+  comment?: boolean;
+}
 
 function parse(text: string): Frame[] {
-  return text.split("\n\n").filter((b) => b.length > 0).map((block) => {
-    const f: Frame = {};
-    for (const line of block.split("\n")) {
-      if (line.startsWith(":")) f.comment = true;
-      else if (line.startsWith("id: ")) f.id = line.slice(4);
-      else if (line.startsWith("event: ")) f.event = line.slice(7);
-      else if (line.startsWith("data: ")) f.data = line.slice(6);
-    }
-    return f;
-  });
+  return text
+    .split("\n\n")
+    .filter((b) => b.length > 0)
+    .map((block) => {
+      const f: Frame = {};
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) f.comment = true;
+        else if (line.startsWith("id: ")) f.id = line.slice(4);
+        else if (line.startsWith("event: ")) f.event = line.slice(7);
+        else if (line.startsWith("data: ")) f.data = line.slice(6);
+      }
+      return f;
+    });
 }
 
 /** Runs a follower in the background, collecting frames until it ends. */
-function follow(jobId: string, orgId: string, plan: Exclude<LogStreamPlan, { kind: "done" }>, lastEventId: string | null = null) {
+function follow(
+  jobId: string,
+  orgId: string,
+  plan: Exclude<LogStreamPlan, { kind: "done" }>,
+  lastEventId: string | null = null,
+) {
   const abort = new AbortController();
   const frames: Frame[] = [];
   const done = (async () => {
     const grant = await authorizeLogRead(t.db(), { orgId, jobId });
-    for await (const text of followJobLog(deps(), { orgId, grant, lastEventId, pinnedEpoch: null, plan }, abort.signal)) frames.push(...parse(text));
+    for await (const text of followJobLog(deps(), { orgId, grant, lastEventId, pinnedEpoch: null, plan }, abort.signal))
+      frames.push(...parse(text));
   })();
   return { frames, done, abort };
 }
@@ -75,7 +103,11 @@ function follow(jobId: string, orgId: string, plan: Exclude<LogStreamPlan, { kin
 async function append(a: ClaimedAttempt, chunks: IncomingChunk[], live: boolean): Promise<void> {
   await appendLogChunks(pool(), LOG_CFG, a.writer, chunks);
   if (live) {
-    publisher.publish(a.jobId, { kind: "chunks", epoch: a.epoch, chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data })) });
+    publisher.publish(a.jobId, {
+      kind: "chunks",
+      epoch: a.epoch,
+      chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data })),
+    });
   }
 }
 
@@ -83,7 +115,9 @@ function output(frames: Frame[]): { seqs: number[]; text: string } {
   const data = frames.filter((f) => f.id && !f.event);
   return {
     seqs: data.map((f) => Number(f.id?.split(":")[1])),
-    text: data.map((f) => Buffer.from((JSON.parse(f.data ?? "{}") as { data: string }).data, "base64").toString()).join(""),
+    text: data
+      .map((f) => Buffer.from((JSON.parse(f.data ?? "{}") as { data: string }).data, "base64").toString())
+      .join(""),
   };
 }
 
@@ -105,18 +139,33 @@ describe("SSE follower", () => {
     expect(output(f.frames)).toEqual({ seqs: [0, 1, 2, 3, 4, 5], text: "a0 a1 b2 b3 lost4 c5 " });
     const last = f.frames[f.frames.length - 1];
     expect(last).toMatchObject({ id: "1:end", event: "log.sealed" });
-    expect(JSON.parse(last?.data ?? "{}")).toMatchObject({ epoch: 1, state: "sealed", next_seq: 6, bytes: { stdout: 18, stderr: 3 } });
+    expect(JSON.parse(last?.data ?? "{}")).toMatchObject({
+      epoch: 1,
+      state: "sealed",
+      next_seq: 6,
+      bytes: { stdout: 18, stderr: 3 },
+    });
   });
 
   it("resumes exactly after a cursor, and ends with log.gapped for an attempt that ended unsealed", async () => {
     const a = await claimedAttempt(t.db());
     const cut = new ChunkCutter();
-    await append(a, Array.from({ length: 6 }, (_, i) => cut.cut("stdout", `x${i} `)), false);
-    await t.db().$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 second' WHERE id = ${a.attemptId}::uuid`;
+    await append(
+      a,
+      Array.from({ length: 6 }, (_, i) => cut.cut("stdout", `x${i} `)),
+      false,
+    );
+    await t.db()
+      .$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 second' WHERE id = ${a.attemptId}::uuid`;
     const { reconcile } = await import("../../src/attempts/reconcile.ts");
     await reconcile(t.db(), { ...TEST_CFG, retryBudget: 0 });
     const grant = await authorizeLogRead(t.db(), { orgId: a.tenant.orgId, jobId: a.jobId });
-    const plan = planLogStream({ lastEventId: "1:3", pinnedEpoch: null, epochs: grant.epochs, jobFinished: grant.jobFinished });
+    const plan = planLogStream({
+      lastEventId: "1:3",
+      pinnedEpoch: null,
+      epochs: grant.epochs,
+      jobFinished: grant.jobFinished,
+    });
     expect(plan).toEqual({ kind: "stream", epoch: 1, fromSeq: 4, cursorRejected: false });
     if (plan.kind !== "stream") return;
     const f = follow(a.jobId, a.tenant.orgId, plan, "1:3");
@@ -126,7 +175,9 @@ describe("SSE follower", () => {
     expect(f.frames[f.frames.length - 1]).toMatchObject({ id: "1:end", event: "log.gapped" });
     // Reconnecting after the end of the last attempt of a finished job: nothing more, ever.
     const after = await authorizeLogRead(t.db(), { orgId: a.tenant.orgId, jobId: a.jobId });
-    expect(planLogStream({ lastEventId: "1:end", pinnedEpoch: null, epochs: after.epochs, jobFinished: after.jobFinished })).toEqual({ kind: "done" });
+    expect(
+      planLogStream({ lastEventId: "1:end", pinnedEpoch: null, epochs: after.epochs, jobFinished: after.jobFinished }),
+    ).toEqual({ kind: "done" });
   });
 
   it("announces a cursor it never issued, then replays everything", async () => {
@@ -151,7 +202,15 @@ describe("SSE follower", () => {
     expect(f.frames.some((x) => x.comment)).toBe(true);
     const r = await claimJob(t.db(), TEST_CFG, { sessionId, claimRequestId: randomUUID() });
     if (r.kind !== "claimed") throw new Error("claim failed");
-    const a: ClaimedAttempt = { tenant, runId: r.ticket.runId, jobId, attemptId: r.ticket.attemptId, epoch: 1, sessionId, writer: { jobId, attemptId: r.ticket.attemptId, epoch: 1 } };
+    const a: ClaimedAttempt = {
+      tenant,
+      runId: r.ticket.runId,
+      jobId,
+      attemptId: r.ticket.attemptId,
+      epoch: 1,
+      sessionId,
+      writer: { jobId, attemptId: r.ticket.attemptId, epoch: 1 },
+    };
     const cut = new ChunkCutter();
     await append(a, [cut.cut("stdout", "started ")], true);
     await sealLog(t.db(), a.writer, { nextSeq: 1, bytes: cut.bytes, dropped: { stdout: 0, stderr: 0 } });
@@ -161,15 +220,29 @@ describe("SSE follower", () => {
   });
 
   it("skips chunk batches of a job nobody watches for a moment, then resumes publishing", async () => {
-    const quiet = new LogPublisher(pub, (e) => { throw e; }, 300);
+    const quiet = new LogPublisher(
+      pub,
+      (e) => {
+        throw e;
+      },
+      300,
+    );
     const watcher = new Redis(redis.url);
     const seen: number[] = [];
     const jobId = randomUUID();
-    const batch = (seq: number) => ({ kind: "chunks" as const, epoch: 1, chunks: [{ seq, stream: "stdout" as const, offset: seq, data: Buffer.from("x") }] });
+    const batch = (seq: number) => ({
+      kind: "chunks" as const,
+      epoch: 1,
+      chunks: [{ seq, stream: "stdout" as const, offset: seq, data: Buffer.from("x") }],
+    });
     quiet.publish(jobId, batch(0)); // reaches nobody: the job counts as unwatched for 300 ms
     await new Promise((r) => setTimeout(r, 50));
-    const h = new LogHub(watcher, (e) => { throw e; });
-    h.subscribe(jobId, (m) => { if (m.kind === "chunks") seen.push(...m.chunks.map((c) => c.seq)); });
+    const h = new LogHub(watcher, (e) => {
+      throw e;
+    });
+    h.subscribe(jobId, (m) => {
+      if (m.kind === "chunks") seen.push(...m.chunks.map((c) => c.seq));
+    });
     await new Promise((r) => setTimeout(r, 50));
     quiet.publish(jobId, batch(1)); // skipped: followers would fetch it from the journal
     await new Promise((r) => setTimeout(r, 350));
@@ -182,6 +255,8 @@ describe("SSE follower", () => {
   it("another org's job does not exist", async () => {
     const a = await claimedAttempt(t.db());
     const other = await seedTenant(t.db());
-    await expect(authorizeLogRead(t.db(), { orgId: other.orgId, jobId: a.jobId })).rejects.toMatchObject({ code: "JOB.NOT_FOUND" });
+    await expect(authorizeLogRead(t.db(), { orgId: other.orgId, jobId: a.jobId })).rejects.toMatchObject({
+      code: "JOB.NOT_FOUND",
+    });
   });
 });

@@ -38,7 +38,15 @@ export function useLogStore(): { store: () => LogObjectStore; s3: () => S3Handle
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), "kiln-logs-s3-"));
     s3 = await startS3({ dataDir: dir, bucket: "kiln" });
-    store = s3LogStore(createObjectStore({ endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }), s3.bucket);
+    store = s3LogStore(
+      createObjectStore({
+        endpoint: s3.endpoint,
+        region: s3.region,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+      }),
+      s3.bucket,
+    );
   });
   afterAll(async () => {
     await s3?.stop();
@@ -76,7 +84,15 @@ export async function claimedAttempt(db: Db, tenant?: Tenant): Promise<ClaimedAt
   const r = await claimJob(db, TEST_CFG, { sessionId, claimRequestId: randomUUID() });
   if (r.kind !== "claimed") throw new Error(`claim failed: ${r.kind}`);
   const tk = r.ticket;
-  return { tenant: t, runId, jobId: tk.jobId, attemptId: tk.attemptId, epoch: tk.epoch, sessionId, writer: { jobId: tk.jobId, attemptId: tk.attemptId, epoch: tk.epoch } };
+  return {
+    tenant: t,
+    runId,
+    jobId: tk.jobId,
+    attemptId: tk.attemptId,
+    epoch: tk.epoch,
+    sessionId,
+    writer: { jobId: tk.jobId, attemptId: tk.attemptId, epoch: tk.epoch },
+  };
 }
 
 /** Claims the job again after its current attempt ended (e.g. fenced with a retry scheduled). */
@@ -85,7 +101,12 @@ export async function reclaim(db: Db, a: ClaimedAttempt): Promise<ClaimedAttempt
   const r = await claimJob(db, TEST_CFG, { sessionId: a.sessionId, claimRequestId: randomUUID(), offer: null });
   if (r.kind !== "claimed" || r.ticket.jobId !== a.jobId) throw new Error("reclaim failed");
   const tk = r.ticket;
-  return { ...a, attemptId: tk.attemptId, epoch: tk.epoch, writer: { jobId: tk.jobId, attemptId: tk.attemptId, epoch: tk.epoch } };
+  return {
+    ...a,
+    attemptId: tk.attemptId,
+    epoch: tk.epoch,
+    writer: { jobId: tk.jobId, attemptId: tk.attemptId, epoch: tk.epoch },
+  };
 }
 
 /** Builds consecutive chunks the way the agent cuts them. */
@@ -95,7 +116,14 @@ export class ChunkCutter {
 
   cut(stream: "stdout" | "stderr", data: Buffer | string): IncomingChunk {
     const bytes = typeof data === "string" ? Buffer.from(data) : data;
-    const c = { seq: this.seq++, stream, offset: this.offsets[stream], length: bytes.length, sha256: sha256(bytes), data: bytes };
+    const c = {
+      seq: this.seq++,
+      stream,
+      offset: this.offsets[stream],
+      length: bytes.length,
+      sha256: sha256(bytes),
+      data: bytes,
+    };
     this.offsets[stream] += bytes.length;
     return c;
   }

@@ -4,8 +4,24 @@ import type { CSSProperties } from "react";
 import type { AnsiColor, AnsiStyle } from "./ansi.ts";
 
 // The 16 base colours are CSS variables (globals.css sets light and dark values) with fallbacks.
-const BASE = ["#1f2328", "#cf222e", "#116329", "#9a6700", "#0969da", "#8250df", "#1b7c83", "#6e7781",
-  "#57606a", "#a40e26", "#1a7f37", "#b08800", "#218bff", "#a475f9", "#3192aa", "#8c959f"];
+const BASE = [
+  "#1f2328",
+  "#cf222e",
+  "#116329",
+  "#9a6700",
+  "#0969da",
+  "#8250df",
+  "#1b7c83",
+  "#6e7781",
+  "#57606a",
+  "#a40e26",
+  "#1a7f37",
+  "#b08800",
+  "#218bff",
+  "#a475f9",
+  "#3192aa",
+  "#8c959f",
+];
 
 const CUBE = [0, 95, 135, 175, 215, 255];
 

@@ -53,7 +53,11 @@ describe("parseAnsi: everything else is removed, never executed", () => {
 
   it("keeps markup as text: the renderer never sees HTML", () => {
     const line = `${ESC}[31m<img src=x onerror=alert(1)>${ESC}[0m<script>`;
-    expect(parseAnsi(line).spans.map((s) => s.text).join("")).toBe("<img src=x onerror=alert(1)><script>");
+    expect(
+      parseAnsi(line)
+        .spans.map((s) => s.text)
+        .join(""),
+    ).toBe("<img src=x onerror=alert(1)><script>");
   });
 
   it("a colour value cannot inject CSS", () => {

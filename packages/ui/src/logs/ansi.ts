@@ -22,10 +22,21 @@ export interface AnsiSpan {
   style: AnsiStyle;
 }
 
-export const DEFAULT_STYLE: AnsiStyle = Object.freeze({ fg: null, bg: null, bold: false, dim: false, italic: false, underline: false, inverse: false, strike: false });
+export const DEFAULT_STYLE: AnsiStyle = Object.freeze({
+  fg: null,
+  bg: null,
+  bold: false,
+  dim: false,
+  italic: false,
+  underline: false,
+  inverse: false,
+  strike: false,
+});
 
 export function isDefaultStyle(s: AnsiStyle): boolean {
-  return s === DEFAULT_STYLE || (!s.fg && !s.bg && !s.bold && !s.dim && !s.italic && !s.underline && !s.inverse && !s.strike);
+  return (
+    s === DEFAULT_STYLE || (!s.fg && !s.bg && !s.bold && !s.dim && !s.italic && !s.underline && !s.inverse && !s.strike)
+  );
 }
 
 const ESC = 0x1b;
@@ -141,7 +152,17 @@ function readSequence(s: string, at: number): Sequence {
   // OSC, DCS, SOS, PM, APC: strings terminated by BEL or ST (ESC \).
   if (kind === "]" || kind === "P" || kind === "X" || kind === "^" || kind === "_") return readString(s, at + 2);
   // Character-set designations take one more byte: ESC ( B.
-  if (kind === "(" || kind === ")" || kind === "*" || kind === "+" || kind === "-" || kind === "." || kind === "/" || kind === "#" || kind === "%") {
+  if (
+    kind === "(" ||
+    kind === ")" ||
+    kind === "*" ||
+    kind === "+" ||
+    kind === "-" ||
+    kind === "." ||
+    kind === "/" ||
+    kind === "#" ||
+    kind === "%"
+  ) {
     return { end: Math.min(s.length, at + 3), sgr: null };
   }
   // Two-byte sequences (ESC 7, ESC c, ESC =, ...).
@@ -181,9 +202,13 @@ function readExtendedColor(p: number[], i: number): { color: AnsiColor | null; n
   const mode = p[i + 1];
   if (mode === 5) {
     const idx = p[i + 2];
-    return { color: idx === undefined || Number.isNaN(idx) ? null : { kind: "palette", index: clamp255(idx) }, next: i + 3 };
+    return {
+      color: idx === undefined || Number.isNaN(idx) ? null : { kind: "palette", index: clamp255(idx) },
+      next: i + 3,
+    };
   }
-  if (mode === 2) return { color: { kind: "rgb", r: clamp255(p[i + 2]), g: clamp255(p[i + 3]), b: clamp255(p[i + 4]) }, next: i + 5 };
+  if (mode === 2)
+    return { color: { kind: "rgb", r: clamp255(p[i + 2]), g: clamp255(p[i + 3]), b: clamp255(p[i + 4]) }, next: i + 5 };
   return { color: null, next: p.length };
 }
 

@@ -12,7 +12,11 @@ function highlight(text: string, q: string, key: string): ReactNode {
   if (at === -1) return text;
   while (at !== -1) {
     if (at > from) out.push(text.slice(from, at));
-    out.push(<mark key={`${key}-${at}`} className="rounded-sm bg-yellow-200 text-inherit dark:bg-yellow-700/70">{text.slice(at, at + q.length)}</mark>);
+    out.push(
+      <mark key={`${key}-${at}`} className="rounded-sm bg-yellow-200 text-inherit dark:bg-yellow-700/70">
+        {text.slice(at, at + q.length)}
+      </mark>,
+    );
     from = at + q.length;
     at = lower.indexOf(q, from);
   }

@@ -104,7 +104,11 @@ describe("LogLines: attempts and replays", () => {
     l.beginAttempt(2);
     l.push("stdout", 0, enc.encode("second try\n"));
     l.beginAttempt(2); // a resume inside attempt 2 does not add another marker
-    expect(lines(l)).toEqual(["first try", "Attempt 2 starts here: the job ran again after the previous attempt ended.", "second try"]);
+    expect(lines(l)).toEqual([
+      "first try",
+      "Attempt 2 starts here: the job ran again after the previous attempt ended.",
+      "second try",
+    ]);
     expect([l.lineNumber(0), l.lineNumber(1), l.lineNumber(2)]).toEqual([1, 0, 2]);
   });
 

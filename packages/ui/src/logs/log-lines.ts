@@ -70,7 +70,9 @@ export class LogLines {
 
   /** The last partial (unterminated) line of each stream, shown while the job is live. */
   pending(): { stream: LogStream; text: string }[] {
-    return (["stdout", "stderr"] as const).filter((s) => this.streams[s].partial !== "").map((s) => ({ stream: s, text: this.streams[s].partial }));
+    return (["stdout", "stderr"] as const)
+      .filter((s) => this.streams[s].partial !== "")
+      .map((s) => ({ stream: s, text: this.streams[s].partial }));
   }
 
   /**
@@ -100,7 +102,8 @@ export class LogLines {
     if (epoch === this.epoch) return;
     this.flush();
     this.streams = { stdout: newStream(), stderr: newStream() };
-    if (this.epoch !== null || epoch > 1) this.append("attempt", `Attempt ${epoch} starts here: the job ran again after the previous attempt ended.`);
+    if (this.epoch !== null || epoch > 1)
+      this.append("attempt", `Attempt ${epoch} starts here: the job ran again after the previous attempt ended.`);
     this.epoch = epoch;
     this.version++;
   }

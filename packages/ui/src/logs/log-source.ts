@@ -34,7 +34,11 @@ export interface LogSourceHandlers {
   state(s: SourceState): void;
 }
 
-const TERMINAL: Record<string, LogTerminal> = { "log.sealed": "sealed", "log.truncated": "truncated", "log.gapped": "gapped" };
+const TERMINAL: Record<string, LogTerminal> = {
+  "log.sealed": "sealed",
+  "log.truncated": "truncated",
+  "log.gapped": "gapped",
+};
 const MAX_BACKOFF_MS = 15_000;
 
 /** Starts streaming; returns a function that stops it. */
@@ -174,9 +178,13 @@ function yieldToBrowser(): Promise<void> {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

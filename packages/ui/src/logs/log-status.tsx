@@ -7,8 +7,14 @@ export function LogStatus({ state, lines, bytes }: { state: SourceState; lines: 
   const [text, tone] = describe(state);
   return (
     <div className="flex items-center gap-2 text-xs" aria-live="polite">
-      <span className={cn("inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 font-medium", tone)} data-log-state={state.kind}>
-        <span aria-hidden="true" className={cn("size-1.5 rounded-full bg-current", state.kind === "live" && "animate-pulse")} />
+      <span
+        className={cn("inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 font-medium", tone)}
+        data-log-state={state.kind}
+      >
+        <span
+          aria-hidden="true"
+          className={cn("size-1.5 rounded-full bg-current", state.kind === "live" && "animate-pulse")}
+        />
         {text}
       </span>
       <span className="tabular-nums text-zinc-500 dark:text-zinc-400">
@@ -25,12 +31,23 @@ function describe(s: SourceState): [string, string] {
     case "live":
       return ["live", "bg-blue-50 text-blue-800 dark:bg-blue-950 dark:text-blue-300"];
     case "reconnecting":
-      return [`reconnecting in ${Math.ceil(s.inMs / 1000)}s`, "bg-amber-50 text-amber-900 dark:bg-amber-950 dark:text-amber-300"];
+      return [
+        `reconnecting in ${Math.ceil(s.inMs / 1000)}s`,
+        "bg-amber-50 text-amber-900 dark:bg-amber-950 dark:text-amber-300",
+      ];
     case "ended":
-      if (s.how === "sealed") return ["complete", "bg-emerald-50 text-emerald-800 dark:bg-emerald-950 dark:text-emerald-300"];
-      if (s.how === "empty") return ["no output: the job never started", "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-300"];
-      return [s.how === "truncated" ? "complete (truncated)" : "complete (with gaps)", "bg-amber-50 text-amber-900 dark:bg-amber-950 dark:text-amber-300"];
+      if (s.how === "sealed")
+        return ["complete", "bg-emerald-50 text-emerald-800 dark:bg-emerald-950 dark:text-emerald-300"];
+      if (s.how === "empty")
+        return ["no output: the job never started", "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-300"];
+      return [
+        s.how === "truncated" ? "complete (truncated)" : "complete (with gaps)",
+        "bg-amber-50 text-amber-900 dark:bg-amber-950 dark:text-amber-300",
+      ];
     case "error":
-      return [`unavailable${s.status ? ` (${s.status})` : ""}: ${s.message}`, "bg-red-50 text-red-800 dark:bg-red-950 dark:text-red-300"];
+      return [
+        `unavailable${s.status ? ` (${s.status})` : ""}: ${s.message}`,
+        "bg-red-50 text-red-800 dark:bg-red-950 dark:text-red-300",
+      ];
   }
 }

@@ -54,7 +54,15 @@ function lineFromHash(): number | null {
  * A job's log: streamed over SSE, ANSI-coloured (safely: see ansi.ts), windowed so only the rows in
  * view are in the DOM, with line permalinks, follow mode, search and the raw download.
  */
-export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, height = "70vh", className }: LogViewerProps) {
+export function LogViewer({
+  eventsUrl,
+  rawUrl,
+  label,
+  live,
+  permalinks = true,
+  height = "70vh",
+  className,
+}: LogViewerProps) {
   const [model] = useState(() => new LogLines());
   const [version, setVersion] = useState(0);
   const [source, setSource] = useState<SourceState>({ kind: "connecting" });
@@ -74,10 +82,11 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
   useEffect(() => {
     let frame = 0;
     const schedule = () => {
-      if (!frame) frame = requestAnimationFrame(() => {
-        frame = 0;
-        setVersion(model.version);
-      });
+      if (!frame)
+        frame = requestAnimationFrame(() => {
+          frame = 0;
+          setVersion(model.version);
+        });
     };
     const stop = openLogSource(eventsUrl, {
       chunk: (stream, offset, data) => {
@@ -89,8 +98,16 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
         schedule();
       },
       terminal: (how, detail) => {
-        if (how === "truncated") model.mark("truncated", `Log truncated here: ${droppedText(detail)} past the size limit ${droppedText(detail) === "output" ? "was" : "were"} not kept.`);
-        else if (how === "gapped") model.mark("gap", "Part of this log is missing: the attempt ended before all of its output reached the platform.");
+        if (how === "truncated")
+          model.mark(
+            "truncated",
+            `Log truncated here: ${droppedText(detail)} past the size limit ${droppedText(detail) === "output" ? "was" : "were"} not kept.`,
+          );
+        else if (how === "gapped")
+          model.mark(
+            "gap",
+            "Part of this log is missing: the attempt ended before all of its output reached the platform.",
+          );
         else model.flush();
         schedule();
       },
@@ -173,8 +190,12 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
       if (!p) continue;
       rows.push(
         <div key={`p${r}`} className="flex h-5 text-zinc-500 dark:text-zinc-400" data-pending="true">
-          <span style={gutter} className="shrink-0 select-none pr-3 text-right text-zinc-400">…</span>
-          <span className="whitespace-pre"><LineContent text={p.text} start={DEFAULT_STYLE} query={q} /></span>
+          <span style={gutter} className="shrink-0 select-none pr-3 text-right text-zinc-400">
+            …
+          </span>
+          <span className="whitespace-pre">
+            <LineContent text={p.text} start={DEFAULT_STYLE} query={q} />
+          </span>
         </div>,
       );
       continue;
@@ -182,7 +203,17 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
     const kind = model.kind(r);
     if (kind === "gap" || kind === "truncated" || kind === "attempt") {
       rows.push(
-        <div key={r} role="note" className={cn("flex h-5 items-center gap-2 px-3 font-sans text-xs font-medium", kind === "attempt" ? "bg-blue-50 text-blue-900 dark:bg-blue-950 dark:text-blue-200" : "bg-amber-100 text-amber-900 dark:bg-amber-950 dark:text-amber-200")} data-marker={kind}>
+        <div
+          key={r}
+          role="note"
+          className={cn(
+            "flex h-5 items-center gap-2 px-3 font-sans text-xs font-medium",
+            kind === "attempt"
+              ? "bg-blue-50 text-blue-900 dark:bg-blue-950 dark:text-blue-200"
+              : "bg-amber-100 text-amber-900 dark:bg-amber-950 dark:text-amber-200",
+          )}
+          data-marker={kind}
+        >
           <span aria-hidden="true">{kind === "attempt" ? "↻" : "⚠"}</span>
           {model.text(r)}
         </div>,
@@ -192,13 +223,33 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
     const n = model.lineNumber(r);
     const isSelected = n === selected;
     rows.push(
-      <div key={r} data-line={n} className={cn("flex h-5", isSelected && "bg-yellow-100 dark:bg-yellow-900/40", r === activeRow && "outline outline-1 -outline-offset-1 outline-yellow-500", kind === "stderr" && "bg-red-50/60 dark:bg-red-950/30")}>
-        {permalinks ? (
-          <a href={`#L${n}`} aria-label={`Line ${n}`} style={gutter} className="shrink-0 select-none pr-3 text-right text-zinc-400 hover:text-zinc-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:hover:text-zinc-200">{n}</a>
-        ) : (
-          <span style={gutter} className="shrink-0 select-none pr-3 text-right text-zinc-400">{n}</span>
+      <div
+        key={r}
+        data-line={n}
+        className={cn(
+          "flex h-5",
+          isSelected && "bg-yellow-100 dark:bg-yellow-900/40",
+          r === activeRow && "outline outline-1 -outline-offset-1 outline-yellow-500",
+          kind === "stderr" && "bg-red-50/60 dark:bg-red-950/30",
         )}
-        <span className="whitespace-pre pr-4"><LineContent text={model.text(r)} start={model.startStyle(r)} query={q} /></span>
+      >
+        {permalinks ? (
+          <a
+            href={`#L${n}`}
+            aria-label={`Line ${n}`}
+            style={gutter}
+            className="shrink-0 select-none pr-3 text-right text-zinc-400 hover:text-zinc-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:hover:text-zinc-200"
+          >
+            {n}
+          </a>
+        ) : (
+          <span style={gutter} className="shrink-0 select-none pr-3 text-right text-zinc-400">
+            {n}
+          </span>
+        )}
+        <span className="whitespace-pre pr-4">
+          <LineContent text={model.text(r)} start={model.startStyle(r)} query={q} />
+        </span>
       </div>,
     );
   }
@@ -208,7 +259,9 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
       <div className="flex flex-wrap items-center gap-2 border-b border-zinc-200 bg-zinc-50 px-3 py-2 text-sm dark:border-zinc-800 dark:bg-zinc-900">
         <LogStatus state={source} lines={model.length} bytes={model.totalBytes} />
         <div className="ml-auto flex flex-wrap items-center gap-2">
-          <label className="sr-only" htmlFor={searchId}>Search the log</label>
+          <label className="sr-only" htmlFor={searchId}>
+            Search the log
+          </label>
           <input
             id={searchId}
             type="search"
@@ -228,15 +281,40 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
               {matches.length === 0 ? (searching ? "searching…" : "no matches") : matchLabel(active, matches.length)}
             </span>
           ) : null}
-          <Button size="sm" variant="ghost" aria-label="Previous match" disabled={matches.length === 0} onClick={() => goToMatch(active <= 0 ? matches.length - 1 : active - 1)}>↑</Button>
-          <Button size="sm" variant="ghost" aria-label="Next match" disabled={matches.length === 0} onClick={() => goToMatch(active + 1)}>↓</Button>
-          <Button size="sm" aria-pressed={follow} onClick={() => setFollow((f) => !f)} variant={follow ? "primary" : "secondary"}>
+          <Button
+            size="sm"
+            variant="ghost"
+            aria-label="Previous match"
+            disabled={matches.length === 0}
+            onClick={() => goToMatch(active <= 0 ? matches.length - 1 : active - 1)}
+          >
+            ↑
+          </Button>
+          <Button
+            size="sm"
+            variant="ghost"
+            aria-label="Next match"
+            disabled={matches.length === 0}
+            onClick={() => goToMatch(active + 1)}
+          >
+            ↓
+          </Button>
+          <Button
+            size="sm"
+            aria-pressed={follow}
+            onClick={() => setFollow((f) => !f)}
+            variant={follow ? "primary" : "secondary"}
+          >
             Follow
           </Button>
           <span className="flex items-center gap-1 text-xs text-zinc-500 dark:text-zinc-400">
             Raw:
-            <a href={withStream(rawUrl, "stdout")} className={buttonClasses("secondary", "sm")} download>stdout</a>
-            <a href={withStream(rawUrl, "stderr")} className={buttonClasses("secondary", "sm")} download>stderr</a>
+            <a href={withStream(rawUrl, "stdout")} className={buttonClasses("secondary", "sm")} download>
+              stdout
+            </a>
+            <a href={withStream(rawUrl, "stderr")} className={buttonClasses("secondary", "sm")} download>
+              stderr
+            </a>
           </span>
         </div>
       </div>
@@ -261,7 +339,13 @@ export function LogViewer({ eventsUrl, rawUrl, label, live, permalinks = true, h
         style={{ height }}
       >
         {rowCount === 0 ? (
-          <p className="p-4 font-sans text-sm text-zinc-500 dark:text-zinc-400">{source.kind === "ended" ? "This log is empty." : source.kind === "error" ? "No log to show." : "Waiting for output…"}</p>
+          <p className="p-4 font-sans text-sm text-zinc-500 dark:text-zinc-400">
+            {source.kind === "ended"
+              ? "This log is empty."
+              : source.kind === "error"
+                ? "No log to show."
+                : "Waiting for output…"}
+          </p>
         ) : (
           <div style={{ height: win.totalHeight, position: "relative" }}>
             <div className="absolute left-0 min-w-full" style={{ top: win.offsetY }}>

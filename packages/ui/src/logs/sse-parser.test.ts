@@ -10,8 +10,8 @@ function parse(chunks: string[]): { events: SseEvent[]; p: SseParser } {
 
 describe("SseParser", () => {
   it("parses data events with ids, ignores keep-alive comments", () => {
-    const { events, p } = parse([": keep-alive\n\nid: 7\ndata: {\"a\":1}\n\n: ping\n\n"]);
-    expect(events).toEqual([{ event: "message", data: "{\"a\":1}", id: "7" }]);
+    const { events, p } = parse([': keep-alive\n\nid: 7\ndata: {"a":1}\n\n: ping\n\n']);
+    expect(events).toEqual([{ event: "message", data: '{"a":1}', id: "7" }]);
     expect(p.cursor).toBe("7");
   });
 
@@ -19,13 +19,19 @@ describe("SseParser", () => {
     const text = "event: log.sealed\r\ndata: {}\r\n\r\nid: 9\rdata: a\rdata: b\r\r";
     for (let cut = 1; cut < text.length; cut++) {
       const { events } = parse([text.slice(0, cut), text.slice(cut)]);
-      expect(events).toEqual([{ event: "log.sealed", data: "{}", id: null }, { event: "message", data: "a\nb", id: "9" }]);
+      expect(events).toEqual([
+        { event: "log.sealed", data: "{}", id: null },
+        { event: "message", data: "a\nb", id: "9" },
+      ]);
     }
   });
 
   it("delivers a named event without data; ignores ids with NUL; reads retry", () => {
     const { events, p } = parse(["id: 3\nevent: log.gapped\n\nid: bad\u0000id\nretry: 2500\ndata: x\n\n"]);
-    expect(events.map((e) => [e.event, e.id])).toEqual([["log.gapped", "3"], ["message", "3"]]);
+    expect(events.map((e) => [e.event, e.id])).toEqual([
+      ["log.gapped", "3"],
+      ["message", "3"],
+    ]);
     expect(p.retryMs).toBe(2500);
   });
 

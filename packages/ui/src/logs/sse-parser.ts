@@ -70,7 +70,8 @@ export class SseParser {
   private dispatch(): void {
     // Unlike EventSource, an event with a name but no data is still delivered: terminal events may
     // carry nothing but their name.
-    if (this.data.length > 0 || this.event !== "") this.onEvent({ event: this.event || "message", data: this.data.join("\n"), id: this.lastId });
+    if (this.data.length > 0 || this.event !== "")
+      this.onEvent({ event: this.event || "message", data: this.data.join("\n"), id: this.lastId });
     this.data = [];
     this.event = "";
   }

@@ -12,10 +12,22 @@ describe("computeWindow", () => {
     const top = computeWindow({ rowCount: rows, rowHeight: 20, scrollTop: 0, viewportHeight: 600, overscan: 5 });
     expect(top.start).toBe(0);
     expect(top.totalHeight).toBe(MAX_SCROLL_PX);
-    const bottom = computeWindow({ rowCount: rows, rowHeight: 20, scrollTop: MAX_SCROLL_PX - 600, viewportHeight: 600, overscan: 5 });
+    const bottom = computeWindow({
+      rowCount: rows,
+      rowHeight: 20,
+      scrollTop: MAX_SCROLL_PX - 600,
+      viewportHeight: 600,
+      overscan: 5,
+    });
     expect(bottom.end).toBe(rows);
     expect(bottom.end - bottom.start).toBeLessThan(50);
-    const mid = computeWindow({ rowCount: rows, rowHeight: 20, scrollTop: (MAX_SCROLL_PX - 600) / 2, viewportHeight: 600, overscan: 0 });
+    const mid = computeWindow({
+      rowCount: rows,
+      rowHeight: 20,
+      scrollTop: (MAX_SCROLL_PX - 600) / 2,
+      viewportHeight: 600,
+      overscan: 0,
+    });
     expect(Math.abs(mid.start - rows / 2)).toBeLessThan(50);
   });
 

@@ -13,10 +13,20 @@ export interface AccelChoice {
   reason: string;
 }
 
-export async function chooseAccel(mode: "auto" | Accel, cfg: Omit<BootConfig, "accel">, rootfs: string, workDir: string): Promise<AccelChoice> {
+export async function chooseAccel(
+  mode: "auto" | Accel,
+  cfg: Omit<BootConfig, "accel">,
+  rootfs: string,
+  workDir: string,
+): Promise<AccelChoice> {
   if (mode === "tcg") return { accel: "tcg", reason: "TCG forced by configuration" };
   if (mode === "kvm") return { accel: "kvm", reason: "KVM forced by configuration" };
-  if (!(await access("/dev/kvm", constants.R_OK | constants.W_OK).then(() => true, () => false))) {
+  if (
+    !(await access("/dev/kvm", constants.R_OK | constants.W_OK).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     return { accel: "tcg", reason: "TCG (no usable /dev/kvm)" };
   }
   const runDir = await newRunDir(workDir);
@@ -25,7 +35,10 @@ export async function chooseAccel(mode: "auto" | Accel, cfg: Omit<BootConfig, "a
     await vm.kill();
     return { accel: "kvm", reason: `KVM (probe boot ready in ${Math.round(bootMs)} ms)` };
   } catch (err) {
-    return { accel: "tcg", reason: `TCG (KVM probe boot failed: ${err instanceof Error ? err.message.slice(0, 120) : String(err)})` };
+    return {
+      accel: "tcg",
+      reason: `TCG (KVM probe boot failed: ${err instanceof Error ? err.message.slice(0, 120) : String(err)})`,
+    };
   } finally {
     await rm(runDir, { recursive: true, force: true });
   }

@@ -29,10 +29,13 @@ export class CtlChannel {
     if (queued !== undefined) return Promise.resolve(queued);
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      const timer = timeoutMs === Infinity ? null : setTimeout(() => {
-        this.waiter = null;
-        reject(new MicrovmError("MICROVM.GUEST_PROTOCOL", `guest did not answer ${what} within ${timeoutMs} ms`));
-      }, timeoutMs);
+      const timer =
+        timeoutMs === Infinity
+          ? null
+          : setTimeout(() => {
+              this.waiter = null;
+              reject(new MicrovmError("MICROVM.GUEST_PROTOCOL", `guest did not answer ${what} within ${timeoutMs} ms`));
+            }, timeoutMs);
       this.waiter = {
         resolve: (l) => (timer && clearTimeout(timer), resolve(l)),
         reject: (e) => (timer && clearTimeout(timer), reject(e)),
@@ -44,7 +47,11 @@ export class CtlChannel {
   async expect(word: string, timeoutMs: number, what = word): Promise<string[]> {
     const line = await this.next(timeoutMs, what);
     const parts = line.split(" ");
-    if (parts[0] !== word) throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `expected ${word}, guest said ${JSON.stringify(line.slice(0, 200))}`);
+    if (parts[0] !== word)
+      throw new MicrovmError(
+        "MICROVM.GUEST_PROTOCOL",
+        `expected ${word}, guest said ${JSON.stringify(line.slice(0, 200))}`,
+      );
     return parts.slice(1);
   }
 

@@ -41,7 +41,12 @@ while (%open) {
 export async function installEgressRelay(workDir: string): Promise<EgressRelay> {
   let perl: string | null = null;
   for (const p of PERL_CANDIDATES) {
-    if (await access(p, constants.X_OK).then(() => true, () => false)) {
+    if (
+      await access(p, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    ) {
       perl = p;
       break;
     }

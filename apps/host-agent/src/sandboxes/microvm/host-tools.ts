@@ -14,7 +14,13 @@ export type ToolName = keyof typeof TOOLS;
 
 export async function findTool(name: ToolName): Promise<string> {
   for (const p of TOOLS[name].paths) {
-    if (!(await access(p, constants.X_OK).then(() => true, () => false))) continue;
+    if (
+      !(await access(p, constants.X_OK).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     // The guest has no libc: Debian's dynamically linked `busybox` package would not start there.
     if (name === "busybox" && hasElfInterpreter(await readFile(p))) {
       throw new MicrovmError("MICROVM.MISSING_TOOL", `${p} is dynamically linked (apt-get install busybox-static)`);
@@ -39,9 +45,15 @@ export function hasElfInterpreter(elf: Buffer): boolean {
 
 /** The newest Debian cloud kernel under /boot and its module directory. */
 export async function findCloudKernel(): Promise<{ vmlinuz: string; modulesDir: string; release: string }> {
-  const names = (await readdir("/boot").catch(() => [] as string[])).filter((n) => /^vmlinuz-.+-cloud-amd64$/.test(n)).sort();
+  const names = (await readdir("/boot").catch(() => [] as string[]))
+    .filter((n) => /^vmlinuz-.+-cloud-amd64$/.test(n))
+    .sort();
   const newest = names.at(-1);
-  if (!newest) throw new MicrovmError("MICROVM.MISSING_TOOL", "no /boot/vmlinuz-*-cloud-amd64 (apt-get install linux-image-cloud-amd64)");
+  if (!newest)
+    throw new MicrovmError(
+      "MICROVM.MISSING_TOOL",
+      "no /boot/vmlinuz-*-cloud-amd64 (apt-get install linux-image-cloud-amd64)",
+    );
   const release = newest.slice("vmlinuz-".length);
   return { vmlinuz: `/boot/${newest}`, modulesDir: `/lib/modules/${release}`, release };
 }
@@ -49,9 +61,20 @@ export async function findCloudKernel(): Promise<{ vmlinuz: string; modulesDir: 
 /** Runs a program to completion; rejects with its stderr (trimmed) on failure. */
 export function run(file: string, args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { cwd: opts.cwd, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024, env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${file} ${args.join(" ")} failed: ${String(stderr).trim().slice(0, 500) || err.message}`));
-      else resolve(String(stdout));
-    });
+    execFile(
+      file,
+      args,
+      {
+        cwd: opts.cwd,
+        timeout: opts.timeoutMs ?? 120_000,
+        maxBuffer: 16 * 1024 * 1024,
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+      },
+      (err, stdout, stderr) => {
+        if (err)
+          reject(new Error(`${file} ${args.join(" ")} failed: ${String(stderr).trim().slice(0, 500) || err.message}`));
+        else resolve(String(stdout));
+      },
+    );
   });
 }

@@ -11,7 +11,10 @@ export async function removeLeftoverVms(workDir: string, keep: ReadonlySet<strin
   for (const entry of await readdir(workDir).catch(() => [] as string[])) {
     const runDir = path.join(workDir, entry);
     if (keep.has(runDir)) continue;
-    const ours = await readFile(path.join(runDir, RUN_DIR_MARKER)).then(() => true, () => false);
+    const ours = await readFile(path.join(runDir, RUN_DIR_MARKER)).then(
+      () => true,
+      () => false,
+    );
     if (!ours) continue;
     await killQemuOf(runDir);
     await rm(runDir, { recursive: true, force: true, maxRetries: 3 });

@@ -13,7 +13,17 @@ import { findCloudKernel, findTool, run } from "./host-tools.ts";
 const GUEST_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "guest");
 // Bump when the layout below changes in a way the inputs do not capture.
 const BUILDER_VERSION = "1";
-const MODULES = ["virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "virtio_console", "failover", "net_failover", "virtio_net", "overlay"];
+const MODULES = [
+  "virtio_ring",
+  "virtio",
+  "virtio_mmio",
+  "virtio_blk",
+  "virtio_console",
+  "failover",
+  "net_failover",
+  "virtio_net",
+  "overlay",
+];
 const MODULE_PATHS: Record<string, string> = {
   virtio_ring: "kernel/drivers/virtio/virtio_ring.ko",
   virtio: "kernel/drivers/virtio/virtio.ko",
@@ -41,8 +51,20 @@ export async function ensureMicrovmAssets(cacheDir: string): Promise<MicrovmAsse
   const inputs = await readInputs(kernel.vmlinuz, kernel.modulesDir, busybox);
   const key = inputs.hash;
   const dir = path.join(cacheDir, key);
-  const assets = { key, dir, vmlinuz: path.join(dir, "vmlinuz"), initramfs: path.join(dir, "initramfs.cpio"), baseRootfs: path.join(dir, "base-rootfs.ext4") };
-  if (await stat(path.join(dir, "complete")).then(() => true, () => false)) return assets;
+  const assets = {
+    key,
+    dir,
+    vmlinuz: path.join(dir, "vmlinuz"),
+    initramfs: path.join(dir, "initramfs.cpio"),
+    baseRootfs: path.join(dir, "base-rootfs.ext4"),
+  };
+  if (
+    await stat(path.join(dir, "complete")).then(
+      () => true,
+      () => false,
+    )
+  )
+    return assets;
 
   await mkdir(cacheDir, { recursive: true });
   const staging = await mkdtemp(path.join(cacheDir, `.build-${key.slice(0, 12)}-`));
@@ -56,7 +78,9 @@ export async function ensureMicrovmAssets(cacheDir: string): Promise<MicrovmAsse
       if (err.code !== "ENOTEMPTY" && err.code !== "EEXIST") throw err;
     });
   } catch (err) {
-    throw err instanceof MicrovmError ? err : new MicrovmError("MICROVM.ASSET_BUILD_FAILED", String(err instanceof Error ? err.message : err));
+    throw err instanceof MicrovmError
+      ? err
+      : new MicrovmError("MICROVM.ASSET_BUILD_FAILED", String(err instanceof Error ? err.message : err));
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -73,20 +97,23 @@ async function readInputs(vmlinuz: string, modulesDir: string, busybox: string):
   const h = createHash("sha256").update(`kiln-microvm-assets/${BUILDER_VERSION}\0`);
   const init = await readFile(path.join(GUEST_DIR, "init.sh"));
   const agent = await readFile(path.join(GUEST_DIR, "agent.sh"));
-  for (const part of [init, agent, Buffer.from(limitsScript()), await readFile(vmlinuz), await readFile(busybox)]) h.update(part).update("\0");
+  for (const part of [init, agent, Buffer.from(limitsScript()), await readFile(vmlinuz), await readFile(busybox)])
+    h.update(part).update("\0");
   for (const m of MODULES) h.update(await readFile(path.join(modulesDir, MODULE_PATHS[m]!))).update("\0");
   return { hash: h.digest("hex").slice(0, 32), init, agent };
 }
 
 async function buildInitramfs(staging: string, inputs: Inputs, busybox: string, modulesDir: string): Promise<void> {
   const root = path.join(staging, "initramfs");
-  for (const d of ["bin", "dev", "proc", "sys", "run", "kiln", "lib/modules"]) await mkdir(path.join(root, d), { recursive: true });
+  for (const d of ["bin", "dev", "proc", "sys", "run", "kiln", "lib/modules"])
+    await mkdir(path.join(root, d), { recursive: true });
   await copyFile(busybox, path.join(root, "bin/busybox"));
   await symlink("busybox", path.join(root, "bin/sh"));
   await writeFile(path.join(root, "init"), inputs.init, { mode: 0o755 });
   await writeFile(path.join(root, "kiln/agent.sh"), inputs.agent, { mode: 0o755 });
   await writeFile(path.join(root, "kiln/limits.sh"), limitsScript());
-  for (const m of MODULES) await copyFile(path.join(modulesDir, MODULE_PATHS[m]!), path.join(root, "lib/modules", `${m}.ko`));
+  for (const m of MODULES)
+    await copyFile(path.join(modulesDir, MODULE_PATHS[m]!), path.join(root, "lib/modules", `${m}.ko`));
   // newc cpio through busybox (no host cpio needed); file list on stdin.
   const list = (await run(busybox, ["find", "."], { cwd: root })).split("\n").filter(Boolean).sort().join("\n");
   await writeFile(path.join(staging, "initramfs.list"), `${list}\n`);
@@ -98,7 +125,20 @@ async function buildInitramfs(staging: string, inputs: Inputs, busybox: string, 
 /** The base image: busybox applets as /bin/*, a passwd for root, nothing else. */
 async function buildBaseRootfs(staging: string, busybox: string, mkfs: string): Promise<void> {
   const root = path.join(staging, "base-root");
-  for (const d of ["bin", "etc", "usr/bin", "usr/local/bin", "tmp", "workspace", "home/kiln", "proc", "dev", "sys", "root"]) await mkdir(path.join(root, d), { recursive: true });
+  for (const d of [
+    "bin",
+    "etc",
+    "usr/bin",
+    "usr/local/bin",
+    "tmp",
+    "workspace",
+    "home/kiln",
+    "proc",
+    "dev",
+    "sys",
+    "root",
+  ])
+    await mkdir(path.join(root, d), { recursive: true });
   await copyFile(busybox, path.join(root, "bin/busybox"));
   await installAppletLinks(root, busybox);
   await writeFile(path.join(root, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
@@ -108,7 +148,9 @@ async function buildBaseRootfs(staging: string, busybox: string, mkfs: string): 
 }
 
 async function installAppletLinks(root: string, busybox: string): Promise<void> {
-  const applets = (await run(busybox, ["--list"])).split("\n").filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== "busybox");
+  const applets = (await run(busybox, ["--list"]))
+    .split("\n")
+    .filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== "busybox");
   for (const a of applets) await symlink("busybox", path.join(root, "bin", a)).catch(() => undefined);
 }
 

@@ -22,16 +22,32 @@ describeSandboxContract({
   timeoutMs: 120_000,
   // Every VM has the restricted user-mode network (the device model is fixed by the warm-pool
   // snapshot); without an attempt's egress listener its one guestfwd leads nowhere.
-  interfaces: { names: ["lo", "eth0"], reason: "restricted user-net whose only guestfwd is the attempt's egress proxy" },
+  interfaces: {
+    names: ["lo", "eth0"],
+    reason: "restricted user-net whose only guestfwd is the attempt's egress proxy",
+  },
   async setup() {
     const workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-"));
     // A warm pool of one: most cases get a restored VM, the rest cold-boot (both paths exercised).
-    const driver = await createMicrovmDriver({ workDir, assetsDir: TEST_ASSETS_DIR, warmPoolSize: 1, accel: "auto", logger: quiet });
+    const driver = await createMicrovmDriver({
+      workDir,
+      assetsDir: TEST_ASSETS_DIR,
+      warmPoolSize: 1,
+      accel: "auto",
+      logger: quiet,
+    });
     probed = driver.accel;
     return {
       driver,
       workDir,
-      restart: () => createMicrovmDriver({ workDir, assetsDir: TEST_ASSETS_DIR, warmPoolSize: 0, accel: driver.accel, logger: quiet }),
+      restart: () =>
+        createMicrovmDriver({
+          workDir,
+          assetsDir: TEST_ASSETS_DIR,
+          warmPoolSize: 0,
+          accel: driver.accel,
+          logger: quiet,
+        }),
       childAgentArgv: () => contractChildArgv(["microvm", workDir, TEST_ASSETS_DIR, driver.accel]),
       async close() {
         await driver.close();

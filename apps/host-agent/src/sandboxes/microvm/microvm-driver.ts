@@ -5,7 +5,13 @@ import { createHash } from "node:crypto";
 import { mkdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "../../logger.ts";
-import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxIsolation, type SandboxSpec } from "../sandbox-driver.ts";
+import {
+  SAFE_SANDBOX_ID,
+  type Sandbox,
+  type SandboxDriver,
+  type SandboxIsolation,
+  type SandboxSpec,
+} from "../sandbox-driver.ts";
 import { egressSocketFor } from "../../egress/egress-registry.ts";
 import { chooseAccel, hostTscKhz } from "./accel-probe.ts";
 import { installEgressRelay, linkEgress } from "./egress-relay.ts";
@@ -49,10 +55,18 @@ export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<M
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   // Longest socket path: <workDir>/vm-<12 hex>/stdout.sock; unix sockets allow 107 bytes.
   if (Buffer.byteLength(path.join(workDir, "vm-000000000000", "stdout.sock")) > 107) {
-    throw new MicrovmError("MICROVM.BAD_INPUT", `work dir ${workDir} is too long for unix socket paths (max ~80 bytes)`);
+    throw new MicrovmError(
+      "MICROVM.BAD_INPUT",
+      `work dir ${workDir} is too long for unix socket paths (max ~80 bytes)`,
+    );
   }
   const assets = await ensureMicrovmAssets(path.resolve(opts.assetsDir));
-  const [qemuPath, mkfsPath, tscKhz, egressRelay] = await Promise.all([findTool("qemu"), findTool("mkfs"), hostTscKhz(), installEgressRelay(workDir)]);
+  const [qemuPath, mkfsPath, tscKhz, egressRelay] = await Promise.all([
+    findTool("qemu"),
+    findTool("mkfs"),
+    hostTscKhz(),
+    installEgressRelay(workDir),
+  ]);
   const base = { qemuPath, tscKhz, vmlinuz: assets.vmlinuz, initramfs: assets.initramfs, egressRelay };
   const choice = await chooseAccel(opts.accel ?? "auto", base, assets.baseRootfs, workDir);
   const cfg: BootConfig = { ...base, accel: choice.accel };
@@ -60,9 +74,21 @@ export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<M
     level: "microvm",
     detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, network: user-net restrict=on with one guestfwd to the agent's egress proxy${qemuInOwnNetns ? " (QEMU in a loopback-only network namespace)" : ""}, single-use`,
   };
-  const driver = new MicrovmDriver(workDir, assets, cfg, isolation, new RootfsCache(path.join(path.resolve(opts.assetsDir), "rootfs"), mkfsPath), opts.logger);
+  const driver = new MicrovmDriver(
+    workDir,
+    assets,
+    cfg,
+    isolation,
+    new RootfsCache(path.join(path.resolve(opts.assetsDir), "rootfs"), mkfsPath),
+    opts.logger,
+  );
   if (opts.warmPoolSize > 0) await driver.startPool(opts.warmPoolSize);
-  opts.logger.info("microvm driver ready", { accel: choice.accel, accel_reason: choice.reason, assets: assets.key, warm_pool_size: opts.warmPoolSize });
+  opts.logger.info("microvm driver ready", {
+    accel: choice.accel,
+    accel_reason: choice.reason,
+    assets: assets.key,
+    warm_pool_size: opts.warmPoolSize,
+  });
   return driver;
 }
 
@@ -72,7 +98,13 @@ export class MicrovmDriver implements SandboxDriver {
   private snapshot: string | null = null;
   /** Run dirs of VMs this driver owns right now (pooled or in use): never leftovers. */
   private readonly live = new Set<string>();
-  private readonly counters = { hits: 0, misses: 0, cold: [] as number[], warm: [] as number[], restore: [] as number[] };
+  private readonly counters = {
+    hits: 0,
+    misses: 0,
+    cold: [] as number[],
+    warm: [] as number[],
+    restore: [] as number[],
+  };
   /** What the accel probe chose (kvm or tcg). */
   readonly accel: Accel;
 
@@ -88,7 +120,14 @@ export class MicrovmDriver implements SandboxDriver {
   }
 
   get stats(): MicrovmStats {
-    return { poolHits: this.counters.hits, poolMisses: this.counters.misses, poolReady: this.pool?.readyCount ?? 0, coldStartMs: [...this.counters.cold], warmStartMs: [...this.counters.warm], restoreMs: [...this.counters.restore] };
+    return {
+      poolHits: this.counters.hits,
+      poolMisses: this.counters.misses,
+      poolReady: this.pool?.readyCount ?? 0,
+      coldStartMs: [...this.counters.cold],
+      warmStartMs: [...this.counters.warm],
+      restoreMs: [...this.counters.restore],
+    };
   }
 
   /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
@@ -97,12 +136,23 @@ export class MicrovmDriver implements SandboxDriver {
     // The device model is part of the snapshot: the network device's presence (not the relay's
     // paths, which are backend config given again at restore) must match between save and restore.
     const devices = egressNetdevArgs(this.cfg.egressRelay, "/").filter((a) => a.startsWith("virtio-net"));
-    const key = createHash("sha256").update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}\0${devices.join(" ")}`).digest("hex").slice(0, 16);
+    const key = createHash("sha256")
+      .update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}\0${devices.join(" ")}`)
+      .digest("hex")
+      .slice(0, 16);
     const file = path.join(this.assets.dir, `idle-${key}.snap`);
-    if (!(await stat(file).then(() => true, () => false))) {
+    if (
+      !(await stat(file).then(
+        () => true,
+        () => false,
+      ))
+    ) {
       const started = performance.now();
       await saveSnapshot(this.cfg, this.assets.baseRootfs, this.workDir, file, BOOT_TIMEOUT_MS);
-      this.log.info("warm pool: base snapshot saved", { snapshot: file, save_ms: Math.round(performance.now() - started) });
+      this.log.info("warm pool: base snapshot saved", {
+        snapshot: file,
+        save_ms: Math.round(performance.now() - started),
+      });
     }
     this.snapshot = file;
     this.pool = new WarmPool(size, () => this.restoreOne(), this.log);
@@ -110,7 +160,8 @@ export class MicrovmDriver implements SandboxDriver {
   }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
-    if (!SAFE_SANDBOX_ID.test(spec.attemptId)) throw new MicrovmError("MICROVM.BAD_INPUT", `unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
+    if (!SAFE_SANDBOX_ID.test(spec.attemptId))
+      throw new MicrovmError("MICROVM.BAD_INPUT", `unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
     const started = performance.now();
     const ownRoot = spec.rootfs ? await this.rootfsCache.ensure(spec.rootfs.dir, spec.rootfs.digest) : null;
     // Only the base image is pre-booted: a job with its own root filesystem always cold-boots.
@@ -131,9 +182,25 @@ export class MicrovmDriver implements SandboxDriver {
     if (egress) await linkEgress(booted.runDir, egress.path);
     const ms = performance.now() - started;
     remember(pooled ? this.counters.warm : this.counters.cold, ms);
-    this.log.info("microvm sandbox created", { attempt_id: spec.attemptId, run_dir: booted.runDir, source: pooled ? "warm_pool" : "cold_boot", pool_hit: Boolean(pooled), create_ms: Math.round(ms), pool_hits: this.counters.hits, pool_misses: this.counters.misses });
+    this.log.info("microvm sandbox created", {
+      attempt_id: spec.attemptId,
+      run_dir: booted.runDir,
+      source: pooled ? "warm_pool" : "cold_boot",
+      pool_hit: Boolean(pooled),
+      create_ms: Math.round(ms),
+      pool_hits: this.counters.hits,
+      pool_misses: this.counters.misses,
+    });
     const runDir = booted.runDir;
-    return new MicrovmSandbox(spec.attemptId, this.isolation, booted.vm, runDir, hostWorkspaceDir, egress !== null, () => this.live.delete(runDir));
+    return new MicrovmSandbox(
+      spec.attemptId,
+      this.isolation,
+      booted.vm,
+      runDir,
+      hostWorkspaceDir,
+      egress !== null,
+      () => this.live.delete(runDir),
+    );
   }
 
   removeLeftovers(): Promise<number> {
@@ -153,7 +220,13 @@ export class MicrovmDriver implements SandboxDriver {
   private async restoreOne(): Promise<BootedVm> {
     if (!this.snapshot) throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", "no snapshot");
     const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
-    const booted = await restoreSnapshot(this.cfg, this.assets.baseRootfs, this.snapshot, runDir, RESTORE_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+    const booted = await restoreSnapshot(
+      this.cfg,
+      this.assets.baseRootfs,
+      this.snapshot,
+      runDir,
+      RESTORE_TIMEOUT_MS,
+    ).catch((err: unknown) => this.forget(runDir, err));
     remember(this.counters.restore, booted.bootMs);
     return booted;
   }

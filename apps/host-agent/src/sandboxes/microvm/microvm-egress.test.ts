@@ -98,13 +98,17 @@ describe("microvm mediated egress", () => {
     expect(() => egressNetdevArgs({ perl: "/usr/bin/perl", script: "/w/a,b.pl" }, "/w/vm-1")).toThrow(/space or comma/);
   });
 
-  it("a warm VM reaches the allowed host through its attempt's proxy, is denied the other, and has no other route out", { timeout: TIMEOUT_MS }, async () => {
+  it("a warm VM reaches the allowed host through its attempt's proxy, is denied the other, and has no other route out", {
+    timeout: TIMEOUT_MS,
+  }, async () => {
     await poolReady();
     const attemptId = randomUUID();
     const decisions: EgressDecisionEvent[] = [];
     const denials: string[] = [];
     const listener = await proxy.open({
-      attemptId, trustClass: "trusted", listen: "unix",
+      attemptId,
+      trustClass: "trusted",
+      listen: "unix",
       policy: { trustClass: "trusted", platformHosts: [], allowList: [`localhost:${allowed}`] },
       onDecision: (e) => decisions.push(e),
       onDenied: (line) => denials.push(line),
@@ -148,11 +152,15 @@ describe("microvm mediated egress", () => {
     expect(await waitForNoProcesses(path.dirname(sandbox.hostWorkspaceDir))).toEqual([]);
   });
 
-  it("an untrusted attempt reaches platform hosts only, whatever the allow-list says", { timeout: TIMEOUT_MS }, async () => {
+  it("an untrusted attempt reaches platform hosts only, whatever the allow-list says", {
+    timeout: TIMEOUT_MS,
+  }, async () => {
     const attemptId = randomUUID();
     const decisions: EgressDecisionEvent[] = [];
     const listener = await proxy.open({
-      attemptId, trustClass: "untrusted", listen: "unix",
+      attemptId,
+      trustClass: "untrusted",
+      listen: "unix",
       // The control plane sends untrusted attempts an empty list; a stale one must not matter either.
       policy: { trustClass: "untrusted", platformHosts: [`localhost:${other}`], allowList: [`localhost:${allowed}`] },
       onDecision: (e) => decisions.push(e),
@@ -161,7 +169,12 @@ describe("microvm mediated egress", () => {
     const sandbox = await driver.create({ attemptId, image: null });
     let out = "";
     try {
-      out = (await runCaptured(sandbox, `${CLIENT}\necho "--- allowed"; req localhost:${allowed}; echo\necho "--- platform"; req localhost:${other}; echo\necho "--- end"`)).stdout.toString();
+      out = (
+        await runCaptured(
+          sandbox,
+          `${CLIENT}\necho "--- allowed"; req localhost:${allowed}; echo\necho "--- platform"; req localhost:${other}; echo\necho "--- end"`,
+        )
+      ).stdout.toString();
     } finally {
       await sandbox.destroy();
       await listener.close();
@@ -177,7 +190,10 @@ describe("microvm mediated egress", () => {
   it("an attempt without an egress listener gets a network that leads nowhere", { timeout: TIMEOUT_MS }, async () => {
     const sandbox = await driver.create({ attemptId: randomUUID(), image: null });
     try {
-      const r = await runCaptured(sandbox, String.raw`echo "proxy=[$HTTP_PROXY]"; printf '%s\n' 'printf "GET http://localhost:${allowed}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"; cat >&2' > /tmp/client.sh; timeout 20 nc 10.0.2.100 3128 -e sh /tmp/client.sh 2>&1; echo "rc=$?"`);
+      const r = await runCaptured(
+        sandbox,
+        String.raw`echo "proxy=[$HTTP_PROXY]"; printf '%s\n' 'printf "GET http://localhost:${allowed}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"; cat >&2' > /tmp/client.sh; timeout 20 nc 10.0.2.100 3128 -e sh /tmp/client.sh 2>&1; echo "rc=$?"`,
+      );
       const out = r.stdout.toString();
       expect(out).toContain("proxy=[]");
       expect(out).not.toContain("allowed server");

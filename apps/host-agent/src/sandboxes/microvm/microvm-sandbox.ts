@@ -4,7 +4,15 @@
 import { randomBytes } from "node:crypto";
 import { constants } from "node:os";
 import { rm } from "node:fs/promises";
-import { SandboxLostError, type OutputListener, type Sandbox, type SandboxIsolation, type SandboxPaths, type StepOptions, type StepResult } from "../sandbox-driver.ts";
+import {
+  SandboxLostError,
+  type OutputListener,
+  type Sandbox,
+  type SandboxIsolation,
+  type SandboxPaths,
+  type StepOptions,
+  type StepResult,
+} from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 import { egressProxyEnv } from "../../egress/egress-registry.ts";
@@ -53,7 +61,13 @@ export class MicrovmSandbox implements Sandbox {
     vm.sockets.stderr.on("data", (c: Buffer) => this.deliver(c, "err"));
   }
 
-  async runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult> {
+  async runStep(
+    command: string,
+    env: Record<string, string>,
+    opts: StepOptions,
+    onStdout: OutputListener,
+    onStderr: OutputListener,
+  ): Promise<StepResult> {
     if (this.destroying) throw new MicrovmError("MICROVM.DESTROYED", `sandbox ${this.id} is destroyed`);
     if (this.streams) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = guestWorkingDirectory(opts.workingDirectory);
@@ -73,14 +87,21 @@ export class MicrovmSandbox implements Sandbox {
       if (this.pendingSignal) this.kill(this.pendingSignal);
       const exit = await this.vm.ctl.expect("EXIT", Infinity, "the step");
       const [status, outBytes, errBytes] = exit.map(Number) as [number, number, number];
-      if (![status, outBytes, errBytes].every(Number.isSafeInteger)) throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `bad EXIT line ${JSON.stringify(exit.join(" ").slice(0, 100))}`);
+      if (![status, outBytes, errBytes].every(Number.isSafeInteger))
+        throw new MicrovmError(
+          "MICROVM.GUEST_PROTOCOL",
+          `bad EXIT line ${JSON.stringify(exit.join(" ").slice(0, 100))}`,
+        );
       await this.drained(streams, outBytes, errBytes);
       return { ...this.classify(status), durationMs: monotonicNow() - startedAt };
     } catch (err) {
       // The VM went away under the step: ours (kill/destroy) is a signal, anything else a lost VM.
-      if (this.hardKilled || this.destroying) return { exitCode: null, signal: "SIGKILL", durationMs: monotonicNow() - startedAt };
+      if (this.hardKilled || this.destroying)
+        return { exitCode: null, signal: "SIGKILL", durationMs: monotonicNow() - startedAt };
       if (!this.vm.alive || (err instanceof MicrovmError && err.code === "MICROVM.VM_LOST")) {
-        throw new SandboxLostError(`VM of sandbox ${this.id} exited during the step (console: ${this.runDir}/console.log)`);
+        throw new SandboxLostError(
+          `VM of sandbox ${this.id} exited during the step (console: ${this.runDir}/console.log)`,
+        );
       }
       throw err;
     } finally {
@@ -113,7 +134,8 @@ export class MicrovmSandbox implements Sandbox {
 
   /** Copies the guest's /workspace back into hostWorkspaceDir (for artifact publishing). */
   async collectWorkspace(): Promise<void> {
-    if (this.destroying || !this.vm.alive) throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
+    if (this.destroying || !this.vm.alive)
+      throw new MicrovmError("MICROVM.VM_LOST", `sandbox ${this.id}: VM is not running`);
     if (this.streams) throw new Error(`sandbox ${this.id} is running a step`);
     // No step ran: the guest never received the workspace, so the host copy is the truth.
     if (!this.prepared) return;
@@ -167,7 +189,9 @@ export class MicrovmSandbox implements Sandbox {
       s.onProgress = () => {
         if (s.outBytes >= outBytes && s.errBytes >= errBytes) resolve();
       };
-      void this.vm.exited.then(() => reject(new MicrovmError("MICROVM.VM_LOST", "VM exited before the step's output arrived")));
+      void this.vm.exited.then(() =>
+        reject(new MicrovmError("MICROVM.VM_LOST", "VM exited before the step's output arrived")),
+      );
     });
   }
 }

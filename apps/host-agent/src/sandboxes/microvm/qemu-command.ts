@@ -39,9 +39,19 @@ export const egressSocketLink = (runDir: string) => path.join(runDir, "egress.so
 export const socketPath = (runDir: string, port: PortName | "qmp") => path.join(runDir, `${port}.sock`);
 
 const KERNEL_ARGS = [
-  "console=ttyS0", "quiet", "loglevel=1", "reboot=t", "panic=-1",
-  "i8042.noaux", "i8042.nomux", "i8042.nopnp", "i8042.dumbkbd",
-  "tsc=reliable", "no_timer_check", "cryptomgr.notests", "random.trust_cpu=on",
+  "console=ttyS0",
+  "quiet",
+  "loglevel=1",
+  "reboot=t",
+  "panic=-1",
+  "i8042.noaux",
+  "i8042.nomux",
+  "i8042.nopnp",
+  "i8042.dumbkbd",
+  "tsc=reliable",
+  "no_timer_check",
+  "cryptomgr.notests",
+  "random.trust_cpu=on",
   // Freed pages are zeroed: smaller snapshots (feasibility: 89 -> 56 MB, ~35 ms per restore).
   "init_on_free=1",
 ];
@@ -50,14 +60,33 @@ export function qemuArgs(l: QemuLaunch): string[] {
   // Without tsc_early_khz, about 2% of TCG boots hung in calibration (feasibility: 4 in ~190).
   const append = [...(l.tscKhz ? [`tsc_early_khz=${l.tscKhz}`] : []), ...KERNEL_ARGS].join(" ");
   const args = [
-    "-M", `microvm,accel=${l.accel},acpi=on,pic=on,pit=on,rtc=on,isa-serial=on,x-option-roms=off`,
-    "-cpu", "max", "-smp", String(VM_CPUS), "-m", VM_MEMORY,
-    "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-    "-kernel", l.vmlinuz, "-initrd", l.initramfs, "-append", append,
-    "-serial", `file:${path.join(l.runDir, "console.log")}`,
-    "-drive", `id=root,file=${l.rootfs},format=raw,if=none,readonly=on`,
-    "-device", "virtio-blk-device,drive=root",
-    "-device", "virtio-serial-device,max_ports=5",
+    "-M",
+    `microvm,accel=${l.accel},acpi=on,pic=on,pit=on,rtc=on,isa-serial=on,x-option-roms=off`,
+    "-cpu",
+    "max",
+    "-smp",
+    String(VM_CPUS),
+    "-m",
+    VM_MEMORY,
+    "-nodefaults",
+    "-no-user-config",
+    "-display",
+    "none",
+    "-no-reboot",
+    "-kernel",
+    l.vmlinuz,
+    "-initrd",
+    l.initramfs,
+    "-append",
+    append,
+    "-serial",
+    `file:${path.join(l.runDir, "console.log")}`,
+    "-drive",
+    `id=root,file=${l.rootfs},format=raw,if=none,readonly=on`,
+    "-device",
+    "virtio-blk-device,drive=root",
+    "-device",
+    "virtio-serial-device,max_ports=5",
   ];
   // virtserialport, not virtconsole: no tty layer in the guest, so output is binary-safe without
   // termios games, and explicit nr keeps the ports identical between snapshot and restore.
@@ -90,10 +119,16 @@ export function qemuArgs(l: QemuLaunch): string[] {
 export function egressNetdevArgs(relay: EgressRelay, runDir: string): string[] {
   const parts = [relay.perl, relay.script, egressSocketLink(runDir)];
   for (const p of parts) {
-    if (/[\s,]/.test(p)) throw new Error(`path ${JSON.stringify(p)} contains a space or comma (QEMU guestfwd cannot carry it)`);
+    if (/[\s,]/.test(p))
+      throw new Error(`path ${JSON.stringify(p)} contains a space or comma (QEMU guestfwd cannot carry it)`);
   }
   const fwd = `guestfwd=tcp:${GUEST_PROXY.address}:${GUEST_PROXY.port}-cmd:${parts.join(" ")}`;
-  return ["-netdev", `user,id=n0,restrict=on,ipv6=off,net=10.0.2.0/24,${fwd}`, "-device", "virtio-net-device,netdev=n0"];
+  return [
+    "-netdev",
+    `user,id=n0,restrict=on,ipv6=off,net=10.0.2.0/24,${fwd}`,
+    "-device",
+    "virtio-net-device,netdev=n0",
+  ];
 }
 
 function shellQuote(s: string): string {

@@ -36,7 +36,8 @@ export class QmpClient {
         await client.execute("qmp_capabilities");
         return client;
       }
-      if (!alive() || performance.now() > deadline) throw new MicrovmError("MICROVM.BOOT_FAILED", `QMP socket ${socketPath} not reachable`);
+      if (!alive() || performance.now() > deadline)
+        throw new MicrovmError("MICROVM.BOOT_FAILED", `QMP socket ${socketPath} not reachable`);
       await sleep(10);
     }
   }

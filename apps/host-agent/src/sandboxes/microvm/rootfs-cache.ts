@@ -18,7 +18,10 @@ export class RootfsCache {
 
   /** Path of the ext4 for `digest`, building it from `sourceDir` when missing. */
   ensure(sourceDir: string, digest: string): Promise<string> {
-    if (!DIGEST.test(digest)) return Promise.reject(new MicrovmError("MICROVM.BAD_INPUT", `rootfs digest ${JSON.stringify(digest)} is not sha256:<64 hex>`));
+    if (!DIGEST.test(digest))
+      return Promise.reject(
+        new MicrovmError("MICROVM.BAD_INPUT", `rootfs digest ${JSON.stringify(digest)} is not sha256:<64 hex>`),
+      );
     const out = path.join(this.dir, `${digest.slice("sha256:".length)}.ext4`);
     let pending = this.building.get(out);
     if (!pending) {
@@ -29,16 +32,26 @@ export class RootfsCache {
   }
 
   private async build(sourceDir: string, out: string): Promise<string> {
-    if (await stat(out).then(() => true, () => false)) return out;
+    if (
+      await stat(out).then(
+        () => true,
+        () => false,
+      )
+    )
+      return out;
     const source = await stat(sourceDir).catch(() => null);
-    if (!source?.isDirectory()) throw new MicrovmError("MICROVM.BAD_INPUT", `rootfs directory ${sourceDir} does not exist`);
+    if (!source?.isDirectory())
+      throw new MicrovmError("MICROVM.BAD_INPUT", `rootfs directory ${sourceDir} does not exist`);
     await mkdir(this.dir, { recursive: true });
     const tmp = `${out}.${randomBytes(4).toString("hex")}.tmp`;
     try {
       await buildExt4(this.mkfsPath, sourceDir, tmp);
       await rename(tmp, out);
     } catch (err) {
-      throw new MicrovmError("MICROVM.ASSET_BUILD_FAILED", `rootfs image for ${path.basename(out)}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new MicrovmError(
+        "MICROVM.ASSET_BUILD_FAILED",
+        `rootfs image for ${path.basename(out)}: ${err instanceof Error ? err.message : String(err)}`,
+      );
     } finally {
       await rm(tmp, { force: true });
     }

@@ -16,13 +16,15 @@ export function quote(s: string): string {
 export function guestWorkingDirectory(relative: string | undefined): string {
   const ws = GUEST_PATHS.workspace;
   const cwd = path.posix.resolve(ws, relative ?? ".");
-  if (cwd !== ws && !cwd.startsWith(`${ws}/`)) throw new Error(`working directory ${JSON.stringify(relative)} is outside the workspace`);
+  if (cwd !== ws && !cwd.startsWith(`${ws}/`))
+    throw new Error(`working directory ${JSON.stringify(relative)} is outside the workspace`);
   return cwd;
 }
 
 export function stepLauncher(command: string, env: Record<string, string>, cwd: string): string {
   const assignments = Object.entries(env).map(([k, v]) => {
-    if (!ENV_KEY.test(k)) throw new MicrovmError("MICROVM.BAD_INPUT", `invalid environment variable name ${JSON.stringify(k)}`);
+    if (!ENV_KEY.test(k))
+      throw new MicrovmError("MICROVM.BAD_INPUT", `invalid environment variable name ${JSON.stringify(k)}`);
     if (v.includes("\0")) throw new MicrovmError("MICROVM.BAD_INPUT", `environment variable ${k} contains a NUL byte`);
     return quote(`${k}=${v}`);
   });

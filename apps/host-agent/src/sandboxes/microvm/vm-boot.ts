@@ -49,12 +49,21 @@ export async function coldBoot(cfg: BootConfig, rootfs: string, runDir: string, 
     await vm.ctl.expect("READY", timeoutMs, "READY (boot)");
   } catch (err) {
     await vm.kill();
-    throw new MicrovmError(vm.alive ? "MICROVM.BOOT_TIMEOUT" : "MICROVM.BOOT_FAILED", `guest did not become ready: ${err instanceof Error ? err.message : String(err)} (console: ${path.join(runDir, "console.log")})`);
+    throw new MicrovmError(
+      vm.alive ? "MICROVM.BOOT_TIMEOUT" : "MICROVM.BOOT_FAILED",
+      `guest did not become ready: ${err instanceof Error ? err.message : String(err)} (console: ${path.join(runDir, "console.log")})`,
+    );
   }
   return { vm, runDir, bootMs: performance.now() - started };
 }
 
-export async function restoreSnapshot(cfg: BootConfig, rootfs: string, snapshot: string, runDir: string, timeoutMs: number): Promise<BootedVm> {
+export async function restoreSnapshot(
+  cfg: BootConfig,
+  rootfs: string,
+  snapshot: string,
+  runDir: string,
+  timeoutMs: number,
+): Promise<BootedVm> {
   const started = performance.now();
   const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, rootfs, runDir, incomingSnapshot: snapshot });
   try {
@@ -63,8 +72,10 @@ export async function restoreSnapshot(cfg: BootConfig, rootfs: string, snapshot:
     for (;;) {
       const status = (await vm.qmp.execute("query-status")) as { status: string };
       if (status.status === "paused" || status.status === "postmigrate") break;
-      if (status.status !== "inmigrate") throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", `unexpected VM status ${status.status} after restore`);
-      if (performance.now() > deadline) throw new MicrovmError("MICROVM.BOOT_TIMEOUT", "snapshot restore did not finish");
+      if (status.status !== "inmigrate")
+        throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", `unexpected VM status ${status.status} after restore`);
+      if (performance.now() > deadline)
+        throw new MicrovmError("MICROVM.BOOT_TIMEOUT", "snapshot restore did not finish");
       await sleep(5);
     }
     await vm.qmp.execute("cont");
@@ -78,7 +89,13 @@ export async function restoreSnapshot(cfg: BootConfig, rootfs: string, snapshot:
 }
 
 /** Boots the base image once, waits until the agent is idle, and saves its RAM and device state. */
-export async function saveSnapshot(cfg: BootConfig, rootfs: string, workDir: string, file: string, bootTimeoutMs: number): Promise<void> {
+export async function saveSnapshot(
+  cfg: BootConfig,
+  rootfs: string,
+  workDir: string,
+  file: string,
+  bootTimeoutMs: number,
+): Promise<void> {
   const runDir = await newRunDir(workDir);
   const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
   try {
@@ -90,7 +107,8 @@ export async function saveSnapshot(cfg: BootConfig, rootfs: string, workDir: str
       for (;;) {
         const info = (await vm.qmp.execute("query-migrate")) as { status?: string; "error-desc"?: string };
         if (info.status === "completed") break;
-        if (info.status === "failed" || info.status === "cancelled") throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", `migrate ${info.status}: ${info["error-desc"] ?? ""}`);
+        if (info.status === "failed" || info.status === "cancelled")
+          throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", `migrate ${info.status}: ${info["error-desc"] ?? ""}`);
         if (performance.now() > deadline) throw new MicrovmError("MICROVM.SNAPSHOT_FAILED", "snapshot save timed out");
         await sleep(20);
       }

@@ -18,7 +18,8 @@ const setprivPath = existsSync("/usr/bin/setpriv") ? "/usr/bin/setpriv" : null;
 // relay's link), which a network namespace does not cut. The loopback must be up: libslirp builds
 // its guestfwd socket pairs over 127.0.0.1 TCP ("slirp_socketpair(): Network is unreachable"
 // otherwise). Needs root (an unprivileged agent has no user namespace set up here).
-const unsharePath = existsSync("/usr/bin/unshare") && existsSync("/bin/ip") && process.getuid?.() === 0 ? "/usr/bin/unshare" : null;
+const unsharePath =
+  existsSync("/usr/bin/unshare") && existsSync("/bin/ip") && process.getuid?.() === 0 ? "/usr/bin/unshare" : null;
 // QEMU is started with an empty environment: the ip path is absolute.
 const IN_OWN_NETNS = '/bin/ip link set lo up && exec "$0" "$@"';
 
@@ -55,9 +56,13 @@ export class VmProcess {
     // Own process group: a Ctrl-C on the agent's terminal must not kill VMs mid-job behind its back.
     // But a VM must not outlive its agent either (a SIGKILLed agent cannot clean up): setpriv sets
     // the parent-death signal, so the kernel SIGKILLs QEMU when the agent dies, however it dies.
-    const qemu = unsharePath ? [unsharePath, "--net", "--", "/bin/sh", "-c", IN_OWN_NETNS, qemuPath, ...qemuArgs(launch)] : [qemuPath, ...qemuArgs(launch)];
+    const qemu = unsharePath
+      ? [unsharePath, "--net", "--", "/bin/sh", "-c", IN_OWN_NETNS, qemuPath, ...qemuArgs(launch)]
+      : [qemuPath, ...qemuArgs(launch)];
     // pdeathsig survives the exec chain (setpriv -> unshare -> sh -> qemu; none is setuid).
-    const [file, args] = setprivPath ? [setprivPath, ["--pdeathsig", "KILL", "--", ...qemu]] : [qemu[0]!, qemu.slice(1)];
+    const [file, args] = setprivPath
+      ? [setprivPath, ["--pdeathsig", "KILL", "--", ...qemu]]
+      : [qemu[0]!, qemu.slice(1)];
     const child = spawn(file, args, { detached: true, stdio: ["ignore", "ignore", "pipe"], env: {} });
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr = (stderr + c).slice(-4000)));
@@ -72,7 +77,12 @@ export class VmProcess {
       const failed = exited.then(() => {
         throw new MicrovmError("MICROVM.BOOT_FAILED", `qemu exited at start: ${stderr.trim().slice(0, 500)}`);
       });
-      const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new MicrovmError("MICROVM.BOOT_TIMEOUT", "qemu did not connect its serial ports")), CONNECT_TIMEOUT_MS).unref());
+      const timer = new Promise<never>((_, reject) =>
+        setTimeout(
+          () => reject(new MicrovmError("MICROVM.BOOT_TIMEOUT", "qemu did not connect its serial ports")),
+          CONNECT_TIMEOUT_MS,
+        ).unref(),
+      );
       const conns = await Promise.race([connected, failed, timer]);
       const sockets = Object.fromEntries(PORTS.map((p, i) => [p, conns[i]!])) as Record<PortName, net.Socket>;
       const qmp = await QmpClient.connect(socketPath(launch.runDir, "qmp"), CONNECT_TIMEOUT_MS, () => !gone);

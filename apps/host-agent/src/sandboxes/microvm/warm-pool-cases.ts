@@ -23,7 +23,13 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
 
     beforeAll(async () => {
       workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-pool-"));
-      driver = await createMicrovmDriver({ workDir, assetsDir: opts.assetsDir, warmPoolSize: 1, accel: opts.accel(), logger: opts.logger });
+      driver = await createMicrovmDriver({
+        workDir,
+        assetsDir: opts.assetsDir,
+        warmPoolSize: 1,
+        accel: opts.accel(),
+        logger: opts.logger,
+      });
     }, TIMEOUT_MS);
     afterAll(async () => {
       await driver?.close();
@@ -60,12 +66,20 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
       expect(driver.stats.warmStartMs.length).toBe(2);
     });
 
-    it("reports a VM that dies under a step as a lost sandbox, and cleans up after it", { timeout: TIMEOUT_MS }, async () => {
+    it("reports a VM that dies under a step as a lost sandbox, and cleans up after it", {
+      timeout: TIMEOUT_MS,
+    }, async () => {
       await poolReady();
       const sb = await driver.create({ attemptId: "lost-vm", image: null });
       const root = path.dirname(sb.hostWorkspaceDir);
       let out = "";
-      const pending = sb.runStep("echo started; sleep 600", { PATH: "/bin" }, {}, (c) => (out += c.toString()), () => undefined);
+      const pending = sb.runStep(
+        "echo started; sleep 600",
+        { PATH: "/bin" },
+        {},
+        (c) => (out += c.toString()),
+        () => undefined,
+      );
       while (!out.includes("started")) await new Promise((r) => setTimeout(r, 20));
       process.kill(Number(await readFile(path.join(root, "qemu.pid"), "utf8")), "SIGKILL"); // from outside the driver
       await expect(pending).rejects.toBeInstanceOf(SandboxLostError);
@@ -84,7 +98,11 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
         await writeFile(path.join(image, "etc/kiln-image"), `${marker}\n`);
         const digest = `sha256:${digestHex}`;
         const misses = driver.stats.poolMisses;
-        const sb = await driver.create({ attemptId: "own-root", image: "example/custom", rootfs: { dir: image, digest } });
+        const sb = await driver.create({
+          attemptId: "own-root",
+          image: "example/custom",
+          rootfs: { dir: image, digest },
+        });
         try {
           expect(driver.stats.poolMisses).toBe(misses + 1);
           const r = await runCaptured(sb, "cat /etc/kiln-image; ls /bin");
@@ -92,7 +110,9 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
         } finally {
           await sb.destroy();
         }
-        await expect(driver.create({ attemptId: "bad-digest", image: null, rootfs: { dir: image, digest: "latest" } })).rejects.toThrow(/MICROVM.BAD_INPUT/);
+        await expect(
+          driver.create({ attemptId: "bad-digest", image: null, rootfs: { dir: image, digest: "latest" } }),
+        ).rejects.toThrow(/MICROVM.BAD_INPUT/);
       } finally {
         await rm(image, { recursive: true, force: true });
         await rm(path.join(opts.assetsDir, "rootfs", `${digestHex}.ext4`), { force: true });

@@ -61,10 +61,17 @@ export class WarmPool {
         }
         this.ready.push(vm);
         this.failuresInARow = 0;
-        this.log.info("warm pool: sandbox ready", { restore_ms: Math.round(vm.bootMs), pool_ready: this.ready.length, pool_size: this.size });
+        this.log.info("warm pool: sandbox ready", {
+          restore_ms: Math.round(vm.bootMs),
+          pool_ready: this.ready.length,
+          pool_size: this.size,
+        });
       } catch (err) {
         this.failuresInARow++;
-        this.log.error("warm pool: restore failed", { error: errorMessage(err), failures_in_a_row: this.failuresInARow });
+        this.log.error("warm pool: restore failed", {
+          error: errorMessage(err),
+          failures_in_a_row: this.failuresInARow,
+        });
         await sleep(REFILL_BACKOFF_MS * Math.min(this.failuresInARow, 12), this.stopSignal.signal);
       }
     }

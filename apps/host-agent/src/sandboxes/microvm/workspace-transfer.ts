@@ -15,7 +15,12 @@ import { MicrovmError } from "./microvm-errors.ts";
 const TRANSFER_TIMEOUT_MS = 300_000;
 const ALLOWED_TYPES = new Set(["File", "OldFile", "ContiguousFile", "Directory", "SymbolicLink"]);
 
-export async function pushWorkspace(ctl: CtlChannel, data: net.Socket, hostDir: string, scratchDir: string): Promise<void> {
+export async function pushWorkspace(
+  ctl: CtlChannel,
+  data: net.Socket,
+  hostDir: string,
+  scratchDir: string,
+): Promise<void> {
   const tarFile = path.join(scratchDir, `push-${randomBytes(4).toString("hex")}.tar`);
   try {
     await create({ cwd: hostDir, file: tarFile, portable: true }, ["."]);
@@ -23,23 +28,38 @@ export async function pushWorkspace(ctl: CtlChannel, data: net.Socket, hostDir: 
     ctl.send(`PUT ${size}`);
     await pipeline(createReadStream(tarFile), data, { end: false });
     const reply = await ctl.next(TRANSFER_TIMEOUT_MS, "PUT");
-    if (reply !== "PUT-OK") throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `workspace injection failed: ${reply.slice(0, 300)}`);
+    if (reply !== "PUT-OK")
+      throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `workspace injection failed: ${reply.slice(0, 300)}`);
   } finally {
     await rm(tarFile, { force: true });
   }
 }
 
-export async function pullWorkspace(ctl: CtlChannel, data: net.Socket, hostDir: string, scratchDir: string, maxBytes: number): Promise<void> {
+export async function pullWorkspace(
+  ctl: CtlChannel,
+  data: net.Socket,
+  hostDir: string,
+  scratchDir: string,
+  maxBytes: number,
+): Promise<void> {
   ctl.send("PULL");
   const [sizeText] = await ctl.expect("PULL", TRANSFER_TIMEOUT_MS);
   const size = Number(sizeText);
-  if (!Number.isSafeInteger(size) || size < 0 || size > maxBytes) throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `workspace tar size ${sizeText} refused`);
+  if (!Number.isSafeInteger(size) || size < 0 || size > maxBytes)
+    throw new MicrovmError("MICROVM.GUEST_PROTOCOL", `workspace tar size ${sizeText} refused`);
   const tarFile = path.join(scratchDir, `pull-${randomBytes(4).toString("hex")}.tar`);
   try {
     await receiveExactly(data, size, tarFile);
     await rm(hostDir, { recursive: true, force: true });
     await mkdir(hostDir, { mode: 0o700 });
-    await extract({ cwd: hostDir, file: tarFile, preserveOwner: false, noChmod: false, strict: true, filter: keepSafeEntry });
+    await extract({
+      cwd: hostDir,
+      file: tarFile,
+      preserveOwner: false,
+      noChmod: false,
+      strict: true,
+      filter: keepSafeEntry,
+    });
   } finally {
     await rm(tarFile, { force: true });
   }

@@ -27,7 +27,13 @@ const NSENTER_CANDIDATES = ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsent
 
 async function firstExecutable(paths: string[]): Promise<string | null> {
   for (const p of paths) {
-    if (await access(p, constants.X_OK).then(() => true, () => false)) return p;
+    if (
+      await access(p, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return p;
   }
   return null;
 }

@@ -47,8 +47,16 @@ export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promis
   const detail = isRoot
     ? "pid,net,ipc,uts,mount namespaces via unshare (agent is root: steps run as host root, no user namespace)"
     : "user,pid,net,ipc,uts,mount namespaces via unshare (steps run as the agent's uid)";
-  const tied = setpriv ? "; steps die with the agent (parent-death signal)" : "; setpriv missing: steps may outlive a killed agent until the restart sweep";
-  return { available: true, unsharePath, args: flags, deathSignal, isolation: { level: "namespaces", detail: detail + tied } };
+  const tied = setpriv
+    ? "; steps die with the agent (parent-death signal)"
+    : "; setpriv missing: steps may outlive a killed agent until the restart sweep";
+  return {
+    available: true,
+    unsharePath,
+    args: flags,
+    deathSignal,
+    isolation: { level: "namespaces", detail: detail + tied },
+  };
 }
 
 /** `file argv...` run under setpriv's parent-death signal when available: [file, args] for spawn. */

@@ -13,7 +13,10 @@ const READY_TIMEOUT_MS = 10_000;
 export class NetHolder {
   private exited = false;
 
-  private constructor(private readonly child: ChildProcess, readonly pid: number) {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly pid: number,
+  ) {
     child.once("exit", () => (this.exited = true));
   }
 
@@ -27,7 +30,11 @@ export class NetHolder {
   }
 
   static start(unsharePath: string, tools: ForwarderTools, socketPath: string): Promise<NetHolder> {
-    const child = spawn(unsharePath, ["--net", "--", ...holderArgv(tools, socketPath)], { cwd: "/", env: {}, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(unsharePath, ["--net", "--", ...holderArgv(tools, socketPath)], {
+      cwd: "/",
+      env: {},
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     return new Promise((resolve, reject) => {
       let err = "";
       const timer = setTimeout(() => fail(new Error("egress forwarder did not start in time")), READY_TIMEOUT_MS);
@@ -38,9 +45,12 @@ export class NetHolder {
       };
       child.stderr?.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-500)));
       child.once("error", fail);
-      child.once("exit", (code, signal) => fail(new Error(`egress forwarder exited (${signal ?? code}) before it was ready: ${err.trim()}`)));
+      child.once("exit", (code, signal) =>
+        fail(new Error(`egress forwarder exited (${signal ?? code}) before it was ready: ${err.trim()}`)),
+      );
       child.stdout?.once("data", (b: Buffer) => {
-        if (!b.toString().startsWith("ready") || child.pid === undefined) return fail(new Error(`egress forwarder said ${JSON.stringify(b.toString())}`));
+        if (!b.toString().startsWith("ready") || child.pid === undefined)
+          return fail(new Error(`egress forwarder said ${JSON.stringify(b.toString())}`));
         clearTimeout(timer);
         child.removeAllListeners("exit");
         // unshare execs perl in place, so this pid is the forwarder and owns the namespace.

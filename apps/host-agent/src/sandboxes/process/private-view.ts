@@ -70,6 +70,7 @@ export interface PrivateViewSpec {
 
 /** argv that sets the view up inside the step's (already unshared) mount namespace, then execs argv. */
 export function privateViewArgv(spec: PrivateViewSpec, argv: string[]): string[] {
-  if (path.dirname(spec.root) !== spec.workDir) throw new Error(`sandbox root ${spec.root} is not directly under ${spec.workDir}`);
+  if (path.dirname(spec.root) !== spec.workDir)
+    throw new Error(`sandbox root ${spec.root} is not directly under ${spec.workDir}`);
   return [spec.perl, "-e", VIEW_SCRIPT, spec.root, spec.workDir, spec.egressSocket ?? "", spec.setpriv ?? "", ...argv];
 }

@@ -18,7 +18,12 @@ interface Captured extends StepResult {
   stdoutBytes: number;
 }
 
-async function run(sandbox: Sandbox, command: string, env: Record<string, string> = {}, workingDirectory?: string): Promise<Captured> {
+async function run(
+  sandbox: Sandbox,
+  command: string,
+  env: Record<string, string> = {},
+  workingDirectory?: string,
+): Promise<Captured> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const result = await sandbox.runStep(
@@ -29,7 +34,12 @@ async function run(sandbox: Sandbox, command: string, env: Record<string, string
     (c) => err.push(c),
   );
   const stdout = Buffer.concat(out);
-  return { ...result, stdout: stdout.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), stdoutBytes: stdout.length };
+  return {
+    ...result,
+    stdout: stdout.toString("utf8"),
+    stderr: Buffer.concat(err).toString("utf8"),
+    stdoutBytes: stdout.length,
+  };
 }
 
 /** Host pids of every process whose environment carries `marker` (works across pid namespaces). */
@@ -69,7 +79,11 @@ async function waitUntilGone(pids: number[], timeoutMs = 3_000): Promise<number[
   return alive;
 }
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (namespaces) => {
   let workDir: string;
@@ -87,7 +101,9 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
   it("runs steps in order, in the workspace, with exactly the given env", async () => {
     const sb = await newSandbox();
     try {
-      const first = await run(sb, 'echo one > order.txt; pwd; echo "$GREETING"; echo "$HOME|$TMPDIR"', { GREETING: "hi there" });
+      const first = await run(sb, 'echo one > order.txt; pwd; echo "$GREETING"; echo "$HOME|$TMPDIR"', {
+        GREETING: "hi there",
+      });
       expect(first.exitCode).toBe(0);
       expect(first.stdout).toBe(`${sb.paths.workspace}\nhi there\n${sb.paths.home}|${sb.paths.tmp}\n`);
       const second = await run(sb, "cat order.txt; echo two >> order.txt; mkdir -p sub/dir");
@@ -114,7 +130,10 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
   it("drains 5 MB of stdout (and 1 MB of stderr at the same time) without hanging", { timeout: 30_000 }, async () => {
     const sb = await newSandbox();
     try {
-      const r = await run(sb, "head -c 1048576 /dev/zero | tr '\\0' e >&2 & head -c 5242880 /dev/zero | tr '\\0' x; wait");
+      const r = await run(
+        sb,
+        "head -c 1048576 /dev/zero | tr '\\0' e >&2 & head -c 5242880 /dev/zero | tr '\\0' x; wait",
+      );
       expect(r.exitCode).toBe(0);
       expect(r.stdoutBytes).toBe(5 * 1024 * 1024);
       expect(/^x+$/.test(r.stdout)).toBe(true);
@@ -150,7 +169,10 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
     try {
       const listing = await run(second, 'ls -A . "$HOME" "$TMPDIR" | grep -v ":$" | grep -v "^$" || true');
       expect(listing.stdout).toBe("");
-      const probe = await run(second, `cat "${first.paths.workspace}/secret.txt" "${first.paths.home}/.secret" "${first.paths.tmp}/secret"`);
+      const probe = await run(
+        second,
+        `cat "${first.paths.workspace}/secret.txt" "${first.paths.home}/.secret" "${first.paths.tmp}/secret"`,
+      );
       expect(probe.exitCode).not.toBe(0);
       expect(probe.stdout).not.toMatch(/s1|s2|s3/);
     } finally {
@@ -168,7 +190,13 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
     expect(await waitUntilGone(await pidsWithEnv(marker))).toEqual([]);
     // A running step with background jobs, destroyed underneath.
     const chunks: string[] = [];
-    const pending = sb.runStep("sleep 1000 & sleep 1000 & echo ready; wait", { ...BASE_ENV, [key]: value }, {}, (c) => chunks.push(c.toString()), () => undefined);
+    const pending = sb.runStep(
+      "sleep 1000 & sleep 1000 & echo ready; wait",
+      { ...BASE_ENV, [key]: value },
+      {},
+      (c) => chunks.push(c.toString()),
+      () => undefined,
+    );
     while (!chunks.join("").includes("ready")) await new Promise((res) => setTimeout(res, 20));
     const pids = await pidsWithEnv(marker);
     expect(pids.length).toBeGreaterThanOrEqual(3); // the shell and both sleeps (+ unshare)
@@ -206,7 +234,11 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
       if (namespaces === "off") expect(driver.isolation.level).toBe("none");
       if (driver.isolation.level === "namespaces") {
         const r = await run(sb, "cat /proc/net/dev; echo pid=$$");
-        const interfaces = r.stdout.split("\n").slice(2).filter((l) => l.includes(":")).map((l) => l.split(":")[0]!.trim());
+        const interfaces = r.stdout
+          .split("\n")
+          .slice(2)
+          .filter((l) => l.includes(":"))
+          .map((l) => l.split(":")[0]!.trim());
         expect(interfaces).toEqual(["lo"]);
         expect(r.stdout).toContain("pid=1"); // own pid namespace
       } else {

@@ -23,7 +23,8 @@ export interface ProcessDriverOptions {
 export async function createProcessDriver(opts: ProcessDriverOptions): Promise<ProcessDriver> {
   const workDir = path.resolve(opts.workDir);
   await mkdir(workDir, { recursive: true, mode: 0o700 });
-  const namespaces = opts.namespaces === "off" ? unavailable("namespaces disabled by configuration") : await probeNamespaces();
+  const namespaces =
+    opts.namespaces === "off" ? unavailable("namespaces disabled by configuration") : await probeNamespaces();
   return new ProcessDriver(workDir, namespaces, await findForwarderTools());
 }
 
@@ -58,7 +59,10 @@ export class ProcessDriver implements SandboxDriver {
     let removed = 0;
     for (const entry of await readdir(this.workDir)) {
       const root = path.join(this.workDir, entry);
-      const ours = await access(path.join(root, MARKER_FILE)).then(() => true, () => false);
+      const ours = await access(path.join(root, MARKER_FILE)).then(
+        () => true,
+        () => false,
+      );
       if (!ours) continue;
       await killProcessesUnder(root);
       await removeTree(root);

@@ -41,7 +41,11 @@ export class ProcessSandbox implements Sandbox {
     /** The egress forwarder's interpreter (perl); null when the host lacks it (see egress-forwarder.ts). */
     private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
   ) {
-    this.paths = { workspace: path.join(root, "workspace"), home: path.join(root, "home"), tmp: path.join(root, "tmp") };
+    this.paths = {
+      workspace: path.join(root, "workspace"),
+      home: path.join(root, "home"),
+      tmp: path.join(root, "tmp"),
+    };
     this.hostWorkspaceDir = this.paths.workspace;
   }
 
@@ -58,21 +62,30 @@ export class ProcessSandbox implements Sandbox {
     const socket = egressSocketFor(this.id);
     const ns = this.namespaces;
     const tools = this.forwarder;
-    if (!socket || !ns.available || !tools || "missing" in tools || ns.args.includes("--user") || !tools.nsenter) return;
+    if (!socket || !ns.available || !tools || "missing" in tools || ns.args.includes("--user") || !tools.nsenter)
+      return;
     const starting = NetHolder.start(ns.unsharePath, tools, socket.path);
     this.holderStarting = starting;
-    starting.then(
-      (h) => {
-        if (this.destroying) h.stop();
-        else this.holder ??= h;
-      },
-      () => undefined,
-    ).finally(() => {
-      if (this.holderStarting === starting) this.holderStarting = null;
-    });
+    starting
+      .then(
+        (h) => {
+          if (this.destroying) h.stop();
+          else this.holder ??= h;
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        if (this.holderStarting === starting) this.holderStarting = null;
+      });
   }
 
-  async runStep(command: string, env: Record<string, string>, opts: StepOptions, onStdout: OutputListener, onStderr: OutputListener): Promise<StepResult> {
+  async runStep(
+    command: string,
+    env: Record<string, string>,
+    opts: StepOptions,
+    onStdout: OutputListener,
+    onStderr: OutputListener,
+  ): Promise<StepResult> {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
@@ -82,7 +95,11 @@ export class ProcessSandbox implements Sandbox {
     const [file, args] = egress
       ? egress
       : this.namespaces.available
-        ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [...this.namespaces.args, "--", ...this.privateView(null, ["/bin/sh", "-c", command])])
+        ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
+            ...this.namespaces.args,
+            "--",
+            ...this.privateView(null, ["/bin/sh", "-c", command]),
+          ])
         : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
@@ -124,7 +141,12 @@ export class ProcessSandbox implements Sandbox {
     if (!tools || "missing" in tools) {
       // Fail closed but say so: the step keeps its empty network namespace (no way out at all).
       const missing = tools ? tools.missing.join(", ") : "perl";
-      if (!this.warnedNoForwarder) onStderr(Buffer.from(`kiln egress: this host cannot mediate egress (missing ${missing}; Debian: apt-get install perl-base), so this step has no network\n`));
+      if (!this.warnedNoForwarder)
+        onStderr(
+          Buffer.from(
+            `kiln egress: this host cannot mediate egress (missing ${missing}; Debian: apt-get install perl-base), so this step has no network\n`,
+          ),
+        );
       this.warnedNoForwarder = true;
       return null;
     }
@@ -132,13 +154,28 @@ export class ProcessSandbox implements Sandbox {
       // The forwarder runs inside the step's mount namespace, where the work dir (and the socket in
       // it) is hidden: it dials the socket's bind inside the sandbox root instead.
       const inRoot = path.join(this.root, EGRESS_SOCKET_IN_ROOT);
-      return tiedToAgent(ns.deathSignal, ns.unsharePath, [...ns.args, "--", ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command))]);
+      return tiedToAgent(ns.deathSignal, ns.unsharePath, [
+        ...ns.args,
+        "--",
+        ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command)),
+      ]);
     }
     if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
     if (!this.holder?.alive) this.holder = await NetHolder.start(ns.unsharePath, tools, socket.path);
     const stepArgs = ns.args.filter((a) => a !== "--net");
     // nsenter execs (no fork without --pid), so setpriv's parent is still the agent.
-    return [tools.nsenter, [`--net=${this.holder.netnsPath}`, "--", ...(ns.deathSignal ?? []), ns.unsharePath, ...stepArgs, "--", ...this.privateView(null, ["/bin/sh", "-c", command])]];
+    return [
+      tools.nsenter,
+      [
+        `--net=${this.holder.netnsPath}`,
+        "--",
+        ...(ns.deathSignal ?? []),
+        ns.unsharePath,
+        ...stepArgs,
+        "--",
+        ...this.privateView(null, ["/bin/sh", "-c", command]),
+      ],
+    ];
   }
 
   /** Every namespaced step sees only its own sandbox of the work dir, and the host read-only. */
@@ -146,9 +183,15 @@ export class ProcessSandbox implements Sandbox {
     const ns = this.namespaces;
     const tools = this.forwarder;
     // Fail closed: a namespaced step without its private view would see every other sandbox.
-    if (!tools || "missing" in tools) throw new Error("this host has namespaces but no perl (Debian: perl-base) to set up the sandbox's filesystem view");
+    if (!tools || "missing" in tools)
+      throw new Error(
+        "this host has namespaces but no perl (Debian: perl-base) to set up the sandbox's filesystem view",
+      );
     const setpriv = ns.available ? (ns.deathSignal?.[0] ?? null) : null;
-    return privateViewArgv({ root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv, perl: tools.perl }, argv);
+    return privateViewArgv(
+      { root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv, perl: tools.perl },
+      argv,
+    );
   }
 
   kill(signal: NodeJS.Signals): void {

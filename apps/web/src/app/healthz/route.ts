@@ -8,6 +8,9 @@ export async function GET(): Promise<Response> {
     await services().db.$queryRaw`SELECT 1`;
     return Response.json({ ok: true }, { headers: { "cache-control": "no-store" } });
   } catch {
-    return Response.json({ ok: false, error: { code: "SERVICE.UNAVAILABLE", message: "database unreachable" } }, { status: 503 });
+    return Response.json(
+      { ok: false, error: { code: "SERVICE.UNAVAILABLE", message: "database unreachable" } },
+      { status: 503 },
+    );
   }
 }

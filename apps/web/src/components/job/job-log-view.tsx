@@ -23,16 +23,27 @@ export function JobLogView({ org, runId, jobId }: { org: string; runId: string; 
     <div className="space-y-4">
       <div className="space-y-1.5">
         <nav aria-label="Breadcrumb" className="text-sm text-zinc-500 dark:text-zinc-400">
-          <Link href={`/orgs/${org}/runs`} className="hover:underline">Runs</Link> /{" "}
-          <Link href={`/orgs/${org}/runs/${runId}`} className="font-mono hover:underline">{runId.slice(0, 8)}</Link> / {j.name}
+          <Link href={`/orgs/${org}/runs`} className="hover:underline">
+            Runs
+          </Link>{" "}
+          /{" "}
+          <Link href={`/orgs/${org}/runs/${runId}`} className="font-mono hover:underline">
+            {runId.slice(0, 8)}
+          </Link>{" "}
+          / {j.name}
         </nav>
         <h1 className="flex flex-wrap items-center gap-3 text-xl font-semibold tracking-tight">
           {j.name}
           <StatusBadge status={j.status} outcomeClass={j.outcome_class} className="text-sm" />
-          {j.epoch > 1 ? <span className="text-sm font-normal text-amber-700 dark:text-amber-400">epoch {j.epoch}</span> : null}
+          {j.epoch > 1 ? (
+            <span className="text-sm font-normal text-amber-700 dark:text-amber-400">epoch {j.epoch}</span>
+          ) : null}
         </h1>
         {j.cause && j.outcome !== "success" ? (
-          <p className="text-sm"><code className="text-xs">{j.cause}</code>{j.cause_message ? ` — ${j.cause_message}` : ""}</p>
+          <p className="text-sm">
+            <code className="text-xs">{j.cause}</code>
+            {j.cause_message ? ` — ${j.cause_message}` : ""}
+          </p>
         ) : null}
       </div>
       {j.epoch > 1 ? (
@@ -46,7 +57,9 @@ export function JobLogView({ org, runId, jobId }: { org: string; runId: string; 
               onClick={() => setPinned(e)}
               className={cn(
                 "rounded-md px-2.5 py-1 focus-visible:outline-2 focus-visible:outline-blue-600",
-                pinned === e ? "bg-zinc-900 text-white dark:bg-zinc-100 dark:text-zinc-900" : "text-zinc-700 hover:bg-zinc-100 dark:text-zinc-300 dark:hover:bg-zinc-800",
+                pinned === e
+                  ? "bg-zinc-900 text-white dark:bg-zinc-100 dark:text-zinc-900"
+                  : "text-zinc-700 hover:bg-zinc-100 dark:text-zinc-300 dark:hover:bg-zinc-800",
               )}
             >
               {e === null ? "latest" : e}

@@ -28,26 +28,49 @@ export function OverviewView({ org }: { org: string }) {
             <table className="w-full text-left text-sm">
               <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
                 <tr>
-                  <th scope="col" className="py-2 pr-4 font-medium">Job</th>
-                  <th scope="col" className="py-2 pr-4 font-medium">Status</th>
-                  <th scope="col" className="py-2 pr-4 font-medium">Repository</th>
-                  <th scope="col" className="py-2 pr-4 font-medium">Branch</th>
-                  <th scope="col" className="py-2 pr-4 font-medium">Host</th>
-                  <th scope="col" className="py-2 font-medium">For</th>
+                  <th scope="col" className="py-2 pr-4 font-medium">
+                    Job
+                  </th>
+                  <th scope="col" className="py-2 pr-4 font-medium">
+                    Status
+                  </th>
+                  <th scope="col" className="py-2 pr-4 font-medium">
+                    Repository
+                  </th>
+                  <th scope="col" className="py-2 pr-4 font-medium">
+                    Branch
+                  </th>
+                  <th scope="col" className="py-2 pr-4 font-medium">
+                    Host
+                  </th>
+                  <th scope="col" className="py-2 font-medium">
+                    For
+                  </th>
                 </tr>
               </thead>
               <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
                 {d.active_jobs.map((j) => (
                   <tr key={j.id}>
                     <td className="py-2 pr-4">
-                      <Link className="font-medium hover:underline focus-visible:outline-2 focus-visible:outline-blue-600" href={`/orgs/${org}/runs/${j.run_id}/jobs/${j.id}`}>{j.name}</Link>
-                      {j.epoch > 1 ? <span className="ml-2 text-xs text-amber-700 dark:text-amber-400">epoch {j.epoch}</span> : null}
+                      <Link
+                        className="font-medium hover:underline focus-visible:outline-2 focus-visible:outline-blue-600"
+                        href={`/orgs/${org}/runs/${j.run_id}/jobs/${j.id}`}
+                      >
+                        {j.name}
+                      </Link>
+                      {j.epoch > 1 ? (
+                        <span className="ml-2 text-xs text-amber-700 dark:text-amber-400">epoch {j.epoch}</span>
+                      ) : null}
                     </td>
-                    <td className="py-2 pr-4"><StatusBadge status={j.status} outcomeClass={null} /></td>
+                    <td className="py-2 pr-4">
+                      <StatusBadge status={j.status} outcomeClass={null} />
+                    </td>
                     <td className="py-2 pr-4">{j.repo_name}</td>
                     <td className="py-2 pr-4 font-mono text-xs">{shortRef(j.ref)}</td>
                     <td className="py-2 pr-4 text-zinc-600 dark:text-zinc-400">{j.host ?? "—"}</td>
-                    <td className="py-2"><Elapsed from={j.since} to={null} now={now} /></td>
+                    <td className="py-2">
+                      <Elapsed from={j.since} to={null} now={now} />
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -55,7 +78,15 @@ export function OverviewView({ org }: { org: string }) {
           </div>
         )}
       </Card>
-      <Card title="Recent runs" id="recent-runs" actions={<Link href={`/orgs/${org}/runs`} className="text-sm text-blue-700 hover:underline dark:text-blue-400">All runs →</Link>}>
+      <Card
+        title="Recent runs"
+        id="recent-runs"
+        actions={
+          <Link href={`/orgs/${org}/runs`} className="text-sm text-blue-700 hover:underline dark:text-blue-400">
+            All runs →
+          </Link>
+        }
+      >
         {d.recent_runs.length === 0 ? (
           <EmptyState title="No runs yet">Push to a registered repository or trigger a run through the API.</EmptyState>
         ) : (
@@ -83,7 +114,11 @@ function Stats({ d }: { d: OverviewData }) {
       />
       <Stat
         label="Queue wait p50 / p95"
-        value={d.queue_wait.samples === 0 ? "—" : `${formatDuration(d.queue_wait.p50_ms)} / ${formatDuration(d.queue_wait.p95_ms)}`}
+        value={
+          d.queue_wait.samples === 0
+            ? "—"
+            : `${formatDuration(d.queue_wait.p50_ms)} / ${formatDuration(d.queue_wait.p95_ms)}`
+        }
         hint={`${d.queue_wait.samples} attempts claimed in the last hour`}
       />
     </div>

@@ -10,11 +10,19 @@ import type { JobData, RunPageData } from "../types.ts";
 /** Per job: outcome, cause, steps and the attempt timeline. Native <details> for keyboard use. */
 export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
   const { slug } = useOrg();
-  const open = (j: JobData) => data.run.jobs.length <= 3 || j.id === data.first_failure?.job_id || j.status === "running";
+  const open = (j: JobData) =>
+    data.run.jobs.length <= 3 || j.id === data.first_failure?.job_id || j.status === "running";
   return (
     <div className="divide-y divide-zinc-200 dark:divide-zinc-800">
       {data.run.jobs.map((j) => (
-        <JobDetail key={j.id} job={j} data={data} now={now} href={`/orgs/${slug}/runs/${data.run.id}/jobs/${j.id}`} initiallyOpen={open(j)} />
+        <JobDetail
+          key={j.id}
+          job={j}
+          data={data}
+          now={now}
+          href={`/orgs/${slug}/runs/${data.run.id}/jobs/${j.id}`}
+          initiallyOpen={open(j)}
+        />
       ))}
     </div>
   );
@@ -24,7 +32,19 @@ export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
  * One job. The body is rendered only while open: a 50-job run would otherwise server-render every
  * job's timeline and phases (thousands of nodes) that nobody expanded.
  */
-function JobDetail({ job: j, data, now, href, initiallyOpen }: { job: JobData; data: RunPageData; now: number; href: string; initiallyOpen: boolean }) {
+function JobDetail({
+  job: j,
+  data,
+  now,
+  href,
+  initiallyOpen,
+}: {
+  job: JobData;
+  data: RunPageData;
+  now: number;
+  href: string;
+  initiallyOpen: boolean;
+}) {
   const [open, setOpen] = useState(initiallyOpen);
   const first = j.attempts[0];
   const last = j.attempts[j.attempts.length - 1];
@@ -32,19 +52,29 @@ function JobDetail({ job: j, data, now, href, initiallyOpen }: { job: JobData; d
   return (
     <details open={open} onToggle={(e) => setOpen(e.currentTarget.open)} className="group py-2" data-job={j.name}>
       <summary className="flex cursor-pointer list-none flex-wrap items-center gap-2 rounded py-1 focus-visible:outline-2 focus-visible:outline-blue-600">
-        <span aria-hidden="true" className="text-zinc-400 transition-transform group-open:rotate-90">▸</span>
+        <span aria-hidden="true" className="text-zinc-400 transition-transform group-open:rotate-90">
+          ▸
+        </span>
         <span className="font-medium">{j.name}</span>
         <StatusBadge status={j.status} outcomeClass={data.job_classes[j.id] ?? null} />
-        {j.cause && j.outcome !== "success" ? <code className="text-xs text-zinc-500 dark:text-zinc-400">{j.cause}</code> : null}
+        {j.cause && j.outcome !== "success" ? (
+          <code className="text-xs text-zinc-500 dark:text-zinc-400">{j.cause}</code>
+        ) : null}
         <span className="ml-auto text-xs text-zinc-500 dark:text-zinc-400">
           {j.attempts.length > 1 ? `${j.attempts.length} attempts · ` : ""}
-          <Elapsed from={first?.started_at ?? null} to={j.status === "completed" ? (last?.finished_at ?? null) : null} now={now} />
+          <Elapsed
+            from={first?.started_at ?? null}
+            to={j.status === "completed" ? (last?.finished_at ?? null) : null}
+            now={now}
+          />
         </span>
       </summary>
       {open ? (
         <div className="space-y-4 pb-2 pl-5 pt-2">
           {j.cause_message && j.outcome !== "success" ? <p className="text-sm">{j.cause_message}</p> : null}
-          {j.needs.length ? <p className="text-xs text-zinc-500 dark:text-zinc-400">Needs: {j.needs.join(", ")}</p> : null}
+          {j.needs.length ? (
+            <p className="text-xs text-zinc-500 dark:text-zinc-400">Needs: {j.needs.join(", ")}</p>
+          ) : null}
           {steps.length ? (
             <ol className="list-inside list-decimal space-y-0.5 text-sm">
               {steps.map((s, i) => (
@@ -55,8 +85,14 @@ function JobDetail({ job: j, data, now, href, initiallyOpen }: { job: JobData; d
               ))}
             </ol>
           ) : null}
-          <AttemptTimeline now={now} attempts={j.attempts.map((a) => ({ ...a, outcomeClass: outcomeClassOf(a.outcome) }))} />
-          <Link href={href} className="inline-block text-sm text-blue-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400">
+          <AttemptTimeline
+            now={now}
+            attempts={j.attempts.map((a) => ({ ...a, outcomeClass: outcomeClassOf(a.outcome) }))}
+          />
+          <Link
+            href={href}
+            className="inline-block text-sm text-blue-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400"
+          >
             View log →
           </Link>
         </div>

@@ -59,26 +59,49 @@ export function RunActions({ data }: { data: RunPageData }) {
     <div className="flex flex-col items-end gap-2">
       <div className="flex items-center gap-2">
         {live && !confirming ? (
-          <Button variant="danger" disabled={!allowed || cancel.isPending} title={why} onClick={() => setConfirming(true)}>
+          <Button
+            variant="danger"
+            disabled={!allowed || cancel.isPending}
+            title={why}
+            onClick={() => setConfirming(true)}
+          >
             Cancel run
           </Button>
         ) : null}
         {live && confirming ? (
           <>
-            <Button variant="danger" autoFocus onClick={() => { setConfirming(false); cancel.mutate({ org: slug, runId: run.id }); }}>
+            <Button
+              variant="danger"
+              autoFocus
+              onClick={() => {
+                setConfirming(false);
+                cancel.mutate({ org: slug, runId: run.id });
+              }}
+            >
               Confirm cancel
             </Button>
-            <Button variant="ghost" onClick={() => setConfirming(false)}>Keep running</Button>
+            <Button variant="ghost" onClick={() => setConfirming(false)}>
+              Keep running
+            </Button>
           </>
         ) : null}
         {run.status === "completed" ? (
-          <Button variant="primary" disabled={!allowed || retry.isPending} title={why} onClick={() => retry.mutate({ org: slug, runId: run.id })}>
+          <Button
+            variant="primary"
+            disabled={!allowed || retry.isPending}
+            title={why}
+            onClick={() => retry.mutate({ org: slug, runId: run.id })}
+          >
             {retry.isPending ? "Starting retry…" : "Retry run"}
           </Button>
         ) : null}
       </div>
       {!allowed ? <p className="text-xs text-zinc-500 dark:text-zinc-400">{why}.</p> : null}
-      {error ? <p role="alert" className="text-sm text-red-700 dark:text-red-400">{error}</p> : null}
+      {error ? (
+        <p role="alert" className="text-sm text-red-700 dark:text-red-400">
+          {error}
+        </p>
+      ) : null}
     </div>
   );
 }
@@ -91,9 +114,18 @@ function optimisticCancel(d: RunPageData): RunPageData {
       ...d.run,
       status: pendingRun ? "completed" : "cancelling",
       outcome: pendingRun ? "cancelled" : d.run.outcome,
-      jobs: d.run.jobs.map((j) => (j.status === "pending" || j.status === "ready" ? { ...j, status: "completed", outcome: "cancelled", cause: "run.cancelled" } : j)),
+      jobs: d.run.jobs.map((j) =>
+        j.status === "pending" || j.status === "ready"
+          ? { ...j, status: "completed", outcome: "cancelled", cause: "run.cancelled" }
+          : j,
+      ),
     },
     outcome_class: pendingRun ? "cancelled" : d.outcome_class,
-    job_classes: Object.fromEntries(d.run.jobs.map((j) => [j.id, j.status === "pending" || j.status === "ready" ? "cancelled" : (d.job_classes[j.id] ?? null)])),
+    job_classes: Object.fromEntries(
+      d.run.jobs.map((j) => [
+        j.id,
+        j.status === "pending" || j.status === "ready" ? "cancelled" : (d.job_classes[j.id] ?? null),
+      ]),
+    ),
   };
 }

@@ -12,13 +12,18 @@ export function DefinitionFacts({ data }: { data: RunPageData }) {
   return (
     <dl className="grid grid-cols-[max-content_1fr] gap-x-4 gap-y-1.5 text-sm" data-testid="definition">
       <dt className="text-zinc-500 dark:text-zinc-400">Commit</dt>
-      <dd className="break-all font-mono text-xs" title={r.commit_sha}>{r.commit_sha}</dd>
+      <dd className="break-all font-mono text-xs" title={r.commit_sha}>
+        {r.commit_sha}
+      </dd>
       <dt className="text-zinc-500 dark:text-zinc-400">Workflow</dt>
       <dd className="font-mono text-xs">{r.workflow_path}</dd>
       <dt className="text-zinc-500 dark:text-zinc-400">Workflow hash</dt>
       <dd className="break-all font-mono text-xs">{r.workflow_hash ?? "— (the definition never froze)"}</dd>
       <dt className="text-zinc-500 dark:text-zinc-400">Trust class</dt>
-      <dd><span className="font-medium">{r.trust_class}</span> <span className="text-zinc-500 dark:text-zinc-400">— {TRUST[r.trust_class] ?? ""}</span></dd>
+      <dd>
+        <span className="font-medium">{r.trust_class}</span>{" "}
+        <span className="text-zinc-500 dark:text-zinc-400">— {TRUST[r.trust_class] ?? ""}</span>
+      </dd>
     </dl>
   );
 }
@@ -30,19 +35,32 @@ export function ArtifactsList({ data }: { data: RunPageData }) {
     <table className="w-full text-left text-sm" data-testid="artifacts">
       <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
         <tr>
-          <th scope="col" className="py-1.5 pr-4 font-medium">Name</th>
-          <th scope="col" className="py-1.5 pr-4 font-medium">Job</th>
-          <th scope="col" className="py-1.5 pr-4 font-medium">Size</th>
-          <th scope="col" className="py-1.5 font-medium">SHA-256</th>
+          <th scope="col" className="py-1.5 pr-4 font-medium">
+            Name
+          </th>
+          <th scope="col" className="py-1.5 pr-4 font-medium">
+            Job
+          </th>
+          <th scope="col" className="py-1.5 pr-4 font-medium">
+            Size
+          </th>
+          <th scope="col" className="py-1.5 font-medium">
+            SHA-256
+          </th>
         </tr>
       </thead>
       <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
         {data.artifacts.map((a) => (
           <tr key={`${a.job_id}/${a.name}`}>
-            <td className="py-1.5 pr-4 font-medium">{a.name}{a.state !== "sealed" ? <span className="ml-1 text-xs text-amber-700">({a.state})</span> : null}</td>
+            <td className="py-1.5 pr-4 font-medium">
+              {a.name}
+              {a.state !== "sealed" ? <span className="ml-1 text-xs text-amber-700">({a.state})</span> : null}
+            </td>
             <td className="py-1.5 pr-4">{jobName.get(a.job_id) ?? "—"}</td>
             <td className="py-1.5 pr-4 tabular-nums">{formatBytes(a.size_bytes)}</td>
-            <td className="py-1.5 font-mono text-xs" title={a.sha256 ?? undefined}>{a.sha256 ? shortSha(a.sha256) : "—"}</td>
+            <td className="py-1.5 font-mono text-xs" title={a.sha256 ?? undefined}>
+              {a.sha256 ? shortSha(a.sha256) : "—"}
+            </td>
           </tr>
         ))}
       </tbody>
@@ -54,19 +72,32 @@ const ms = (v: number | null) => (v === null ? "—" : v < 1000 ? `${v} ms` : `$
 
 /** Build caches (issue 8): what each job restored and saved, and the org's hit rate by trust class. */
 export function CachesList({ data }: { data: RunPageData }) {
-  if (data.caches.length === 0 && data.cache_org.length === 0) return <EmptyState title="No caches">No job of this run declared a cache.</EmptyState>;
+  if (data.caches.length === 0 && data.cache_org.length === 0)
+    return <EmptyState title="No caches">No job of this run declared a cache.</EmptyState>;
   const jobName = new Map(data.run.jobs.map((j) => [j.id, j.name]));
   return (
     <div className="space-y-3">
       <table className="w-full text-left text-sm" data-testid="caches">
         <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
           <tr>
-            <th scope="col" className="py-1.5 pr-4 font-medium">Job</th>
-            <th scope="col" className="py-1.5 pr-4 font-medium">Restore</th>
-            <th scope="col" className="py-1.5 pr-4 font-medium">Bytes restored</th>
-            <th scope="col" className="py-1.5 pr-4 font-medium">Restore time</th>
-            <th scope="col" className="py-1.5 pr-4 font-medium">Save</th>
-            <th scope="col" className="py-1.5 font-medium">Save time</th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">
+              Job
+            </th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">
+              Restore
+            </th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">
+              Bytes restored
+            </th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">
+              Restore time
+            </th>
+            <th scope="col" className="py-1.5 pr-4 font-medium">
+              Save
+            </th>
+            <th scope="col" className="py-1.5 font-medium">
+              Save time
+            </th>
           </tr>
         </thead>
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
@@ -74,11 +105,15 @@ export function CachesList({ data }: { data: RunPageData }) {
             <tr key={c.jobId}>
               <td className="py-1.5 pr-4 font-medium">{jobName.get(c.jobId) ?? "—"}</td>
               <td className="py-1.5 pr-4" title={c.restoreReason ?? undefined}>
-                {c.restoreResult === "hit" ? `hit (${c.restoreTier === "local" ? "node-local" : "object storage"}${c.restoreExact === false ? ", prefix" : ""})` : (c.restoreResult ?? "—")}
+                {c.restoreResult === "hit"
+                  ? `hit (${c.restoreTier === "local" ? "node-local" : "object storage"}${c.restoreExact === false ? ", prefix" : ""})`
+                  : (c.restoreResult ?? "—")}
               </td>
               <td className="py-1.5 pr-4 tabular-nums">{formatBytes(c.bytesRestored)}</td>
               <td className="py-1.5 pr-4 tabular-nums">{ms(c.restoreMs)}</td>
-              <td className="py-1.5 pr-4" title={c.saveReason ?? undefined}>{c.saveResult === "refused" ? (c.saveReason ?? "refused") : (c.saveResult ?? "—")}</td>
+              <td className="py-1.5 pr-4" title={c.saveReason ?? undefined}>
+                {c.saveResult === "refused" ? (c.saveReason ?? "refused") : (c.saveResult ?? "—")}
+              </td>
               <td className="py-1.5 tabular-nums">{ms(c.saveMs)}</td>
             </tr>
           ))}
@@ -88,7 +123,10 @@ export function CachesList({ data }: { data: RunPageData }) {
         <p className="text-xs text-zinc-500 dark:text-zinc-400" data-testid="cache-org">
           Org, last 30 days:{" "}
           {data.cache_org
-            .map((o) => `${o.trustClass} ${o.hitRate === null ? "—" : `${Math.round(o.hitRate * 100)}%`} hit rate (${o.hits}/${o.restores}), ~${ms(o.estimatedSavedMs)} saved`)
+            .map(
+              (o) =>
+                `${o.trustClass} ${o.hitRate === null ? "—" : `${Math.round(o.hitRate * 100)}%`} hit rate (${o.hits}/${o.restores}), ~${ms(o.estimatedSavedMs)} saved`,
+            )
             .join("; ")}
         </p>
       ) : null}

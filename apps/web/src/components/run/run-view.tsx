@@ -37,20 +37,37 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
           Link={AppLink}
           highlightId={d.first_failure?.job_id ?? null}
           jobs={r.jobs.map((j) => ({
-            id: j.id, index: j.index, name: j.name, needs: j.needs, status: j.status, outcomeClass: d.job_classes[j.id] ?? null,
+            id: j.id,
+            index: j.index,
+            name: j.name,
+            needs: j.needs,
+            status: j.status,
+            outcomeClass: d.job_classes[j.id] ?? null,
             href: `/orgs/${org}/runs/${r.id}/jobs/${j.id}`,
             detail: j.attempts.length > 1 ? `${j.attempts.length} attempts` : undefined,
           }))}
         />
-        {r.jobs.length === 0 ? <p className="text-sm text-zinc-500 dark:text-zinc-400">{r.status === "pending" ? "Waiting for the definition to freeze…" : "This run has no jobs (its definition never froze)."}</p> : null}
+        {r.jobs.length === 0 ? (
+          <p className="text-sm text-zinc-500 dark:text-zinc-400">
+            {r.status === "pending"
+              ? "Waiting for the definition to freeze…"
+              : "This run has no jobs (its definition never froze)."}
+          </p>
+        ) : null}
       </Card>
       <Card title="Attempts and phases" id="attempts">
         <JobDetails data={d} now={now} />
       </Card>
       <div className="grid gap-6 lg:grid-cols-2">
-        <Card title="Definition" id="definition"><DefinitionFacts data={d} /></Card>
-        <Card title="Artifacts" id="artifacts"><ArtifactsList data={d} /></Card>
-        <Card title="Caches" id="caches"><CachesList data={d} /></Card>
+        <Card title="Definition" id="definition">
+          <DefinitionFacts data={d} />
+        </Card>
+        <Card title="Artifacts" id="artifacts">
+          <ArtifactsList data={d} />
+        </Card>
+        <Card title="Caches" id="caches">
+          <CachesList data={d} />
+        </Card>
       </div>
     </div>
   );
@@ -62,7 +79,10 @@ function RunHeader({ org, d, now }: { org: string; d: RunPageData; now: number }
     <div className="flex flex-wrap items-start justify-between gap-4">
       <div className="space-y-1.5">
         <nav aria-label="Breadcrumb" className="text-sm text-zinc-500 dark:text-zinc-400">
-          <Link href={`/orgs/${org}/runs`} className="hover:underline">Runs</Link> / <span className="font-mono">{r.id.slice(0, 8)}</span>
+          <Link href={`/orgs/${org}/runs`} className="hover:underline">
+            Runs
+          </Link>{" "}
+          / <span className="font-mono">{r.id.slice(0, 8)}</span>
         </nav>
         <h1 className="flex flex-wrap items-center gap-3 text-xl font-semibold tracking-tight">
           {d.repo_name}
@@ -71,12 +91,24 @@ function RunHeader({ org, d, now }: { org: string; d: RunPageData; now: number }
         </h1>
         <p className="text-sm text-zinc-600 dark:text-zinc-400" data-testid="run-summary">
           <span className="font-mono">{shortSha(r.commit_sha)}</span> · {r.trigger.replace("_", " ")}
-          {r.actor ? ` by ${r.actor}` : ""} · created <RelativeTime iso={r.created_at} now={now} /> · took <Elapsed from={r.created_at} to={r.finished_at} now={now} />
-          {r.cause && r.outcome !== "success" ? <> · <code className="text-xs">{r.cause}</code></> : null}
+          {r.actor ? ` by ${r.actor}` : ""} · created <RelativeTime iso={r.created_at} now={now} /> · took{" "}
+          <Elapsed from={r.created_at} to={r.finished_at} now={now} />
+          {r.cause && r.outcome !== "success" ? (
+            <>
+              {" "}
+              · <code className="text-xs">{r.cause}</code>
+            </>
+          ) : null}
         </p>
         {r.parent_run_id ? (
           <p className="text-sm">
-            Retry of <Link className="font-mono text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/runs/${r.parent_run_id}`}>{r.parent_run_id.slice(0, 8)}</Link>
+            Retry of{" "}
+            <Link
+              className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+              href={`/orgs/${org}/runs/${r.parent_run_id}`}
+            >
+              {r.parent_run_id.slice(0, 8)}
+            </Link>
           </p>
         ) : null}
         {d.retries.length ? (
@@ -85,7 +117,12 @@ function RunHeader({ org, d, now }: { org: string; d: RunPageData; now: number }
             {d.retries.map((x, i) => (
               <span key={x.id}>
                 {i ? ", " : ""}
-                <Link className="font-mono text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/runs/${x.id}`}>{x.id.slice(0, 8)}</Link>
+                <Link
+                  className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+                  href={`/orgs/${org}/runs/${x.id}`}
+                >
+                  {x.id.slice(0, 8)}
+                </Link>
               </span>
             ))}
           </p>

@@ -16,5 +16,7 @@ export function parseFilters(get: (key: string) => string | null): RunFilters {
 
 /** Filters live in the URL (shareable, back-button friendly); used by the page and the client view. */
 export function filtersFrom(sp: URLSearchParams | Record<string, string | string[] | undefined>): RunFilters {
-  return parseFilters((k) => (sp instanceof URLSearchParams ? sp.get(k) : (([] as (string | undefined)[]).concat(sp[k])[0] ?? null)));
+  return parseFilters((k) =>
+    sp instanceof URLSearchParams ? sp.get(k) : (([] as (string | undefined)[]).concat(sp[k])[0] ?? null),
+  );
 }

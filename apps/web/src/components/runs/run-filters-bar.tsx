@@ -10,13 +10,16 @@ export interface FilterValues {
   outcome?: string;
 }
 
-const SELECT = "h-8 rounded-md border border-zinc-300 bg-white px-2 text-sm focus-visible:outline-2 focus-visible:outline-blue-600 dark:border-zinc-700 dark:bg-zinc-900";
+const SELECT =
+  "h-8 rounded-md border border-zinc-300 bg-white px-2 text-sm focus-visible:outline-2 focus-visible:outline-blue-600 dark:border-zinc-700 dark:bg-zinc-900";
 
 function Field({ label, children }: { label: string; children: (id: string) => ReactNode }) {
   const id = useId();
   return (
     <div className="flex flex-col gap-1">
-      <label htmlFor={id} className="text-xs font-medium text-zinc-600 dark:text-zinc-400">{label}</label>
+      <label htmlFor={id} className="text-xs font-medium text-zinc-600 dark:text-zinc-400">
+        {label}
+      </label>
       {children(id)}
     </div>
   );
@@ -29,7 +32,15 @@ export function normaliseRef(input: string): string | undefined {
   return v.startsWith("refs/") ? v : `refs/heads/${v}`;
 }
 
-export function RunFiltersBar({ value, repos, onChange }: { value: FilterValues; repos: { id: string; full_name: string }[]; onChange: (v: FilterValues) => void }) {
+export function RunFiltersBar({
+  value,
+  repos,
+  onChange,
+}: {
+  value: FilterValues;
+  repos: { id: string; full_name: string }[];
+  onChange: (v: FilterValues) => void;
+}) {
   const [ref, setRef] = useState(value.ref?.replace(/^refs\/heads\//, "") ?? "");
   const set = (k: keyof FilterValues, v: string) => onChange({ ...value, [k]: v || undefined });
   return (
@@ -46,18 +57,34 @@ export function RunFiltersBar({ value, repos, onChange }: { value: FilterValues;
         {(id) => (
           <select id={id} className={SELECT} value={value.repoId ?? ""} onChange={(e) => set("repoId", e.target.value)}>
             <option value="">All</option>
-            {repos.map((r) => <option key={r.id} value={r.id}>{r.full_name}</option>)}
+            {repos.map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.full_name}
+              </option>
+            ))}
           </select>
         )}
       </Field>
       <Field label="Branch">
         {(id) => (
-          <input id={id} className={`${SELECT} w-40`} placeholder="main or refs/…" value={ref} onChange={(e) => setRef(e.target.value)} onBlur={() => onChange({ ...value, ref: normaliseRef(ref) })} />
+          <input
+            id={id}
+            className={`${SELECT} w-40`}
+            placeholder="main or refs/…"
+            value={ref}
+            onChange={(e) => setRef(e.target.value)}
+            onBlur={() => onChange({ ...value, ref: normaliseRef(ref) })}
+          />
         )}
       </Field>
       <Field label="Trigger">
         {(id) => (
-          <select id={id} className={SELECT} value={value.trigger ?? ""} onChange={(e) => set("trigger", e.target.value)}>
+          <select
+            id={id}
+            className={SELECT}
+            value={value.trigger ?? ""}
+            onChange={(e) => set("trigger", e.target.value)}
+          >
             <option value="">All</option>
             <option value="push">push</option>
             <option value="pull_request">pull request</option>
@@ -79,7 +106,12 @@ export function RunFiltersBar({ value, repos, onChange }: { value: FilterValues;
       </Field>
       <Field label="Outcome">
         {(id) => (
-          <select id={id} className={SELECT} value={value.outcome ?? ""} onChange={(e) => set("outcome", e.target.value)}>
+          <select
+            id={id}
+            className={SELECT}
+            value={value.outcome ?? ""}
+            onChange={(e) => set("outcome", e.target.value)}
+          >
             <option value="">All</option>
             <option value="success">success</option>
             <option value="user_failure">failed: your code</option>
@@ -90,7 +122,9 @@ export function RunFiltersBar({ value, repos, onChange }: { value: FilterValues;
           </select>
         )}
       </Field>
-      <Button type="submit" size="sm">Apply</Button>
+      <Button type="submit" size="sm">
+        Apply
+      </Button>
       <Button
         size="sm"
         variant="ghost"

@@ -11,7 +11,6 @@ import { RunsTable } from "./runs-table.tsx";
 
 const KEYS = ["repoId", "ref", "trigger", "status", "outcome"] as const;
 
-
 export function RunsListView({ org }: { org: string }) {
   const trpc = useTRPC();
   const router = useRouter();
@@ -45,7 +44,9 @@ export function RunsListView({ org }: { org: string }) {
           <QueryError error={runs.error} what="Runs" onRetry={() => void runs.refetch()} />
         ) : all.length === 0 ? (
           <EmptyState title={Object.keys(filters).length ? "No runs match these filters" : "No runs yet"}>
-            {Object.keys(filters).length ? "Clear a filter to see more." : "Push to a registered repository or trigger a run through the API."}
+            {Object.keys(filters).length
+              ? "Clear a filter to see more."
+              : "Push to a registered repository or trigger a run through the API."}
           </EmptyState>
         ) : (
           <>
@@ -56,7 +57,9 @@ export function RunsListView({ org }: { org: string }) {
                   {runs.isFetchingNextPage ? "Loading…" : "Load older runs"}
                 </Button>
               ) : (
-                <p className="text-sm text-zinc-500 dark:text-zinc-400">That is every run{Object.keys(filters).length ? " matching these filters" : ""}.</p>
+                <p className="text-sm text-zinc-500 dark:text-zinc-400">
+                  That is every run{Object.keys(filters).length ? " matching these filters" : ""}.
+                </p>
               )}
             </div>
           </>

@@ -3,7 +3,12 @@ import Link from "next/link";
 import { Elapsed, RelativeTime } from "../time.tsx";
 import type { RunRowData } from "../types.ts";
 
-const TRIGGER: Record<string, string> = { push: "push", pull_request: "pull request", manual: "manual", retry: "retry" };
+const TRIGGER: Record<string, string> = {
+  push: "push",
+  pull_request: "pull request",
+  manual: "manual",
+  retry: "retry",
+};
 
 /** Runs as a table; the run id is the link, so every row is reachable by keyboard. */
 export function RunsTable({ org, runs, now }: { org: string; runs: RunRowData[]; now: number }) {
@@ -12,14 +17,30 @@ export function RunsTable({ org, runs, now }: { org: string; runs: RunRowData[];
       <table className="w-full text-left text-sm" data-testid="runs-table">
         <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
           <tr>
-            <th scope="col" className="py-2 pr-4 font-medium">Result</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Run</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Repository</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Branch · commit</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Trigger</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Jobs</th>
-            <th scope="col" className="py-2 pr-4 font-medium">Created</th>
-            <th scope="col" className="py-2 font-medium">Took</th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Result
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Run
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Repository
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Branch · commit
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Trigger
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Jobs
+            </th>
+            <th scope="col" className="py-2 pr-4 font-medium">
+              Created
+            </th>
+            <th scope="col" className="py-2 font-medium">
+              Took
+            </th>
           </tr>
         </thead>
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
@@ -29,10 +50,15 @@ export function RunsTable({ org, runs, now }: { org: string; runs: RunRowData[];
                 <StatusBadge status={r.status} outcomeClass={r.outcome_class} />
               </td>
               <td className="py-2 pr-4">
-                <Link href={`/orgs/${org}/runs/${r.id}`} className="font-mono text-xs font-medium text-blue-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400">
+                <Link
+                  href={`/orgs/${org}/runs/${r.id}`}
+                  className="font-mono text-xs font-medium text-blue-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400"
+                >
                   {r.id.slice(0, 8)}
                 </Link>
-                {r.cause && r.outcome !== "success" ? <div className="text-xs text-zinc-500 dark:text-zinc-400">{r.cause}</div> : null}
+                {r.cause && r.outcome !== "success" ? (
+                  <div className="text-xs text-zinc-500 dark:text-zinc-400">{r.cause}</div>
+                ) : null}
               </td>
               <td className="py-2 pr-4">{r.repo_name}</td>
               <td className="py-2 pr-4 font-mono text-xs">
@@ -43,9 +69,15 @@ export function RunsTable({ org, runs, now }: { org: string; runs: RunRowData[];
                 {TRIGGER[r.trigger] ?? r.trigger}
                 {r.actor ? <span className="text-zinc-500 dark:text-zinc-400"> by {r.actor}</span> : null}
               </td>
-              <td className="py-2 pr-4 tabular-nums">{r.jobs_done}/{r.jobs_total}</td>
-              <td className="py-2 pr-4"><RelativeTime iso={r.created_at} now={now} /></td>
-              <td className="py-2"><Elapsed from={r.created_at} to={r.finished_at} now={now} /></td>
+              <td className="py-2 pr-4 tabular-nums">
+                {r.jobs_done}/{r.jobs_total}
+              </td>
+              <td className="py-2 pr-4">
+                <RelativeTime iso={r.created_at} now={now} />
+              </td>
+              <td className="py-2">
+                <Elapsed from={r.created_at} to={r.finished_at} now={now} />
+              </td>
             </tr>
           ))}
         </tbody>

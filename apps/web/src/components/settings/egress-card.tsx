@@ -13,7 +13,17 @@ import { useRefreshSettings } from "./use-settings.ts";
  * listed is denied; untrusted runs (fork pull requests) reach only platform services regardless.
  * A change applies to attempts claimed after it, not to running ones.
  */
-export function EgressCard({ org, rules, admin, now }: { org: string; rules: OrgSettingsData["egress"]; admin: boolean; now: number }) {
+export function EgressCard({
+  org,
+  rules,
+  admin,
+  now,
+}: {
+  org: string;
+  rules: OrgSettingsData["egress"];
+  admin: boolean;
+  now: number;
+}) {
   const trpc = useTRPC();
   const refresh = useRefreshSettings(org);
   const [removeError, setRemoveError] = useState<string | null>(null);
@@ -36,21 +46,31 @@ export function EgressCard({ org, rules, admin, now }: { org: string; rules: Org
   return (
     <Card title="Egress allow-list" id="egress">
       <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
-        Hosts trusted runs may reach. Untrusted runs reach only Kiln&apos;s own services. Changes apply to jobs that start afterwards.
+        Hosts trusted runs may reach. Untrusted runs reach only Kiln&apos;s own services. Changes apply to jobs that
+        start afterwards.
       </p>
       {rules.length === 0 ? (
-        <EmptyState title="No hosts allowed">Jobs can reach only Kiln&apos;s own services; every other destination is denied and logged.</EmptyState>
+        <EmptyState title="No hosts allowed">
+          Jobs can reach only Kiln&apos;s own services; every other destination is denied and logged.
+        </EmptyState>
       ) : (
         <ul className="divide-y divide-zinc-100 dark:divide-zinc-800" data-testid="egress-list">
           {rules.map((r) => (
             <li key={r.pattern} className="flex items-center justify-between gap-3 py-2" data-pattern={r.pattern}>
               <div>
                 <span className="font-mono text-sm">{r.pattern}</span>
-                <span className="ml-3 text-xs text-zinc-500 dark:text-zinc-400">added by {r.created_by} <RelativeTime iso={r.created_at} now={now} /></span>
+                <span className="ml-3 text-xs text-zinc-500 dark:text-zinc-400">
+                  added by {r.created_by} <RelativeTime iso={r.created_at} now={now} />
+                </span>
               </div>
               {admin ? (
-                <Button size="sm" variant="danger" aria-label={`Remove ${r.pattern}`} disabled={remove.isPending && remove.variables?.pattern === r.pattern}
-                  onClick={() => remove.mutate({ org, pattern: r.pattern })}>
+                <Button
+                  size="sm"
+                  variant="danger"
+                  aria-label={`Remove ${r.pattern}`}
+                  disabled={remove.isPending && remove.variables?.pattern === r.pattern}
+                  onClick={() => remove.mutate({ org, pattern: r.pattern })}
+                >
                   {remove.isPending && remove.variables?.pattern === r.pattern ? "Removing…" : "Remove"}
                 </Button>
               ) : null}
@@ -58,8 +78,14 @@ export function EgressCard({ org, rules, admin, now }: { org: string; rules: Org
           ))}
         </ul>
       )}
-      {removeError ? <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">{removeError}</p> : null}
-      <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">{removed ?? ""}</p>
+      {removeError ? (
+        <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
+          {removeError}
+        </p>
+      ) : null}
+      <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
+        {removed ?? ""}
+      </p>
       {admin ? <AllowHostForm org={org} /> : null}
     </Card>
   );
@@ -85,7 +111,9 @@ function AllowHostForm({ org }: { org: string }) {
       // The domain's pattern parser explains what is wrong with the host; it belongs under the input.
       onError: (e) => {
         const f = formErrorsOf(e);
-        setErrors(f.message && (e.data?.domainCode === "REQUEST.INVALID") ? { fields: { pattern: f.message }, message: null } : f);
+        setErrors(
+          f.message && e.data?.domainCode === "REQUEST.INVALID" ? { fields: { pattern: f.message }, message: null } : f,
+        );
       },
     }),
   );
@@ -96,16 +124,36 @@ function AllowHostForm({ org }: { org: string }) {
     allow.mutate({ org, pattern });
   };
   return (
-    <form ref={formRef} noValidate onSubmit={onSubmit} className="mt-4 border-t border-zinc-200 pt-4 dark:border-zinc-800" data-testid="allow-host-form">
+    <form
+      ref={formRef}
+      noValidate
+      onSubmit={onSubmit}
+      className="mt-4 border-t border-zinc-200 pt-4 dark:border-zinc-800"
+      data-testid="allow-host-form"
+    >
       <div className="flex flex-wrap items-start gap-3">
         <Field
-          label="Host pattern" name="pattern" autoComplete="off" spellCheck={false} placeholder="registry.npmjs.org" className="w-80"
-          hint="A host, *.suffix or IP, optionally :port (without a port: 443 and 80)" error={errors.fields.pattern}
+          label="Host pattern"
+          name="pattern"
+          autoComplete="off"
+          spellCheck={false}
+          placeholder="registry.npmjs.org"
+          className="w-80"
+          hint="A host, *.suffix or IP, optionally :port (without a port: 443 and 80)"
+          error={errors.fields.pattern}
         />
-        <Button type="submit" variant="primary" className="mt-5" disabled={allow.isPending}>{allow.isPending ? "Allowing…" : "Allow host"}</Button>
+        <Button type="submit" variant="primary" className="mt-5" disabled={allow.isPending}>
+          {allow.isPending ? "Allowing…" : "Allow host"}
+        </Button>
       </div>
-      {errors.message ? <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">{errors.message}</p> : null}
-      <p role="status" className="mt-2 text-sm text-emerald-700 dark:text-emerald-400">{note ?? ""}</p>
+      {errors.message ? (
+        <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
+          {errors.message}
+        </p>
+      ) : null}
+      <p role="status" className="mt-2 text-sm text-emerald-700 dark:text-emerald-400">
+        {note ?? ""}
+      </p>
     </form>
   );
 }

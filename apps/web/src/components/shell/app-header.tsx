@@ -10,19 +10,28 @@ export function AppHeader({ orgs, current, login }: { orgs: Membership[]; curren
   return (
     <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
       <div className="mx-auto flex max-w-7xl flex-wrap items-center gap-3 px-4 py-2.5 sm:px-6">
-        <Link href="/orgs" className="mr-1 rounded text-base font-semibold tracking-tight focus-visible:outline-2 focus-visible:outline-blue-600">
+        <Link
+          href="/orgs"
+          className="mr-1 rounded text-base font-semibold tracking-tight focus-visible:outline-2 focus-visible:outline-blue-600"
+        >
           Kiln
         </Link>
         <OrgSwitcher orgs={orgs} current={current} />
         <nav aria-label="Main" className="flex items-center gap-1">
-          <NavLink href={base} exact>Overview</NavLink>
+          <NavLink href={base} exact>
+            Overview
+          </NavLink>
           <NavLink href={`${base}/runs`}>Runs</NavLink>
           <NavLink href={`${base}/settings`}>Settings</NavLink>
         </nav>
         <div className="ml-auto flex items-center gap-3 text-sm">
-          <span className="text-zinc-600 dark:text-zinc-400" data-testid="signed-in-as">{login}</span>
+          <span className="text-zinc-600 dark:text-zinc-400" data-testid="signed-in-as">
+            {login}
+          </span>
           <form action={signOutAction}>
-            <Button type="submit" size="sm" variant="ghost">Sign out</Button>
+            <Button type="submit" size="sm" variant="ghost">
+              Sign out
+            </Button>
           </form>
         </div>
       </div>

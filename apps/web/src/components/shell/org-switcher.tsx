@@ -9,7 +9,9 @@ export function OrgSwitcher({ orgs, current }: { orgs: Membership[]; current: st
   const id = useId();
   return (
     <div className="flex items-center gap-2">
-      <label htmlFor={id} className="sr-only">Organisation</label>
+      <label htmlFor={id} className="sr-only">
+        Organisation
+      </label>
       <select
         id={id}
         value={current}

@@ -49,7 +49,9 @@ export function authConfig(): NextAuthConfig {
       jwt: async ({ token, user, account, profile }) => {
         if (!account) return token; // not a sign-in: keep the identity already in the token
         if (account.provider === "github") {
-          const found = await findSignInUser(services().db, { login: typeof profile?.login === "string" ? profile.login : "" });
+          const found = await findSignInUser(services().db, {
+            login: typeof profile?.login === "string" ? profile.login : "",
+          });
           if (!found) throw new Error("GitHub login is not a Kiln member");
           return { ...token, uid: found.id, login: found.login };
         }

@@ -34,13 +34,20 @@ const schema = z
     const production = e.NODE_ENV === "production";
     const secret = e.AUTH_SECRET ?? (devLogin && !production ? DEV_ONLY_SECRET : undefined);
     if (!secret) {
-      ctx.addIssue({ code: "custom", path: ["AUTH_SECRET"], message: "AUTH_SECRET is required (it may only be omitted with KILN_DEV_LOGIN=1 outside production)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["AUTH_SECRET"],
+        message: "AUTH_SECRET is required (it may only be omitted with KILN_DEV_LOGIN=1 outside production)",
+      });
       return z.NEVER;
     }
     return {
       devLogin,
       secret,
-      github: e.AUTH_GITHUB_ID && e.AUTH_GITHUB_SECRET ? { clientId: e.AUTH_GITHUB_ID, clientSecret: e.AUTH_GITHUB_SECRET } : null,
+      github:
+        e.AUTH_GITHUB_ID && e.AUTH_GITHUB_SECRET
+          ? { clientId: e.AUTH_GITHUB_ID, clientSecret: e.AUTH_GITHUB_SECRET }
+          : null,
       // Dev login is a local tool, served on whatever host:port it was started on.
       trustHost: e.AUTH_URL !== undefined || e.AUTH_TRUST_HOST === "true" || e.AUTH_TRUST_HOST === "1" || devLogin,
     };

@@ -17,5 +17,7 @@ export interface SessionUser {
 export const currentUser = cache(async (): Promise<SessionUser | null> => {
   const session = await auth();
   const user = session?.user as { id?: unknown; login?: unknown } | undefined;
-  return typeof user?.id === "string" && user.id !== "" && typeof user.login === "string" ? { id: user.id, login: user.login } : null;
+  return typeof user?.id === "string" && user.id !== "" && typeof user.login === "string"
+    ? { id: user.id, login: user.login }
+    : null;
 });

@@ -52,10 +52,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.ARCHIVE_UNAVAILABLE": 503,
 };
 
-export function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+): Response {
   const headers: Record<string, string> = { "cache-control": "no-store" };
   // Back-pressure (e.g. LOG.JOURNAL_FULL) tells clients when to come back.
-  if (typeof details?.retry_after_seconds === "number") headers["retry-after"] = String(Math.ceil(details.retry_after_seconds));
+  if (typeof details?.retry_after_seconds === "number")
+    headers["retry-after"] = String(Math.ceil(details.retry_after_seconds));
   return Response.json({ error: { code, message, ...(details ? { details } : {}) } }, { status, headers });
 }
 
@@ -64,7 +70,10 @@ export function toErrorResponse(e: unknown): Response {
   // Unexpected: log with context, answer without internals. A database outage is a 503 (retry
   // later), not a 500, because nothing was guessed or half-written.
   const msg = e instanceof Error ? e.message : String(e);
-  const unavailable = /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(msg);
+  const unavailable =
+    /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(
+      msg,
+    );
   console.error(JSON.stringify({ level: "error", msg: "request failed", err: msg.slice(0, 500) }));
   return unavailable
     ? errorResponse(503, "SERVICE.UNAVAILABLE", "the control plane's database is unavailable; retry later")

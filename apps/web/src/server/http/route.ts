@@ -28,7 +28,11 @@ export function route<S extends z.ZodType | undefined>(def: {
     try {
       const params = (await ctx.params) ?? {};
       for (const p of def.uuidParams ?? []) {
-        if (!UUID.test(params[p] ?? "")) throw new DomainError(p.startsWith("run") ? "RUN.NOT_FOUND" : p.startsWith("repo") ? "REPO.NOT_FOUND" : "JOB.NOT_FOUND", `${p} is not a valid id`);
+        if (!UUID.test(params[p] ?? ""))
+          throw new DomainError(
+            p.startsWith("run") ? "RUN.NOT_FOUND" : p.startsWith("repo") ? "REPO.NOT_FOUND" : "JOB.NOT_FOUND",
+            `${p} is not a valid id`,
+          );
       }
       const rawBody = await readLimited(req, def.maxBytes ?? env().KILN_MAX_BODY_BYTES);
       let body: unknown = undefined;
@@ -42,7 +46,10 @@ export function route<S extends z.ZodType | undefined>(def: {
         const parsed = def.body.safeParse(json);
         if (!parsed.success) {
           const issue = parsed.error.issues[0];
-          throw new DomainError("REQUEST.INVALID", `${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`);
+          throw new DomainError(
+            "REQUEST.INVALID",
+            `${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`,
+          );
         }
         body = parsed.data;
       }

@@ -24,5 +24,7 @@ export function trpcCodeFor(e: DomainError): TRPC_ERROR_CODE_KEY {
 /** The same test as the REST error map: the database being down is "retry later", not a bug. */
 export function isUnavailable(e: unknown): boolean {
   const msg = e instanceof Error ? e.message : String(e);
-  return /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(msg);
+  return /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(
+    msg,
+  );
 }

@@ -20,8 +20,16 @@ const t = initTRPC.context<TrpcContext>().create({
     // inline), instead of the validator's JSON dump of issues.
     const issues = inputIssues(error.cause);
     const fieldErrors = issues ? Object.fromEntries(issues.map((i) => [i.field, i.message])) : null;
-    const message = hide ? "internal error" : issues ? issues.map((i) => `${i.field}: ${i.message}`).join("; ") : shape.message;
-    return { ...shape, message, data: { code: shape.data.code, httpStatus: shape.data.httpStatus, domainCode, fieldErrors } };
+    const message = hide
+      ? "internal error"
+      : issues
+        ? issues.map((i) => `${i.field}: ${i.message}`).join("; ")
+        : shape.message;
+    return {
+      ...shape,
+      message,
+      data: { code: shape.data.code, httpStatus: shape.data.httpStatus, domainCode, fieldErrors },
+    };
   },
 });
 
@@ -45,7 +53,11 @@ const mapErrors = t.middleware(async ({ next }) => {
   const cause = res.error.cause;
   if (isDomainError(cause)) throw new TRPCError({ code: trpcCodeFor(cause), message: cause.message, cause });
   if (res.error.code === "INTERNAL_SERVER_ERROR" && isUnavailable(cause ?? res.error)) {
-    throw new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "the control plane's database is unavailable; retry later", cause: res.error });
+    throw new TRPCError({
+      code: "SERVICE_UNAVAILABLE",
+      message: "the control plane's database is unavailable; retry later",
+      cause: res.error,
+    });
   }
   return res;
 });
@@ -66,7 +78,12 @@ const orgSlug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "not an org slug")
  */
 function tenantProcedure(roles: typeof ALL_ROLES) {
   return authedProcedure.input(z.object({ org: orgSlug })).use(async ({ ctx, input, next }) => {
-    const tenant = await resolveTenant(ctx.db, { userId: ctx.user.id, login: ctx.user.login, orgSlug: input.org, roles });
+    const tenant = await resolveTenant(ctx.db, {
+      userId: ctx.user.id,
+      login: ctx.user.login,
+      orgSlug: input.org,
+      roles,
+    });
     return next({ ctx: { tenant } });
   });
 }

@@ -19,7 +19,11 @@ export interface JobHeaderView {
 }
 
 /** The job log page's header; the log bytes themselves come from the log API, not from here. */
-export async function getJobHeader(db: DbOrTx, scope: TenantScope, input: { runId: string; jobId: string }): Promise<JobHeaderView> {
+export async function getJobHeader(
+  db: DbOrTx,
+  scope: TenantScope,
+  input: { runId: string; jobId: string },
+): Promise<JobHeaderView> {
   const rows = await db.$queryRaw<Omit<JobHeaderView, "outcome_class">[]>`
     SELECT j.id, j.name, j.status, j.outcome, j.cause, j.cause_message, j.current_epoch AS epoch, j.run_id,
            r.status AS run_status, repo.full_name AS repo_name, r.ref, r.commit_sha

@@ -29,7 +29,10 @@ const STEP = /^step (\d+) \(/;
  * lowest-index job that did not succeed and was not merely skipped because something it needed
  * failed, so the summary names the root cause rather than its casualties.
  */
-export function findFirstFailure(jobs: readonly JobLike[], steps: ReadonlyMap<number, readonly string[]>): FirstFailure | null {
+export function findFirstFailure(
+  jobs: readonly JobLike[],
+  steps: ReadonlyMap<number, readonly string[]>,
+): FirstFailure | null {
   const job = [...jobs]
     .filter((j) => j.outcome !== null && j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE)
     .sort((a, b) => a.index - b.index)[0];

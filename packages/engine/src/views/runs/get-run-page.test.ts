@@ -12,8 +12,16 @@ const definition = {
   version: 1,
   env: {},
   jobs: Array.from({ length: 50 }, (_, i) => ({
-    index: i, name: `job-${i}`, needs: i === 0 ? [] : [Math.floor((i - 1) / 3)], image: null, env: {},
-    steps: ["make deps", `make part-${i}`], stepNames: ["deps", null], timeoutMinutes: 30, tier: null, cache: null,
+    index: i,
+    name: `job-${i}`,
+    needs: i === 0 ? [] : [Math.floor((i - 1) / 3)],
+    image: null,
+    env: {},
+    steps: ["make deps", `make part-${i}`],
+    stepNames: ["deps", null],
+    timeoutMinutes: 30,
+    tier: null,
+    cache: null,
     artifacts: { publish: [], restore: [] },
   })),
 };
@@ -63,11 +71,29 @@ describe("run page", () => {
     expect(page.outcome_class).toBe("your_code");
     const j7 = page.run.jobs[7]!;
     expect(page.job_classes[j7.id]).toBe("your_code");
-    expect(j7.attempts.map((a) => [a.epoch, a.outcome, a.cause])).toEqual([[1, "platform_failure", "lease.lost"], [2, "user_failure", "step.failed"]]);
-    expect(j7.attempts[1]!.phases).toEqual({ queued_ms: 120, image_preparation_ms: 800, dispatch_ms: 40, execution_ms: 15000, artifact_finalization_ms: 200 });
+    expect(j7.attempts.map((a) => [a.epoch, a.outcome, a.cause])).toEqual([
+      [1, "platform_failure", "lease.lost"],
+      [2, "user_failure", "step.failed"],
+    ]);
+    expect(j7.attempts[1]!.phases).toEqual({
+      queued_ms: 120,
+      image_preparation_ms: 800,
+      dispatch_ms: 40,
+      execution_ms: 15000,
+      artifact_finalization_ms: 200,
+    });
     expect(page.run.jobs[22]).toMatchObject({ cause: "needs.not_satisfied", needs: ["job-7"] });
-    expect(page.first_failure).toMatchObject({ job_name: "job-7", cause: "step.failed", step_number: 2, step_command: "make part-7", exit_code: 2 });
-    expect(page.job_steps[j7.id]?.steps).toEqual([{ name: "deps", command: "make deps" }, { name: null, command: "make part-7" }]);
+    expect(page.first_failure).toMatchObject({
+      job_name: "job-7",
+      cause: "step.failed",
+      step_number: 2,
+      step_command: "make part-7",
+      exit_code: 2,
+    });
+    expect(page.job_steps[j7.id]?.steps).toEqual([
+      { name: "deps", command: "make deps" },
+      { name: null, command: "make part-7" },
+    ]);
     expect(page.artifacts).toEqual([expect.objectContaining({ name: "dist", size_bytes: 4096, state: "sealed" })]);
   });
 

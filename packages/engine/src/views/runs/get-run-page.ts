@@ -1,7 +1,12 @@
 import type { Db } from "@kiln/db";
 import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
 import { getRun, type RunView } from "../../runs/get-run.ts";
-import { orgCacheFigures, runCacheFigures, type JobCacheFigures, type OrgCacheFigures } from "../../caches/cache-figures.ts";
+import {
+  orgCacheFigures,
+  runCacheFigures,
+  type JobCacheFigures,
+  type OrgCacheFigures,
+} from "../../caches/cache-figures.ts";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 
@@ -52,7 +57,9 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
       SELECT repo.full_name AS repo_name, r.definition
       FROM workflow_run r JOIN repo ON repo.id = r.repo_id
       WHERE r.id = ${input.runId}::uuid AND r.org_id = ${scope.orgId}::uuid`,
-    db.$queryRaw<(Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]>`
+    db.$queryRaw<
+      (Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]
+    >`
       SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at
       FROM job_run j
       JOIN artifact_binding b ON b.job_id = j.id

@@ -49,24 +49,32 @@ describe("runs list at 100,000 runs", () => {
       `EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM workflow_run r WHERE r.org_id = $1::uuid
          AND r.created_at <= $2::timestamptz AND (r.created_at < $2::timestamptz OR r.id < $3::uuid)
        ORDER BY r.created_at DESC, r.id DESC LIMIT 51`,
-      org.orgId, new Date(deep.value.runs[0]!.created_at), deep.value.runs[0]!.id,
+      org.orgId,
+      new Date(deep.value.runs[0]!.created_at),
+      deep.value.runs[0]!.id,
     );
     const text = JSON.stringify(plan[0]?.["QUERY PLAN"]);
     expect(text).toContain("workflow_run_org_id_created_at_idx");
     const scanned = Math.max(...[...text.matchAll(/"Actual Rows":(\d+(?:\.\d+)?)/g)].map((m) => Number(m[1])));
     expect(scanned).toBeLessThanOrEqual(60);
 
-    console.log(`[list-runs-scale] first page ${first.ms.toFixed(1)} ms, page at row 90,000 ${deep.ms.toFixed(1)} ms (median of 5)`);
+    console.log(
+      `[list-runs-scale] first page ${first.ms.toFixed(1)} ms, page at row 90,000 ${deep.ms.toFixed(1)} ms (median of 5)`,
+    );
     expect(deep.ms).toBeLessThan(100);
   }, 120_000);
 
   it("stays fast with filters (ref + trigger, and a rare outcome)", async () => {
     const cursor = await cursorAt(10_000, "AND ref = 'refs/heads/main' AND trigger = 'push'");
-    const filtered = await timed(() => listRuns(db(), org.scope, { filters: { ref: "refs/heads/main", trigger: "push" }, cursor, limit: 50 }));
+    const filtered = await timed(() =>
+      listRuns(db(), org.scope, { filters: { ref: "refs/heads/main", trigger: "push" }, cursor, limit: 50 }),
+    );
     expect(filtered.value.runs.every((r) => r.ref === "refs/heads/main" && r.trigger === "push")).toBe(true);
     const rare = await timed(() => listRuns(db(), org.scope, { filters: { outcome: "platform_failure" }, limit: 50 }));
     expect(rare.value.runs).toHaveLength(50);
-    console.log(`[list-runs-scale] ref+trigger deep page ${filtered.ms.toFixed(1)} ms, outcome=platform_failure first page ${rare.ms.toFixed(1)} ms`);
+    console.log(
+      `[list-runs-scale] ref+trigger deep page ${filtered.ms.toFixed(1)} ms, outcome=platform_failure first page ${rare.ms.toFixed(1)} ms`,
+    );
     expect(filtered.ms).toBeLessThan(150);
     expect(rare.ms).toBeLessThan(250);
   }, 120_000);

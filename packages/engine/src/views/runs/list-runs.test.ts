@@ -48,11 +48,15 @@ describe("listRuns keyset pagination", () => {
     expect(feature).toHaveLength(expected[0]!.n);
     expect(await walk({ status: "pending" }, 7)).toHaveLength(25);
     const page = await listRuns(db(), org.scope, { filters: { repoId: org.repoId, status: "completed" }, limit: 5 });
-    expect(page.runs.map((r) => [r.repo_name, r.status, r.jobs_total, r.jobs_done])).toEqual(Array(5).fill(["paging/app", "completed", 1, 1]));
+    expect(page.runs.map((r) => [r.repo_name, r.status, r.jobs_total, r.jobs_done])).toEqual(
+      Array(5).fill(["paging/app", "completed", 1, 1]),
+    );
     expect(page.runs.every((r) => (r.outcome === "success") === (r.outcome_class === "ok"))).toBe(true);
   });
 
   it("rejects a forged cursor instead of guessing", async () => {
-    await expect(listRuns(db(), org.scope, { filters: {}, cursor: "bm90LWEtY3Vyc29y", limit: 10 })).rejects.toThrow("cursor is not valid");
+    await expect(listRuns(db(), org.scope, { filters: {}, cursor: "bm90LWEtY3Vyc29y", limit: 10 })).rejects.toThrow(
+      "cursor is not valid",
+    );
   });
 });

@@ -29,7 +29,10 @@ export interface RunPage {
   next_cursor: string | null;
 }
 
-type Raw = Omit<RunRow, "created_at" | "finished_at" | "outcome_class"> & { created_at: Date; finished_at: Date | null };
+type Raw = Omit<RunRow, "created_at" | "finished_at" | "outcome_class"> & {
+  created_at: Date;
+  finished_at: Date | null;
+};
 
 /**
  * Newest first, keyset-paginated on (created_at DESC, id DESC). The org filter and the cursor are
@@ -52,7 +55,10 @@ export async function listRuns(
   if (f.outcome) conds.push(Prisma.sql`r.outcome = ${f.outcome}`);
   const c = input.cursor ? decodeRunCursor(input.cursor) : null;
   if (input.cursor && !c) throw new DomainError("REQUEST.INVALID", "cursor is not valid");
-  if (c) conds.push(Prisma.sql`r.created_at <= ${c.createdAt}::timestamptz AND (r.created_at < ${c.createdAt}::timestamptz OR r.id < ${c.id}::uuid)`);
+  if (c)
+    conds.push(
+      Prisma.sql`r.created_at <= ${c.createdAt}::timestamptz AND (r.created_at < ${c.createdAt}::timestamptz OR r.id < ${c.id}::uuid)`,
+    );
 
   // The page is chosen from workflow_run alone (the LIMIT inside the subquery is a fence), then
   // joined to names and job counts: joined first, the planner misjudged the cursor's selectivity
@@ -77,7 +83,8 @@ export async function listRuns(
   const last = page[page.length - 1];
   return {
     runs: page.map(toRow),
-    next_cursor: rows.length > input.limit && last ? encodeRunCursor({ createdAt: last.created_at, id: last.id }) : null,
+    next_cursor:
+      rows.length > input.limit && last ? encodeRunCursor({ createdAt: last.created_at, id: last.id }) : null,
   };
 }
 

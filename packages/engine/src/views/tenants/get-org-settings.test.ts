@@ -24,12 +24,21 @@ describe("getOrgSettings", () => {
     await setEntitlement(db(), { orgSlug: "acme", pool: "default", slots: 3, weight: 2, hardCap: 5, actor: "web:a" });
     await allowEgressHost(db(), { orgSlug: "acme", pattern: "*.github.com", actor: "web:a" });
     await removeEgressHost(db(), { orgSlug: "acme", pattern: "*.github.com", actor: "web:a" });
-    await db().$executeRaw`INSERT INTO org_pool_usage (org_id, pool, running) VALUES (${acme.orgId}::uuid, 'default', 2)`;
+    await db()
+      .$executeRaw`INSERT INTO org_pool_usage (org_id, pool, running) VALUES (${acme.orgId}::uuid, 'default', 2)`;
 
     const s = await getOrgSettings(db(), acme.scope);
-    expect(s.entitlements).toEqual([{ pool: "default", slots: 3, weight: 2, hard_cap: 5, running: 2, updated_at: expect.any(String) }]);
+    expect(s.entitlements).toEqual([
+      { pool: "default", slots: 3, weight: 2, hard_cap: 5, running: 2, updated_at: expect.any(String) },
+    ]);
     expect(s.egress.map((e) => [e.pattern, e.created_by])).toEqual([["registry.npmjs.org", "cli:a"]]);
-    expect(s.changes.map((c) => (c.kind === "egress" ? `${c.action} ${c.pattern}` : `${c.pool} ${JSON.stringify(c.before)}→${JSON.stringify(c.after)}`))).toEqual([
+    expect(
+      s.changes.map((c) =>
+        c.kind === "egress"
+          ? `${c.action} ${c.pattern}`
+          : `${c.pool} ${JSON.stringify(c.before)}→${JSON.stringify(c.after)}`,
+      ),
+    ).toEqual([
       "remove *.github.com",
       "allow *.github.com",
       'default {"slots":2,"weight":1,"hard_cap":null}→{"slots":3,"weight":2,"hard_cap":5}',

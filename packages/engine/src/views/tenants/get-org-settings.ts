@@ -51,7 +51,11 @@ export interface OrgSettingsView {
 
 export const RECENT_CHANGES = 20;
 
-export async function getOrgSettings(db: DbOrTx, scope: TenantScope, opts: { changes?: number } = {}): Promise<OrgSettingsView> {
+export async function getOrgSettings(
+  db: DbOrTx,
+  scope: TenantScope,
+  opts: { changes?: number } = {},
+): Promise<OrgSettingsView> {
   const limit = Math.min(Math.max(opts.changes ?? RECENT_CHANGES, 1), 200);
   const [entitlements, egress, changes, conflicts] = await Promise.all([
     db.$queryRaw<(Omit<PoolEntitlementView, "updated_at"> & { updated_at: Date })[]>`
@@ -61,7 +65,18 @@ export async function getOrgSettings(db: DbOrTx, scope: TenantScope, opts: { cha
     db.$queryRaw<{ pattern: string; created_by: string; created_at: Date }[]>`
       SELECT pattern, created_by, created_at FROM egress_rule WHERE org_id = ${scope.orgId}::uuid ORDER BY pattern`,
     // Each side is limited before the union, so both scans stay on their (org_id, at) indexes.
-    db.$queryRaw<{ kind: "entitlement" | "egress"; id: bigint; at: Date; actor: string; subject: string; before: Limits | null; after: Limits | null; action: "allow" | "remove" | null }[]>`
+    db.$queryRaw<
+      {
+        kind: "entitlement" | "egress";
+        id: bigint;
+        at: Date;
+        actor: string;
+        subject: string;
+        before: Limits | null;
+        after: Limits | null;
+        action: "allow" | "remove" | null;
+      }[]
+    >`
       (SELECT 'entitlement' AS kind, id, at, actor, pool AS subject, before, after, NULL AS action
        FROM entitlement_change WHERE org_id = ${scope.orgId}::uuid ORDER BY at DESC, id DESC LIMIT ${limit})
       UNION ALL
@@ -69,7 +84,17 @@ export async function getOrgSettings(db: DbOrTx, scope: TenantScope, opts: { cha
        FROM egress_rule_change WHERE org_id = ${scope.orgId}::uuid ORDER BY at DESC, id DESC LIMIT ${limit})
       ORDER BY at DESC, kind, id DESC LIMIT ${limit}`,
     scope.role === "admin"
-      ? db.$queryRaw<{ id: bigint; at: Date; repo: string; cache_key: string; bound_sha256: string; rejected_sha256: string; run_id: string }[]>`
+      ? db.$queryRaw<
+          {
+            id: bigint;
+            at: Date;
+            repo: string;
+            cache_key: string;
+            bound_sha256: string;
+            rejected_sha256: string;
+            run_id: string;
+          }[]
+        >`
           SELECT c.id, c.at, r.full_name AS repo, c.cache_key, c.bound_sha256, c.rejected_sha256, a.run_id
           FROM cache_conflict c JOIN repo r ON r.id = c.repo_id AND r.org_id = c.org_id JOIN attempt a ON a.id = c.attempt_id
           WHERE c.org_id = ${scope.orgId}::uuid ORDER BY c.at DESC, c.id DESC LIMIT ${limit}`
@@ -82,7 +107,13 @@ export async function getOrgSettings(db: DbOrTx, scope: TenantScope, opts: { cha
     changes: changes.map((c): SettingsChange => {
       const base = { id: `${c.kind}:${c.id}`, at: c.at.toISOString(), actor: c.actor };
       return c.kind === "entitlement"
-        ? { kind: "entitlement", ...base, pool: c.subject, before: c.before, after: c.after ?? { slots: 0, weight: 1, hard_cap: null } }
+        ? {
+            kind: "entitlement",
+            ...base,
+            pool: c.subject,
+            before: c.before,
+            after: c.after ?? { slots: 0, weight: 1, hard_cap: null },
+          }
         : { kind: "egress", ...base, pattern: c.subject, action: c.action ?? "allow" };
     }),
   };

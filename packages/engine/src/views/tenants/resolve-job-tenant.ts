@@ -7,7 +7,10 @@ import type { TenantScope } from "./resolve-tenant.ts";
  * is a member of it, from one query joining the job to the user's membership. Null otherwise, and
  * the caller answers exactly as for a job that does not exist.
  */
-export async function resolveJobTenant(db: DbOrTx, input: { userId: string; login: string; jobId: string }): Promise<TenantScope | null> {
+export async function resolveJobTenant(
+  db: DbOrTx,
+  input: { userId: string; login: string; jobId: string },
+): Promise<TenantScope | null> {
   const rows = await db.$queryRaw<{ org_id: string; slug: string; role: Role }[]>`
     SELECT j.org_id, o.slug, m.role
     FROM job_run j
@@ -15,5 +18,7 @@ export async function resolveJobTenant(db: DbOrTx, input: { userId: string; logi
     JOIN membership m ON m.org_id = j.org_id AND m.user_id = ${input.userId}::uuid
     WHERE j.id = ${input.jobId}::uuid`;
   const r = rows[0];
-  return r ? ({ orgId: r.org_id, slug: r.slug, role: r.role, userId: input.userId, login: input.login } as TenantScope) : null;
+  return r
+    ? ({ orgId: r.org_id, slug: r.slug, role: r.role, userId: input.userId, login: input.login } as TenantScope)
+    : null;
 }

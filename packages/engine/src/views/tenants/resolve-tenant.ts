@@ -38,7 +38,13 @@ export async function resolveTenant(
     WHERE o.slug = ${input.orgSlug} AND m.role = ANY(${[...input.roles]}::text[])`;
   const row = rows[0];
   if (row) {
-    return { orgId: row.org_id, slug: input.orgSlug, role: row.role, userId: input.userId, login: input.login } as TenantScope;
+    return {
+      orgId: row.org_id,
+      slug: input.orgSlug,
+      role: row.role,
+      userId: input.userId,
+      login: input.login,
+    } as TenantScope;
   }
   // Only on refusal: tell a member with the wrong role why, without revealing to outsiders whether
   // an org with that slug exists (both outsiders' cases get the same message).
@@ -46,6 +52,13 @@ export async function resolveTenant(
     SELECT m.role FROM org o JOIN membership m ON m.org_id = o.id AND m.user_id = ${input.userId}::uuid
     WHERE o.slug = ${input.orgSlug}`;
   const role = member[0]?.role;
-  if (role) throw new DomainError("AUTH.FORBIDDEN", `your role in ${input.orgSlug} (${role}) cannot do this; it needs ${input.roles.join(" or ")}`, { reason: "role" });
-  throw new DomainError("AUTH.FORBIDDEN", `you are not a member of an org named ${input.orgSlug}`, { reason: "membership" });
+  if (role)
+    throw new DomainError(
+      "AUTH.FORBIDDEN",
+      `your role in ${input.orgSlug} (${role}) cannot do this; it needs ${input.roles.join(" or ")}`,
+      { reason: "role" },
+    );
+  throw new DomainError("AUTH.FORBIDDEN", `you are not a member of an org named ${input.orgSlug}`, {
+    reason: "membership",
+  });
 }

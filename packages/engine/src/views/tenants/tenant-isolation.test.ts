@@ -27,15 +27,29 @@ beforeAll(async () => {
   acmeRun = { id: r[0]!.id, jobId: r[0]!.job_id };
 });
 
-const code = async (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => (e instanceof DomainError ? e.code : String(e)));
+const code = async (p: Promise<unknown>) =>
+  p.then(
+    () => "ok",
+    (e: unknown) => (e instanceof DomainError ? e.code : String(e)),
+  );
 
 describe("resolveTenant: membership and role are read in the query", () => {
   it("resolves a member, refuses a non-member with the same message whether or not the org exists", async () => {
     const s = await resolveTenant(db(), { userId: acme.userId, login: acme.login, orgSlug: "acme", roles: ["member"] });
     expect(s).toMatchObject({ orgId: acme.orgId, role: "member", slug: "acme" });
-    const other = resolveTenant(db(), { userId: globex.userId, login: globex.login, orgSlug: "acme", roles: ["admin", "member", "auditor"] });
+    const other = resolveTenant(db(), {
+      userId: globex.userId,
+      login: globex.login,
+      orgSlug: "acme",
+      roles: ["admin", "member", "auditor"],
+    });
     await expect(other).rejects.toThrow("you are not a member of an org named acme");
-    const missing = resolveTenant(db(), { userId: globex.userId, login: globex.login, orgSlug: "nope", roles: ["admin", "member", "auditor"] });
+    const missing = resolveTenant(db(), {
+      userId: globex.userId,
+      login: globex.login,
+      orgSlug: "nope",
+      roles: ["admin", "member", "auditor"],
+    });
     await expect(missing).rejects.toThrow("you are not a member of an org named nope");
   });
 
@@ -44,7 +58,9 @@ describe("resolveTenant: membership and role are read in the query", () => {
     const refused = resolveTenant(db(), { userId, login: "acme-watcher", orgSlug: "acme", roles: OPERATOR_ROLES });
     await expect(refused).rejects.toThrow(/auditor.*cannot do this/);
     await addMember(db(), { orgSlug: "acme", login: "acme-watcher", role: "member" });
-    await expect(resolveTenant(db(), { userId, login: "acme-watcher", orgSlug: "acme", roles: OPERATOR_ROLES })).resolves.toMatchObject({ role: "member" });
+    await expect(
+      resolveTenant(db(), { userId, login: "acme-watcher", orgSlug: "acme", roles: OPERATOR_ROLES }),
+    ).resolves.toMatchObject({ role: "member" });
   });
 
   it("sign-in needs an existing user with a membership; the switcher lists only the user's orgs", async () => {
@@ -59,7 +75,9 @@ describe("resolveTenant: membership and role are read in the query", () => {
 describe("every view is scoped to the resolved org", () => {
   it("another org's run, job and lists are invisible", async () => {
     expect(await code(getRunPage(db(), globex.scope, { runId: acmeRun.id }))).toBe("RUN.NOT_FOUND");
-    expect(await code(getJobHeader(db(), globex.scope, { runId: acmeRun.id, jobId: acmeRun.jobId }))).toBe("JOB.NOT_FOUND");
+    expect(await code(getJobHeader(db(), globex.scope, { runId: acmeRun.id, jobId: acmeRun.jobId }))).toBe(
+      "JOB.NOT_FOUND",
+    );
     const page = await listRuns(db(), globex.scope, { filters: {}, limit: 50 });
     expect(page.runs).toHaveLength(3);
     expect(page.runs.every((r) => r.repo_id === globex.repoId)).toBe(true);
@@ -72,8 +90,12 @@ describe("every view is scoped to the resolved org", () => {
   });
 
   it("a job id resolves to its org only for that org's members (the log stream's session check)", async () => {
-    expect(await resolveJobTenant(db(), { userId: acme.userId, login: acme.login, jobId: acmeRun.jobId })).toMatchObject({ orgId: acme.orgId, slug: "acme" });
-    expect(await resolveJobTenant(db(), { userId: globex.userId, login: globex.login, jobId: acmeRun.jobId })).toBeNull();
+    expect(
+      await resolveJobTenant(db(), { userId: acme.userId, login: acme.login, jobId: acmeRun.jobId }),
+    ).toMatchObject({ orgId: acme.orgId, slug: "acme" });
+    expect(
+      await resolveJobTenant(db(), { userId: globex.userId, login: globex.login, jobId: acmeRun.jobId }),
+    ).toBeNull();
   });
 
   it("the owner sees the same run with jobs, classes and steps", async () => {
@@ -81,6 +103,9 @@ describe("every view is scoped to the resolved org", () => {
     expect(page.run.id).toBe(acmeRun.id);
     expect(page.run.jobs).toHaveLength(2);
     expect(page.repo_name).toBe("acme/app");
-    expect(await getJobHeader(db(), acme.scope, { runId: acmeRun.id, jobId: acmeRun.jobId })).toMatchObject({ id: acmeRun.jobId, repo_name: "acme/app" });
+    expect(await getJobHeader(db(), acme.scope, { runId: acmeRun.id, jobId: acmeRun.jobId })).toMatchObject({
+      id: acmeRun.jobId,
+      repo_name: "acme/app",
+    });
   });
 });

@@ -36,7 +36,13 @@ export interface Org {
 /** An org with one repo and one user of the given role, and that user's resolved scope. */
 export async function seedOrg(db: Db, slug: string, role: Role = "member"): Promise<Org> {
   const org = await createOrg(db, slug);
-  const repo = await addRepo(db, { orgSlug: slug, name: `${slug}/app`, cloneUrl: "file:///nonexistent", webhookSecret: "s3cret-value", workflowPath: ".kiln/workflow.yaml" });
+  const repo = await addRepo(db, {
+    orgSlug: slug,
+    name: `${slug}/app`,
+    cloneUrl: "file:///nonexistent",
+    webhookSecret: "s3cret-value",
+    workflowPath: ".kiln/workflow.yaml",
+  });
   const login = `${slug}-${role}`;
   const { userId } = await addMember(db, { orgSlug: slug, login, role });
   const scope = await resolveTenant(db, { userId, login, orgSlug: slug, roles: [role] });

@@ -14,7 +14,8 @@ export async function devSignIn(form: FormData): Promise<void> {
     await signIn(DEV_LOGIN_PROVIDER, { login: String(form.get("login") ?? ""), redirectTo: from });
   } catch (e) {
     // signIn redirects by throwing; only Auth.js's own refusals are turned into a message.
-    if (e instanceof AuthError) redirect(`/sign-in?error=${encodeURIComponent(e.type)}&from=${encodeURIComponent(from)}`);
+    if (e instanceof AuthError)
+      redirect(`/sign-in?error=${encodeURIComponent(e.type)}&from=${encodeURIComponent(from)}`);
     throw e;
   }
 }

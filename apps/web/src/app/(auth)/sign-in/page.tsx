@@ -15,7 +15,11 @@ const ERRORS: Record<string, string> = {
   Configuration: "Sign-in is misconfigured on this server (see the server log).",
 };
 
-export default async function SignInPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   const sp = await searchParams;
   const from = safeReturnPath(sp.from);
   const problem = authEnvProblem();
@@ -23,7 +27,9 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
     return (
       <main id="main" className="mx-auto max-w-md px-6 py-16">
         <h1 className="text-2xl font-semibold tracking-tight">Sign-in is not configured</h1>
-        <p role="alert" className="mt-3 text-sm text-zinc-600 dark:text-zinc-400">{problem}</p>
+        <p role="alert" className="mt-3 text-sm text-zinc-600 dark:text-zinc-400">
+          {problem}
+        </p>
       </main>
     );
   }
@@ -34,7 +40,10 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
     <main id="main" className="mx-auto flex min-h-screen max-w-sm flex-col justify-center px-6 py-12">
       <h1 className="mb-6 text-2xl font-semibold tracking-tight">Sign in to Kiln</h1>
       {error ? (
-        <p role="alert" className="mb-4 rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200">
+        <p
+          role="alert"
+          className="mb-4 rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200"
+        >
           {error}
         </p>
       ) : null}
@@ -43,7 +52,9 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
           <Card>
             <form action={githubSignIn}>
               <input type="hidden" name="from" value={from} />
-              <Button type="submit" variant="primary" className="w-full">Continue with GitHub</Button>
+              <Button type="submit" variant="primary" className="w-full">
+                Continue with GitHub
+              </Button>
             </form>
           </Card>
         ) : null}
@@ -51,7 +62,9 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
           <Card title="Development sign-in">
             <form action={devSignIn} className="space-y-3">
               <input type="hidden" name="from" value={from} />
-              <label htmlFor="login" className="block text-sm font-medium">Member login</label>
+              <label htmlFor="login" className="block text-sm font-medium">
+                Member login
+              </label>
               <input
                 id="login"
                 name="login"
@@ -62,14 +75,16 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
               <p className="text-xs text-zinc-500 dark:text-zinc-400">
                 No password: enabled by <code>KILN_DEV_LOGIN=1</code> for local use. Never set it in production.
               </p>
-              <Button type="submit" variant="primary" className="w-full">Sign in</Button>
+              <Button type="submit" variant="primary" className="w-full">
+                Sign in
+              </Button>
             </form>
           </Card>
         ) : null}
         {!env.github && !env.devLogin ? (
           <p className="text-sm text-zinc-600 dark:text-zinc-400">
-            No sign-in method is configured. Set <code>AUTH_GITHUB_ID</code> and <code>AUTH_GITHUB_SECRET</code> (production) or{" "}
-            <code>KILN_DEV_LOGIN=1</code> (local development).
+            No sign-in method is configured. Set <code>AUTH_GITHUB_ID</code> and <code>AUTH_GITHUB_SECRET</code>{" "}
+            (production) or <code>KILN_DEV_LOGIN=1</code> (local development).
           </p>
         ) : null}
       </div>

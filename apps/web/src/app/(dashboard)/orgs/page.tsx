@@ -24,7 +24,10 @@ export default async function OrgsPage() {
         <ul className="mt-6 divide-y divide-zinc-200 rounded-lg border border-zinc-200 bg-white dark:divide-zinc-800 dark:border-zinc-800 dark:bg-zinc-900">
           {orgs.map((o) => (
             <li key={o.slug}>
-              <Link href={`/orgs/${o.slug}`} className="flex items-center justify-between px-4 py-3 hover:bg-zinc-50 focus-visible:outline-2 focus-visible:-outline-offset-2 focus-visible:outline-blue-600 dark:hover:bg-zinc-800">
+              <Link
+                href={`/orgs/${o.slug}`}
+                className="flex items-center justify-between px-4 py-3 hover:bg-zinc-50 focus-visible:outline-2 focus-visible:-outline-offset-2 focus-visible:outline-blue-600 dark:hover:bg-zinc-800"
+              >
                 <span className="font-medium">{o.slug}</span>
                 <span className="text-sm text-zinc-500">{o.role}</span>
               </Link>

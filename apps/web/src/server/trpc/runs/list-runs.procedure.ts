@@ -12,4 +12,6 @@ export const listRunsInput = z.object({
 /** Runs newest first, filtered, keyset-paginated (stays fast at 100k+ runs). */
 export const listRuns = readProcedure
   .input(listRunsInput)
-  .query(({ ctx, input }) => listRunsView(ctx.db, ctx.tenant, { filters: input.filters, cursor: input.cursor ?? null, limit: input.limit }));
+  .query(({ ctx, input }) =>
+    listRunsView(ctx.db, ctx.tenant, { filters: input.filters, cursor: input.cursor ?? null, limit: input.limit }),
+  );

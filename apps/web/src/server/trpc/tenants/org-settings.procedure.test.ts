@@ -19,7 +19,12 @@ const as = (login: string | null) =>
       httpLink({
         url: "http://kiln.test/api/trpc",
         fetch: (url, init) =>
-          fetchRequestHandler({ endpoint: "/api/trpc", req: new Request(url, init as RequestInit), router: appRouter, createContext: () => ({ db, user: login ? (users[login] ?? null) : null }) }),
+          fetchRequestHandler({
+            endpoint: "/api/trpc",
+            req: new Request(url, init as RequestInit),
+            router: appRouter,
+            createContext: () => ({ db, user: login ? (users[login] ?? null) : null }),
+          }),
       }),
     ],
   });
@@ -27,7 +32,12 @@ const as = (login: string | null) =>
 beforeAll(async () => {
   db = createDb({ url: await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), dbName), max: 4 });
   for (const slug of ["acme", "globex"]) await createOrg(db, slug);
-  for (const [org, login, role] of [["acme", "ada", "admin"], ["acme", "max", "member"], ["acme", "aud", "auditor"], ["globex", "gus", "admin"]] as const) {
+  for (const [org, login, role] of [
+    ["acme", "ada", "admin"],
+    ["acme", "max", "member"],
+    ["acme", "aud", "auditor"],
+    ["globex", "gus", "admin"],
+  ] as const) {
     const { userId } = await addMember(db, { orgSlug: org, login, role });
     users[login] = { id: userId, login };
   }
@@ -39,11 +49,14 @@ afterAll(async () => {
 });
 
 /** The tRPC code and the formatted error message the browser would receive. */
-async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string; fieldErrors: Record<string, string> | null }> {
+async function refusal(
+  p: Promise<unknown>,
+): Promise<{ code: string; message: string; fieldErrors: Record<string, string> | null }> {
   try {
     await p;
   } catch (e) {
-    if (e instanceof TRPCClientError) return { code: e.data?.code, message: e.message, fieldErrors: e.data?.fieldErrors ?? null };
+    if (e instanceof TRPCClientError)
+      return { code: e.data?.code, message: e.message, fieldErrors: e.data?.fieldErrors ?? null };
     throw e;
   }
   throw new Error("expected a refusal, got success");
@@ -58,20 +71,32 @@ const auditCount = async () => {
 describe("org settings over tRPC", () => {
   it("an admin sets an entitlement and edits the allow-list; each change is one audit row, read back in order", async () => {
     const before = await auditCount();
-    const set = await as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 4, weight: 3, hardCap: 6 });
+    const set = await as("ada").tenants.setEntitlement.mutate({
+      org: "acme",
+      pool: "default",
+      slots: 4,
+      weight: 3,
+      hardCap: 6,
+    });
     expect(set).toMatchObject({ org: "acme", pool: "default", slots: 4, weight: 3, hard_cap: 6, running: 0 });
     await as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 5, weight: 3, hardCap: null });
-    expect((await as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: " Registry.NPMjs.org. " })).rule.pattern).toBe("registry.npmjs.org");
+    expect(
+      (await as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: " Registry.NPMjs.org. " })).rule.pattern,
+    ).toBe("registry.npmjs.org");
     await as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "*.github.com" });
     await as("ada").tenants.removeEgressHost.mutate({ org: "acme", pattern: "*.github.com" });
     expect(await auditCount()).toBe(before + 5);
 
     const s = await as("ada").tenants.settings.query({ org: "acme" });
-    expect(s.entitlements).toEqual([expect.objectContaining({ pool: "default", slots: 5, weight: 3, hard_cap: null, running: 0 })]);
-    expect(s.egress.map((e) => [e.pattern, e.created_by])).toEqual([["registry.npmjs.org", "web:ada"]]);
-    expect(s.changes.map((c) => (c.kind === "entitlement" ? `${c.pool} ${c.before?.slots ?? "-"}→${c.after.slots}` : `${c.action} ${c.pattern}`))).toEqual([
-      "remove *.github.com", "allow *.github.com", "allow registry.npmjs.org", "default 4→5", "default -→4",
+    expect(s.entitlements).toEqual([
+      expect.objectContaining({ pool: "default", slots: 5, weight: 3, hard_cap: null, running: 0 }),
     ]);
+    expect(s.egress.map((e) => [e.pattern, e.created_by])).toEqual([["registry.npmjs.org", "web:ada"]]);
+    expect(
+      s.changes.map((c) =>
+        c.kind === "entitlement" ? `${c.pool} ${c.before?.slots ?? "-"}→${c.after.slots}` : `${c.action} ${c.pattern}`,
+      ),
+    ).toEqual(["remove *.github.com", "allow *.github.com", "allow registry.npmjs.org", "default 4→5", "default -→4"]);
     expect(new Set(s.changes.map((c) => c.actor))).toEqual(new Set(["web:ada"]));
   });
 
@@ -79,11 +104,17 @@ describe("org settings over tRPC", () => {
     const before = await auditCount();
     for (const login of ["max", "aud"]) {
       expect((await as(login).tenants.settings.query({ org: "acme" })).entitlements.length).toBeGreaterThan(0);
-      const r = await refusal(as(login).tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 99, weight: 1 }));
+      const r = await refusal(
+        as(login).tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 99, weight: 1 }),
+      );
       expect(r.code).toBe("FORBIDDEN");
       expect(r.message).toMatch(/cannot do this; it needs admin/);
-      expect((await refusal(as(login).tenants.allowEgressHost.mutate({ org: "acme", pattern: "evil.example.com" }))).code).toBe("FORBIDDEN");
-      expect((await refusal(as(login).tenants.removeEgressHost.mutate({ org: "acme", pattern: "registry.npmjs.org" }))).code).toBe("FORBIDDEN");
+      expect(
+        (await refusal(as(login).tenants.allowEgressHost.mutate({ org: "acme", pattern: "evil.example.com" }))).code,
+      ).toBe("FORBIDDEN");
+      expect(
+        (await refusal(as(login).tenants.removeEgressHost.mutate({ org: "acme", pattern: "registry.npmjs.org" }))).code,
+      ).toBe("FORBIDDEN");
     }
     expect(await auditCount()).toBe(before);
     expect((await as("ada").tenants.settings.query({ org: "acme" })).entitlements[0]?.slots).toBe(5);
@@ -96,10 +127,20 @@ describe("org settings over tRPC", () => {
     expect(seen.code).toBe("FORBIDDEN");
     // The same answer whether or not the org exists, so slugs cannot be probed (ADR 0010).
     expect(seen.message.replace("acme", "X")).toBe(missing.message.replace("no-such-org", "X"));
-    expect((await refusal(as("gus").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 0, weight: 1 }))).code).toBe("FORBIDDEN");
-    expect((await refusal(as("gus").tenants.removeEgressHost.mutate({ org: "acme", pattern: "registry.npmjs.org" }))).code).toBe("FORBIDDEN");
+    expect(
+      (await refusal(as("gus").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 0, weight: 1 })))
+        .code,
+    ).toBe("FORBIDDEN");
+    expect(
+      (await refusal(as("gus").tenants.removeEgressHost.mutate({ org: "acme", pattern: "registry.npmjs.org" }))).code,
+    ).toBe("FORBIDDEN");
     expect(await auditCount()).toBe(before);
-    expect((await as("gus").tenants.settings.query({ org: "globex" }))).toEqual({ entitlements: [], egress: [], changes: [], cache_conflicts: [] });
+    expect(await as("gus").tenants.settings.query({ org: "globex" })).toEqual({
+      entitlements: [],
+      egress: [],
+      changes: [],
+      cache_conflicts: [],
+    });
     expect((await refusal(as(null).tenants.settings.query({ org: "acme" }))).code).toBe("UNAUTHORIZED");
   });
 
@@ -107,22 +148,53 @@ describe("org settings over tRPC", () => {
     const before = await auditCount();
     // Thunks, run one at a time: each refusal is awaited before the next call starts.
     const bad: [() => Promise<unknown>, RegExp][] = [
-      [() => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 10_001, weight: 1 }), /slots: must be at most 10000/],
-      [() => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 1.5, weight: 1 }), /slots: must be a whole number/],
-      [() => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 2, weight: 0 }), /weight: must be at least 1/],
-      [() => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 8, weight: 2, hardCap: 4 }), /hardCap: must be at least the slots/],
-      [() => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "Big Pool", slots: 1, weight: 1 }), /pool: use lowercase letters/],
-      [() => as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "*.com" }), /a wildcard must keep at least two labels/],
-      [() => as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "127.1" }), /not a host name or IP address/],
+      [
+        () => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 10_001, weight: 1 }),
+        /slots: must be at most 10000/,
+      ],
+      [
+        () => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 1.5, weight: 1 }),
+        /slots: must be a whole number/,
+      ],
+      [
+        () => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 2, weight: 0 }),
+        /weight: must be at least 1/,
+      ],
+      [
+        () =>
+          as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 8, weight: 2, hardCap: 4 }),
+        /hardCap: must be at least the slots/,
+      ],
+      [
+        () => as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "Big Pool", slots: 1, weight: 1 }),
+        /pool: use lowercase letters/,
+      ],
+      [
+        () => as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "*.com" }),
+        /a wildcard must keep at least two labels/,
+      ],
+      [
+        () => as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "127.1" }),
+        /not a host name or IP address/,
+      ],
       [() => as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: "   " }), /pattern: enter a host name/],
-      [() => as("ada").tenants.removeEgressHost.mutate({ org: "acme", pattern: "never.example.com" }), /never\.example\.com is not on acme's egress allow-list/],
+      [
+        () => as("ada").tenants.removeEgressHost.mutate({ org: "acme", pattern: "never.example.com" }),
+        /never\.example\.com is not on acme's egress allow-list/,
+      ],
     ];
     for (const [call, message] of bad) {
       const r = await refusal(call());
       expect(r.code, r.message).toBe("BAD_REQUEST");
       expect(r.message).toMatch(message);
     }
-    expect((await refusal(as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 8, weight: 2, hardCap: 4 }))).fieldErrors).toEqual({ hardCap: "must be at least the slots, or empty for no cap" });
+    expect(
+      (
+        await refusal(
+          as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 8, weight: 2, hardCap: 4 }),
+        )
+      ).fieldErrors,
+    ).toEqual({ hardCap: "must be at least the slots, or empty for no cap" });
     expect(await auditCount()).toBe(before);
     const s = await as("ada").tenants.settings.query({ org: "acme" });
     expect(s.entitlements.map((e) => [e.pool, e.slots, e.weight])).toEqual([["default", 5, 3]]);

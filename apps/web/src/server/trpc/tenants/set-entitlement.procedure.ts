@@ -11,9 +11,21 @@ export const setEntitlementInput = z
     hardCap: z.number().int("must be a whole number").max(100_000, "must be at most 100000").nullable().default(null),
   })
   // A cap below the owned slots would make part of the entitlement unusable.
-  .refine((v) => v.hardCap === null || v.hardCap >= v.slots, { path: ["hardCap"], message: "must be at least the slots, or empty for no cap" });
+  .refine((v) => v.hardCap === null || v.hardCap >= v.slots, {
+    path: ["hardCap"],
+    message: "must be at least the slots, or empty for no cap",
+  });
 
 /** The same use case as `kiln entitlement set`: upsert plus an entitlement_change row, one transaction. */
-export const setEntitlement = adminProcedure.input(setEntitlementInput).mutation(({ ctx, input }) =>
-  setEntitlementUseCase(ctx.db, { orgSlug: ctx.tenant.slug, pool: input.pool, slots: input.slots, weight: input.weight, hardCap: input.hardCap, actor: `web:${ctx.tenant.login}` }),
-);
+export const setEntitlement = adminProcedure
+  .input(setEntitlementInput)
+  .mutation(({ ctx, input }) =>
+    setEntitlementUseCase(ctx.db, {
+      orgSlug: ctx.tenant.slug,
+      pool: input.pool,
+      slots: input.slots,
+      weight: input.weight,
+      hardCap: input.hardCap,
+      actor: `web:${ctx.tenant.login}`,
+    }),
+  );

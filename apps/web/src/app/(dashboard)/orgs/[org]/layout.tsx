@@ -12,7 +12,13 @@ export const dynamic = "force-dynamic";
  * Every org page: header, org switcher, and the membership gate. The gate is for the UI only (a
  * clear page instead of a wall of errors); each procedure checks membership again in its own query.
  */
-export default async function OrgLayout({ children, params }: { children: ReactNode; params: Promise<{ org: string }> }) {
+export default async function OrgLayout({
+  children,
+  params,
+}: {
+  children: ReactNode;
+  params: Promise<{ org: string }>;
+}) {
   const { org } = await params;
   const user = await currentUser();
   // Signed out: render the page alone, whose requireUser() redirects to sign-in with its own full
@@ -25,13 +31,19 @@ export default async function OrgLayout({ children, params }: { children: ReactN
       <AppHeader orgs={orgs} current={org} login={user.login} />
       {membership ? (
         <OrgProvider value={{ slug: org, role: membership.role, login: user.login }}>
-          <main id="main" className="mx-auto max-w-7xl px-4 py-6 sm:px-6">{children}</main>
+          <main id="main" className="mx-auto max-w-7xl px-4 py-6 sm:px-6">
+            {children}
+          </main>
         </OrgProvider>
       ) : (
         <main id="main" className="mx-auto max-w-xl px-6 py-16 text-center" data-testid="not-a-member">
           <h1 className="text-xl font-semibold">You are not a member of an org named “{org}”</h1>
-          <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">Runs, jobs and logs of other organisations are not visible to you.</p>
-          <Link href="/orgs" className={`${buttonClasses("secondary")} mt-6`}>Your organisations</Link>
+          <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">
+            Runs, jobs and logs of other organisations are not visible to you.
+          </p>
+          <Link href="/orgs" className={`${buttonClasses("secondary")} mt-6`}>
+            Your organisations
+          </Link>
         </main>
       )}
     </>

@@ -15,7 +15,15 @@ function handler(req: Request): Promise<Response> {
       // Expected refusals (not found, forbidden, conflicts) are answers, not incidents.
       if (error.code !== "INTERNAL_SERVER_ERROR" && error.code !== "SERVICE_UNAVAILABLE") return;
       const cause = error.cause instanceof Error ? error.cause.message : error.message;
-      console.error(JSON.stringify({ level: "error", msg: "trpc request failed", path, code: error.code, err: cause.slice(0, 500) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "trpc request failed",
+          path,
+          code: error.code,
+          err: cause.slice(0, 500),
+        }),
+      );
     },
   });
 }

@@ -18,7 +18,10 @@ export const POST = route({
     // round trip less, ADR 0015), on every pass of the long-poll. Only the FIFO baseline needs the
     // pool up front, for its queue's name.
     const credentialHash = agentCredentialHash(req.headers.get("authorization"));
-    const agent = cfg.dispatchPolicy === "fifo" ? await authenticateAgentToken(db, req.headers.get("authorization"), body.session_id) : null;
+    const agent =
+      cfg.dispatchPolicy === "fifo"
+        ? await authenticateAgentToken(db, req.headers.get("authorization"), body.session_id)
+        : null;
     const deadline = Date.now() + body.wait_ms;
     const queue = agent ? `dispatch-${agent.pool}` : null;
     for (;;) {
@@ -34,12 +37,16 @@ export const POST = route({
       const hint = hints[0];
       // The address agents claim through is a platform service for mediated egress (issue 3).
       const egressPlatformHosts = [...cfg.egressPlatformHosts, new URL(req.url).host];
-      const result = await claimJob(db, { ...cfg, egressPlatformHosts }, {
-        sessionId: body.session_id,
-        claimRequestId: body.claim_request_id,
-        offer: hint ? { jobId: hint.data.jobId, generation: hint.data.generation } : null,
-        credentialHash,
-      }).finally(async () => {
+      const result = await claimJob(
+        db,
+        { ...cfg, egressPlatformHosts },
+        {
+          sessionId: body.session_id,
+          claimRequestId: body.claim_request_id,
+          offer: hint ? { jobId: hint.data.jobId, generation: hint.data.generation } : null,
+          credentialHash,
+        },
+      ).finally(async () => {
         if (hint && q && queue) await q.complete(queue, hint.id).catch(() => undefined);
       });
       if (result.kind === "claimed") return machineJson(200, result.ticket);

@@ -11,6 +11,11 @@ export const POST = route({
     const { db, cfg } = services();
     const agent = await authenticateAgentToken(db, req.headers.get("authorization"));
     const s = await registerSession(db, cfg, { agentTokenId: agent.id, pool: agent.pool, body });
-    return machineJson(201, { session_id: s.sessionId, pool: s.pool, lease_ttl_ms: s.leaseTtlMs, heartbeat_ms: s.heartbeatMs });
+    return machineJson(201, {
+      session_id: s.sessionId,
+      pool: s.pool,
+      lease_ttl_ms: s.leaseTtlMs,
+      heartbeat_ms: s.heartbeatMs,
+    });
   },
 });

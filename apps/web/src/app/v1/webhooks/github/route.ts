@@ -14,6 +14,10 @@ export const POST = route({
       event: req.headers.get("x-github-event"),
       deliveryId: req.headers.get("x-github-delivery"),
     });
-    return machineJson(r.status, { run_id: r.runId, duplicate: r.duplicate, ...("ignored" in r && r.ignored ? { ignored: r.ignored } : {}) });
+    return machineJson(r.status, {
+      run_id: r.runId,
+      duplicate: r.duplicate,
+      ...("ignored" in r && r.ignored ? { ignored: r.ignored } : {}),
+    });
   },
 });

@@ -10,7 +10,12 @@ export const POST = route({
   handler: async ({ req, params, body }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
-    const r = await admitManualRun(db, { caller, repoId: params.repoId ?? "", idempotencyKey: req.headers.get("idempotency-key"), body });
+    const r = await admitManualRun(db, {
+      caller,
+      repoId: params.repoId ?? "",
+      idempotencyKey: req.headers.get("idempotency-key"),
+      body,
+    });
     return json(202, { run_id: r.runId });
   },
 });

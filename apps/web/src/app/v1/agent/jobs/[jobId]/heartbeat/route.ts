@@ -12,10 +12,19 @@ export const POST = route({
     const { db, cfg } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const phase = body.phase
-      ? { ...(body.phase.image_ms !== undefined ? { imageMs: body.phase.image_ms } : {}), ...(body.phase.dispatch_ms !== undefined ? { dispatchMs: body.phase.dispatch_ms } : {}), ...(body.phase.started !== undefined ? { started: body.phase.started } : {}) }
+      ? {
+          ...(body.phase.image_ms !== undefined ? { imageMs: body.phase.image_ms } : {}),
+          ...(body.phase.dispatch_ms !== undefined ? { dispatchMs: body.phase.dispatch_ms } : {}),
+          ...(body.phase.started !== undefined ? { started: body.phase.started } : {}),
+        }
       : undefined;
     // The token names an epoch; the body must agree (a token is never reusable for another epoch).
-    const r = await heartbeat(db, cfg, { attemptId: claims.attemptId, jobId: claims.jobId, epoch: body.epoch === claims.epoch ? body.epoch : -1, ...(phase ? { phase } : {}) });
+    const r = await heartbeat(db, cfg, {
+      attemptId: claims.attemptId,
+      jobId: claims.jobId,
+      epoch: body.epoch === claims.epoch ? body.epoch : -1,
+      ...(phase ? { phase } : {}),
+    });
     return machineJson(200, { lease_expires_at: r.leaseExpiresAt, cancel_requested: r.cancelRequested });
   },
 });

@@ -18,12 +18,21 @@ export const POST = route({
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const batch = parseChunkBatch(req.headers.get("content-type"), rawBody);
     // The token names an epoch; the body must agree (a token is never reusable for another epoch).
-    const writer = { jobId: claims.jobId, attemptId: claims.attemptId, epoch: batch.epoch === claims.epoch ? batch.epoch : -1 };
+    const writer = {
+      jobId: claims.jobId,
+      attemptId: claims.attemptId,
+      epoch: batch.epoch === claims.epoch ? batch.epoch : -1,
+    };
     const r = await appendLogChunks(logs.follower.pool, logs.cfg, writer, batch.chunks);
     if (r.appended.length > 0) {
       const live = r.appended.map((c) => ({ seq: c.seq, stream: c.stream, offset: c.offset, data: c.data }));
       logs.publisher.publish(claims.jobId, { kind: "chunks", epoch: claims.epoch, chunks: live });
     }
-    return machineJson(200, { committed: r.position.committed, next_seq: r.position.nextSeq, stored: r.stored, duplicates: r.duplicates });
+    return machineJson(200, {
+      committed: r.position.committed,
+      next_seq: r.position.nextSeq,
+      stored: r.stored,
+      duplicates: r.duplicates,
+    });
   },
 });

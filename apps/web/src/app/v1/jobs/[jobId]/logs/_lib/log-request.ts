@@ -26,7 +26,8 @@ export async function authenticateLogReader(req: Request, jobId: string): Promis
 export function attemptParam(url: URL): number | null {
   const raw = url.searchParams.get("attempt");
   if (raw === null) return null;
-  if (!/^[1-9][0-9]{0,8}$/.test(raw)) throw new DomainError("REQUEST.INVALID", "attempt must be a positive integer (the attempt's epoch)");
+  if (!/^[1-9][0-9]{0,8}$/.test(raw))
+    throw new DomainError("REQUEST.INVALID", "attempt must be a positive integer (the attempt's epoch)");
   return Number(raw);
 }
 
@@ -37,7 +38,11 @@ export function streamParam(url: URL): LogStream {
 }
 
 /** Streams `chunks` as the response body, pulling only as fast as the client reads. */
-export function streamingResponse(chunks: AsyncGenerator<string | Uint8Array, void>, abort: AbortController, headers: Record<string, string>): Response {
+export function streamingResponse(
+  chunks: AsyncGenerator<string | Uint8Array, void>,
+  abort: AbortController,
+  headers: Record<string, string>,
+): Response {
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>(
     {

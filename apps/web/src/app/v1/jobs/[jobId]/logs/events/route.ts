@@ -24,7 +24,11 @@ export const GET = route({
     if (plan.kind === "done") return new Response(null, { status: 204, headers: { "cache-control": "no-store" } });
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
-    const frames = followJobLog({ db, ...services().logs().follower }, { orgId, grant, lastEventId, pinnedEpoch, plan }, abort.signal);
+    const frames = followJobLog(
+      { db, ...services().logs().follower },
+      { orgId, grant, lastEventId, pinnedEpoch, plan },
+      abort.signal,
+    );
     return streamingResponse(frames, abort, {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache, no-transform",

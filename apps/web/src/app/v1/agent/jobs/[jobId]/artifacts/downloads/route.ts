@@ -15,8 +15,13 @@ export const POST = route({
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
     const g = await grantDownload(db, artifacts(), { ...claims, epoch }, { fromJob: body.from_job, name: body.name });
     return machineJson(200, {
-      generation_id: g.generationId, producer_epoch: g.producerEpoch, size_bytes: g.sizeBytes, sha256: g.sha256, format: g.format,
-      url: g.url, url_expires_at: g.urlExpiresAt,
+      generation_id: g.generationId,
+      producer_epoch: g.producerEpoch,
+      size_bytes: g.sizeBytes,
+      sha256: g.sha256,
+      format: g.format,
+      url: g.url,
+      url_expires_at: g.urlExpiresAt,
     });
   },
 });

@@ -13,10 +13,26 @@ export const POST = route({
     const { db, artifacts } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
-    const s = await openUpload(db, artifacts(), { ...claims, epoch }, { name: body.name, sizeBytes: body.size_bytes, sha256: body.sha256, format: body.format });
+    const s = await openUpload(
+      db,
+      artifacts(),
+      { ...claims, epoch },
+      { name: body.name, sizeBytes: body.size_bytes, sha256: body.sha256, format: body.format },
+    );
     return machineJson(200, {
-      generation_id: s.generationId, state: s.state, size_bytes: s.sizeBytes, sha256: s.sha256, part_size: s.partSize, part_count: s.partCount,
-      parts: s.parts.map((p) => ({ part_number: p.partNumber, offset: p.offset, size: p.size, done: p.done, ...(p.url ? { url: p.url } : {}) })),
+      generation_id: s.generationId,
+      state: s.state,
+      size_bytes: s.sizeBytes,
+      sha256: s.sha256,
+      part_size: s.partSize,
+      part_count: s.partCount,
+      parts: s.parts.map((p) => ({
+        part_number: p.partNumber,
+        offset: p.offset,
+        size: p.size,
+        done: p.done,
+        ...(p.url ? { url: p.url } : {}),
+      })),
       urls_expire_at: s.urlsExpireAt,
     });
   },

@@ -16,8 +16,16 @@ export const POST = route({
     const g = await grantCacheRestore(db, caches(), { ...claims, epoch }, body.inputs);
     if (!g.hit) return json(200, { hit: false, key: g.key });
     return json(200, {
-      hit: true, key: g.key, entry_id: g.entryId, exact: g.exact, size_bytes: g.sizeBytes, sha256: g.sha256, unpacked_bytes: g.unpackedBytes,
-      entry_count: g.entryCount, url: g.url, url_expires_at: g.urlExpiresAt,
+      hit: true,
+      key: g.key,
+      entry_id: g.entryId,
+      exact: g.exact,
+      size_bytes: g.sizeBytes,
+      sha256: g.sha256,
+      unpacked_bytes: g.unpackedBytes,
+      entry_count: g.entryCount,
+      url: g.url,
+      url_expires_at: g.urlExpiresAt,
     });
   },
 });

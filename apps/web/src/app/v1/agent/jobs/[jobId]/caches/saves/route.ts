@@ -13,9 +13,18 @@ export const POST = route({
     const { db, caches } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
-    const s = await openCacheSave(db, caches(), { ...claims, epoch }, {
-      inputs: body.inputs, sizeBytes: body.size_bytes, sha256: body.sha256, unpackedBytes: body.unpacked_bytes, entryCount: body.entry_count,
-    });
+    const s = await openCacheSave(
+      db,
+      caches(),
+      { ...claims, epoch },
+      {
+        inputs: body.inputs,
+        sizeBytes: body.size_bytes,
+        sha256: body.sha256,
+        unpackedBytes: body.unpacked_bytes,
+        entryCount: body.entry_count,
+      },
+    );
     if (s.state !== "upload") return json(200, { state: s.state, key: s.key });
     return json(200, { state: "upload", entry_id: s.entryId, key: s.key, url: s.url, url_expires_at: s.urlExpiresAt });
   },

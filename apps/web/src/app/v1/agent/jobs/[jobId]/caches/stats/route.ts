@@ -13,10 +13,14 @@ export const POST = route({
     const { db } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
-    await recordCacheStats(db, { ...claims, epoch }, {
-      ...(body.restore ? { restore: body.restore } : {}),
-      ...(body.save ? { save: body.save } : {}),
-    });
+    await recordCacheStats(
+      db,
+      { ...claims, epoch },
+      {
+        ...(body.restore ? { restore: body.restore } : {}),
+        ...(body.save ? { save: body.save } : {}),
+      },
+    );
     return json(200, { recorded: true });
   },
 });

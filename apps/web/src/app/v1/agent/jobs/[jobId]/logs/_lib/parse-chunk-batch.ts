@@ -4,19 +4,24 @@ import { agentProtocol, decodeLogFrame, DomainError, LOG_CHUNKS_CONTENT_TYPE } f
 import type { IncomingChunk } from "@kiln/engine";
 import type { z } from "zod";
 
-export function parseChunkBatch(contentType: string | null, raw: Uint8Array): { epoch: number; chunks: IncomingChunk[] } {
+export function parseChunkBatch(
+  contentType: string | null,
+  raw: Uint8Array,
+): { epoch: number; chunks: IncomingChunk[] } {
   if ((contentType ?? "").split(";")[0]?.trim().toLowerCase() === LOG_CHUNKS_CONTENT_TYPE) {
     const frame = decodeLogFrame(raw);
     if (!frame) throw new DomainError("REQUEST.INVALID", "malformed log frame");
     const header = valid(agentProtocol.logAppendHeader, frame.header);
     let at = 0;
     const chunks = header.chunks.map((c) => {
-      if (at + c.length > frame.payload.length) throw new DomainError("REQUEST.INVALID", `chunk ${c.seq}: the payload is shorter than the header says`);
+      if (at + c.length > frame.payload.length)
+        throw new DomainError("REQUEST.INVALID", `chunk ${c.seq}: the payload is shorter than the header says`);
       const data = Buffer.from(frame.payload.buffer, frame.payload.byteOffset + at, c.length);
       at += c.length;
       return { ...c, data };
     });
-    if (at !== frame.payload.length) throw new DomainError("REQUEST.INVALID", "the payload is longer than the header says");
+    if (at !== frame.payload.length)
+      throw new DomainError("REQUEST.INVALID", "the payload is longer than the header says");
     return { epoch: header.epoch, chunks };
   }
   let json: unknown;
@@ -26,7 +31,10 @@ export function parseChunkBatch(contentType: string | null, raw: Uint8Array): { 
     throw new DomainError("REQUEST.INVALID", "body is not valid JSON");
   }
   const body = valid(agentProtocol.logAppendRequest, json);
-  return { epoch: body.epoch, chunks: body.chunks.map(({ data, ...c }) => ({ ...c, data: Buffer.from(data, "base64") })) };
+  return {
+    epoch: body.epoch,
+    chunks: body.chunks.map(({ data, ...c }) => ({ ...c, data: Buffer.from(data, "base64") })),
+  };
 }
 
 function valid<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {

@@ -12,11 +12,15 @@ export const POST = route({
   handler: async ({ req, params, body }) => {
     const { db } = services();
     const claims = await authenticateJobToken(db, req.headers.get("authorization"), params.jobId ?? "");
-    const r = await sealLog(db, { jobId: claims.jobId, attemptId: claims.attemptId, epoch: body.epoch === claims.epoch ? body.epoch : -1 }, {
-      nextSeq: body.next_seq,
-      bytes: body.bytes,
-      dropped: body.dropped_bytes,
-    });
+    const r = await sealLog(
+      db,
+      { jobId: claims.jobId, attemptId: claims.attemptId, epoch: body.epoch === claims.epoch ? body.epoch : -1 },
+      {
+        nextSeq: body.next_seq,
+        bytes: body.bytes,
+        dropped: body.dropped_bytes,
+      },
+    );
     services().logs().publisher.publish(claims.jobId, { kind: "state", epoch: claims.epoch, state: r.state });
     return machineJson(200, { state: r.state });
   },

@@ -20,6 +20,11 @@ export const POST = route({
     if (!UUID.test(generationId)) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
     const s = await finalizeUpload(db, artifacts(), { ...claims, epoch }, generationId);
-    return machineJson(200, { state: "sealed", generation_id: s.generationId, size_bytes: s.sizeBytes, sha256: s.sha256 });
+    return machineJson(200, {
+      state: "sealed",
+      generation_id: s.generationId,
+      size_bytes: s.sizeBytes,
+      sha256: s.sha256,
+    });
   },
 });

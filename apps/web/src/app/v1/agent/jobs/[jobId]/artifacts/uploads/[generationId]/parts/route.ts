@@ -18,7 +18,12 @@ export const POST = route({
     if (!UUID.test(generationId)) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session");
     const epoch = body.epoch === claims.epoch ? body.epoch : -1;
     const r = await recordPart(db, { ...claims, epoch }, generationId, {
-      partNumber: body.part_number, sizeBytes: body.size_bytes, sha256: body.sha256, etag: body.etag, md5: body.md5 ?? null, tries: body.tries,
+      partNumber: body.part_number,
+      sizeBytes: body.size_bytes,
+      sha256: body.sha256,
+      etag: body.etag,
+      md5: body.md5 ?? null,
+      tries: body.tries,
     });
     return machineJson(200, { recorded: true, retry: r.retry });
   },
