@@ -1,0 +1,70 @@
+// Type-aware lint for every TypeScript file in the repo (conventions 11, 12, 18). The rules here are
+// the ones a reviewer would otherwise have to catch by eye: unawaited promises, non-exhaustive
+// switches over unions, value imports of types, configuration read outside an env.ts, console
+// output in production code.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+// Files allowed to read process.env: each app's env.ts (parsed once at boot), the test and
+// development infrastructure, and the scripts/bench/e2e entry points that configure child processes.
+const envReaders = [
+  "apps/*/src/env.ts",
+  "apps/web/src/server/env.ts",
+  "apps/web/src/server/auth/env.ts",
+  "packages/engine/src/shared/config.ts",
+  "packages/testkit/**",
+  "scripts/**",
+  "bench/**",
+  "e2e/**",
+  "test/**",
+  "**/*.test.ts",
+  "*.ts",
+];
+
+// Where console output is the program's interface (CLI, benchmarks, test harnesses) rather than
+// production logging.
+const consoleAllowed = ["scripts/**", "bench/**", "e2e/**", "test/**", "**/*.test.ts", "**/*.test.tsx", "packages/testkit/**"];
+
+export default tseslint.config(
+  {
+    ignores: [
+      "**/node_modules/**",
+      "**/.next/**",
+      "**/generated/**",
+      ".tools/**",
+      ".kiln-data/**",
+      "**/next-env.d.ts",
+      "**/*.js",
+      "**/*.mjs",
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { attributes: false } }],
+      "@typescript-eslint/switch-exhaustiveness-check": [
+        "error",
+        { considerDefaultExhaustiveForUnions: true, requireDefaultForNonUnion: false },
+      ],
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", ignoreRestSiblings: true },
+      ],
+      "no-restricted-properties": [
+        "error",
+        { object: "process", property: "env", message: "Read configuration in the app's env.ts (conventions 11)." },
+      ],
+      "no-console": "error",
+    },
+  },
+  { files: envReaders, rules: { "no-restricted-properties": "off" } },
+  { files: consoleAllowed, rules: { "no-console": "off" } },
+);
