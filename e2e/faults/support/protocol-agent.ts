@@ -77,7 +77,7 @@ export class ProtocolAgent {
       body: JSON.stringify(body),
     });
     const text = await r.text();
-    let json: any = null;
+    let json: any;
     try {
       json = text ? JSON.parse(text) : null;
     } catch {

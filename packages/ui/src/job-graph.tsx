@@ -29,7 +29,6 @@ export function JobGraph({
   Link: LinkLike;
 }) {
   const layout = layoutJobGraph(jobs);
-  const byId = new Map(jobs.map((j) => [j.id, j]));
   const width = layout.columns.length * (W + GAP_X) - GAP_X;
   const height = Math.max(...layout.columns.map((c) => c.length), 1) * (H + GAP_Y) - GAP_Y;
   const at = (id: string) => {

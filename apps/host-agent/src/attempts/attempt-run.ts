@@ -117,9 +117,9 @@ export class AttemptRun {
     );
     watchdog.start();
     heartbeat.start();
-    let verdict: Verdict | null = null;
-    let sandboxDestroyed = false;
-    let setupEndedAt: number | null = null;
+    let verdict: Verdict | null;
+    let sandboxDestroyed: boolean;
+    let setupEndedAt: number;
     try {
       verdict = await this.execute(heartbeat);
     } catch (err) {
@@ -252,7 +252,7 @@ export class AttemptRun {
     if (restored !== "ok") return restored;
     mark = this.lap("restore", mark);
     const verdict = await this.runSteps(this.sandbox, heartbeat);
-    mark = this.lap("steps", mark);
+    this.lap("steps", mark);
     if (verdict !== SUCCESS) return verdict;
     const published = await this.artifacts.publishAll(this.sandbox);
     if (published !== "ok") return published;

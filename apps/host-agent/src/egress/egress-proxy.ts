@@ -176,7 +176,7 @@ export class EgressProxy {
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const a = this.owner.get(req.socket);
-    let url: URL | null = null;
+    let url: URL | null;
     try {
       url = /^http:\/\//i.test(req.url ?? "") ? new URL(req.url ?? "") : null;
     } catch {

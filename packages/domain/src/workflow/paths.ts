@@ -1,3 +1,8 @@
+// Control characters (C0 and DEL) in user-supplied names and paths: NUL truncates in C APIs, the rest
+// only hide tricks in logs and terminals. Matching them is the point, hence the rule exception.
+// eslint-disable-next-line no-control-regex
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
 /**
  * Artifact paths are resolved against the job workspace and cache paths against
  * the sandbox, so both are checked lexically here: the runner must never have to
@@ -20,7 +25,7 @@ function pathProblem(path: string): string | null {
   if (path.length === 0) return "must not be empty";
   if (path.length > MAX_PATH_LENGTH) return `must be at most ${MAX_PATH_LENGTH} characters`;
   // NUL truncates paths in C APIs; other control characters only hide tricks.
-  if (/[\u0000-\u001f\u007f]/.test(path)) return "must not contain control characters";
+  if (CONTROL_CHARACTERS.test(path)) return "must not contain control characters";
   if (path.includes("\\")) return "must use / as the separator";
   for (const segment of path.split("/")) {
     if (segment === "..") return "must not contain a .. segment";

@@ -2,13 +2,12 @@ import { isMap } from "yaml";
 import { CACHE_KINDS, type CacheKind } from "../caches/cache-key.ts";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
-import { sandboxPathProblem, workspacePathProblem } from "./paths.ts";
+import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "./paths.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { WorkflowJob } from "./types.ts";
 
 const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 // Lists of paths are not covered by WORKFLOW_LIMITS; this keeps them in the
 // same order of magnitude as steps so no single list dominates the byte budget.
 const MAX_PATHS_PER_LIST = 256;
@@ -71,7 +70,7 @@ export function readImage(reader: Reader, at: Located): { ref: string } {
   const expected = 'an image reference or {ref: "..."}';
   const refAt = isMap(at.node) ? reader.required(reader.mapping(at, ["ref"], expected), "ref", at) : at;
   const ref = reader.text(refAt, expected);
-  if (ref === "" || ref.length > 1024 || /[\s\u0000-\u001f\u007f]/.test(ref)) {
+  if (ref === "" || ref.length > 1024 || /\s/.test(ref) || CONTROL_CHARACTERS.test(ref)) {
     reader.fail(refAt, `${label(refAt)} must be a non-empty image reference without whitespace`);
   }
   return { ref };
