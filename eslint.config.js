@@ -84,6 +84,30 @@ export default tseslint.config(
     },
   },
   { files: envReaders, rules: { "no-restricted-properties": "off" } },
+  // The domain decides; it never looks at the clock, a random source or the environment (conventions 1):
+  // time and ids are passed in, so every decision replays the same way in a test. dependency-cruiser
+  // checks its imports.
+  {
+    files: ["packages/domain/src/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-properties": [
+        "error",
+        { object: "process", message: "The domain is pure: configuration is passed in." },
+        { object: "Date", property: "now", message: "The domain is pure: pass the time in." },
+        { object: "Math", property: "random", message: "The domain is pure: pass ids and randomness in." },
+        { object: "crypto", message: "The domain is pure: pass ids and randomness in." },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: "The domain is pure: pass the time in.",
+        },
+      ],
+      "no-restricted-globals": ["error", "fetch", "setTimeout", "setInterval", "performance"],
+    },
+  },
   { files: consoleAllowed, rules: { "no-console": "off" } },
   // Black-box tests and harnesses read the wire (JSON bodies of the API under test) as untyped data on
   // purpose: typing them with the server's own view types would make a test trust the types it checks.

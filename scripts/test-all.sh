@@ -3,10 +3,14 @@
 # the dependencies are in place. Tests start what they need (embedded PostgreSQL, git server, ...).
 set -eu
 cd "$(dirname "$0")/.."
-echo "== typecheck"
+echo "== system packages"
+sh scripts/ensure-system-packages.sh
+echo "== typecheck (every workspace, then scripts/, bench/ and the root's own files)"
 turbo run typecheck --output-logs=errors-only
-echo "== layering (packages/domain stays pure)"
-sh scripts/check-layering.sh
+tsc --noEmit -p scripts
+tsc --noEmit -p bench
+tsc --noEmit -p .
+sh scripts/lint.sh
 echo "== web build (the e2e tests run the production server)"
 if tsx -e 'import { webBuildIsStale } from "./scripts/lib/web-build.ts"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
   (cd apps/web && next build)

@@ -1,0 +1,78 @@
+// The dependency rules of conventions.md (Layering 1-4), checked on the real import graph rather than
+// by grep. `npm run lint` runs it; docs/architecture.md draws the graph these rules allow.
+const DOMAIN_TEST = "^packages/domain/src/.*(\\.test\\.ts|/test-[a-z-]+\\.ts)$";
+const WS = "(apps/[^/]+|packages/[^/]+|e2e|scripts|bench|test)";
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "domain-pure",
+      comment:
+        "packages/domain is pure TypeScript: no I/O, frameworks, Prisma, queues or other workspaces (conventions 1). zod and yaml only.",
+      severity: "error",
+      from: { path: "^packages/domain/src", pathNot: DOMAIN_TEST },
+      to: { pathNot: ["^packages/domain/", "node_modules/(zod|yaml)/"] },
+    },
+    {
+      name: "domain-tests-pure",
+      comment: "Domain tests are pure too: vitest, fast-check, and node:crypto to build expected digests.",
+      severity: "error",
+      from: { path: DOMAIN_TEST },
+      to: { pathNot: ["^packages/domain/", "node_modules/(zod|yaml|vitest|fast-check)/", "^(node:)?crypto$"] },
+    },
+    {
+      name: "packages-not-apps",
+      comment:
+        "Direction is apps -> packages; a package never imports an app, scripts/, bench/ or e2e/ (conventions 2).",
+      severity: "error",
+      from: { path: "^packages/" },
+      to: { path: "^(apps|scripts|bench|e2e|test)/" },
+    },
+    {
+      name: "apps-not-apps",
+      comment: "Apps talk to each other over the network, never by import.",
+      severity: "error",
+      from: { path: "^apps/([^/]+)/" },
+      to: { path: "^apps/([^/]+)/", pathNot: "^apps/$1/" },
+    },
+    {
+      name: "no-relative-cross-workspace",
+      comment:
+        "A workspace reaches another only through its package name (its index.ts / exports), never by a relative path.",
+      severity: "error",
+      from: { path: `^${WS}/` },
+      to: { dependencyTypesNot: ["aliased-workspace"], path: `^${WS}/`, pathNot: "^$1/" },
+    },
+    {
+      name: "capability-through-index",
+      comment:
+        "Inside a package, another capability's internals are reached only through its index.ts (conventions 4).",
+      severity: "error",
+      from: { path: "^(packages/[^/]+/src|apps/[^/]+/src)/([^/]+)/" },
+      to: {
+        path: "^(packages/[^/]+/src|apps/[^/]+/src)/([^/]+)/",
+        pathNot: ["^$1/$2/", "^$1/[^/]+/index\\.tsx?$", "^$1/shared/", "\\.css$"],
+      },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: ["\\.next/", "/generated/", "^\\.tools/"] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".d.ts"],
+    },
+    combinedDependencies: true,
+    preserveSymlinks: false,
+  },
+};
