@@ -3,4 +3,5 @@ export * from "./types.ts";
 export { chooseNext } from "./choose-next.ts";
 export { planQueue, type PlanOptions } from "./plan-queue.ts";
 export { PoolScheduler, type PoolSchedulerConfig } from "./pool-scheduler.ts";
-export { jainIndex, percentile, percentileOfSorted } from "./metrics.ts";
+export { jainIndex, percentileOfSorted } from "./metrics.ts";
+export * from "./placement.ts";

@@ -1,0 +1,144 @@
+import type { TrustClass } from "../tenants/trust-class.ts";
+
+// Placement (issue 15, docs/adr/0017): which host may run which job. Seed 002 wants a microVM for
+// every trust class and seed 000 section 11 says a kernel shared with other tenants is not
+// automatically sufficient, so the weaker `process` class is admitted only where nobody else's
+// work can share the host: a pool one org owns, or a single-operator development pool. The claim
+// transaction re-checks these rules inside its locked statements; the same function explains to a
+// waiting job why no connected host can take it.
+
+/** Ordered weakest first: a host satisfies a pool's minimum when its class ranks at least as high. */
+export const ISOLATION_CLASSES = ["process", "microvm"] as const;
+export type IsolationClass = (typeof ISOLATION_CLASSES)[number];
+
+export type PoolTenancy = { kind: "shared" } | { kind: "org"; orgId: string };
+
+export interface PoolPolicy {
+  name: string;
+  /** The weakest isolation class a host of this pool may have. */
+  minIsolation: IsolationClass;
+  /** Whether untrusted runs (fork PRs, non-members) may be placed in this pool at all. */
+  admitsUntrusted: boolean;
+  /** Untrusted runs on process isolation: off by default, never for a shared pool. */
+  untrustedOnProcess: boolean;
+  tenancy: PoolTenancy;
+  /** An operator's own development pool: one operator, every org is theirs, so process hosts may serve several. */
+  development: boolean;
+}
+
+/**
+ * A pool nobody configured: shared, microVM hosts only, untrusted runs admitted (on microVMs).
+ * The safe reading of a missing row is the strictest one that still lets VM-isolated capacity work.
+ */
+export function defaultPoolPolicy(name: string): PoolPolicy {
+  return {
+    name,
+    minIsolation: "microvm",
+    admitsUntrusted: true,
+    untrustedOnProcess: false,
+    tenancy: { kind: "shared" },
+    development: false,
+  };
+}
+
+export interface HostFacts {
+  isolation: IsolationClass;
+  /** The org the host's credential is bound to, if any (an org's own host). */
+  orgId: string | null;
+}
+
+export interface JobFacts {
+  orgId: string;
+  trustClass: TrustClass;
+}
+
+export type PlacementRefusal =
+  | "pool_not_for_org"
+  | "host_not_for_org"
+  | "isolation_below_pool_minimum"
+  | "pool_refuses_untrusted"
+  | "untrusted_needs_microvm"
+  | "process_host_serves_one_org";
+
+export type PlacementDecision = { ok: true } | { ok: false; refusal: PlacementRefusal };
+
+export function isolationAtLeast(have: IsolationClass, need: IsolationClass): boolean {
+  return ISOLATION_CLASSES.indexOf(have) >= ISOLATION_CLASSES.indexOf(need);
+}
+
+/** Whether the pool's configuration is one the operator may save (shared pools never run untrusted work on process hosts). */
+export function poolPolicyProblem(p: PoolPolicy): string | null {
+  if (p.untrustedOnProcess && p.tenancy.kind === "shared" && !p.development)
+    return "a shared pool cannot run untrusted work on process isolation";
+  if (p.untrustedOnProcess && !p.admitsUntrusted) return "untrusted_on_process needs admits_untrusted";
+  return null;
+}
+
+/** May this host, in this pool, run this job? Every rule is a refusal with a name; the order is the explanation's. */
+export function decidePlacement(pool: PoolPolicy, host: HostFacts, job: JobFacts): PlacementDecision {
+  if (pool.tenancy.kind === "org" && pool.tenancy.orgId !== job.orgId) return refuse("pool_not_for_org");
+  if (host.orgId !== null && host.orgId !== job.orgId) return refuse("host_not_for_org");
+  if (!isolationAtLeast(host.isolation, pool.minIsolation)) return refuse("isolation_below_pool_minimum");
+  if (job.trustClass === "untrusted") {
+    if (!pool.admitsUntrusted) return refuse("pool_refuses_untrusted");
+    const processAllowed = pool.untrustedOnProcess && poolPolicyProblem(pool) === null;
+    if (host.isolation === "process" && !processAllowed) return refuse("untrusted_needs_microvm");
+  }
+  // A process host shares one kernel between its jobs: it may serve one org only, which a host
+  // bound to an org, or a pool owned by one, guarantees. Only a development pool is exempt.
+  if (host.isolation === "process" && !pool.development && host.orgId === null && pool.tenancy.kind !== "org")
+    return refuse("process_host_serves_one_org");
+  return { ok: true };
+}
+
+const WAITING_MESSAGES: Record<PlacementRefusal, string> = {
+  pool_not_for_org: "waiting for a host of this org's pool: the pool belongs to another org",
+  host_not_for_org: "waiting for a host this org may use: connected hosts belong to another org",
+  isolation_below_pool_minimum: "waiting for a host with the isolation this pool requires",
+  pool_refuses_untrusted: "waiting: this pool does not admit untrusted runs",
+  untrusted_needs_microvm: "waiting for a VM-isolated host: untrusted runs need microVM isolation",
+  process_host_serves_one_org:
+    "waiting for a VM-isolated host: process-isolated hosts in a shared pool serve one org only",
+};
+
+export interface WaitingReason {
+  code: PlacementRefusal | "no_connected_host";
+  message: string;
+}
+
+/**
+ * Why a READY job that no connected host may take is waiting, or null when some host may take it
+ * (then it simply waits its turn). The most telling refusal is the one of the host that got furthest.
+ */
+export function placementWaitingReason(
+  pool: PoolPolicy,
+  hosts: readonly HostFacts[],
+  job: JobFacts,
+): WaitingReason | null {
+  if (hosts.length === 0) return { code: "no_connected_host", message: `waiting for a host in pool ${pool.name}` };
+  let best: PlacementRefusal | null = null;
+  for (const host of hosts) {
+    const d = decidePlacement(pool, host, job);
+    if (d.ok) return null;
+    if (best === null || REFUSAL_ORDER.indexOf(d.refusal) > REFUSAL_ORDER.indexOf(best)) best = d.refusal;
+  }
+  const code = best ?? "no_connected_host";
+  return {
+    code,
+    message: code === "no_connected_host" ? `waiting for a host in pool ${pool.name}` : WAITING_MESSAGES[code],
+  };
+}
+
+// Later checks in decidePlacement mean the host passed the earlier ones: it came closer.
+const REFUSAL_ORDER: readonly PlacementRefusal[] = [
+  "pool_not_for_org",
+  "host_not_for_org",
+  "isolation_below_pool_minimum",
+  "pool_refuses_untrusted",
+  "untrusted_needs_microvm",
+  "process_host_serves_one_org",
+];
+
+function refuse(refusal: PlacementRefusal): PlacementDecision {
+  return { ok: false, refusal };
+}
