@@ -11,7 +11,12 @@ import {
   createAgentToken,
   createApiToken,
   createOrg,
+  listAgentTokens,
+  listApiTokens,
   listEntitlements,
+  revokeAgentToken,
+  revokeApiToken,
+  rotateJobTokenKey,
   setEntitlement,
 } from "@kiln/engine";
 import { allowEgressHost, listEgressRules, removeEgressHost } from "@kiln/engine";
@@ -20,8 +25,13 @@ const USAGE = `usage: npm run kiln -- <command> [--json]
   org create <slug>
   repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml]
   member add <org> <login> --role admin|member|auditor
-  token create <org> --role admin|member|auditor [--name <name>]   (prints the token once)
-  agent-token create [--pool <name>]                                (a host credential for npm run agent)
+  token create <org> --role admin|member|auditor [--name <name>] [--expires-days 90]   (prints the token once)
+  token list <org>
+  token revoke <org> <token-id>
+  agent-token create [--pool <name>] [--org <org>] [--name <name>]   (a host credential; --org: the org owns the pool)
+  agent-token list
+  agent-token revoke <id>     (its next claim and heartbeats are refused; its attempts fence within one lease)
+  job-key rotate              (a new job-token signing key; the previous one verifies until its tokens expire)
   entitlement set <org> --pool <pool> --slots <n> --weight <w> [--cap <n>]   (audited)
   entitlement list [<org>]
   egress allow <org> <host-pattern>   (host, *.suffix, optional :port; audited)
@@ -47,6 +57,8 @@ async function main(): Promise<number> {
       json: { type: "boolean", default: false },
       role: { type: "string" },
       name: { type: "string" },
+      org: { type: "string" },
+      "expires-days": { type: "string" },
       pool: { type: "string", default: "default" },
       "clone-url": { type: "string" },
       "webhook-secret": { type: "string" },
@@ -85,15 +97,33 @@ async function main(): Promise<number> {
       const r = await addMember(db, { orgSlug: a, login: b, role: values.role });
       out(`${b} is now ${values.role} of ${a}`, { ...r, org: a, login: b, role: values.role });
     } else if (cmd === "token create" && a && values.role) {
+      const days = values["expires-days"];
+      if (days !== undefined && !/^\d+$/.test(days)) throw new Error("--expires-days must be a whole number");
       const r = await createApiToken(db, {
         orgSlug: a,
         role: values.role,
         ...(values.name ? { name: values.name } : {}),
+        ...(days !== undefined ? { expiresInDays: Number(days) } : {}),
       });
-      out(`${r.token}\n(shown once; only its hash is stored)`, { id: r.id, token: r.token, org: a, role: values.role });
+      out(`${r.token}\n(shown once; only its hash is stored; expires ${r.expiresAt})`, {
+        id: r.id,
+        token: r.token,
+        org: a,
+        role: values.role,
+        expiresAt: r.expiresAt,
+      });
     } else if (cmd === "agent-token create") {
-      const r = await createAgentToken(db, { pool: values.pool ?? "default" });
-      out(`${r.token}\n(host credential for pool ${r.pool}; shown once)`, r);
+      const r = await createAgentToken(db, {
+        pool: values.pool ?? "default",
+        ...(values.org ? { orgSlug: values.org } : {}),
+        ...(values.name ? { name: values.name } : {}),
+      });
+      out(`${r.token}\n(host credential for pool ${r.pool}${values.org ? `, org ${values.org}` : ""}; shown once)`, r);
+    } else if (noun === "token" || noun === "agent-token" || noun === "job-key") {
+      if (!(await credentialCommand(db, cmd, a, b, out))) {
+        console.error(USAGE);
+        return 2;
+      }
     } else if (cmd === "entitlement set" && a && values.slots && values.weight) {
       const int = (v: string, what: string) => {
         if (!/^\d+$/.test(v)) throw new Error(`--${what} must be a non-negative integer`);
@@ -138,6 +168,54 @@ async function main(): Promise<number> {
   } finally {
     await db.$disconnect();
   }
+}
+
+/** `token list|revoke`, `agent-token list|revoke`, `job-key rotate` (issue 15); false: not one of them. */
+async function credentialCommand(
+  db: ReturnType<typeof createDb>,
+  cmd: string,
+  a: string | undefined,
+  b: string | undefined,
+  out: (human: string, data: unknown) => void,
+): Promise<boolean> {
+  if (cmd === "token list" && a) {
+    const rows = await listApiTokens(db, { orgSlug: a });
+    out(
+      rows
+        .map(
+          (t) =>
+            `${t.id}\t${t.name}\t${t.role}\t${t.state}\texpires ${t.expiresAt}\tlast used ${t.lastUsedAt ?? "never"}`,
+        )
+        .join("\n") || `(${a} has no API tokens)`,
+      rows,
+    );
+  } else if (cmd === "token revoke" && a && b) {
+    const t = await revokeApiToken(db, { orgSlug: a, tokenId: b });
+    out(`token ${t.id} (${t.name}) of ${a} revoked at ${t.revokedAt ?? ""}`, t);
+  } else if (cmd === "agent-token list") {
+    const rows = await listAgentTokens(db);
+    out(
+      rows
+        .map(
+          (t) =>
+            `${t.id}\t${t.name}\tpool=${t.pool}\torg=${t.org ?? "-"}\t${t.revokedAt ? `revoked ${t.revokedAt}` : "active"}\tlast seen ${t.lastSeenAt ?? "never"}`,
+        )
+        .join("\n") || "(no host credentials)",
+      rows,
+    );
+  } else if (cmd === "agent-token revoke" && a) {
+    const t = await revokeAgentToken(db, { id: a });
+    out(`host credential ${t.id} (pool ${t.pool}) revoked at ${t.revokedAt ?? ""}`, t);
+  } else if (cmd === "job-key rotate") {
+    const r = await rotateJobTokenKey(db);
+    out(
+      `job tokens are now signed with key ${r.kid}${r.retired ? `; ${r.retired} verifies until its tokens expire` : ""}`,
+      r,
+    );
+  } else {
+    return false;
+  }
+  return true;
 }
 
 /** `egress allow|deny|list`: the org's mediated-egress allow-list (docs/adr/0013-mediated-egress.md). */

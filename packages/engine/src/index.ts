@@ -20,7 +20,21 @@ export {
   authenticateJobToken,
   agentCredentialHash,
 } from "./identity/authenticate.ts";
-export { newSecret, hashSecret, platformKey, signJobToken, verifyJobToken } from "./identity/tokens.ts";
+export {
+  newSecret,
+  hashSecret,
+  platformKey,
+  signJobToken,
+  verifyJobToken,
+  checkJobToken,
+  jobTokenKeyring,
+  rotateJobTokenKey,
+  JOB_TOKEN_TTL_MS,
+  type SigningKey,
+  type JobTokenKeyring,
+} from "./identity/tokens.ts";
+export { listApiTokens, revokeApiToken, type ApiTokenView } from "./identity/api-tokens.ts";
+export { listAgentTokens, revokeAgentToken, type AgentTokenView } from "./identity/agent-tokens.ts";
 export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
 export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";
 export { createObjectStore, type ObjectStoreConfig } from "./storage/index.ts";

@@ -102,7 +102,7 @@ describe("claim", () => {
     expect(rows).toEqual([{ claim_request_id: "x'); DROP TABLE attempt; --\\'" }]);
     // Revoked after its session's pool was remembered: the claim's own statement still refuses it.
     await t.db().$executeRaw`UPDATE agent_token SET revoked_at = now() WHERE id = ${own.id}::uuid`;
-    await expect(attempt(hashSecret(own.token))).rejects.toMatchObject({ code: "AUTH.UNAUTHENTICATED" });
+    await expect(attempt(hashSecret(own.token))).rejects.toMatchObject({ code: "AUTH.CREDENTIAL_REVOKED" });
     const touched = await t.db().$queryRaw<
       { n: bigint }[]
     >`SELECT count(*) AS n FROM attempt WHERE session_id = ${s.sessionId}::uuid`;

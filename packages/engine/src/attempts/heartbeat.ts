@@ -16,7 +16,8 @@ export interface HeartbeatResult {
  * write, and a wide run (hundreds of parallel jobs) serialises its completions on the run row, so
  * a heartbeat waiting behind them could miss its lease. Correctness comes from the row lock on the
  * attempt: a fencing transaction that ends the attempt holds it, and the heartbeat's WHERE clause
- * is re-evaluated after it commits, so a fenced epoch is never renewed.
+ * is re-evaluated after it commits, so a fenced epoch is never renewed. A host whose credential was
+ * revoked is refused too (two primary-key probes in the same statement, no extra round trip).
  */
 export async function heartbeat(
   db: Db,
@@ -36,14 +37,18 @@ export async function heartbeat(
     FROM job_run j, workflow_run r
     WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND j.id = a.job_id AND r.id = a.run_id
       AND a.status = 'running' AND a.epoch = ${input.epoch} AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
+      AND NOT EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
+                      WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL)
     RETURNING a.lease_expires_at, (a.cancel_requested OR a.preempt_requested OR r.status = 'cancelling') AS cancel_requested`;
   const r = rows[0];
   if (r) return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested };
   // Refused: say precisely why, from a fresh read (nothing is written on this path).
   const state = await db.$queryRaw<
-    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]
+    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number; host_revoked: boolean }[]
   >`
-    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch
+    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch,
+           EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
+                   WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL) AS host_revoked
     FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
   const s = state[0];
   if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
@@ -52,5 +57,8 @@ export async function heartbeat(
     attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live },
     reportedEpoch: input.epoch,
   });
+  // A revoked host keeps no lease: refused renewals let it lapse, and the reconciler then fences
+  // the attempt as a platform failure (issue 15).
+  if (s.host_revoked) throw new DomainError("ATTEMPT.HOST_REVOKED", "the host credential of this attempt was revoked");
   throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
 }

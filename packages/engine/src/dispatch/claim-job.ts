@@ -9,7 +9,7 @@ import {
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
-import { platformKey, signJobToken } from "../identity/tokens.ts";
+import { platformKey, signJobToken, type SigningKey } from "../identity/tokens.ts";
 import { takeCandidates } from "./dispatch-view.ts";
 import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
 
@@ -67,6 +67,8 @@ type SessionRow = {
   capacity: number;
   running: number;
   hostname: string;
+  /** The org the session's host credential is bound to (an org-owned pool), or null. */
+  token_org: string | null;
 };
 
 /**
@@ -81,7 +83,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const key = await platformKey(db);
   const sql = sqlPool(db);
   const credential = req.credentialHash ?? null;
-  const pool = await poolOfSession(sql, req.sessionId, credential);
+  const { pool, org } = await poolOfSession(sql, req.sessionId, credential);
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
@@ -95,29 +97,35 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   for (let round = 0; round < 6; round++) {
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
     const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
-    const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, req.offer ?? null);
+    const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, org, req.offer ?? null);
     result = await withJournalTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       // The host credential is checked here as well, on every claim, not only by the cached pool
       // lookup: one round trip less than a separate authentication query (ADR 0015).
+      // Revocation is checked on the session's own credential even when the caller authenticated
+      // it (credentialHash omitted): a revoked host claims nothing, whoever asks for it.
       const locked = await c.query<
-        SessionRow & { token_ok: boolean; replay_id: string | null; replay_session: string | null }
+        SessionRow & { token_ok: boolean; revoked: boolean; replay_id: string | null; replay_session: string | null }
       >({
-        name: "claim-session",
+        name: "claim-session-2",
         text: `WITH s AS (
                  UPDATE agent_session SET last_seen_at = now()
                  WHERE id = $1::uuid
-                   AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL))
-                 RETURNING id, pool, capacity, hostname)
-               SELECT s.id, s.pool, s.capacity, s.hostname,
-                      ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NULL)) AS token_ok,
+                   AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3))
+                 RETURNING id, pool, capacity, hostname, agent_token_id)
+               SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org,
+                      ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3)) AS token_ok,
+                      (t.revoked_at IS NOT NULL
+                       OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NOT NULL))) AS revoked,
                       (SELECT count(*)::int FROM attempt WHERE session_id = s.id AND status = 'running') AS running,
                       r.id AS replay_id, r.session_id AS replay_session
-               FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN attempt r ON r.claim_request_id = $2`,
+               FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN agent_token t ON t.id = s.agent_token_id
+                 LEFT JOIN attempt r ON r.claim_request_id = $2`,
         values: [req.sessionId, req.claimRequestId, credential],
       });
       const session = locked.rows[0];
-      if (!session?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+      if (!session?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid host credential");
+      if (session.revoked) throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
       if (!session.id) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
       if (session.replay_id) {
         // A claim id is only meaningful to the session that made it.
@@ -159,8 +167,18 @@ async function chooseCandidates(
   db: Db,
   cfg: EngineConfig,
   pool: string,
+  org: string | null,
   offer: { jobId: string; generation: number } | null,
 ): Promise<{ id: string; run_id: string }[]> {
+  // A host bound to an org serves that org alone: the pool's shared ranking (across orgs) would
+  // keep offering it other orgs' jobs. Within one org, tiers first, then the oldest.
+  if (org !== null && !offer) {
+    return db.$queryRaw<{ id: string; run_id: string }[]>`
+      SELECT id, run_id FROM job_run
+      WHERE status = 'ready' AND pool = ${pool} AND org_id = ${org}::uuid
+        AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+      ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
+  }
   if (cfg.dispatchPolicy === "fair") {
     const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1);
     return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
@@ -168,36 +186,49 @@ async function chooseCandidates(
   const hinted = offer
     ? await db.$queryRaw<
         { id: string; run_id: string }[]
-      >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}`
+      >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}
+          AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)`
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
-    WHERE status = 'ready' AND pool = ${pool} AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+    WHERE status = 'ready' AND pool = ${pool} AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
+      AND (next_attempt_at IS NULL OR next_attempt_at <= now())
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
 
 // A session's pool never changes: remembered per process (per credential, when one is given, so
 // a cached answer never stands in for a credential check), one query less per claim (bounded).
-const sessionPools = new Map<string, string>();
+// Revocation is not cached: the claim transaction re-checks it on every claim.
+const sessionPools = new Map<string, { pool: string; org: string | null }>();
 
-async function poolOfSession(sql: SqlPool, sessionId: string, credential: string | null): Promise<string> {
+async function poolOfSession(
+  sql: SqlPool,
+  sessionId: string,
+  credential: string | null,
+): Promise<{ pool: string; org: string | null }> {
   const cacheKey = `${sessionId}:${credential ?? ""}`;
   const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;
-  const rows = await sql.query<{ token_ok: boolean; pool: string | null }>({
-    name: "session-pool",
-    text: `SELECT ($2::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL)) AS token_ok,
-                  (SELECT s.pool FROM agent_session s WHERE s.id = $1::uuid
-                     AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2 AND revoked_at IS NULL))) AS pool`,
+  const rows = await sql.query<{ token: "live" | "revoked" | null; pool: string | null; org: string | null }>({
+    name: "session-pool-2",
+    text: `SELECT CASE WHEN $2::text IS NULL THEN 'live'
+                       ELSE (SELECT CASE WHEN revoked_at IS NULL THEN 'live' ELSE 'revoked' END FROM agent_token WHERE token_hash = $2) END AS token,
+                  s.pool, t.org_id AS org
+           FROM (SELECT 1) AS one
+             LEFT JOIN agent_session s ON s.id = $1::uuid
+               AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2))
+             LEFT JOIN agent_token t ON t.id = s.agent_token_id`,
     values: [sessionId, credential],
   });
   const row = rows.rows[0];
-  if (!row?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+  if (!row?.token) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid host credential");
+  if (row.token === "revoked") throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
   if (row.pool === null) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   if (sessionPools.size >= 10_000) sessionPools.clear();
-  sessionPools.set(cacheKey, row.pool);
-  return row.pool;
+  const found = { pool: row.pool, org: row.org };
+  sessionPools.set(cacheKey, found);
+  return found;
 }
 
 /** What the claim transaction returns: everything the ticket needs, read under its locks. */
@@ -242,6 +273,8 @@ async function tryClaim(
   });
   const run = runs.rows[0];
   if (!run) return { ok: false, reason: "not_ready" };
+  // A host bound to an org (an org-owned pool) runs nothing else, whatever the pool's queue offers.
+  if (session.token_org !== null && run.org_id !== session.token_org) return { ok: false, reason: "other_org" };
   const jobs = await c.query<{
     id: string;
     status: JobStatus;
@@ -370,7 +403,7 @@ async function tryClaim(
   };
 }
 
-function ticketFrom(cfg: EngineConfig, key: Buffer, a: Claimed): JobTicket {
+function ticketFrom(cfg: EngineConfig, key: SigningKey, a: Claimed): JobTicket {
   const def = a.jobDef;
   if (!def) throw new Error(`definition has no job ${a.jobIndex}`);
   return {
@@ -401,7 +434,7 @@ function ticketFrom(cfg: EngineConfig, key: Buffer, a: Claimed): JobTicket {
 }
 
 /** A ticket read back from the database: a retried claim (same claim_request_id) gets its original one. */
-export async function loadTicket(db: Db, cfg: EngineConfig, key: Buffer, attemptId: string): Promise<JobTicket> {
+export async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId: string): Promise<JobTicket> {
   const rows = await db.$queryRaw<
     {
       id: string;

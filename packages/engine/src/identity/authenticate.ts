@@ -1,7 +1,7 @@
 import { sqlPool, type Db } from "@kiln/db";
 import { DomainError, type Role } from "@kiln/domain";
 import type { Caller } from "../runs/admit-manual.ts";
-import { hashSecret, platformKey, verifyJobToken, type JobTokenClaims } from "./tokens.ts";
+import { hashSecret, verifyJobTokenIn, type JobTokenClaims } from "./tokens.ts";
 
 function bearer(header: string | null): string {
   const m = header ? /^Bearer\s+(\S+)$/i.exec(header.trim()) : null;
@@ -9,39 +9,62 @@ function bearer(header: string | null): string {
   return m[1];
 }
 
-/** An org-scoped API token; every /v1 call is authorised through this. */
+/**
+ * An org-scoped API token; every /v1 call is authorised through this. Expired and revoked tokens
+ * are told apart (AUTH.TOKEN_EXPIRED, AUTH.TOKEN_REVOKED) so an integration's owner knows which fix
+ * applies. The last-used time is written in the same statement, and only when it is over a minute
+ * old: a busy token costs one row write a minute, not one per request.
+ */
 export async function authenticateApiToken(db: Db, authorization: string | null): Promise<Caller> {
   const token = bearer(authorization);
-  const rows = await db.$queryRaw<{ id: string; org_id: string; role: Role; name: string }[]>`
-    SELECT id, org_id, role, name FROM api_token WHERE token_hash = ${hashSecret(token)} AND revoked_at IS NULL`;
+  const rows = await db.$queryRaw<
+    { id: string; org_id: string; role: Role; name: string; revoked: boolean; expired: boolean }[]
+  >`
+    WITH t AS (
+      SELECT id, org_id, role, name, revoked_at IS NOT NULL AS revoked, expires_at <= now() AS expired, last_used_at
+      FROM api_token WHERE token_hash = ${hashSecret(token)}),
+    touched AS (
+      UPDATE api_token a SET last_used_at = now() FROM t
+      WHERE a.id = t.id AND NOT t.revoked AND NOT t.expired
+        AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+      RETURNING a.id)
+    SELECT id, org_id, role, name, revoked, expired FROM t`;
   const t = rows[0];
-  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked token");
+  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid token");
+  if (t.revoked) throw new DomainError("AUTH.TOKEN_REVOKED", "this API token was revoked");
+  if (t.expired) throw new DomainError("AUTH.TOKEN_EXPIRED", "this API token has expired; create a new one");
   return { tokenId: t.id, orgId: t.org_id, role: t.role, name: `token:${t.name}` };
 }
 
-/** A host credential (from `kiln agent-token create`). */
 /**
- * A host credential; with `sessionId`, also proves the session belongs to this credential (one
- * query: the claim path runs it on every long-poll).
+ * A host credential (from `kiln agent-token create`); with `sessionId`, also proves the session
+ * belongs to this credential (one query: the FIFO claim path runs it on every long-poll).
  */
 export async function authenticateAgentToken(
   db: Db,
   authorization: string | null,
   sessionId?: string,
-): Promise<{ id: string; pool: string }> {
+): Promise<{ id: string; pool: string; orgId: string | null }> {
   const token = bearer(authorization);
   // Plain SQL: every claim long-poll starts here (ADR 0015).
-  const rows = await sqlPool(db).query<{ id: string; pool: string; owns: boolean }>({
-    name: "auth-agent-token",
-    text: `SELECT t.id, t.pool,
+  const rows = await sqlPool(db).query<{
+    id: string;
+    pool: string;
+    org_id: string | null;
+    revoked: boolean;
+    owns: boolean;
+  }>({
+    name: "auth-agent-token-2",
+    text: `SELECT t.id, t.pool, t.org_id, t.revoked_at IS NOT NULL AS revoked,
                   ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM agent_session s WHERE s.id = $2::uuid AND s.agent_token_id = t.id)) AS owns
-           FROM agent_token t WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+           FROM agent_token t WHERE t.token_hash = $1`,
     values: [hashSecret(token), sessionId ?? null],
   });
   const t = rows.rows[0];
-  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid or revoked host credential");
+  if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid host credential");
+  if (t.revoked) throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
   if (!t.owns) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
-  return { id: t.id, pool: t.pool };
+  return { id: t.id, pool: t.pool, orgId: t.org_id };
 }
 
 /**
@@ -58,8 +81,10 @@ export async function authenticateJobToken(
   authorization: string | null,
   jobId: string,
 ): Promise<JobTokenClaims> {
-  const claims = verifyJobToken(await platformKey(db), bearer(authorization));
-  if (!claims) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid job token");
-  if (claims.jobId !== jobId) throw new DomainError("AUTH.FORBIDDEN", "job token is for another job");
-  return claims;
+  const r = await verifyJobTokenIn(db, bearer(authorization));
+  // One code for every refusal: which check failed is not the caller's business (a forger learns
+  // nothing), and an honest agent's remedy is the same (its attempt is over).
+  if (!r.ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid job token");
+  if (r.claims.jobId !== jobId) throw new DomainError("AUTH.FORBIDDEN", "job token is for another job");
+  return r.claims;
 }

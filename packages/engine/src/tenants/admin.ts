@@ -67,28 +67,35 @@ export async function addMember(
   return { userId };
 }
 
-/** The token is returned once; only its hash is stored. */
+/** The token is returned once; only its hash is stored. It expires after 90 days unless told otherwise. */
 export async function createApiToken(
   db: Db,
-  input: { orgSlug: string; role: string; name?: string },
-): Promise<{ id: string; token: string }> {
+  input: { orgSlug: string; role: string; name?: string; expiresInDays?: number },
+): Promise<{ id: string; token: string; expiresAt: string }> {
   assertRole(input.role);
+  const days = input.expiresInDays ?? 90;
+  if (!Number.isInteger(days) || days < 1 || days > 366)
+    throw new DomainError("REQUEST.INVALID", "expiry must be a whole number of days from 1 to 366");
   const orgId = await orgIdOf(db, input.orgSlug);
   const token = newSecret("kiln");
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO api_token (org_id, role, name, token_hash) VALUES (${orgId}::uuid, ${input.role}, ${input.name ?? "cli"}, ${hashSecret(token)})
-    RETURNING id`;
-  return { id: rows[0]?.id ?? "", token };
+  const rows = await db.$queryRaw<{ id: string; expires_at: Date }[]>`
+    INSERT INTO api_token (org_id, role, name, token_hash, expires_at)
+    VALUES (${orgId}::uuid, ${input.role}, ${input.name ?? "cli"}, ${hashSecret(token)}, now() + make_interval(days => ${days}::int))
+    RETURNING id, expires_at`;
+  return { id: rows[0]?.id ?? "", token, expiresAt: rows[0]?.expires_at.toISOString() ?? "" };
 }
 
+/** A host credential for one pool; with `orgSlug` (an org owns the pool) it claims only that org's jobs. */
 export async function createAgentToken(
   db: Db,
-  input: { pool: string },
+  input: { pool: string; orgSlug?: string; name?: string },
 ): Promise<{ id: string; token: string; pool: string }> {
   if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(input.pool))
     throw new DomainError("REQUEST.INVALID", "pool must be lowercase letters, digits and dashes");
+  const orgId = input.orgSlug ? await orgIdOf(db, input.orgSlug) : null;
   const token = newSecret("kagent");
   const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO agent_token (pool, token_hash) VALUES (${input.pool}, ${hashSecret(token)}) RETURNING id`;
+    INSERT INTO agent_token (pool, org_id, name, token_hash)
+    VALUES (${input.pool}, ${orgId}::uuid, ${input.name ?? "host"}, ${hashSecret(token)}) RETURNING id`;
   return { id: rows[0]?.id ?? "", token, pool: input.pool };
 }

@@ -33,6 +33,13 @@ const STATUS: Record<DomainErrorCode, number> = {
   "CLAIM.DECLINED": 409,
   "AUTH.UNAUTHENTICATED": 401,
   "AUTH.FORBIDDEN": 403,
+  "AUTH.TOKEN_EXPIRED": 401,
+  "AUTH.TOKEN_REVOKED": 401,
+  "AUTH.CREDENTIAL_REVOKED": 401,
+  // 409 like a fenced epoch: the agent stops the step and destroys the sandbox at once.
+  "ATTEMPT.HOST_REVOKED": 409,
+  "TOKEN.NOT_FOUND": 404,
+  "REQUEST.CROSS_ORIGIN": 403,
   "WEBHOOK.BAD_SIGNATURE": 401,
   "WEBHOOK.UNKNOWN_REPO": 404,
   "WEBHOOK.BAD_PAYLOAD": 400,
