@@ -8,14 +8,15 @@
 // Part 2 (trigger.ts): API trigger -> first step start through web, workers and a host agent, per
 // driver (process, microvm warm, microvm cold), in rounds; the median of the rounds' p50 and p95.
 // Usage: npm run bench -- sandboxes   (or: tsx bench/sandboxes/run.ts [--cold 5] [--warm 10] [--process 30]
-//        [--trigger-rounds 3] [--trigger-jobs 5] [--only bare|trigger])
+//        [--trigger-rounds 3] [--trigger-jobs 5] [--only bare|trigger] [--drivers process|all])
+//        --drivers process skips the microvm rows (a host without QEMU, or the process driver's own cost)
 // CPU-heavy (QEMU under TCG): run it on an otherwise idle machine.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createLogger } from "@kiln/logger";
 import { createMicrovmDriver, type MicrovmDriver } from "../../apps/host-agent/src/sandboxes/microvm/microvm-driver.ts";
 import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
 import type { SandboxDriver } from "../../apps/host-agent/src/sandboxes/sandbox-driver.ts";
@@ -33,6 +34,8 @@ const counts = {
   triggerJobs: arg("trigger-jobs", 5),
 };
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : null;
+const processOnly =
+  process.argv.includes("--drivers") && process.argv[process.argv.indexOf("--drivers") + 1] === "process";
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const quiet = createLogger({}, () => undefined);
 const STEP_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin" };
@@ -91,6 +94,7 @@ async function trigger(): Promise<void> {
     perRound: counts.triggerJobs,
     assetsDir: path.join(os.tmpdir(), "kiln-microvm-assets"),
     progress,
+    processOnly,
   });
   console.log(
     `\ntrigger -> first step start (API POST -> first byte of \`echo s\` at the agent); load average at start ${loadAtStart}, at end ${os
@@ -117,6 +121,7 @@ async function bare(): Promise<void> {
       samples: await sample("process", counts.process, () => createToFirstStep(proc)),
       floor,
     });
+    if (processOnly) return printBare(rows, "process only", loadAtStart);
 
     const cold = await createMicrovmDriver({
       workDir: path.join(workRoot, "c"),
@@ -149,22 +154,30 @@ async function bare(): Promise<void> {
     await warm.close();
     rows.push({ name: "  (background snapshot restore, spawn -> guest PONG)", samples: restoreMs, floor: [] });
 
-    console.log(
-      `\naccel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}; load average at start ${loadAtStart}, at end ${os
-        .loadavg()
-        .map((x) => x.toFixed(1))
-        .join(" ")}\n`,
-    );
-    console.log("| measurement | n | p50 | p95 | floor p50 (`sh -c true`, same run) |");
-    console.log("|---|---|---|---|---|");
-    for (const r of rows) {
-      const f = r.floor.length ? `${percentile(r.floor, 50).toFixed(1)} ms` : "";
-      console.log(
-        `| ${r.name} | ${r.samples.length} | ${percentile(r.samples, 50).toFixed(1)} ms | ${percentile(r.samples, 95).toFixed(1)} ms | ${f} |`,
-      );
-    }
+    printBare(rows, `accel: ${cold.isolation.detail}; warm pool hits ${poolHits}, misses ${poolMisses}`, loadAtStart);
   } finally {
     await rm(workRoot, { recursive: true, force: true });
+  }
+}
+
+function printBare(
+  rows: Array<{ name: string; samples: number[]; floor: number[] }>,
+  note: string,
+  loadAtStart: string,
+) {
+  console.log(
+    `\n${note}; load average at start ${loadAtStart}, at end ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")}\n`,
+  );
+  console.log("| measurement | n | p50 | p95 | floor p50 (`sh -c true`, same run) |");
+  console.log("|---|---|---|---|---|");
+  for (const r of rows) {
+    const f = r.floor.length ? `${percentile(r.floor, 50).toFixed(1)} ms` : "";
+    console.log(
+      `| ${r.name} | ${r.samples.length} | ${percentile(r.samples, 50).toFixed(1)} ms | ${percentile(r.samples, 95).toFixed(1)} ms | ${f} |`,
+    );
   }
 }
 

@@ -23,6 +23,8 @@ export interface TriggerOptions {
   perRound: number;
   assetsDir: string;
   progress: (m: string) => void;
+  /** Only the process driver's configuration (no QEMU on the host, or measuring that driver alone). */
+  processOnly?: boolean;
 }
 
 export interface TriggerRow {
@@ -75,7 +77,7 @@ export async function benchTriggerToFirstStep(opts: TriggerOptions): Promise<Tri
       },
     ];
     let seq = 0;
-    for (const config of configs) {
+    for (const config of opts.processOnly ? configs.slice(0, 1) : configs) {
       const lines: LogLine[] = [];
       const agent = stack.spawnAgent(
         agentToken,

@@ -45,11 +45,12 @@ export async function findForwarderTools(): Promise<ForwarderTools | { missing: 
   return { perl, nsenter: await firstExecutable(NSENTER_CANDIDATES) };
 }
 
-// ARGV: mode, host socket path, the step's command. Mode "exec": fork the forwarder, then become the
-// step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
+// ARGV: mode, host socket path, the step's command, then the argv prefix the step's shell runs under
+// (setpriv dropping every privilege: the forwarder itself needs CAP_NET_ADMIN for the loopback, the
+// step must not keep it). Mode "exec": fork the forwarder, then become the step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
 // 40-byte struct ifreq; IFF_UP is 1. Errors before the exec end the step with a named message.
 const FORWARDER = String.raw`use strict; use warnings; use Socket;
-my ($mode, $path, $cmd) = @ARGV;
+my ($mode, $path, $cmd, @pre) = @ARGV;
 # Bring the namespace's loopback up: SIOCGIFFLAGS / SIOCSIFFLAGS on "lo" (struct ifreq, 40 bytes).
 socket(my $ctl, AF_INET, SOCK_DGRAM, 0) or die "kiln: egress forwarder: socket: $!\n";
 my $ifr = pack("Z16 x24", "lo");
@@ -88,7 +89,7 @@ if ($pid == 0) {
   }
 }
 close $l;
-exec("/bin/sh", "-c", $cmd) or die "kiln: exec /bin/sh: $!\n";
+exec(@pre, "/bin/sh", "-c", $cmd) or die "kiln: exec @pre /bin/sh: $!\n";
 sub relay {
   my ($x, $y) = @_;
   my %to = (fileno($x) => [$x, $y], fileno($y) => [$y, $x]);
@@ -109,9 +110,9 @@ sub relay {
 }
 `;
 
-/** The argv (after `unshare ... --`) that runs `command` behind the forwarder. */
-export function forwarderArgv(tools: ForwarderTools, socketPath: string, command: string): string[] {
-  return [tools.perl, "-e", FORWARDER, "exec", socketPath, command];
+/** The argv (after `unshare ... --`) that runs `command` behind the forwarder, under `pre`. */
+export function forwarderArgv(tools: ForwarderTools, socketPath: string, command: string, pre: string[]): string[] {
+  return [tools.perl, "-e", FORWARDER, "exec", socketPath, command, ...pre];
 }
 
 /** The argv (after `unshare --net --`) of a long-lived forwarder that holds a sandbox's namespace. */

@@ -2,9 +2,10 @@
 // `unshare`. The probe runs exactly the wrapper used for steps, so "probe passed" means "the wrapper
 // works here" (containers and hardened kernels often forbid one of the namespaces).
 import { execFile } from "node:child_process";
-import { access, constants } from "node:fs/promises";
+import { access, constants, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { SandboxIsolation } from "../sandbox-driver.ts";
+import { DEFAULT_SANDBOX_LIMITS, SANDBOX_HOST_STEP_ID, SANDBOX_STEP_ID } from "./private-view.ts";
 
 const PROBE_PATH = "/usr/local/bin:/usr/bin:/bin";
 const UNSHARE_CANDIDATES = ["/usr/bin/unshare", "/bin/unshare", "/usr/local/bin/unshare", "/usr/sbin/unshare"];
@@ -25,8 +26,12 @@ export type NamespaceSupport =
       unsharePath: string;
       /** unshare's flags for a step. */
       args: string[];
-      /** setpriv's argv prefix that ties a step to the agent's life, or null when setpriv is missing. */
-      deathSignal: string[] | null;
+      /** setpriv's argv prefix that ties a step to the agent's life. */
+      deathSignal: string[];
+      /** util-linux setpriv: drops the step's privileges (private-view.ts). */
+      setpriv: string;
+      /** Root agent: the view maps the step's ids onto SANDBOX_HOST_ID_BASE (no newuidmap needed). */
+      mapIds: boolean;
       isolation: SandboxIsolation;
     }
   | { available: false; reason: string; isolation: SandboxIsolation };
@@ -39,31 +44,59 @@ export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promis
   // watchdog left, while the control plane records the attempt stopped at its lease expiry):
   // `setpriv --pdeathsig KILL` makes the kernel SIGKILL `unshare` when the agent dies, and
   // --kill-child then takes the step's whole pid namespace with it.
+  // setpriv also drops every privilege of the step: without it there is no hardened sandbox to offer.
   const setpriv = await findExecutable(SETPRIV_CANDIDATES);
-  const deathSignal = setpriv ? [setpriv, "--pdeathsig", "KILL", "--"] : null;
+  if (!setpriv) return unavailable("util-linux `setpriv` not found");
+  const deathSignal = [setpriv, "--pdeathsig", "KILL", "--"];
   const [file, args] = tiedToAgent(deathSignal, unsharePath, [...flags, "--", "/bin/sh", "-c", "true"]);
   const result = await run(file, args);
   if (result !== null) return unavailable(`\`${path.basename(file)} ${args.join(" ")}\` failed: ${result}`);
-  const detail = isRoot
-    ? "pid,net,ipc,uts,mount namespaces via unshare (agent is root: steps run as host root, no user namespace)"
-    : "user,pid,net,ipc,uts,mount namespaces via unshare (steps run as the agent's uid)";
-  const tied = setpriv
-    ? "; steps die with the agent (parent-death signal)"
-    : "; setpriv missing: steps may outlive a killed agent until the restart sweep";
+  const who = isRoot
+    ? `steps run as uid ${SANDBOX_STEP_ID} of their own user namespace (host uid ${SANDBOX_HOST_STEP_ID})`
+    : "steps run as root of a user namespace mapped to the agent's uid (an unprivileged agent cannot map more)";
+  const detail =
+    `user,pid,net,ipc,uts,mount namespaces via unshare; ${who}; no capabilities, no_new_privs; ` +
+    "pivot_root into a read-only tmpfs root (system directories, world-readable /etc, minimal /dev, own /proc), " +
+    `the sandbox the only writable place; steps die with the agent (parent-death signal); limits: ${await describeLimits()}`;
   return {
     available: true,
     unsharePath,
     args: flags,
     deathSignal,
-    isolation: { level: "namespaces", detail: detail + tied },
+    setpriv,
+    mapIds: isRoot,
+    isolation: { level: "namespaces", detail },
   };
 }
 
-/** `file argv...` run under setpriv's parent-death signal when available: [file, args] for spawn. */
-export function tiedToAgent(deathSignal: string[] | null, file: string, argv: string[]): [string, string[]] {
-  if (!deathSignal || deathSignal.length === 0) return [file, argv];
+/** `file argv...` run under setpriv's parent-death signal: [file, args] for spawn. */
+export function tiedToAgent(deathSignal: string[], file: string, argv: string[]): [string, string[]] {
   const [setpriv, ...pre] = deathSignal as [string, ...string[]];
   return [setpriv, [...pre, file, ...argv]];
+}
+
+const CGROUP_V2_MOUNTS = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"];
+const CGROUP_CONTROLLERS = ["memory", "pids", "cpu", "io"];
+
+/**
+ * The limits a step gets, said honestly: cgroup v2 controllers are not used yet (a host that has
+ * them delegated is named so, and still gets rlimits); without them rlimits are all there is,
+ * and memory, CPU time and total disk use are not bounded (a job's timeout and the host's disk
+ * are the only bounds).
+ */
+async function describeLimits(): Promise<string> {
+  const rl = `rlimits (processes ${DEFAULT_SANDBOX_LIMITS.processes}, file size ${DEFAULT_SANDBOX_LIMITS.fileSizeBytes / 1024 ** 3} GiB, no core dumps)`;
+  for (const mount of CGROUP_V2_MOUNTS) {
+    const controllers = await readFile(path.join(mount, "cgroup.controllers"), "utf8").then(
+      (t) => t.trim().split(/\s+/),
+      () => null,
+    );
+    if (!controllers) continue;
+    const have = CGROUP_CONTROLLERS.filter((c) => controllers.includes(c));
+    if (have.length > 0)
+      return `${rl}; cgroup v2 at ${mount} offers ${have.join(",")} but the driver does not use it yet: memory, CPU and disk are not limited`;
+  }
+  return `${rl}; no cgroup v2 controllers on this host (cgroup v1 or none): memory, CPU and disk are not limited`;
 }
 
 export function unavailable(reason: string): NamespaceSupport {

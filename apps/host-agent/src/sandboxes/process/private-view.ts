@@ -1,59 +1,174 @@
-// What a process-driver step sees of the host filesystem. Without this, every step ran in the
-// host's own mount tree: another job's workspace, log spool and egress socket were readable by
-// path, and a root step's writes to / reached the next job. The step's mount namespace (unshare
-// --mount, private propagation) is rearranged before the step's first instruction:
-//   1. Under KILN_WORK_DIR only this sandbox exists: its root is bind-mounted over the work dir
-//      (hiding every other sandbox, the spool, the image cache and the egress sockets), then again
-//      at its own path so the step's absolute paths keep working. The step's directory is re-entered
-//      by path: the inherited cwd would still point into the hidden tree, and `cd ..` would leave.
-//   2. Every other mount becomes read-only (keeping the flags the kernel locks in a user namespace),
-//      except /proc (the step's own, from --mount-proc) and /dev; /dev/shm gets a private tmpfs,
-//      and /tmp and /var/tmp become the sandbox's tmp unless the work dir lives inside them.
-//   3. CAP_SYS_ADMIN leaves the bounding set (setpriv), so a root step cannot unmount or remount
-//      its way back to the host's view.
-// The attempt's egress socket lives under the hidden work dir; for a forwarder started inside the
-// step's namespace it is bound onto <root>/.egress.sock first and travels with the sandbox root.
-// Perl, not sh + mount(8): one process calls mount(2) for every mount (a host has a dozen or more),
-// where an exec of mount per mount cost about 80 ms per step on this machine (perl-base is
-// Essential on Debian; the egress forwarder needs it too).
+// What a process-driver step sees of the host, and who it is there (docs/adr/0019). The step's
+// pid/ipc/uts (and net) namespaces already exist when this runs (unshare, or nsenter into the
+// sandbox's held network namespace); one Perl process then, before the step's first instruction:
+//   1. (root agent) forks the step side into a new user + mount namespace; the parent, still host
+//      root and the pid namespace's init (pid 1; the step's shell is pid 2), maps the child's
+//      uids/gids 0..65535 onto an unused host range
+//      (SANDBOX_HOST_ID_BASE), so nothing in the step is host root even before it drops privileges.
+//      An unprivileged agent is already in a user namespace (unshare --user --map-root-user).
+//   2. builds a new root on a tmpfs: read-only binds of /usr and the top-level system directories
+//      (or their merged-/usr symlinks), an /etc of the world-readable entries only, minus the
+//      password and group shadows (passwd and group are generated), a minimal /dev (null, zero,
+//      full, random, urandom, tty, a private devpts with ptmx, a private shm), the step's own
+//      /proc, and the sandbox root at its own path. The whole tree is made read-only and nosuid in
+//      one recursive mount_setattr; only the sandbox's workspace/home/tmp (and /tmp, /var/tmp
+//      bound to the sandbox's tmp) stay writable. pivot_root drops the host's tree: other
+//      sandboxes, every agent's work and state directory, the instance data directory, the
+//      platform checkout, /root, /home, /var, /run, /sys and the host's block devices are absent,
+//      not just unreadable.
+//   3. sets rlimits (processes, file size, core dumps): the host has no cgroup v2 controllers to
+//      delegate (see the driver's isolation detail), so these are the limits a step gets.
+//   4. execs argv, which starts with setpriv (dropPrivilegesArgv; for a forwarder in the step's
+//      namespace, after it brought the loopback up): uid/gid SANDBOX_STEP_ID (root agent; in-namespace root otherwise), no
+//      supplementary groups, empty inheritable/ambient/bounding sets (a uid change from 0 clears
+//      permitted and effective), no_new_privs. Then the step's argv.
+// Host-root-owned directories on the way to the sandbox (the work dir is 0700) cannot be walked by
+// the mapped root, so the mounts under the work dir are cloned (open_tree) before the user namespace
+// exists and attached with move_mount. Perl, not sh + mount(8): one process makes every mount.
 import path from "node:path";
 
 export const EGRESS_SOCKET_IN_ROOT = ".egress.sock";
+/** Host uid/gid that in-sandbox id 0 maps to ("kil\0"); 65536 ids from here belong to sandboxes. */
+export const SANDBOX_HOST_ID_BASE = 0x6b696c00;
+/** The uid/gid a step runs as inside its user namespace (root agent). */
+export const SANDBOX_STEP_ID = 1000;
+/** Host uid/gid of a step's files and processes (root agent). */
+export const SANDBOX_HOST_STEP_ID = SANDBOX_HOST_ID_BASE + SANDBOX_STEP_ID;
 
-const VIEW_SCRIPT = String.raw`use strict; use warnings; use Config; use Cwd ();
-my ($root, $work, $sock, $setpriv, @argv) = @ARGV;
-sub fail { print STDERR "kiln: sandbox filesystem view: @_\n"; exit 125 }
+export interface SandboxLimits {
+  /** RLIMIT_NPROC: a fork bomb stops here (counted per user namespace, so per step). */
+  processes: number;
+  /** RLIMIT_FSIZE: the largest single file a step may write. */
+  fileSizeBytes: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 4096, fileSizeBytes: 16 * 1024 ** 3 };
+
+const VIEW_SCRIPT = String.raw`use strict; use warnings; use Config; use POSIX ();
+my ($root, $work, $sock, $mapIds, $nproc, $fsize, @argv) = @ARGV;
+sub fail { print STDERR "kiln: sandbox view: @_\n"; POSIX::_exit(125) }
 my ($arch) = $Config{archname} =~ /^([^-]+)/;
-my $SYS_mount = { x86_64 => 165, aarch64 => 40 }->{$arch} // fail("no mount syscall number for $arch");
-my ($RDONLY, $NOSUID, $NODEV, $NOEXEC, $REMOUNT, $NOATIME, $NODIRATIME, $BIND, $REC, $RELATIME, $STRICTATIME) = (1, 2, 4, 8, 32, 1024, 2048, 4096, 16384, 1 << 21, 1 << 24);
-my %keep = (nosuid => $NOSUID, nodev => $NODEV, noexec => $NOEXEC, noatime => $NOATIME, nodiratime => $NODIRATIME, relatime => $RELATIME, strictatime => $STRICTATIME);
-# Numbers go to syscall() as integers, strings as pointers: 0 is NULL.
+my %nr = (x86_64 => [165, 166, 155, 272, 302], aarch64 => [40, 39, 41, 97, 261]);
+my ($SYS_mount, $SYS_umount2, $SYS_pivot_root, $SYS_unshare, $SYS_prlimit) = @{$nr{$arch} // fail("no syscall numbers for $arch")};
+my $SYS_mount_setattr = 442;
+my ($RDONLY, $NOSUID, $NODEV, $NOEXEC, $REMOUNT, $BIND, $REC) = (1, 2, 4, 8, 32, 4096, 16384);
+my ($SYS_open_tree, $SYS_move_mount) = (428, 429);
 sub mnt { my ($src, $dst, $type, $flags, $data, $what) = @_; syscall($SYS_mount, $src, $dst, $type, $flags, $data) == 0 or fail("$what: $!"); }
-my $cwd = Cwd::getcwd() // fail("getcwd: $!");
-mnt($sock, "$root/${EGRESS_SOCKET_IN_ROOT}", 0, $BIND, 0, "cannot bind the egress socket") if $sock ne "";
-mnt($root, $work, 0, $BIND | $REC, 0, "cannot hide the work dir");
-mkdir($root) or $!{EEXIST} or fail("mkdir $root: $!");
-mnt($work, $root, 0, $BIND | $REC, 0, "cannot mount the sandbox at $root");
-open(my $fh, "<", "/proc/self/mounts") or fail("/proc/self/mounts: $!");
-my @mounts = <$fh>;
-close $fh;
-for (@mounts) {
-  my (undef, $mp, undef, $opts) = split / /;
-  $mp =~ s/\\([0-7]{3})/chr(oct($1))/ge;
-  next if $mp =~ m{^/(?:proc|dev)(?:/|$)} || $mp eq $work || index($mp, "$work/") == 0;
-  my %o = map { $_ => 1 } split /,/, $opts;
-  next if $o{ro};
-  my $flags = $REMOUNT | $BIND | $RDONLY;
-  $flags |= $keep{$_} for grep { $o{$_} } keys %keep;
-  mnt(0, $mp, 0, $flags, 0, "cannot make $mp read-only");
+# A detached copy of a mount (open_tree OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC), attached later
+# with move_mount: unlike a path, it stays usable from inside the new user and mount namespace.
+sub clone_tree { my $fd = syscall($SYS_open_tree, -100, $_[0], 1 | 0x8000 | 0x80000); $fd >= 0 or fail("open_tree $_[0]: $!"); $fd }
+sub attach { my ($fd, $dst, $what) = @_; my $empty = ""; syscall($SYS_move_mount, $fd, $empty, -100, $dst, 4) == 0 or fail("$what: $!"); }
+my $cwd = POSIX::getcwd() // fail("getcwd: $!");
+my $id = substr($root, length($work) + 1);
+# Taken while still host root: the work dir is 0700 and the mapped root cannot walk it.
+my $rootTree = clone_tree($root);
+my @tmpTrees = (clone_tree("$root/tmp"), clone_tree("$root/tmp"));
+my $sockTree = $sock ne "" ? clone_tree($sock) : undef;
+my $hid = $mapIds ? $mapIds + ${SANDBOX_STEP_ID} : -1;
+# The agent (host root) checked the source out and may have written between steps: hand the
+# sandbox's files to the step's host id. lstat/lchown only, so a step's symlink leads nowhere.
+sub own {
+  my ($p) = @_;
+  my @st = lstat($p) or return;
+  if ($st[4] != $hid || $st[5] != $hid) { POSIX::lchown($hid, $hid, $p) or fail("chown $p: $!"); }
+  return unless ($st[2] & 0170000) == 0040000;
+  opendir(my $d, $p) or fail("opendir $p: $!");
+  my @e = grep { $_ ne "." && $_ ne ".." } readdir $d;
+  closedir $d;
+  own("$p/$_") for @e;
 }
-mnt("kiln-shm", "/dev/shm", "tmpfs", $NOSUID | $NODEV, "size=64m,mode=1777", "cannot mount a private /dev/shm") if -d "/dev/shm";
+if ($mapIds) {
+  own("$root/$_") for qw(workspace home tmp);
+  # This process stays host root and the pid namespace's init: it writes the step side's id maps,
+  # reaps orphans, and exits with the step's status (taking the namespace along). It never changes
+  # its credentials, so the parent-death signal unshare gave it survives (a uid change clears it).
+  pipe(my $r1, my $w1) or fail("pipe: $!");
+  pipe(my $r2, my $w2) or fail("pipe: $!");
+  my $pid = fork() // fail("fork: $!");
+  if ($pid) {
+    close $w1; close $r2;
+    sysread($r1, my $b, 1) == 1 or fail("the step side did not reach its user namespace");
+    for my $map ("uid_map", "gid_map") {
+      open(my $m, ">", "/proc/$pid/$map") or fail("/proc/$pid/$map: $!");
+      print $m "0 $mapIds 65536\n" or fail("write $map: $!");
+      close $m or fail("write $map: $!");
+    }
+    syswrite($w2, "g"); close $w2;
+    $SIG{$_} = "IGNORE" for qw(INT TERM HUP QUIT USR1 USR2 PIPE);
+    while (1) {
+      my $w = waitpid(-1, 0);
+      fail("waitpid: $!") if $w < 0;
+      POSIX::_exit(($? & 127) ? 128 + ($? & 127) : $? >> 8) if $w == $pid;
+    }
+  }
+  close $r1; close $w2;
+  syscall($SYS_unshare, 0x10000000 | 0x20000) == 0 or fail("unshare user+mount: $!");
+  syswrite($w1, "u"); close $w1;
+  sysread($r2, my $b, 1) == 1 or fail("no id map for the step's user namespace");
+  POSIX::setgid(0) or fail("setgid: $!"); POSIX::setuid(0) or fail("setuid: $!");
+}
+my $N = "/tmp";
+mnt("kiln-root", $N, "tmpfs", $NOSUID | $NODEV, "mode=0755,size=16m", "cannot mount the root tmpfs");
+for my $d (qw(usr bin sbin lib lib32 lib64 libx32 opt)) {
+  if (-l "/$d") { symlink(readlink("/$d"), "$N/$d") or fail("symlink /$d: $!"); next; }
+  next unless -d "/$d";
+  mkdir("$N/$d") or fail("mkdir $d: $!");
+  mnt("/$d", "$N/$d", 0, $BIND | $REC, 0, "cannot bind /$d");
+}
+mkdir("$N/$_") or fail("mkdir $_: $!") for qw(etc dev proc tmp var var/tmp run home);
+my %deny = map { $_ => 1 } qw(shadow shadow- gshadow gshadow- passwd passwd- group group- subuid subuid- subgid subgid- sudoers sudoers.d security ssh machine-id);
+opendir(my $etc, "/etc") or fail("/etc: $!");
+for my $e (readdir $etc) {
+  next if $e eq "." || $e eq ".." || $deny{$e};
+  my @st = lstat("/etc/$e") or next;
+  if (-l _) { symlink(readlink("/etc/$e"), "$N/etc/$e"); next; }
+  next unless $st[2] & 4;  # not world-readable: root-only, never shown
+  if (-d _) { mkdir("$N/etc/$e") or next; }
+  elsif (-f _) { open(my $f, ">", "$N/etc/$e") or next; close $f; }
+  else { next; }
+  mnt("/etc/$e", "$N/etc/$e", 0, $BIND | $REC, 0, "cannot bind /etc/$e");
+}
+closedir $etc;
+my $uid = $mapIds ? ${SANDBOX_STEP_ID} : 0;
+sub put { open(my $f, ">", $_[0]) or fail("$_[0]: $!"); print $f $_[1]; close $f }
+put("$N/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nkiln:x:$uid:$uid:kiln step:$root/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+put("$N/etc/group", "root:x:0:\nkiln:x:$uid:\nnogroup:x:65534:\n");
+for my $n (qw(null zero full random urandom tty)) {
+  next unless -c "/dev/$n";
+  put("$N/dev/$n", "");
+  mnt("/dev/$n", "$N/dev/$n", 0, $BIND, 0, "cannot bind /dev/$n");
+}
+mkdir("$N/dev/$_") or fail("mkdir dev/$_: $!") for qw(pts shm);
+symlink($_->[0], "$N/dev/$_->[1]") for (["pts/ptmx", "ptmx"], ["/proc/self/fd", "fd"], ["/proc/self/fd/0", "stdin"], ["/proc/self/fd/1", "stdout"], ["/proc/self/fd/2", "stderr"]);
+my @chain = grep { $_ ne "" } split m{/}, "$work/$id";
+my $tmpHome = (grep { index("$work/", "$_/") == 0 } "/tmp", "/var/tmp")[0];
+my $mkchain = sub { my $p = $N; for (@chain) { $p .= "/$_"; mkdir($p) or $!{EEXIST} or fail("mkdir $p: $!"); } };
+$mkchain->() unless $tmpHome;
+# One call: everything built so far read-only and nosuid (not nodev: /dev's nodes are binds in it).
+syscall($SYS_mount_setattr, -100, $N, 0x8000, pack("QQQQ", $RDONLY | $NOSUID, 0, 0, 0), 32) == 0 or fail("cannot make the root read-only: $!");
 for my $t ("/tmp", "/var/tmp") {
-  next if !-d $t || index("$work/", "$t/") == 0;
-  mnt("$root/tmp", $t, 0, $BIND, 0, "cannot mount the sandbox tmp on $t");
+  if (defined $tmpHome && $t eq $tmpHome) { mnt("kiln-tmp", "$N$t", "tmpfs", $NOSUID | $NODEV, "mode=1777,size=1g", "cannot mount a private $t"); }
+  else { attach(shift(@tmpTrees), "$N$t", "cannot bind the sandbox tmp on $t"); }
 }
+$mkchain->() if $tmpHome;
+attach($rootTree, "$N$work/$id", "cannot bind the sandbox");
+for my $w ("$N$work/$id", "$N/tmp", "$N/var/tmp") {
+  syscall($SYS_mount_setattr, -100, $w, 0x8000, pack("QQQQ", $NOSUID | $NODEV, 0, 0, 0), 32) == 0 or fail("nosuid on $w: $!");
+}
+attach($sockTree, "$N$work/$id/${EGRESS_SOCKET_IN_ROOT}", "cannot bind the egress socket") if defined $sockTree;
+mnt("/proc", "$N/proc", 0, $BIND | $REC, 0, "cannot bind /proc");
+mnt("kiln-pts", "$N/dev/pts", "devpts", $NOSUID | $NOEXEC, "newinstance,ptmxmode=0666,mode=0620", "cannot mount devpts");
+mnt("kiln-shm", "$N/dev/shm", "tmpfs", $NOSUID | $NODEV, "mode=1777,size=64m", "cannot mount /dev/shm");
+POSIX::close($_) for @tmpTrees;
+chdir($N) or fail("chdir: $!");
+my $dot = ".";
+syscall($SYS_pivot_root, $dot, $dot) == 0 or fail("pivot_root: $!");
+syscall($SYS_umount2, $dot, 2) == 0 or fail("cannot detach the host tree: $!");
 chdir($cwd) or fail("cannot enter $cwd: $!");
-if ($setpriv ne "") { exec($setpriv, "--bounding-set", "-sys_admin", "--", @argv) or fail("exec $setpriv: $!"); }
+# RLIMIT_CORE 4, RLIMIT_FSIZE 1, RLIMIT_NPROC 6: soft = hard, so a step cannot raise them.
+for ([4, 0], [1, $fsize], [6, $nproc]) {
+  syscall($SYS_prlimit, 0, $_->[0], pack("QQ", $_->[1], $_->[1]), 0) == 0 or fail("prlimit $_->[0]: $!");
+}
 exec { $argv[0] } @argv or fail("exec $argv[0]: $!");
 `;
 
@@ -63,14 +178,45 @@ export interface PrivateViewSpec {
   workDir: string;
   /** The attempt's egress socket, when a forwarder inside the step's namespace must reach it. */
   egressSocket: string | null;
-  setpriv: string | null;
+  /** True for a root agent: the view creates the step's user namespace and maps its ids. */
+  mapIds: boolean;
+  limits: SandboxLimits;
   /** perl-base (Essential on Debian): one process makes every mount, no exec per mount. */
   perl: string;
 }
 
-/** argv that sets the view up inside the step's (already unshared) mount namespace, then execs argv. */
+/**
+ * setpriv's argv prefix (up to and including "--") that leaves a step with no privilege: the step
+ * uid/gid when the view maps ids, no supplementary groups, empty capability sets, no_new_privs.
+ */
+export function dropPrivilegesArgv(setpriv: string, mapIds: boolean): string[] {
+  const ids = mapIds ? ["--reuid", String(SANDBOX_STEP_ID), "--regid", String(SANDBOX_STEP_ID)] : [];
+  return [
+    setpriv,
+    ...ids,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+  ];
+}
+
+/** argv that sets the view up inside the step's (already unshared) namespaces, then execs argv. */
 export function privateViewArgv(spec: PrivateViewSpec, argv: string[]): string[] {
   if (path.dirname(spec.root) !== spec.workDir)
     throw new Error(`sandbox root ${spec.root} is not directly under ${spec.workDir}`);
-  return [spec.perl, "-e", VIEW_SCRIPT, spec.root, spec.workDir, spec.egressSocket ?? "", spec.setpriv ?? "", ...argv];
+  return [
+    spec.perl,
+    "-e",
+    VIEW_SCRIPT,
+    spec.root,
+    spec.workDir,
+    spec.egressSocket ?? "",
+    spec.mapIds ? String(SANDBOX_HOST_ID_BASE) : "",
+    String(spec.limits.processes),
+    String(spec.limits.fileSizeBytes),
+    ...argv,
+  ];
 }

@@ -240,7 +240,8 @@ describe.each(["auto", "off"] as const)("process driver (namespaces: %s)", (name
           .filter((l) => l.includes(":"))
           .map((l) => l.split(":")[0]!.trim());
         expect(interfaces).toEqual(["lo"]);
-        expect(r.stdout).toContain("pid=1"); // own pid namespace
+        // Own pid namespace: a root agent's view is its init (pid 1, private-view.ts), else the shell is.
+        expect(r.stdout).toContain(process.getuid?.() === 0 ? "pid=2" : "pid=1");
       } else {
         expect(driver.isolation.level).toBe("none");
         expect(driver.isolation.detail).not.toBe("");

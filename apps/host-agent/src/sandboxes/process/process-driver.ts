@@ -1,6 +1,8 @@
 // The `process` SandboxDriver: sandboxes are directories under KILN_WORK_DIR, steps are host
-// processes (namespaced when `unshare` works). Cheap to create, hence no warm pool; isolation is
-// much weaker than a microVM (see README), so it suits trusted jobs and development.
+// processes, hardened when `unshare` works (own namespaces, unprivileged uid, no capabilities, a
+// private read-only root: private-view.ts, docs/adr/0019). Cheap to create, hence no warm pool; it
+// shares the host's kernel, so a kernel bug is an escape: untrusted jobs belong on microvm.
+import { randomUUID } from "node:crypto";
 import { access, mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { SAFE_SANDBOX_ID, type Sandbox, type SandboxDriver, type SandboxSpec } from "../sandbox-driver.ts";
@@ -25,7 +27,9 @@ export async function createProcessDriver(opts: ProcessDriverOptions): Promise<P
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   const namespaces =
     opts.namespaces === "off" ? unavailable("namespaces disabled by configuration") : await probeNamespaces();
-  return new ProcessDriver(workDir, namespaces, await findForwarderTools());
+  const driver = new ProcessDriver(workDir, namespaces, await findForwarderTools());
+  if (namespaces.available) await driver.probeView();
+  return driver;
 }
 
 export class ProcessDriver implements SandboxDriver {
@@ -44,8 +48,10 @@ export class ProcessDriver implements SandboxDriver {
   async create(spec: SandboxSpec): Promise<Sandbox> {
     if (!SAFE_SANDBOX_ID.test(spec.attemptId)) throw new Error(`unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
     const root = path.join(this.workDir, spec.attemptId);
-    // Not recursive: if this attempt's directory still exists, fail instead of sharing it.
-    await mkdir(root, { mode: 0o700 });
+    // Not recursive: if this attempt's directory still exists, fail instead of sharing it. 0711: the
+    // step's unprivileged uid must pass through to workspace/home/tmp (handed to it by the view),
+    // never list or change the root (the marker and the egress socket's mountpoint live there).
+    await mkdir(root, { mode: 0o711 });
     await writeFile(path.join(root, MARKER_FILE), "");
     // Mountpoint for the attempt's egress socket inside the step's private view (private-view.ts).
     await writeFile(path.join(root, EGRESS_SOCKET_IN_ROOT), "", { mode: 0o600 });
@@ -53,6 +59,29 @@ export class ProcessDriver implements SandboxDriver {
     for (const dir of Object.values(sandbox.paths)) await mkdir(dir, { mode: 0o700 });
     sandbox.prestart();
     return sandbox;
+  }
+
+  /**
+   * Runs one step through the whole hardened view once, at startup: a kernel or host that refuses
+   * one of its layers (user namespaces, open_tree, mount_setattr, pivot_root) stops the agent here
+   * with the view's own message, instead of failing every job, and never degrades silently.
+   */
+  async probeView(): Promise<void> {
+    const sandbox = await this.create({ attemptId: `probe-${process.pid}-${randomUUID()}`, image: null });
+    let err = "";
+    try {
+      const r = await sandbox.runStep(
+        "true",
+        { PATH: "/usr/bin:/bin" },
+        {},
+        () => undefined,
+        (c) => (err += c.toString()),
+      );
+      if (r.exitCode !== 0)
+        throw new Error(`the process sandbox's hardened view does not work on this host: ${err.trim() || r.exitCode}`);
+    } finally {
+      await sandbox.destroy();
+    }
   }
 
   async removeLeftovers(): Promise<number> {

@@ -1,6 +1,6 @@
 // One attempt's sandbox for the process driver: a directory with workspace/home/tmp, steps as
 // host processes in their own process group and, when the host allows it, their own
-// pid/net/ipc/uts/mount namespaces.
+// user/pid/net/ipc/uts/mount namespaces, an unprivileged uid and a private root (private-view.ts).
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
@@ -9,7 +9,7 @@ import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
 import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
-import { EGRESS_SOCKET_IN_ROOT, privateViewArgv } from "./private-view.ts";
+import { DEFAULT_SANDBOX_LIMITS, dropPrivilegesArgv, EGRESS_SOCKET_IN_ROOT, privateViewArgv } from "./private-view.ts";
 import { tiedToAgent, type NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -98,7 +98,7 @@ export class ProcessSandbox implements Sandbox {
         ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
             ...this.namespaces.args,
             "--",
-            ...this.privateView(null, ["/bin/sh", "-c", command]),
+            ...this.privateView(null, [...this.dropPrivileges(), "/bin/sh", "-c", command]),
           ])
         : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
@@ -157,7 +157,7 @@ export class ProcessSandbox implements Sandbox {
       return tiedToAgent(ns.deathSignal, ns.unsharePath, [
         ...ns.args,
         "--",
-        ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command)),
+        ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command, this.dropPrivileges())),
       ]);
     }
     if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
@@ -169,29 +169,40 @@ export class ProcessSandbox implements Sandbox {
       [
         `--net=${this.holder.netnsPath}`,
         "--",
-        ...(ns.deathSignal ?? []),
+        ...ns.deathSignal,
         ns.unsharePath,
         ...stepArgs,
         "--",
-        ...this.privateView(null, ["/bin/sh", "-c", command]),
+        ...this.privateView(null, [...this.dropPrivileges(), "/bin/sh", "-c", command]),
       ],
     ];
   }
 
-  /** Every namespaced step sees only its own sandbox of the work dir, and the host read-only. */
+  /** Every namespaced step sees only its own sandbox and read-only system directories (private-view.ts). */
   private privateView(egressSocket: string | null, argv: string[]): string[] {
     const ns = this.namespaces;
     const tools = this.forwarder;
-    // Fail closed: a namespaced step without its private view would see every other sandbox.
-    if (!tools || "missing" in tools)
+    // Fail closed: a namespaced step without its private view would see the whole host.
+    if (!ns.available || !tools || "missing" in tools)
       throw new Error(
         "this host has namespaces but no perl (Debian: perl-base) to set up the sandbox's filesystem view",
       );
-    const setpriv = ns.available ? (ns.deathSignal?.[0] ?? null) : null;
     return privateViewArgv(
-      { root: this.root, workDir: path.dirname(this.root), egressSocket, setpriv, perl: tools.perl },
+      {
+        root: this.root,
+        workDir: path.dirname(this.root),
+        egressSocket,
+        mapIds: ns.mapIds,
+        limits: DEFAULT_SANDBOX_LIMITS,
+        perl: tools.perl,
+      },
       argv,
     );
+  }
+
+  private dropPrivileges(): string[] {
+    if (!this.namespaces.available) throw new Error("no namespaces: nothing to drop privileges into");
+    return dropPrivilegesArgv(this.namespaces.setpriv, this.namespaces.mapIds);
   }
 
   kill(signal: NodeJS.Signals): void {
