@@ -75,7 +75,6 @@ export {
   LogPublisher,
   logChannel,
   followJobLog,
-  withJournalTx,
   type LogConfig,
   type SqlPool,
   type SqlClient,

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { OUTCOMES } from "../runs/outcomes.ts";
+import { CACHE_RESTORE_RESULTS, CACHE_RESTORE_TIERS, CACHE_SAVE_RESULTS } from "../caches/index.ts";
+import { LOG_STREAMS, MAX_LOG_CHUNK_BYTES } from "../logs/index.ts";
 
 // The agent <-> control-plane contract, shared by both sides (conventions rule 10). Paths:
 //   POST /v1/agent/sessions               host credential  registerSessionRequest -> registerSessionResponse (201)
@@ -41,8 +43,6 @@ export const claimRequest = z
 // Mediated egress (issue 3): what the attempt may reach, computed at claim (see the egress section below).
 export const egressPolicy = z.object({
   trustClass: z.enum(["trusted", "untrusted"]),
-  /** The control plane and object storage endpoints, host[:port]; reachable for every trust class. */
-  platformHosts: z.array(z.string().max(300)).max(32),
   /** The org's allow-list (canonical patterns); the domain's decideEgress ignores it for untrusted runs. */
   allowList: z.array(z.string().max(300)).max(1000),
 });
@@ -221,7 +221,7 @@ export const artifactDownloadGrant = z.object({
 // 409 LOG.CONFLICT: other bytes already hold that position; 409 LOG.OUT_OF_ORDER: resend from
 // error.details.next_seq; 503 LOG.JOURNAL_FULL + Retry-After: back-pressure, keep spooling and retry;
 // 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED: fenced, stop shipping.
-const logStream = z.enum(["stdout", "stderr"]);
+const logStream = z.enum(LOG_STREAMS);
 const logBytes = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const logChunkIdentity = z
   .object({
@@ -232,11 +232,7 @@ export const logChunkIdentity = z
       .min(0)
       .max(2 ** 31 - 1),
     offset: logBytes,
-    length: z
-      .number()
-      .int()
-      .min(1)
-      .max(1024 * 1024),
+    length: z.number().int().min(1).max(MAX_LOG_CHUNK_BYTES),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
   })
   .strict();
@@ -245,7 +241,7 @@ export const logAppendHeader = z
   .strict();
 export const logChunk = logChunkIdentity.extend({
   /** The chunk's bytes, base64 (after secret masking). */
-  data: z.string().max(Math.ceil((1024 * 1024) / 3) * 4 + 4),
+  data: z.string().max(Math.ceil(MAX_LOG_CHUNK_BYTES / 3) * 4 + 4),
 });
 export const logAppendRequest = z
   .object({ epoch: z.number().int().min(1), chunks: z.array(logChunk).min(1).max(512) })
@@ -359,8 +355,8 @@ export const cacheStatsRequest = z
     epoch: z.number().int().min(1),
     restore: z
       .object({
-        result: z.enum(["hit", "miss"]),
-        tier: z.enum(["local", "remote"]).nullable(),
+        result: z.enum(CACHE_RESTORE_RESULTS),
+        tier: z.enum(CACHE_RESTORE_TIERS).nullable(),
         exact: z.boolean().nullable(),
         reason: z.string().max(200).nullable(),
         bytes: z.number().int().min(0),
@@ -370,7 +366,7 @@ export const cacheStatsRequest = z
       .optional(),
     save: z
       .object({
-        result: z.enum(["saved", "already_bound", "conflict", "refused", "skipped", "failed"]),
+        result: z.enum(CACHE_SAVE_RESULTS),
         reason: z.string().max(200).nullable(),
         bytes: z.number().int().min(0),
         ms: z.number().int().min(0),

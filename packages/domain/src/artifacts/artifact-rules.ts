@@ -10,7 +10,7 @@ export type ArtifactState = (typeof ARTIFACT_STATES)[number];
 export const ARTIFACT_FORMATS = ["file", "tar"] as const;
 export type ArtifactFormat = (typeof ARTIFACT_FORMATS)[number];
 
-export const SHA256_HEX = /^[0-9a-f]{64}$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * Named causes an attempt reports when publishing or restoring fails. The first group is the

@@ -10,7 +10,7 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 export const S3_MIN_PART_BYTES = 5 * MiB;
-export const S3_MAX_PART_BYTES = 5 * GiB;
+const S3_MAX_PART_BYTES = 5 * GiB;
 export const S3_MAX_PARTS = 10_000;
 /** 20 GiB (>= 20 GB): the largest artifact Kiln accepts. */
 export const MAX_ARTIFACT_BYTES = 20 * GiB;

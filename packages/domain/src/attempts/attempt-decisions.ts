@@ -1,6 +1,12 @@
 import { DomainError } from "../shared/errors.ts";
-import type { Outcome } from "../runs/outcomes.ts";
-import type { AttemptStatus, JobStatus, RunStatus } from "../runs/run-state-machine.ts";
+import { isAutoRetryable, type Outcome } from "../runs/outcomes.ts";
+import {
+  JOB_TRANSITIONS,
+  legalSources,
+  type AttemptStatus,
+  type JobStatus,
+  type RunStatus,
+} from "../runs/run-state-machine.ts";
 import { shouldRetryPlatformFailure } from "./retry-policy.ts";
 
 /** What the completion transaction loaded, under the run lock then the job lock. */
@@ -61,7 +67,7 @@ export function decideCompletion(s: CompletionState): CompletionDecision {
     }
     return { kind: "succeed" };
   }
-  if (s.reportedOutcome === "platform_failure") return retryOrFail(s);
+  if (isAutoRetryable(s.reportedOutcome)) return retryOrFail(s);
   return { kind: "fail", outcome: s.reportedOutcome };
 }
 
@@ -103,6 +109,8 @@ export function decideLeaseExpiry(s: {
   return shouldRetryPlatformFailure(s.platformRetries, s.retryBudget) ? { kind: "retry" } : { kind: "fail" };
 }
 
+const CLAIMABLE: readonly JobStatus[] = legalSources(JOB_TRANSITIONS, "claimed", "running");
+
 /** Claims: one transaction checks all of these; any "no" leaves the job for someone else. */
 export function decideClaim(s: {
   runStatus: RunStatus;
@@ -118,7 +126,7 @@ export function decideClaim(s: {
   | { ok: true }
   | { ok: false; reason: "not_ready" | "stale_generation" | "run_inactive" | "backoff" | "no_capacity" } {
   if (s.runStatus !== "running") return { ok: false, reason: "run_inactive" };
-  if (s.jobStatus !== "ready" || !s.predecessorsSucceeded) return { ok: false, reason: "not_ready" };
+  if (!CLAIMABLE.includes(s.jobStatus) || !s.predecessorsSucceeded) return { ok: false, reason: "not_ready" };
   if (s.offeredGeneration !== null && s.offeredGeneration !== s.jobGeneration)
     return { ok: false, reason: "stale_generation" };
   if (s.notBefore && s.notBefore.getTime() > s.now.getTime()) return { ok: false, reason: "backoff" };

@@ -5,7 +5,7 @@ export interface BackoffPolicy {
   maxMs: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
+const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
 
 /** Delay before retry number `retry` (1 = first retry). `unit` is a uniform draw in [0, 1). */
 export function backoffDelayMs(retry: number, unit: number, policy: BackoffPolicy = DEFAULT_BACKOFF): number {

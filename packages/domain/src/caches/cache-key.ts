@@ -8,18 +8,24 @@
 import type { TrustClass } from "../tenants/trust-class.ts";
 
 /** Bumped whenever the archive layout or manifest changes, so old entries simply stop matching. */
-export const CACHE_FORMAT_VERSION = 1;
+const CACHE_FORMAT_VERSION = 1;
 
 export const CACHE_KINDS = ["dependencies", "directory"] as const;
 export type CacheKind = (typeof CACHE_KINDS)[number];
 
 /** Entries live in a namespace derived from the run's trust class; only "trusted" is ever written. */
-export type CacheNamespace = "trusted";
+export const CACHE_NAMESPACES = ["trusted"] as const;
+export type CacheNamespace = (typeof CACHE_NAMESPACES)[number];
 
 export interface CacheKeyInput {
   orgId: string;
   repoId: string;
   namespace: CacheNamespace;
+  /**
+   * The ref whose entries these are (refs/heads/<branch>): trusted writes are namespaced by ref as
+   * well as repo and trust class, so a trusted run on one branch never binds what another reads.
+   */
+  ref: string;
   os: string;
   arch: string;
   /** The job image's pinned manifest digest; null when the job runs without an image. */
@@ -46,13 +52,14 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
  * Canonical, unambiguous material: a JSON array (strings are escaped, so no component can smuggle
  * a separator into the next). Input order is the declared order, which is fixed by the frozen run.
  */
-export function cachePrefixMaterial(k: CacheKeyInput): string {
+function cachePrefixMaterial(k: CacheKeyInput): string {
   return JSON.stringify([
     "kiln-cache",
     CACHE_FORMAT_VERSION,
     k.orgId,
     k.repoId,
     k.namespace,
+    k.ref,
     k.os,
     k.arch,
     k.imageDigest ?? "-",
@@ -70,6 +77,14 @@ export function deriveCacheKey(k: CacheKeyInput, sha256: Sha256Hex): CacheKey {
   const prefix = sha256(cachePrefixMaterial(k));
   const key = sha256(JSON.stringify([prefix, k.inputs.map((i) => [i.path, i.sha256 ?? "absent"])]));
   return { key, prefix };
+}
+
+/**
+ * The refs a run reads trusted entries from, in order: its own ref's, then the default branch's;
+ * never another branch's. A run without a usable ref reads the default branch only.
+ */
+export function cacheReadRefs(ownRef: string | null, defaultBranchRef: string): string[] {
+  return ownRef === null || ownRef === defaultBranchRef ? [defaultBranchRef] : [ownRef, defaultBranchRef];
 }
 
 /** Every run reads the trusted namespace: read wide (seed 002). */

@@ -13,7 +13,7 @@ export const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 
-export const cacheManifestEntry = z.discriminatedUnion("type", [
+const cacheManifestEntry = z.discriminatedUnion("type", [
   z.object({ type: z.literal("dir"), path: z.string(), mode: z.number().int() }).strict(),
   z
     .object({

@@ -1,7 +1,13 @@
 // Binding, conflict and eviction rules for cache entries. Pure: the engine loads, decides, persists.
 import { DomainError } from "../shared/errors.ts";
 
-export type CacheEntryState = "uploading" | "bound" | "abandoned" | "evicted";
+export const CACHE_ENTRY_STATES = ["uploading", "bound", "abandoned", "evicted"] as const;
+export type CacheEntryState = (typeof CACHE_ENTRY_STATES)[number];
+
+/** What an agent reports about one cache step (cache_stat rows; the agent's wire schema uses these). */
+export const CACHE_RESTORE_RESULTS = ["hit", "miss"] as const;
+export const CACHE_RESTORE_TIERS = ["local", "remote"] as const;
+export const CACHE_SAVE_RESULTS = ["saved", "already_bound", "conflict", "refused", "skipped", "failed"] as const;
 
 export type CacheBindOutcome = "bound" | "already_bound" | "conflict";
 

@@ -36,7 +36,7 @@ export interface OrgState {
 }
 
 /** Within an org: FIFO by effective enqueue time, then by run, then by job id (total order). */
-export function queuedBefore(a: QueuedEntry, b: QueuedEntry): boolean {
+function queuedBefore(a: QueuedEntry, b: QueuedEntry): boolean {
   if (a.key !== b.key) return a.key < b.key;
   if (a.job.runId !== b.job.runId) return a.job.runId < b.job.runId;
   return a.job.jobId < b.job.jobId;
@@ -69,7 +69,7 @@ export function band(org: OrgState): 0 | 1 {
  * by what they hold per unit weight; borrowers by what they borrow per unit weight, so idle
  * capacity is split between borrowers by weight regardless of how much each one owns.
  */
-export function shareAfterNext(org: OrgState): number {
+function shareAfterNext(org: OrgState): number {
   const held = band(org) === 0 ? org.running + 1 : org.running + 1 - org.slots;
   return held / org.weight;
 }

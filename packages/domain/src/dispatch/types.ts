@@ -103,11 +103,6 @@ export const DEFAULT_NEARLY_DONE_BUMP_MS = 30_000;
  */
 export const PREEMPTED_CAUSE = "capacity.preempted";
 
-/** Whether a platform-failure cause counts towards the infrastructure-failure ratio. */
-export function countsTowardInfraFailureRatio(cause: string | null): boolean {
-  return cause !== PREEMPTED_CAUSE;
-}
-
 export function tierRank(tier: Tier): number {
   switch (tier) {
     case "interactive":

@@ -8,12 +8,13 @@ import {
 } from "./host-pattern.ts";
 
 // The egress decision (seed 000 section 11, issue 3): a sandbox's only way out is the host's proxy,
-// and the proxy asks this function about every destination. Untrusted runs reach the platform's
-// own services and nothing else, whatever the org's allow-list says; trusted runs reach the
-// platform's services plus the org's allow-list. Everything else is denied.
+// and the proxy asks this function about every destination. Untrusted runs reach nothing, whatever
+// the org's allow-list says; trusted runs reach the org's allow-list. The platform's own services
+// (control plane, object store, database, Redis) are reachable by no sandbox: the agent moves every
+// byte a job needs from them (checkout, artifacts, caches, logs), so a hostile step has no platform
+// endpoint to probe (issue 15, docs/adr/0019).
 
 export type EgressDecisionReason =
-  | "platform_service"
   | "allow_list"
   | "untrusted_run"
   | "not_on_allow_list"
@@ -21,8 +22,8 @@ export type EgressDecisionReason =
   | "invalid_host";
 
 export type EgressDecision =
-  | { allowed: true; reason: "platform_service" | "allow_list"; matched: string }
-  | { allowed: false; reason: Exclude<EgressDecisionReason, "platform_service" | "allow_list">; message: string };
+  | { allowed: true; reason: "allow_list"; matched: string }
+  | { allowed: false; reason: Exclude<EgressDecisionReason, "allow_list">; message: string };
 
 export interface EgressRequest {
   /** As the client named it (CONNECT authority or absolute URL host); normalised here. */
@@ -31,8 +32,6 @@ export interface EgressRequest {
   trustClass: TrustClass;
   /** The org's allow-list entries (pattern text as stored). */
   allowList: readonly string[];
-  /** The control plane and object storage endpoints, as host[:port] patterns. */
-  platformHosts: readonly string[];
 }
 
 /** The exact line a denied client receives and the job log shows. */
@@ -52,8 +51,6 @@ export function decideEgress(req: EgressRequest): EgressDecision {
     };
   }
   const target = { ...dest, port };
-  const platform = firstMatch(req.platformHosts, target);
-  if (platform) return { allowed: true, reason: "platform_service", matched: platform };
   const message = egressDeniedMessage(dest.host, port, req.trustClass);
   if (req.trustClass === "untrusted") return { allowed: false, reason: "untrusted_run", message };
   const listed = firstMatch(req.allowList, target);
@@ -81,20 +78,14 @@ function tryParse(text: string): HostPattern | null {
 /**
  * The second check, after the proxy resolved an allowed name: a name allowed by the org's list
  * must not lead to an internal address (DNS pointing an allowed name at 127.0.0.1 or the cloud
- * metadata service), unless the host is configured to allow that (on-premises mirrors).
- * Platform services are exempt: they are the platform's own, usually internal, endpoints.
+ * metadata service, or the platform's own services), unless the host is configured to allow that
+ * (on-premises mirrors).
  */
 export function decideResolvedAddress(
   decision: EgressDecision,
   dest: { host: string; port: number; address: string; trustClass: TrustClass; allowInternal: boolean },
 ): EgressDecision {
-  if (
-    !decision.allowed ||
-    decision.reason === "platform_service" ||
-    dest.allowInternal ||
-    !isInternalAddress(dest.address)
-  )
-    return decision;
+  if (!decision.allowed || dest.allowInternal || !isInternalAddress(dest.address)) return decision;
   return {
     allowed: false,
     reason: "internal_address",
@@ -103,7 +94,7 @@ export function decideResolvedAddress(
 }
 
 /**
- * Addresses a destination name must not resolve to unless it is a platform service: loopback,
+ * Addresses a destination name must not resolve to (unless the host allows internal ones): loopback,
  * private, link-local (cloud metadata), CGNAT, unspecified and multicast ranges. Without this an
  * allow-listed name whose DNS points at 127.0.0.1 would reach the host's own services.
  */
@@ -126,7 +117,9 @@ export function isInternalAddress(address: string): boolean {
   return a === "::" || a === "::1" || /^f[cd]/.test(a) || /^fe[89ab]/.test(a) || a.startsWith("ff");
 }
 
-/** The `decision` column of egress_event (packages/db/src/enums-check.ts pins it to the migration). */
-export type EgressDecisionValue = "allowed" | "denied";
+/** The `decision` column of egress_event (packages/db/test/state-constraints.test.ts pins it to the migration). */
+export const EGRESS_DECISIONS = ["allowed", "denied"] as const;
+export type EgressDecisionValue = (typeof EGRESS_DECISIONS)[number];
 /** The `action` column of egress_rule_change. */
-export type EgressRuleAction = "allow" | "remove";
+export const EGRESS_RULE_ACTIONS = ["allow", "remove"] as const;
+export type EgressRuleAction = (typeof EGRESS_RULE_ACTIONS)[number];

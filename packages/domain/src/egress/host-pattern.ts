@@ -16,7 +16,7 @@ export interface HostPattern {
 
 export type HostKind = "name" | "ipv4" | "ipv6";
 
-export const DEFAULT_PORTS: readonly number[] = [443, 80];
+const DEFAULT_PORTS: readonly number[] = [443, 80];
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 // A top-level label that starts with a letter: rules out every numeric shorthand getaddrinfo would

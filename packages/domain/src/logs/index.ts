@@ -3,7 +3,6 @@ export {
   LOG_STREAMS,
   MAX_LOG_CHUNK_BYTES,
   decideChunkBatch,
-  sameChunk,
   type LogStream,
   type LogChunkIdentity,
   type LogPosition,
@@ -20,7 +19,7 @@ export {
   type LogSealDeclaration,
   type SealDecision,
 } from "./log-state.ts";
-export { encodeLogCursor, decodeLogCursor, type LogCursor } from "./log-cursor.ts";
+export { encodeLogCursor, type LogCursor } from "./log-cursor.ts";
 export { planLogStream, type LogStreamPlan } from "./log-stream-plan.ts";
 export { LOG_CHUNKS_CONTENT_TYPE, encodeLogFrame, decodeLogFrame } from "./log-frame.ts";
-export { SecretMasker, secretValuesFromEnv, SECRET_ENV_NAME, SECRET_MASK, MIN_SECRET_LENGTH } from "./secret-masker.ts";
+export { SecretMasker, secretValuesFromEnv } from "./secret-masker.ts";

@@ -37,7 +37,7 @@ export type ChunkBatchDecision = {
   after: LogPosition;
 };
 
-export function sameChunk(a: LogChunkIdentity, b: LogChunkIdentity): boolean {
+function sameChunk(a: LogChunkIdentity, b: LogChunkIdentity): boolean {
   return (
     a.stream === b.stream && a.seq === b.seq && a.offset === b.offset && a.length === b.length && a.sha256 === b.sha256
   );

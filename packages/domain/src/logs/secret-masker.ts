@@ -7,10 +7,10 @@
 // at most (longest secret - 1) per stream.
 
 /** Env entries whose name matches this carry secrets (there is no secrets store yet). */
-export const SECRET_ENV_NAME = /SECRET|TOKEN|PASSWORD|KEY/i;
+const SECRET_ENV_NAME = /SECRET|TOKEN|PASSWORD|KEY/i;
 /** Shorter values are not masked: masking "1" or "yes" would destroy logs and hide nothing. */
-export const MIN_SECRET_LENGTH = 4;
-export const SECRET_MASK = "***";
+const MIN_SECRET_LENGTH = 4;
+const SECRET_MASK = "***";
 
 /** The values to mask for a job: secret-named env entries, plus each long line of multi-line ones. */
 export function secretValuesFromEnv(env: Readonly<Record<string, string>>): string[] {

@@ -1,8 +1,9 @@
 // Trust class is computed once at admission from the event and the org's membership records, never
 // from anything in the workflow or the commit, and can never be raised afterwards (seed 002).
-export type TrustClass = "trusted" | "untrusted";
-export type Role = "admin" | "member" | "auditor";
-export const ROLES: readonly Role[] = ["admin", "member", "auditor"];
+export const TRUST_CLASSES = ["trusted", "untrusted"] as const;
+export type TrustClass = (typeof TRUST_CLASSES)[number];
+export const ROLES = ["admin", "member", "auditor"] as const;
+export type Role = (typeof ROLES)[number];
 
 export type AdmissionEvent =
   | { kind: "push"; senderIsMember: boolean }
@@ -25,11 +26,6 @@ export function computeTrustClass(e: AdmissionEvent): TrustClass {
       // A retry inherits the parent's class: it may never be raised by re-running.
       return e.parentTrustClass;
   }
-}
-
-/** Combine: the result is never more trusted than either input. */
-export function lowerTrust(a: TrustClass, b: TrustClass): TrustClass {
-  return a === "trusted" && b === "trusted" ? "trusted" : "untrusted";
 }
 
 export function canTrigger(role: Role): boolean {

@@ -15,14 +15,14 @@ export function located(node: ParsedNode, path: string): Located {
   return { node, offset: node.range[0], path };
 }
 
-export function childPath(parent: string, key: string | number): string {
+function childPath(parent: string, key: string | number): string {
   if (typeof key === "number") return `${parent}[${key}]`;
   const segment = /^[A-Za-z_][A-Za-z0-9_-]*$/.test(key) ? key : JSON.stringify(key);
   if (parent === "") return segment;
   return segment.startsWith('"') ? `${parent}[${segment}]` : `${parent}.${segment}`;
 }
 
-export function describe(node: ParsedNode | null): string {
+function describe(node: ParsedNode | null): string {
   if (node === null) return "nothing";
   if (isMap(node)) return "a mapping";
   if (isSeq(node)) return "a list";

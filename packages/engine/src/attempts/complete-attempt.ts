@@ -2,10 +2,13 @@ import { invalidateDispatchViews } from "../dispatch/dispatch-view.ts";
 import { randomInt } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
+  ATTEMPT_TRANSITIONS,
   dispatch,
   backoffDelayMs,
   decideCompletion,
   DomainError,
+  JOB_TRANSITIONS,
+  legalSources,
   type Outcome,
   type RunStatus,
   type WorkflowDefinition,
@@ -15,6 +18,10 @@ import { recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/advance-run.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
 import { endUnsealedLog } from "../logs/log-transitions.ts";
+
+// Guards from the transition tables: an attempt ends once, its job completes from running only.
+const ATTEMPT_ENDS_FROM = legalSources(ATTEMPT_TRANSITIONS, "ended", "completed");
+const JOB_FINISHES_FROM = legalSources(JOB_TRANSITIONS, "attempt_finished", "completed");
 
 export interface CompletionReport {
   attemptId: string;
@@ -165,7 +172,7 @@ export async function finishAttempt(
       dispatch_ms = COALESCE(${rep?.phases?.dispatchMs ?? null}::int, dispatch_ms),
       execution_ms = COALESCE(${rep?.phases?.executionMs ?? null}::int, execution_ms),
       finalize_ms = COALESCE(${rep?.phases?.finalizeMs ?? null}::int, finalize_ms)
-    WHERE id = ${a.id}::uuid AND status = 'running'`;
+    WHERE id = ${a.id}::uuid AND status = ANY(${ATTEMPT_ENDS_FROM}::text[])`;
   if (n !== 1) throw new DomainError("ATTEMPT.STALE_EPOCH", "attempt already finished");
   // Release the org's concurrency slot exactly once: the guarded update above succeeds only once.
   await tx.$executeRaw`
@@ -196,7 +203,7 @@ export async function finishJob(
 ): Promise<void> {
   const n = await tx.$executeRaw`
     UPDATE job_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message}, finished_at = now()
-    WHERE id = ${a.jobId}::uuid AND status = 'running' AND current_epoch = ${a.epoch}`;
+    WHERE id = ${a.jobId}::uuid AND status = ANY(${JOB_FINISHES_FROM}::text[]) AND current_epoch = ${a.epoch}`;
   if (n !== 1) throw new DomainError("JOB.ILLEGAL_TRANSITION", "job is not running this attempt");
   await recordTransition(tx, {
     orgId: run.orgId,

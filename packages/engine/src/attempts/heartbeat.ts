@@ -1,6 +1,9 @@
 import type { Db } from "@kiln/db";
-import { decideHeartbeat, DomainError, type AttemptStatus } from "@kiln/domain";
+import { ATTEMPT_TRANSITIONS, decideHeartbeat, DomainError, legalSources, type AttemptStatus } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
+
+// Only a live (running) attempt's lease is renewed: the attempt table's lease_renewed sources.
+const RENEWABLE = legalSources(ATTEMPT_TRANSITIONS, "lease_renewed", "running");
 
 export interface HeartbeatResult {
   leaseExpiresAt: string;
@@ -36,7 +39,7 @@ export async function heartbeat(
       started_at = CASE WHEN ${input.phase?.started ?? false} THEN COALESCE(a.started_at, now()) ELSE a.started_at END
     FROM job_run j, workflow_run r
     WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND j.id = a.job_id AND r.id = a.run_id
-      AND a.status = 'running' AND a.epoch = ${input.epoch} AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
+      AND a.status = ANY(${RENEWABLE}::text[]) AND a.epoch = ${input.epoch} AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
       AND NOT EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
                       WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL)
     RETURNING a.lease_expires_at, (a.cancel_requested OR a.preempt_requested OR r.status = 'cancelling') AS cancel_requested`;

@@ -1,11 +1,15 @@
 import { withTx, type Db } from "@kiln/db";
-import { decideLeaseExpiry, dispatch } from "@kiln/domain";
+import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun } from "../runs/advance-run.ts";
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
 import { loadPoolState } from "../dispatch/pool-snapshot.ts";
 import { lockAttempt } from "./load-attempt.ts";
+
+// Guards from the transition tables: hints go to READY jobs, stop requests to running attempts.
+const REDISPATCHABLE = legalSources(JOB_TRANSITIONS, "redispatched", "ready");
+const PREEMPTIBLE = legalSources(ATTEMPT_TRANSITIONS, "preempt_requested", "running");
 
 export interface ReconcileReport {
   fenced: number;
@@ -92,7 +96,7 @@ async function redispatchStaleReady(db: Db, cfg: EngineConfig, limit: number): P
         AND (j.next_attempt_at IS NULL OR j.next_attempt_at <= now())
       ORDER BY j.dispatched_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
     for (const j of stale) {
-      await tx.$executeRaw`UPDATE job_run SET dispatched_at = now() WHERE id = ${j.id}::uuid AND status = 'ready'`;
+      await tx.$executeRaw`UPDATE job_run SET dispatched_at = now() WHERE id = ${j.id}::uuid AND status = ANY(${REDISPATCHABLE}::text[])`;
       await enqueueOutbox(tx, "job.dispatch", {
         jobId: j.id,
         runId: j.run_id,
@@ -173,7 +177,7 @@ async function preemptForOwners(db: Db): Promise<number> {
       const victims = decision.preempt.map((p) => p.jobId);
       const rows = await tx.$queryRaw<{ id: string; org_id: string; run_id: string; job_id: string }[]>`
         UPDATE attempt SET preempt_requested = true
-        WHERE job_id = ANY(${victims}::uuid[]) AND status = 'running' AND NOT preempt_requested
+        WHERE job_id = ANY(${victims}::uuid[]) AND status = ANY(${PREEMPTIBLE}::text[]) AND NOT preempt_requested
         RETURNING id, org_id, run_id, job_id`;
       for (const r of rows) {
         await recordTransition(tx, {

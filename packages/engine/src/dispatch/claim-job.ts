@@ -1,17 +1,26 @@
-import { sqlPool, type Db } from "@kiln/db";
+import { sqlPool, withTx, type Db } from "@kiln/db";
 import {
   decideClaim,
   DomainError,
+  JOB_TRANSITIONS,
+  legalSources,
   type JobStatus,
   type RunStatus,
   type TrustClass,
   type WorkflowDefinition,
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
-import { withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
+import type { SqlClient, SqlPool } from "../shared/sql-pool.ts";
+import { statusArrayLiteral } from "../shared/status-guard.ts";
 import { platformKey, signJobToken, type SigningKey } from "../identity/tokens.ts";
 import { takeCandidates } from "./dispatch-view.ts";
 import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
+
+// The claim's guards, from the job table. Fixed at module load: the claim's statements stay
+// prepared with the same text on every call (ADR 0015).
+const CLAIMABLE = legalSources(JOB_TRANSITIONS, "claimed", "running");
+const CLAIMABLE_SQL = statusArrayLiteral(CLAIMABLE);
+const CAPPED_SQL = statusArrayLiteral(legalSources(JOB_TRANSITIONS, "held_by_org_cap", "ready"));
 
 export interface ClaimRequest {
   sessionId: string;
@@ -98,7 +107,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
     const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
     const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, org, req.offer ?? null);
-    result = await withJournalTx(sql, "claim-job", async (c) => {
+    result = await withTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       // The host credential is checked here as well, on every claim, not only by the cached pool
       // lookup: one round trip less than a separate authentication query (ADR 0015).
@@ -175,7 +184,7 @@ async function chooseCandidates(
   if (org !== null && !offer) {
     return db.$queryRaw<{ id: string; run_id: string }[]>`
       SELECT id, run_id FROM job_run
-      WHERE status = 'ready' AND pool = ${pool} AND org_id = ${org}::uuid
+      WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND org_id = ${org}::uuid
         AND (next_attempt_at IS NULL OR next_attempt_at <= now())
       ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
   }
@@ -191,7 +200,7 @@ async function chooseCandidates(
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
-    WHERE status = 'ready' AND pool = ${pool} AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
+    WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
       AND (next_attempt_at IS NULL OR next_attempt_at <= now())
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
@@ -347,14 +356,14 @@ async function tryClaim(
              RETURNING id, lease_expires_at),
            upd AS (
              UPDATE job_run SET status = 'running', current_epoch = $5, wait_reason = NULL
-             WHERE id = $3::uuid AND status = 'ready' AND dispatch_generation = $11 AND EXISTS (SELECT 1 FROM slot)
+             WHERE id = $3::uuid AND status = ANY(${CLAIMABLE_SQL}) AND dispatch_generation = $11 AND EXISTS (SELECT 1 FROM slot)
              RETURNING id),
            ev AS (
              INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
-             SELECT $1::uuid, $4::uuid, $3::uuid, ins.id, 'job', 'ready', 'running', 'claimed', $12::jsonb FROM ins
+             SELECT $1::uuid, $4::uuid, $3::uuid, ins.id, 'job', $14, 'running', 'claimed', $12::jsonb FROM ins
              RETURNING id),
            capped AS (
-             UPDATE job_run SET wait_reason = 'org_cap' WHERE id = $3::uuid AND status = 'ready' AND NOT EXISTS (SELECT 1 FROM slot)
+             UPDATE job_run SET wait_reason = 'org_cap' WHERE id = $3::uuid AND status = ANY(${CAPPED_SQL}) AND NOT EXISTS (SELECT 1 FROM slot)
              RETURNING id)
            SELECT (SELECT id FROM ins) AS attempt_id, (SELECT lease_expires_at FROM ins) AS lease_expires_at,
                   (SELECT count(*) FROM upd)::int AS updated, (SELECT count(*) FROM ev)::int AS events,
@@ -374,6 +383,7 @@ async function tryClaim(
       job.dispatch_generation,
       data,
       run.trust_class === "trusted",
+      job.status,
     ],
   });
   const row = done.rows[0];

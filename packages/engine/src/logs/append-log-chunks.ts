@@ -12,7 +12,8 @@ import {
 } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import { journalBytesInUse } from "./journal-budget.ts";
-import { num, withJournalTx, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
+import { withTx } from "@kiln/db";
+import { num, type SqlClient, type SqlPool } from "../shared/sql-pool.ts";
 
 export interface IncomingChunk extends LogChunkIdentity {
   data: Buffer;
@@ -54,7 +55,7 @@ export async function appendLogChunks(
       retry_after_seconds: 2,
     });
   }
-  return withJournalTx(pool, "append-log-chunks", async (c) => {
+  return withTx(pool, "append-log-chunks", async (c) => {
     const log = await lockLog(c, writer.attemptId);
     await assertCurrentAttempt(c, writer);
     const position: LogPosition = {

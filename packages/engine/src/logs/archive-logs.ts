@@ -7,7 +7,8 @@ import type { LogStream } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import type { LogObjectStore } from "./log-object-store.ts";
 import { attemptPrefix, encodeSegment, segmentKey, type LogChunkRecord, type SegmentEntry } from "./log-segments.ts";
-import { num, withJournalTx, type SqlPool } from "../shared/sql-pool.ts";
+import { withTx } from "@kiln/db";
+import { num, type SqlPool } from "../shared/sql-pool.ts";
 
 export interface ArchiveReport {
   attempts: number;
@@ -181,7 +182,7 @@ async function commitSegment(
   sha256: string,
   entries: SegmentEntry[],
 ): Promise<boolean> {
-  return withJournalTx(pool, "archive-log-segment", async (c) => {
+  return withTx(pool, "archive-log-segment", async (c) => {
     const { rows } = await c.query<{ archived_seq: number }>(
       "SELECT archived_seq FROM log_attempt WHERE attempt_id = $1 FOR UPDATE",
       [attemptId],

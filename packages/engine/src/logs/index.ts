@@ -1,6 +1,6 @@
 // Public API of the logs capability (docs/adr/0006-logs.md).
 export { DEFAULT_LOG_CONFIG, type LogConfig } from "./log-config.ts";
-export { withJournalTx, type SqlPool, type SqlClient } from "../shared/sql-pool.ts";
+export type { SqlPool, SqlClient } from "../shared/sql-pool.ts";
 export { appendLogChunks, type IncomingChunk, type AppendResult, type LogWriter } from "./append-log-chunks.ts";
 export { sealLog } from "./seal-log.ts";
 export { endUnsealedLog, type LogOwner } from "./log-transitions.ts";

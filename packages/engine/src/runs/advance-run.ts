@@ -1,6 +1,7 @@
 import type { Tx } from "@kiln/db";
 import {
   advanceGraph,
+  allJobsCompleted,
   deriveRunOutcome,
   legalSources,
   JOB_TRANSITIONS,
@@ -11,6 +12,17 @@ import {
   type RunStatus,
 } from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
+
+// Guards from the transition tables, computed once.
+const READY_FROM = {
+  predecessors_succeeded: legalSources(JOB_TRANSITIONS, "predecessors_succeeded", "ready"),
+  retry_scheduled: legalSources(JOB_TRANSITIONS, "retry_scheduled", "ready"),
+} as const;
+const SKIPPED_FROM = legalSources(JOB_TRANSITIONS, "skipped", "completed");
+const RUN_FINISHES_FROM = {
+  stopped: legalSources(RUN_TRANSITIONS, "stopped", "completed"),
+  jobs_finished: legalSources(RUN_TRANSITIONS, "jobs_finished", "completed"),
+} as const;
 
 interface JobRow {
   id: string;
@@ -40,17 +52,20 @@ export async function makeJobsReady(
   opts: { notBefore?: Date | null } = {},
 ): Promise<void> {
   if (jobs.length === 0) return;
-  const from = legalSources(JOB_TRANSITIONS, reason, "ready")[0] ?? "pending";
+  const ids = jobs.map((j) => j.id);
   const notBefore = opts.notBefore ?? null;
+  // `old` names each row's status before the update, for the journal: the guard admits any source
+  // the table lists for this reason.
   const rows = await tx.$queryRaw<{ id: bigint; pool: string }[]>`
     WITH upd AS (
       UPDATE job_run j SET status = 'ready', dispatch_generation = j.dispatch_generation + 1,
         ready_at = now(), dispatched_at = now(), next_attempt_at = ${notBefore}::timestamptz
-      WHERE j.id = ANY(${jobs.map((j) => j.id)}::uuid[]) AND j.status = ${from}
-      RETURNING j.id, j.run_id, j.org_id, j.pool, j.dispatch_generation
+      FROM (SELECT id, status FROM job_run WHERE id = ANY(${ids}::uuid[])) old
+      WHERE j.id = old.id AND j.status = ANY(${READY_FROM[reason]}::text[])
+      RETURNING j.id, j.run_id, j.org_id, j.pool, j.dispatch_generation, old.status AS from_status
     ), ev AS (
       INSERT INTO transition_event (org_id, run_id, job_id, entity, from_state, to_state, reason, data)
-      SELECT org_id, run_id, id, 'job', ${from}, 'ready', ${reason},
+      SELECT org_id, run_id, id, 'job', from_status, 'ready', ${reason},
              jsonb_strip_nulls(jsonb_build_object('generation', dispatch_generation, 'not_before', ${notBefore}::timestamptz))
       FROM upd
     )
@@ -86,7 +101,7 @@ export async function advanceRun(tx: Tx, run: { id: string; orgId: string; statu
       const n = await tx.$executeRaw`
         UPDATE job_run SET status = 'completed', outcome = 'cancelled', cause = ${UPSTREAM_FAILED_CAUSE},
           cause_message = 'not run: a job it needs did not succeed', finished_at = now()
-        WHERE id = ${j.id}::uuid AND status = ANY(${legalSources(JOB_TRANSITIONS, "skipped", "completed")}::text[])`;
+        WHERE id = ${j.id}::uuid AND status = ANY(${SKIPPED_FROM}::text[])`;
       if (n > 0) {
         await recordTransition(tx, {
           orgId: run.orgId,
@@ -117,7 +132,7 @@ export async function finishRunIfDone(
 ): Promise<boolean> {
   if (run.status === "completed" || run.status === "pending") return false;
   const all = jobs ?? (await loadJobs(tx, run.id));
-  if (all.some((j) => j.status !== "completed")) return false;
+  if (!allJobsCompleted(all)) return false;
   // A cancelling run waits until every attempt is confirmed stopped (seed 000 section 9).
   const live = await tx.$queryRaw<{ n: bigint }[]>`
     SELECT count(*) AS n FROM attempt WHERE run_id = ${run.id}::uuid AND stopped_at IS NULL`;
@@ -131,7 +146,7 @@ export async function finishRunIfDone(
   const event = run.status === "cancelling" ? "stopped" : "jobs_finished";
   const n = await tx.$executeRaw`
     UPDATE workflow_run SET status = 'completed', outcome = ${derived.outcome}, cause = ${derived.cause}, finished_at = now()
-    WHERE id = ${run.id}::uuid AND status = ANY(${legalSources(RUN_TRANSITIONS, event, "completed")}::text[])`;
+    WHERE id = ${run.id}::uuid AND status = ANY(${RUN_FINISHES_FROM[event]}::text[])`;
   if (n === 0) return false;
   await recordTransition(tx, {
     orgId: run.orgId,

@@ -1,7 +1,20 @@
 import { withTx, type Db } from "@kiln/db";
-import { DomainError, legalSources, JOB_TRANSITIONS } from "@kiln/domain";
+import {
+  ATTEMPT_TRANSITIONS,
+  DomainError,
+  isRunTerminal,
+  JOB_TRANSITIONS,
+  legalSources,
+  RUN_TRANSITIONS,
+} from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
 import { finishRunIfDone, lockRun } from "./advance-run.ts";
+
+// Guards from the transition tables (cancel_requested: pending -> completed, running -> cancelling).
+const ENDS_AT_ONCE_FROM = legalSources(RUN_TRANSITIONS, "cancel_requested", "completed");
+const GOES_CANCELLING_FROM = legalSources(RUN_TRANSITIONS, "cancel_requested", "cancelling");
+const JOBS_CANCELLED_FROM = legalSources(JOB_TRANSITIONS, "cancelled", "completed");
+const ATTEMPTS_ASKED_FROM = legalSources(ATTEMPT_TRANSITIONS, "stop_requested", "running");
 
 /**
  * Cancel takes the run lock and bumps the cancel version, so it serialises with completion: if it
@@ -16,26 +29,26 @@ export async function cancelRun(
   return withTx(db, "cancel-run", async (tx) => {
     const run = await lockRun(tx, input.runId, "update");
     if (!run || run.orgId !== input.orgId) throw new DomainError("RUN.NOT_FOUND", "run not found");
-    if (run.status === "completed") throw new DomainError("RUN.ALREADY_FINISHED", "the run has already finished");
+    if (isRunTerminal(run.status)) throw new DomainError("RUN.ALREADY_FINISHED", "the run has already finished");
     if (run.status === "cancelling") return { status: run.status, cancelVersion: run.cancelVersion };
 
     const version = run.cancelVersion + 1;
-    if (run.status === "pending") {
+    if (ENDS_AT_ONCE_FROM.includes(run.status)) {
       await tx.$executeRaw`
         UPDATE workflow_run SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled', cancel_version = ${version}, finished_at = now()
-        WHERE id = ${run.id}::uuid AND status = 'pending'`;
+        WHERE id = ${run.id}::uuid AND status = ANY(${ENDS_AT_ONCE_FROM}::text[])`;
       await recordTransition(tx, {
         orgId: run.orgId,
         runId: run.id,
         entity: "run",
-        from: "pending",
+        from: run.status,
         to: "completed",
         reason: "cancel_requested",
         data: { actor: input.actor },
       });
       return { status: "completed", cancelVersion: version };
     }
-    await tx.$executeRaw`UPDATE workflow_run SET status = 'cancelling', cancel_version = ${version} WHERE id = ${run.id}::uuid AND status = 'running'`;
+    await tx.$executeRaw`UPDATE workflow_run SET status = 'cancelling', cancel_version = ${version} WHERE id = ${run.id}::uuid AND status = ANY(${GOES_CANCELLING_FROM}::text[])`;
     await recordTransition(tx, {
       orgId: run.orgId,
       runId: run.id,
@@ -50,7 +63,7 @@ export async function cancelRun(
       UPDATE job_run j SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled',
         cause_message = ${`cancelled by ${input.actor}`}, finished_at = now()
       FROM (SELECT id, status AS from_status FROM job_run WHERE run_id = ${run.id}::uuid) old
-      WHERE j.id = old.id AND j.status = ANY(${legalSources(JOB_TRANSITIONS, "skipped", "completed")}::text[])
+      WHERE j.id = old.id AND j.status = ANY(${JOBS_CANCELLED_FROM}::text[])
       RETURNING j.id, old.from_status`;
     for (const j of ended) {
       await recordTransition(tx, {
@@ -63,7 +76,7 @@ export async function cancelRun(
         reason: "cancelled",
       });
     }
-    await tx.$executeRaw`UPDATE attempt SET cancel_requested = true WHERE run_id = ${run.id}::uuid AND status = 'running'`;
+    await tx.$executeRaw`UPDATE attempt SET cancel_requested = true WHERE run_id = ${run.id}::uuid AND status = ANY(${ATTEMPTS_ASKED_FROM}::text[])`;
     const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" });
     return { status: finished ? "completed" : "cancelling", cancelVersion: version };
   });

@@ -1,5 +1,5 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { initialReadyJobs, parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
+import { initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
 import type { RegistryConfig } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
@@ -7,6 +7,10 @@ import { recordTransition } from "../shared/journal.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 
 export const DEFAULT_POOL = "default";
+
+// Guards from the run table: a run freezes, or fails to, only while pending.
+const FREEZES_FROM = legalSources(RUN_TRANSITIONS, "frozen", "running");
+const FREEZE_FAILS_FROM = legalSources(RUN_TRANSITIONS, "freeze_failed", "completed");
 
 export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later" | "gave_up";
 
@@ -100,10 +104,10 @@ export async function freezeRun(
   const definition = images.definition;
   const done = await withTx(db, "freeze-run", async (tx) => {
     const locked = await lockRun(tx, input.runId, "update");
-    if (!locked || locked.status !== "pending") return false;
+    if (!locked || !FREEZES_FROM.includes(locked.status)) return false;
     await tx.$executeRaw`
       UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(definition)}::jsonb
-      WHERE id = ${input.runId}::uuid AND status = 'pending'`;
+      WHERE id = ${input.runId}::uuid AND status = ANY(${FREEZES_FROM}::text[])`;
     await recordTransition(tx, {
       orgId: locked.orgId,
       runId: locked.id,
@@ -160,11 +164,11 @@ async function failFreeze(
 ): Promise<void> {
   await withTx(db, "freeze-failed", async (tx) => {
     const locked = await lockRun(tx, runId, "update");
-    if (!locked || locked.status !== "pending") return;
+    if (!locked || !FREEZE_FAILS_FROM.includes(locked.status)) return;
     await tx.$executeRaw`
       UPDATE workflow_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message},
         workflow_hash = COALESCE(${workflowHash}, workflow_hash), finished_at = now()
-      WHERE id = ${runId}::uuid AND status = 'pending'`;
+      WHERE id = ${runId}::uuid AND status = ANY(${FREEZE_FAILS_FROM}::text[])`;
     await recordTransition(tx, {
       orgId: locked.orgId,
       runId,
