@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { createObjectStore } from "@kiln/engine";
-import { startS3, type S3Handle } from "@kiln/testkit";
+import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform, type Proc } from "./support/platform.ts";
 
@@ -23,8 +23,7 @@ beforeAll(async () => {
     KILN_LEASE_TTL_MS: "6000",
     KILN_HEARTBEAT_MS: "500",
     KILN_RETRY_BUDGET: "4",
-    S3_ENDPOINT: s3.endpoint,
-    KILN_S3_BUCKET: "kiln",
+    ...s3Env(s3),
     KILN_ARTIFACT_PART_MIB: "5",
   });
   await p.start();
@@ -173,8 +172,8 @@ jobs:
     const client = createObjectStore({
       endpoint: s3.endpoint,
       region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
     });
     await client.send(
       new PutObjectCommand({ Bucket: "kiln", Key: key[0]!.object_key, Body: "not the tar that was sealed" }),

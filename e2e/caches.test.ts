@@ -4,7 +4,7 @@ import path from "node:path";
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { sign } from "@octokit/webhooks-methods";
 import { addMember, createObjectStore, platformKey, signJobToken } from "@kiln/engine";
-import { startS3, type S3Handle } from "@kiln/testkit";
+import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signIn, TestBrowser } from "./support/browser.ts";
 import { Platform, type Proc } from "./support/platform.ts";
@@ -42,8 +42,7 @@ beforeAll(async () => {
   p = new Platform({
     KILN_LEASE_TTL_MS: "15000",
     KILN_HEARTBEAT_MS: "1000",
-    S3_ENDPOINT: s3.endpoint,
-    KILN_S3_BUCKET: "kiln",
+    ...s3Env(s3),
     // The run page and the settings page are read through the dashboard at the end.
     KILN_DEV_LOGIN: "1",
     AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
@@ -205,8 +204,8 @@ describe("build caches across runs and hosts", () => {
     const store = createObjectStore({
       endpoint: s3.endpoint,
       region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
     });
     const key = entries[0]!.object_key;
     const original = Buffer.from(
@@ -244,8 +243,8 @@ describe("build caches across runs and hosts", () => {
     const store = createObjectStore({
       endpoint: s3.endpoint,
       region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
     });
     await store.send(new DeleteObjectCommand({ Bucket: "kiln", Key: entries[0]!.object_key }));
     store.destroy();

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { platformKey, signJobToken } from "@kiln/engine";
-import { startS3, type S3Handle } from "@kiln/testkit";
+import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform } from "./support/platform.ts";
 import { collectLog } from "./support/log-stream.ts";
@@ -22,8 +22,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-logfail-"));
   s3 = await startS3({ dataDir: path.join(dir, "s3"), bucket: "kiln" });
   p = new Platform({
-    S3_ENDPOINT: s3.endpoint,
-    KILN_S3_BUCKET: "kiln",
+    ...s3Env(s3),
     KILN_RETRY_BUDGET: "0",
     KILN_LEASE_TTL_MS: "5000",
     KILN_HEARTBEAT_MS: "500",

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startS3, type S3Handle } from "@kiln/testkit";
+import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform } from "./support/platform.ts";
 import { collectLog, SseCuttingProxy } from "./support/log-stream.ts";
@@ -49,8 +49,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-logs-"));
   s3 = await startS3({ dataDir: path.join(dir, "s3"), bucket: "kiln" });
   p = new Platform({
-    S3_ENDPOINT: s3.endpoint,
-    KILN_S3_BUCKET: "kiln",
+    ...s3Env(s3),
     // A generous lease: this test is about the log stream, not about fencing a starved agent.
     KILN_LEASE_TTL_MS: "15000",
     KILN_HEARTBEAT_MS: "1000",

@@ -4,7 +4,7 @@ set -eu
 cd "$(dirname "$0")/.."
 name="${1:-control-plane}"
 shift || true
-if tsx -e 'import { webBuildIsStale } from "./scripts/lib/web-build.ts"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
+if tsx -e 'import { webBuildIsStale } from "@kiln/testkit/web-build"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
   (cd apps/web && next build)
 fi
 exec tsx "bench/$name/run.ts" "$@"

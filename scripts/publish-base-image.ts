@@ -1,9 +1,9 @@
-// Publishes Kiln's base image (busybox-static, see scripts/lib/base-image.ts) to a registry:
+// Publishes Kiln's base image (busybox-static, see packages/testkit/src/base-image.ts) to a registry:
 //   npm run publish-base-image -- 127.0.0.1:5000 [kiln/base:1]
 // Credentials for the registry come from KILN_REGISTRIES (same JSON as the workers and the agent).
 // Prints {"ref", "manifestDigest", "indexDigest", "uploadedBytes"} as JSON.
 import { parseRegistryConfig } from "@kiln/oci";
-import { BASE_IMAGE_NAME, publishBaseImage } from "./lib/base-image.ts";
+import { BASE_IMAGE_NAME, publishBaseImage } from "@kiln/testkit";
 
 const [registry, name = BASE_IMAGE_NAME] = process.argv.slice(2);
 if (!registry) {

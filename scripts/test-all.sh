@@ -12,7 +12,7 @@ tsc --noEmit -p bench
 tsc --noEmit -p .
 sh scripts/lint.sh
 echo "== web build (the e2e tests run the production server)"
-if tsx -e 'import { webBuildIsStale } from "./scripts/lib/web-build.ts"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
+if tsx -e 'import { webBuildIsStale } from "@kiln/testkit/web-build"; process.exit(webBuildIsStale(process.cwd()) ? 0 : 1)'; then
   (cd apps/web && next build)
 fi
 echo "== tests"

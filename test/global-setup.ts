@@ -1,4 +1,3 @@
-/// <reference path="./provided-context.d.ts" />
 import { migrateDatabase } from "@kiln/db";
 import { createTemplate, databaseUrl, startTestPostgres, type TestPostgres } from "@kiln/testkit";
 import { PgBoss } from "pg-boss";

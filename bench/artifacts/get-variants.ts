@@ -1,6 +1,6 @@
 // Side-by-side download variants against one s3rver object (how download+verify was tuned;
 // docs/benchmarks.md "Artifacts"). Usage: tsx bench/artifacts/get-variants.ts [--mib 1024] [--rounds 3]
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, open, readFile, rm } from "node:fs/promises";
@@ -10,6 +10,7 @@ import { pipeline } from "node:stream/promises";
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { createObjectStore } from "@kiln/engine";
+import { startS3Process } from "@kiln/testkit";
 import http from "node:http";
 import { createHash } from "node:crypto";
 import { downloadToFile } from "../../apps/host-agent/src/artifacts/http-transfer.ts";
@@ -109,15 +110,14 @@ const ROUNDS = Number(arg("rounds", "3"));
 const SIZE = MIB * 1024 * 1024;
 
 const root = await mkdtemp(path.join(os.tmpdir(), "kiln-get-"));
-const child = spawn(
-  process.execPath,
-  ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), path.join(root, "s3")],
-  { stdio: ["ignore", "pipe", "inherit"] },
-);
-const endpoint = await new Promise<string>((resolve) =>
-  child.stdout.once("data", (d: Buffer) => resolve((JSON.parse(d.toString()) as { endpoint: string }).endpoint)),
-);
-const s3 = createObjectStore({ endpoint, region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+const s3h = await startS3Process({ dataDir: path.join(root, "s3") });
+const endpoint = s3h.endpoint;
+const s3 = createObjectStore({
+  endpoint,
+  region: s3h.region,
+  accessKeyId: s3h.accessKeyId,
+  secretAccessKey: s3h.secretAccessKey,
+});
 try {
   const src = path.join(root, "src.bin");
   const fh = await open(src, "w");
@@ -158,6 +158,6 @@ try {
     );
 } finally {
   s3.destroy();
-  child.kill("SIGTERM");
+  await s3h.stop();
   await rm(root, { recursive: true, force: true });
 }

@@ -10,7 +10,7 @@
 // so its ETag is not S3's multipart form and the finaliser reads every artifact back): the path
 // before docs/adr/0007-artifacts.md "Embedded store" and "Verification by the store's part digests".
 // Usage: npm run bench -- artifacts [--mib 1024] [--rounds 2] [--dir /path/on/disk] [--stock-s3rver]
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
@@ -34,7 +34,7 @@ import {
   type JobClaims,
   type JobTicket,
 } from "@kiln/engine";
-import { startPostgres } from "@kiln/testkit";
+import { startPostgres, startS3Process } from "@kiln/testkit";
 import { ControlClient } from "../../apps/host-agent/src/control-client.ts";
 import { freezeArtifact } from "../../apps/host-agent/src/artifacts/freeze.ts";
 import { restoreArtifact } from "../../apps/host-agent/src/artifacts/restore-artifact.ts";
@@ -85,16 +85,16 @@ async function main(): Promise<void> {
   progress(`working in ${root}; ${MIB} MiB x ${ROUNDS} rounds`);
   const pg = await startPostgres({ dataDir: path.join(root, "pg") });
   const stock = process.argv.includes("--stock-s3rver");
-  const s3h = await startS3Process(path.join(root, "s3"), stock);
+  const s3h = await startS3Process({ dataDir: path.join(root, "s3"), stock });
   const url = pg.url.replace(/\/postgres$/, "/kiln");
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 8 });
   const s3 = createObjectStore({
     endpoint: s3h.endpoint,
-    region: "us-east-1",
-    accessKeyId: "S3RVER",
-    secretAccessKey: "S3RVER",
+    region: s3h.region,
+    accessKeyId: s3h.accessKeyId,
+    secretAccessKey: s3h.secretAccessKey,
   });
   const store: ArtifactStore = { s3, bucket: "kiln", settings: DEFAULT_ARTIFACT_SETTINGS };
   // s3rver assembles a multipart object by rewriting it (a full copy + MD5); S3 does it in metadata.
@@ -263,7 +263,7 @@ async function main(): Promise<void> {
   } finally {
     s3.destroy();
     await db.$disconnect();
-    s3h.stop();
+    await s3h.stop();
     await pg.stop();
     await rm(root, { recursive: true, force: true });
   }
@@ -306,21 +306,6 @@ async function main(): Promise<void> {
   console.log(
     `| Kiln download+verify (grant, GET + SHA-256, place) | ${(m("download") / 1000).toFixed(2)} | ${mibs(m("download"))} | ${(m("get") / m("download")).toFixed(2)} |`,
   );
-}
-
-async function startS3Process(dataDir: string, stock: boolean): Promise<{ endpoint: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", path.join(import.meta.dirname, "s3-process.ts"), dataDir, ...(stock ? ["stock"] : [])],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.once("data", (d: Buffer) =>
-      resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint),
-    );
-    child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
-  });
-  return { endpoint, stop: () => child.kill("SIGTERM") };
 }
 
 main().catch((e: unknown) => {

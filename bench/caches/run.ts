@@ -9,7 +9,7 @@
 // The dependency tree is --mib MiB of files from 2 KiB to 1 MiB in 64 directories, three quarters
 // random bytes and one quarter text, packed by the agent's own packCache (gzip level 1).
 // Usage: tsx bench/caches/run.ts [--mib 500] [--rounds 3] [--dir <scratch dir on the disk to test>]
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { createObjectStore } from "@kiln/engine";
+import { startS3Process } from "@kiln/testkit";
 import { createReadStream } from "node:fs";
 import { LocalCacheTier } from "../../apps/host-agent/src/caches/local-tier.ts";
 import { packCache } from "../../apps/host-agent/src/caches/pack-cache.ts";
@@ -61,7 +62,7 @@ async function timed(f: () => Promise<unknown>): Promise<number> {
 
 async function main(): Promise<void> {
   const root = await mkdtemp(path.join(BASE, "kiln-bench-caches-"));
-  const s3h = await startS3Process(path.join(root, "s3"));
+  const s3h = await startS3Process({ dataDir: path.join(root, "s3") });
   try {
     const src = path.join(root, "src");
     progress(`writing a ${MIB} MiB dependency tree`);
@@ -84,9 +85,9 @@ async function main(): Promise<void> {
 
     const s3 = createObjectStore({
       endpoint: s3h.endpoint,
-      region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
+      region: s3h.region,
+      accessKeyId: s3h.accessKeyId,
+      secretAccessKey: s3h.secretAccessKey,
     });
     await s3.send(
       new PutObjectCommand({
@@ -179,24 +180,9 @@ async function main(): Promise<void> {
       `${JSON.stringify({ at: new Date().toISOString(), mib: MIB, rounds: rows, medians: m, files, archiveBytes: packed.sizeBytes, unpackedBytes: packed.unpackedBytes, packMs }, null, 2)}\n`,
     );
   } finally {
-    s3h.stop();
+    await s3h.stop();
     await rm(root, { recursive: true, force: true });
   }
-}
-
-async function startS3Process(dataDir: string): Promise<{ endpoint: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", path.join(import.meta.dirname, "..", "artifacts", "s3-process.ts"), dataDir],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.once("data", (d: Buffer) =>
-      resolve((JSON.parse(d.toString("utf8")) as { endpoint: string }).endpoint),
-    );
-    child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
-  });
-  return { endpoint, stop: () => child.kill("SIGTERM") };
 }
 
 main().catch((e: unknown) => {

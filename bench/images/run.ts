@@ -24,8 +24,7 @@ import {
   type BuiltImage,
   type TarEntry,
 } from "@kiln/oci";
-import { BUSYBOX } from "../../scripts/lib/base-image.ts";
-import { publishBaseImage, startRegistry } from "@kiln/testkit";
+import { BUSYBOX, publishBaseImage, startRegistry } from "@kiln/testkit";
 import { ImagePreparer } from "../../apps/host-agent/src/images/index.ts";
 import { createLogger } from "../../apps/host-agent/src/logger.ts";
 import { median } from "../lib/stats.ts";

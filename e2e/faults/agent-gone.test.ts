@@ -119,7 +119,7 @@ jobs:
     } finally {
       watch.stop();
       // A restarted agent sweeps its work dir (removeLeftovers) and kills what it finds.
-      s.startAgent("agent-c2", t.agentToken, { env: { KILN_WORK_DIR: path.join(s.tmp, "agent-c") } });
+      s.startAgent("agent-c2", t.agentToken, { env: { KILN_WORK_DIR: path.join(s.dataDir, "agent-c") } });
       await s.api("POST", `/v1/workflow-runs/${runId}/cancel`, t.token);
     }
   }, 180_000);

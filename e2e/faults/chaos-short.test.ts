@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "../../scripts/lib/chaos/stack.ts";
+import { REPO_ROOT as ROOT } from "@kiln/testkit";
 
 // The short soak in CI: `scripts/chaos.ts` with 30 runs and a 150 s bound, a fresh seed each time
 // (printed, so a failure can be replayed with --seed). It starts its own stack; the long soak and

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../scripts/lib/chaos/stack.ts";
+import { REPO_ROOT as ROOT } from "@kiln/testkit";
 import { FaultStack, type Tenant } from "./support/harness.ts";
 import { ProtocolAgent, type Ticket } from "./support/protocol-agent.ts";
 

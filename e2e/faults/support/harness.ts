@@ -1,33 +1,45 @@
-// The fault scenarios' harness: the chaos soak's Stack (scripts/lib/chaos/stack.ts) on a database
+// The fault scenarios' harness: @kiln/testkit's platform with the soak's short leases, on a database
 // cloned from the vitest template (or on its own embedded PostgreSQL, for the database outage), plus
 // the API helpers every scenario uses.
+import { setTimeout as sleep } from "node:timers/promises";
 import { sign } from "@octokit/webhooks-methods";
-import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
+import { cloneDatabase, dropDatabase, FAST_LEASES_ENV, Platform, uniqueDatabaseName } from "@kiln/testkit";
 import { inject } from "vitest";
-import { Stack, sleep, type StackOptions } from "../../../scripts/lib/chaos/stack.ts";
+import { seedTenant, type SeededTenant } from "../../support/seed-tenant.ts";
 
 export { sleep };
-export type Tenant = Awaited<ReturnType<Stack["seedTenant"]>>;
+export type Tenant = SeededTenant;
 export interface ApiResult {
   status: number;
   json: any;
 }
 
-export class FaultStack extends Stack {
+export class FaultStack extends Platform {
   private cloned: string | null = null;
 
   /** `ownPostgres`: a private embedded server the test may stop and start; otherwise a cloned database. */
-  static async create(opts: Omit<StackOptions, "databaseUrl"> & { ownPostgres?: boolean } = {}): Promise<FaultStack> {
+  static async create(opts: { env?: Record<string, string>; ownPostgres?: boolean } = {}): Promise<FaultStack> {
     let databaseUrl: string | undefined;
     let cloned: string | null = null;
     if (!opts.ownPostgres) {
       cloned = uniqueDatabaseName("faults");
       databaseUrl = await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), cloned);
     }
-    const s = new FaultStack({ ...opts, ...(databaseUrl ? { databaseUrl } : {}) });
+    const s = new FaultStack({
+      ...(databaseUrl ? { databaseUrl } : {}),
+      env: { ...FAST_LEASES_ENV, ...opts.env },
+      git: true,
+      agentEnv: { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" },
+      agentHostnames: true,
+    });
     s.cloned = cloned;
     await s.start();
     return s;
+  }
+
+  seedTenant(slug: string, files: Record<string, string>, opts: { member?: string; workflowPath?: string } = {}) {
+    if (!this.git) throw new Error("the platform started no git server");
+    return seedTenant(this.db, this.git, slug, files, opts);
   }
 
   override async stop(): Promise<void> {

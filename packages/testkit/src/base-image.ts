@@ -94,7 +94,10 @@ export async function publishBaseImage(opts: {
   const parsed = parseImageRef(ref);
   if (!parsed.tag || parsed.digest) throw new Error(`publish needs repository:tag, got ${ref}`);
   const image = await buildBaseImage();
-  const client = new RegistryClient(registryEndpoint(opts.config ?? parseRegistryConfig(undefined), parsed.registry));
+  // The caller named this registry on purpose: it is allowed even when KILN_REGISTRIES omits it.
+  const config = opts.config ?? parseRegistryConfig(undefined);
+  const allowed = Object.hasOwn(config, parsed.registry) ? config : { ...config, [parsed.registry]: {} };
+  const client = new RegistryClient(registryEndpoint(allowed, parsed.registry));
   const { uploadedBytes } = await pushImage(client, parsed.repository, parsed.tag, image);
   return { ref, manifestDigest: image.manifestDigest, indexDigest: image.indexDigest, uploadedBytes };
 }

@@ -1,4 +1,5 @@
-// Public API of @kiln/testkit: real (not mocked) backing services for tests.
+// Public API of @kiln/testkit: Kiln's test and development infrastructure, real (never mocked)
+// services on loopback, and the one harness that starts the whole platform.
 export {
   startTestPostgres,
   createTemplate,
@@ -9,21 +10,27 @@ export {
   type TestPostgres,
 } from "./postgres.ts";
 export { startGitServer, runGit, gitEnv, type TestGitServer, type TestGitRepo } from "./git-server.ts";
-// Redis/S3/PostgreSQL process launchers shared with `npm run up`.
-export {
-  startPostgres,
-  startRedis,
-  startS3,
-  freePort,
-  type PostgresHandle,
-  type RedisHandle,
-  type S3Handle,
-} from "../../../scripts/lib/embedded-services.ts";
+export { freePort } from "./free-port.ts";
+export { waitForHttp } from "./child-process.ts";
+export { startPostgres, type PostgresHandle } from "./embedded-postgres.ts";
+export { startRedis, type RedisHandle } from "./embedded-redis.ts";
+export { startS3, s3Env, type S3Handle } from "./embedded-s3.ts";
+export { S3_CREDENTIALS_FILE, type S3Credentials } from "./s3-auth.ts";
+export { startS3Process } from "./s3-process.ts";
+export { startS3WithAbort, type S3WithAbort } from "./s3-with-abort.ts";
 // Debian's docker-registry (distribution v2) on 127.0.0.1, and Kiln's base image published to it.
-export { startRegistry, type RegistryHandle, type RegistryOptions } from "../../../scripts/lib/oci-registry.ts";
+export { startRegistry, type RegistryHandle, type RegistryOptions } from "./oci-registry.ts";
+export { buildBaseImage, publishBaseImage, BASE_IMAGE_NAME, BUSYBOX, type PublishedImage } from "./base-image.ts";
+export { webBuildIsStale, buildWebIfStale } from "./web-build.ts";
 export {
-  buildBaseImage,
-  publishBaseImage,
-  BASE_IMAGE_NAME,
-  type PublishedImage,
-} from "../../../scripts/lib/base-image.ts";
+  startPlatform,
+  registryAvailable,
+  Platform,
+  REPO_ROOT,
+  FAST_LEASES_ENV,
+  type PlatformOptions,
+  type PostgresMode,
+  type WebOptions,
+  type AgentOptions,
+} from "./platform/start-platform.ts";
+export type { ManagedProc, OutputMode } from "./platform/managed-processes.ts";

@@ -2,14 +2,14 @@
 // own config and a throwaway filesystem store, for `npm run up` and tests. Never the system service.
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
-import { freePort } from "./embedded-services.ts";
+import { freePort } from "./free-port.ts";
 
 const execFileAsync = promisify(execFile);
-const REGISTRY_BIN = "/usr/bin/docker-registry";
+export const REGISTRY_BIN = "/usr/bin/docker-registry";
 const HTPASSWD_BIN = "/usr/bin/htpasswd";
 
 export interface RegistryHandle {
@@ -132,9 +132,4 @@ export async function startRegistry(opts: RegistryOptions): Promise<RegistryHand
     throw err;
   }
   return { url, host: `127.0.0.1:${port}`, storageDir, stop };
-}
-
-/** Removes a registry's data dir after stop() (tests). */
-export async function removeRegistryData(dataDir: string): Promise<void> {
-  await rm(dataDir, { recursive: true, force: true });
 }

@@ -7,7 +7,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { startPostgres } from "../../../scripts/lib/embedded-services.ts";
+import { startPostgres } from "./embedded-postgres.ts";
 
 export interface TestPostgres {
   /** Server URL (maintenance database); pass it to createTemplate/cloneDatabase/dropDatabase. */

@@ -1,6 +1,7 @@
 // s3rver ships no type declarations and there is no @types/s3rver, so under `strict` an
-// import would be an implicit-any error. This declares only the surface embedded-services.ts
-// uses (constructor options, run, close, and the underlying http.Server).
+// import would be an implicit-any error. This declares only the surface this package uses
+// (constructor options, run, close, the underlying http.Server, errors and the key registry).
+// Every tsconfig that compiles this package lists this file (tsconfig.base.json "files").
 declare module "s3rver" {
   import type { AddressInfo } from "node:net";
   import type { Server } from "node:http";
@@ -27,5 +28,13 @@ declare module "s3rver" {
 declare module "s3rver/lib/models/error.js" {
   export default class S3Error extends Error {
     constructor(code: string, message: string, detail?: Record<string, string>);
+  }
+}
+
+declare module "s3rver/lib/models/account.js" {
+  export default class AWSAccount {
+    constructor(accountId: number, displayName: string);
+    createKeyPair(accessKeyId: string, secretAccessKey: string): void;
+    revokeAccessKey(accessKeyId: string): void;
   }
 }

@@ -1,3 +1,6 @@
+// Whether apps/web's production build (`next build`) is older than its sources, and rebuilding it.
+// Every harness runs the production server (`next start`), never `next dev`.
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 
@@ -29,4 +32,19 @@ export function webBuildIsStale(root: string): boolean {
     .filter((p) => existsSync(p))
     .map((p) => (statSync(p).isDirectory() ? newestMtime(p) : statSync(p).mtimeMs));
   return Math.max(...sources) > built;
+}
+
+/** Runs `next build` in apps/web when the build is missing or older than its sources. */
+export async function buildWebIfStale(root: string, env: NodeJS.ProcessEnv, log: (m: string) => void): Promise<void> {
+  if (!webBuildIsStale(root)) return;
+  log("building the web app (next build)");
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(path.join(root, "node_modules/.bin/next"), ["build"], {
+      cwd: path.join(root, "apps/web"),
+      env,
+      stdio: "inherit",
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`next build exited with ${code}`))));
+  });
 }

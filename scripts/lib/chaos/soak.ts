@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { REPO_ROOT } from "@kiln/testkit";
 import pg from "pg";
 import type { ChaosArgs } from "./args.ts";
 import { Balancer } from "./balancer.ts";
@@ -11,7 +12,7 @@ import { Driver, type TriggerRecord } from "./driver.ts";
 import { FaultInjector } from "./faults.ts";
 import { Random } from "./random.ts";
 import { formatCounts } from "./report.ts";
-import { ROOT, sleep, Stack } from "./stack.ts";
+import { sleep, Stack } from "./stack.ts";
 import { pickKind, seedKinds, type Kind } from "./workload.ts";
 
 export interface SoakResult {
@@ -197,7 +198,7 @@ async function detectFeatures(url: string): Promise<{ logs: boolean; artifacts: 
       "SELECT table_name AS t FROM information_schema.tables WHERE table_name IN ('log_attempt', 'artifact_part')",
     );
     const tables = new Set(r.rows.map((x) => x.t));
-    const route = (p: string) => existsSync(path.join(ROOT, "apps/web/src/app/v1/agent/jobs/[jobId]", p));
+    const route = (p: string) => existsSync(path.join(REPO_ROOT, "apps/web/src/app/v1/agent/jobs/[jobId]", p));
     return {
       logs: tables.has("log_attempt") && route("logs/route.ts"),
       artifacts: tables.has("artifact_part") && route("artifacts/uploads/route.ts"),

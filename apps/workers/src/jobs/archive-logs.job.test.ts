@@ -1,14 +1,6 @@
-/// <reference path="../../../../test/provided-context.d.ts" />
 import { describe, expect, it } from "vitest";
 import { appendLogChunks, sealLog } from "@kiln/engine";
-import { useTestDb } from "../../../../packages/engine/test/support.ts";
-import {
-  ChunkCutter,
-  claimedAttempt,
-  LOG_CFG,
-  useJournalPool,
-  useLogStore,
-} from "../../../../packages/engine/test/logs/support.ts";
+import { ChunkCutter, claimedAttempt, LOG_CFG, useJournalPool, useLogStore, useTestDb } from "@kiln/engine/testing";
 import { runLogArchive } from "./archive-logs.job.ts";
 
 // Run-it-twice (conventions rule 9): the second pass finds nothing to do and changes nothing.

@@ -1,8 +1,17 @@
-/// <reference path="../../../../test/provided-context.d.ts" />
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CACHE_SETTINGS, finalizeCacheSave, openCacheSave } from "@kiln/engine";
-import { def, newSession, seedFrozenRun, seedTenant, useTestDb } from "../../../../packages/engine/test/support.ts";
-import { bytes, claim, claimsOf, sha256, useS3 } from "../../../../packages/engine/test/artifacts/support.ts";
+import {
+  bytes,
+  claim,
+  claimsOf,
+  def,
+  newSession,
+  seedFrozenRun,
+  seedTenant,
+  sha256,
+  useS3,
+  useTestDb,
+} from "@kiln/engine/testing";
 import { runCacheEviction } from "./evict-caches.job.ts";
 
 // Run-it-twice (conventions rule 9): the second pass finds nothing to do and changes nothing.

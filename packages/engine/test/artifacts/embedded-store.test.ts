@@ -1,4 +1,4 @@
-// The embedded store's multipart completion (scripts/lib/embedded-services.ts, ADR 0007 "Embedded
+// The embedded store's multipart completion (@kiln/testkit s3-multipart.ts, ADR 0007 "Embedded
 // store"): S3's answers and ETag, one completion per upload, never a half-assembled object.
 import {
   CompleteMultipartUploadCommand,
@@ -31,16 +31,14 @@ async function uploadTwoParts(
 }
 
 const complete = (key: string, uploadId: string, parts: { PartNumber: number; ETag: string }[]) =>
-  s3
-    .store()
-    .s3.send(
-      new CompleteMultipartUploadCommand({
-        Bucket: "kiln",
-        Key: key,
-        UploadId: uploadId,
-        MultipartUpload: { Parts: parts },
-      }),
-    );
+  s3.store().s3.send(
+    new CompleteMultipartUploadCommand({
+      Bucket: "kiln",
+      Key: key,
+      UploadId: uploadId,
+      MultipartUpload: { Parts: parts },
+    }),
+  );
 
 describe("the embedded store's multipart completion", () => {
   it("assembles once when asked twice at once, with S3's multipart ETag and exactly the parts' bytes", async () => {

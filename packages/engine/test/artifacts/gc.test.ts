@@ -19,7 +19,7 @@ import {
   uploadParts,
   useS3,
 } from "./support.ts";
-import type { S3WithAbort } from "./s3-with-abort.ts";
+import type { S3WithAbort } from "@kiln/testkit";
 
 const t = useTestDb();
 const s3 = useS3("s3rver+abort");

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startS3, type S3Handle } from "@kiln/testkit";
+import { startS3, startS3WithAbort, type S3Handle, type S3WithAbort } from "@kiln/testkit";
 import { afterAll, beforeAll } from "vitest";
 import type { Db } from "@kiln/db";
 import {
@@ -18,7 +18,6 @@ import { recordPart } from "../../src/artifacts/record-part.ts";
 import { finalizeUpload } from "../../src/artifacts/finalize-upload.ts";
 import { claimJob, type JobTicket } from "../../src/dispatch/claim-job.ts";
 import { TEST_CFG } from "../support.ts";
-import { startS3WithAbort, type S3WithAbort } from "./s3-with-abort.ts";
 
 export const MiB = 1024 * 1024;
 /** 5 MiB parts (S3's minimum) keep multi-part artifacts small enough for CI. */
@@ -40,9 +39,9 @@ export function useS3(kind: "s3rver" | "s3rver+abort" = "s3rver"): {
     store = {
       s3: createObjectStore({
         endpoint: handle.endpoint,
-        region: "us-east-1",
-        accessKeyId: "S3RVER",
-        secretAccessKey: "S3RVER",
+        region: handle.region,
+        accessKeyId: handle.accessKeyId,
+        secretAccessKey: handle.secretAccessKey,
       }),
       bucket: "kiln",
       settings: TEST_SETTINGS,

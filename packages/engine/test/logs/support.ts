@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { startS3, type S3Handle } from "@kiln/testkit";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
@@ -12,6 +12,7 @@ import { DEFAULT_LOG_CONFIG, type LogConfig } from "../../src/logs/log-config.ts
 import type { IncomingChunk, LogWriter } from "../../src/logs/append-log-chunks.ts";
 import { s3LogStore, type LogObjectStore } from "../../src/logs/log-object-store.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, type Tenant } from "../support.ts";
+import { expireLease, sha256 } from "../artifacts/support.ts";
 
 export const LOG_CFG: LogConfig = { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: 64 * 1024 };
 
@@ -137,13 +138,7 @@ export class ChunkCutter {
   }
 }
 
-export function sha256(b: Buffer): string {
-  return createHash("sha256").update(b).digest("hex");
-}
-
-export async function expireLease(db: Db, attemptId: string): Promise<void> {
-  await db.$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 second' WHERE id = ${attemptId}::uuid`;
-}
+export { expireLease, sha256 };
 
 export async function domainCode(p: Promise<unknown>): Promise<string> {
   try {

@@ -4,7 +4,6 @@ import { createDb, type Db } from "@kiln/db";
 import type { Role } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, inject } from "vitest";
-import type {} from "../../../../../test/global-setup.ts";
 import { addMember, addRepo, createOrg } from "../../tenants/admin.ts";
 import { resolveTenant, type TenantScope } from "../tenants/resolve-tenant.ts";
 

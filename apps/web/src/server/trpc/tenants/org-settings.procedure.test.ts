@@ -4,7 +4,6 @@ import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type {} from "../../../../../../test/global-setup.ts";
 import { appRouter, type AppRouter } from "../router.ts";
 
 // The org settings procedures through the real router and the same fetch handler the app route

@@ -1,0 +1,38 @@
+// `npm run up`'s demo tenant: the org "demo" with an admin, a local git repository with a workflow,
+// an API token, a host credential for the default pool, and a webhook secret kept across restarts.
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Db } from "@kiln/db";
+import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
+import { createDemoRepo } from "./demo-repo.ts";
+
+export interface Demo {
+  repoId: string;
+  cloneUrl: string;
+  commitSha: string;
+  apiToken: string;
+  agentToken: string;
+  webhookSecret: string;
+}
+
+export async function seedDemo(db: Db, dataDir: string): Promise<Demo> {
+  await createOrg(db, "demo");
+  await addMember(db, { orgSlug: "demo", login: "demo-dev", role: "admin" });
+  const { cloneUrl, commitSha } = await createDemoRepo(path.join(dataDir, "demo-repo"));
+  // The secret survives restarts so a forge configured once keeps working.
+  const secretFile = path.join(dataDir, "webhook-secret");
+  if (!existsSync(secretFile)) await writeFile(secretFile, randomBytes(16).toString("hex"), { mode: 0o600 });
+  const webhookSecret = (await readFile(secretFile, "utf8")).trim();
+  const repo = await addRepo(db, {
+    orgSlug: "demo",
+    name: "demo/app",
+    cloneUrl,
+    webhookSecret,
+    workflowPath: ".kiln/workflow.yaml",
+  });
+  const api = await createApiToken(db, { orgSlug: "demo", role: "admin", name: "up" });
+  const agent = await createAgentToken(db, { pool: "default" });
+  return { repoId: repo.id, cloneUrl, commitSha, apiToken: api.token, agentToken: agent.token, webhookSecret };
+}
