@@ -79,7 +79,7 @@ const proxy = new EgressProxy({
   allowInternalAddresses: true,
   logger: createLogger({}, () => undefined),
 });
-const policy = { trustClass: "trusted" as const, platformHosts: [], allowList: [target] };
+const policy = { trustClass: "trusted" as const, allowList: [target] };
 const attempt = await proxy.open({
   attemptId: randomUUID(),
   trustClass: "trusted",

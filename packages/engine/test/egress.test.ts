@@ -15,7 +15,7 @@ import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestD
 // Mediated egress in the control plane (issue 3) on real PostgreSQL: the audited allow-list, the
 // policy the claim puts in the ticket, and fenced, idempotent event recording.
 const t = useTestDb();
-const CFG = { ...TEST_CFG, egressPlatformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"] };
+const CFG = TEST_CFG;
 
 async function claimRun(tenant: Tenant, trust: "trusted" | "untrusted"): Promise<JobTicket> {
   await seedFrozenRun(t.db(), tenant, def(ONE_JOB), trust);
@@ -82,19 +82,17 @@ describe("egress allow-list", () => {
 });
 
 describe("egress policy in the ticket", () => {
-  it("trusted attempts carry the org's list; untrusted ones only the platform's hosts", async () => {
+  it("trusted attempts carry the org's list; untrusted ones nothing; neither any platform host", async () => {
     const tenant = await seedTenant(t.db());
     await allowEgressHost(t.db(), { orgSlug: tenant.slug, pattern: "registry.npmjs.org", actor: "test" });
     const trusted = await claimRun(tenant, "trusted");
     expect(trusted.egress).toEqual({
       trustClass: "trusted",
-      platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"],
       allowList: ["registry.npmjs.org"],
     });
     const untrusted = await claimRun(tenant, "untrusted");
     expect(untrusted.egress).toEqual({
       trustClass: "untrusted",
-      platformHosts: ["cp.kiln.test:3000", "s3.kiln.test:9000"],
       allowList: [],
     });
   });

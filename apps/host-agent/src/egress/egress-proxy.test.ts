@@ -54,7 +54,7 @@ function openAttempt(proxy: EgressProxy, trustClass: "trusted" | "untrusted", li
     attemptId,
     trustClass,
     listen,
-    policy: { trustClass, platformHosts: [], allowList: [`localhost:${allowed}`] },
+    policy: { trustClass, allowList: [`localhost:${allowed}`] },
     onDecision: (e) => decisions.push(e),
     onDenied: (line) => denials.push(line),
   });

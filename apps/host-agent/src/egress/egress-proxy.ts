@@ -94,7 +94,6 @@ export class EgressProxy {
       port,
       trustClass: a.spec.trustClass,
       allowList: policy?.allowList ?? [],
-      platformHosts: policy?.platformHosts ?? [],
     });
   }
 

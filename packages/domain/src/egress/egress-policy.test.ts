@@ -3,10 +3,9 @@ import { isDomainError } from "../shared/errors.ts";
 import { decideEgress, decideResolvedAddress, egressDeniedMessage, isInternalAddress } from "./egress-policy.ts";
 import { formatHostPattern, parseHostPattern } from "./host-pattern.ts";
 
-const platformHosts = ["cp.kiln.test:8443", "s3.kiln.test"];
 const allowList = ["registry.npmjs.org", "*.github.com", "deb.debian.org:8080", "10.1.2.3", "[2001:db8::1]:443"];
 const decide = (host: string, port: number, trustClass: "trusted" | "untrusted" = "trusted") =>
-  decideEgress({ host, port, trustClass, allowList, platformHosts });
+  decideEgress({ host, port, trustClass, allowList });
 
 describe("decideEgress", () => {
   it.each([
@@ -26,11 +25,10 @@ describe("decideEgress", () => {
     ["[2001:db8::1]", 443, "trusted", true, "allow_list"],
     ["2001:db8::1", 443, "trusted", true, "allow_list"],
     ["example.org", 443, "trusted", false, "not_on_allow_list"],
-    // Platform services: reachable for both classes, on their own port only.
-    ["cp.kiln.test", 8443, "untrusted", true, "platform_service"],
-    ["cp.kiln.test", 443, "untrusted", false, "untrusted_run"],
-    ["s3.kiln.test", 443, "untrusted", true, "platform_service"],
-    ["s3.kiln.test", 443, "trusted", true, "platform_service"],
+    // The platform's own services are no exception: no sandbox reaches them (the agent moves the bytes).
+    ["cp.kiln.test", 8443, "untrusted", false, "untrusted_run"],
+    ["s3.kiln.test", 443, "untrusted", false, "untrusted_run"],
+    ["s3.kiln.test", 443, "trusted", false, "not_on_allow_list"],
     // Untrusted runs ignore the allow-list entirely.
     ["registry.npmjs.org", 443, "untrusted", false, "untrusted_run"],
     ["api.github.com", 443, "untrusted", false, "untrusted_run"],
@@ -55,7 +53,6 @@ describe("decideEgress", () => {
       port: 443,
       trustClass: "trusted",
       allowList: ["localhost", "*.localhost"],
-      platformHosts: [],
     });
     expect(d).toMatchObject({ allowed: false, reason: "not_on_allow_list" });
   });
@@ -78,7 +75,6 @@ describe("decideEgress", () => {
       port: 443,
       trustClass: "trusted",
       allowList: ["not a host", "ok.example.com"],
-      platformHosts: [],
     });
     expect(d).toMatchObject({ allowed: true, matched: "ok.example.com" });
   });
@@ -143,7 +139,6 @@ describe("isInternalAddress", () => {
 
 describe("decideResolvedAddress", () => {
   const allowed = decide("registry.npmjs.org", 443);
-  const platform = decide("s3.kiln.test", 443, "untrusted");
   const dest = (address: string, allowInternal = false) => ({
     host: "registry.npmjs.org",
     port: 443,
@@ -161,9 +156,9 @@ describe("decideResolvedAddress", () => {
       reason: "internal_address",
     });
   });
-  it("public addresses, platform services and hosts configured to allow internal addresses pass", () => {
+  it("public addresses, and internal ones on hosts configured to allow them, pass", () => {
     expect(decideResolvedAddress(allowed, dest("104.16.0.1"))).toBe(allowed);
-    expect(decideResolvedAddress(platform, dest("10.0.0.5"))).toBe(platform);
+    expect(decideResolvedAddress(allowed, dest("10.0.0.5"))).toMatchObject({ reason: "internal_address" });
     expect(decideResolvedAddress(allowed, dest("127.0.0.1", true))).toBe(allowed);
   });
   it("a denial stays a denial", () => {

@@ -427,7 +427,7 @@ function ticketFrom(cfg: EngineConfig, key: SigningKey, a: Claimed): JobTicket {
     leaseTtlMs: cfg.leaseTtlMs,
     heartbeatMs: cfg.heartbeatMs,
     trustClass: a.trustClass,
-    egress: egressPolicy({ trustClass: a.trustClass, platformHosts: cfg.egressPlatformHosts, allowList: a.allowList }),
+    egress: egressPolicy({ trustClass: a.trustClass, allowList: a.allowList }),
     source: { cloneUrl: a.cloneUrl, commitSha: a.commitSha },
     job: {
       name: a.name,
@@ -480,11 +480,7 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, att
     leaseTtlMs: cfg.leaseTtlMs,
     heartbeatMs: cfg.heartbeatMs,
     trustClass: a.trust_class,
-    egress: await egressPolicyForAttempt(db, {
-      orgId: a.org_id,
-      trustClass: a.trust_class,
-      platformHosts: cfg.egressPlatformHosts,
-    }),
+    egress: await egressPolicyForAttempt(db, { orgId: a.org_id, trustClass: a.trust_class }),
     source: { cloneUrl: a.clone_url, commitSha: a.commit_sha },
     job: {
       name: a.name,

@@ -6,13 +6,13 @@ export type EgressPolicy = z.infer<typeof agentProtocol.egressPolicy>;
 
 /**
  * The attempt's effective egress policy, computed at claim and sent in the ticket: the run's trust
- * class (fixed at admission), the platform's own endpoints, and the org's allow-list as it stands
- * now. Untrusted runs get an empty list: the allow-list never leaves the control plane for them
+ * class (fixed at admission) and the org's allow-list as it stands now. The platform's own
+ * endpoints are in no policy: no sandbox reaches them (docs/adr/0019). Untrusted runs get an empty list: the allow-list never leaves the control plane for them
  * (the proxy's decideEgress ignores it for untrusted runs anyway).
  */
 export async function egressPolicyForAttempt(
   db: DbOrTx,
-  input: { orgId: string; trustClass: TrustClass; platformHosts: readonly string[] },
+  input: { orgId: string; trustClass: TrustClass },
 ): Promise<EgressPolicy> {
   const allowList =
     input.trustClass === "trusted"
@@ -26,11 +26,7 @@ export async function egressPolicyForAttempt(
 }
 
 /** The policy from its parts (the claim reads the allow-list inside its own transaction). */
-export function egressPolicy(input: {
-  trustClass: TrustClass;
-  platformHosts: readonly string[];
-  allowList: readonly string[];
-}): EgressPolicy {
+export function egressPolicy(input: { trustClass: TrustClass; allowList: readonly string[] }): EgressPolicy {
   const allowList = input.trustClass === "trusted" ? [...input.allowList] : [];
-  return { trustClass: input.trustClass, platformHosts: [...new Set(input.platformHosts)].slice(0, 32), allowList };
+  return { trustClass: input.trustClass, allowList };
 }

@@ -109,7 +109,7 @@ describe("microvm mediated egress", () => {
       attemptId,
       trustClass: "trusted",
       listen: "unix",
-      policy: { trustClass: "trusted", platformHosts: [], allowList: [`localhost:${allowed}`] },
+      policy: { trustClass: "trusted", allowList: [`localhost:${allowed}`] },
       onDecision: (e) => decisions.push(e),
       onDenied: (line) => denials.push(line),
     });
@@ -152,7 +152,7 @@ describe("microvm mediated egress", () => {
     expect(await waitForNoProcesses(path.dirname(sandbox.hostWorkspaceDir))).toEqual([]);
   });
 
-  it("an untrusted attempt reaches platform hosts only, whatever the allow-list says", {
+  it("an untrusted attempt reaches nothing, whatever the allow-list says", {
     timeout: TIMEOUT_MS,
   }, async () => {
     const attemptId = randomUUID();
@@ -162,17 +162,17 @@ describe("microvm mediated egress", () => {
       trustClass: "untrusted",
       listen: "unix",
       // The control plane sends untrusted attempts an empty list; a stale one must not matter either.
-      policy: { trustClass: "untrusted", platformHosts: [`localhost:${other}`], allowList: [`localhost:${allowed}`] },
+      policy: { trustClass: "untrusted", allowList: [`localhost:${allowed}`] },
       onDecision: (e) => decisions.push(e),
       onDenied: () => undefined,
     });
     const sandbox = await driver.create({ attemptId, image: null });
-    let out = "";
+    let out: string;
     try {
       out = (
         await runCaptured(
           sandbox,
-          `${CLIENT}\necho "--- allowed"; req localhost:${allowed}; echo\necho "--- platform"; req localhost:${other}; echo\necho "--- end"`,
+          `${CLIENT}\necho "--- allowed"; req localhost:${allowed}; echo\necho "--- other"; req localhost:${other}; echo\necho "--- end"`,
         )
       ).stdout.toString();
     } finally {
@@ -180,10 +180,11 @@ describe("microvm mediated egress", () => {
       await listener.close();
     }
     expect(out).toContain(`X-Kiln-Egress: kiln egress denied: localhost:${allowed} is not allowed for untrusted runs`);
-    expect(out.split("--- platform\n")[1]).toContain("the other server");
+    expect(out).toContain(`X-Kiln-Egress: kiln egress denied: localhost:${other} is not allowed for untrusted runs`);
+    expect(out).not.toContain("the other server");
     expect(decisions).toEqual([
       { host: "localhost", port: allowed, decision: "denied", reason: "untrusted_run" },
-      { host: "localhost", port: other, decision: "allowed", reason: "platform_service" },
+      { host: "localhost", port: other, decision: "denied", reason: "untrusted_run" },
     ]);
   });
 

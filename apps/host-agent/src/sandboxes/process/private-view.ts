@@ -77,6 +77,18 @@ sub own {
   closedir $d;
   own("$p/$_") for @e;
 }
+if ($mapIds && $sock ne "") {
+  # The step's forwarder (egress-forwarder.ts) runs as the mapped root, which holds no
+  # CAP_NET_ADMIN over this network namespace (it belongs to the host's user namespace): the
+  # loopback is brought up here, before the user namespace exists.
+  socket(my $ctl, 2, 2, 0) or fail("socket: $!");
+  my $ifr = pack("Z16 x24", "lo");
+  ioctl($ctl, 0x8913, $ifr) or fail("SIOCGIFFLAGS: $!");
+  ioctl($ctl, 0x8914, pack("Z16 s x22", "lo", unpack("x16 s", $ifr) | 1)) or fail("SIOCSIFFLAGS: $!");
+  close $ctl;
+  # Connecting needs write permission on the socket: it becomes the sandbox root's (in-namespace 0).
+  POSIX::lchown($mapIds, $mapIds, $sock) or fail("chown the egress socket: $!");
+}
 if ($mapIds) {
   own("$root/$_") for qw(workspace home tmp);
   # This process stays host root and the pid namespace's init: it writes the step side's id maps,

@@ -10,7 +10,7 @@ import { useRefreshSettings } from "./use-settings.ts";
 
 /**
  * The hosts a trusted run's sandbox may reach through the egress proxy (ADR 0013). Anything not
- * listed is denied; untrusted runs (fork pull requests) reach only platform services regardless.
+ * listed is denied; untrusted runs (fork pull requests) reach nothing regardless.
  * A change applies to attempts claimed after it, not to running ones.
  */
 export function EgressCard({

@@ -35,18 +35,12 @@ export const POST = route({
       const q = queue ? await boss.catch(() => null) : null;
       const hints = q && queue ? await q.fetch<DispatchPayload>(queue, { batchSize: 1 }).catch(() => []) : [];
       const hint = hints[0];
-      // The address agents claim through is a platform service for mediated egress (issue 3).
-      const egressPlatformHosts = [...cfg.egressPlatformHosts, new URL(req.url).host];
-      const result = await claimJob(
-        db,
-        { ...cfg, egressPlatformHosts },
-        {
-          sessionId: body.session_id,
-          claimRequestId: body.claim_request_id,
-          offer: hint ? { jobId: hint.data.jobId, generation: hint.data.generation } : null,
-          credentialHash,
-        },
-      ).finally(async () => {
+      const result = await claimJob(db, cfg, {
+        sessionId: body.session_id,
+        claimRequestId: body.claim_request_id,
+        offer: hint ? { jobId: hint.data.jobId, generation: hint.data.generation } : null,
+        credentialHash,
+      }).finally(async () => {
         if (hint && q && queue) await q.complete(queue, hint.id).catch(() => undefined);
       });
       if (result.kind === "claimed") return machineJson(200, result.ticket);
