@@ -12,7 +12,7 @@ export {
   type SettingsChange,
 } from "./tenants/get-org-settings.ts";
 export { listRuns, type RunRow, type RunPage } from "./runs/list-runs.ts";
-export { runFilters, RUN_TRIGGERS, type RunFilters } from "./runs/run-filters.ts";
+export { runFilters, RUN_TRIGGERS, type RunFilters } from "@kiln/domain";
 export { encodeRunCursor, decodeRunCursor } from "./runs/run-cursor.ts";
 export { listRepos, type RepoOption } from "./runs/list-repos.ts";
 export { getOrgOverview, type OrgOverview, type ActiveJob, type FailureRatio } from "./runs/get-org-overview.ts";

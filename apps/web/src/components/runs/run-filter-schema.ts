@@ -1,6 +1,6 @@
-// The runs filter schema for the browser: the same zod schema the procedure validates with, imported
-// from its own Node-free file (the views index would pull Prisma into the client bundle).
-import { runFilters, type RunFilters } from "@kiln/engine/run-filters";
+// The runs filter schema for the browser: the same zod schema the procedure validates with, from the
+// pure domain package (the engine would pull Prisma into the client bundle).
+import { runFilters, type RunFilters } from "@kiln/domain";
 
 export type { RunFilters };
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { seedOrg, seedRuns, useViewDb, type Org } from "../testing/view-fixtures.ts";
 import { listRuns } from "./list-runs.ts";
-import type { RunFilters } from "./run-filters.ts";
+import type { RunFilters } from "@kiln/domain";
 
 const db = useViewDb();
 let org: Org;

@@ -2,7 +2,7 @@ import { Prisma, type DbOrTx } from "@kiln/db";
 import { classifyOutcome, DomainError, type Outcome, type OutcomeClass } from "@kiln/domain";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { decodeRunCursor, encodeRunCursor } from "./run-cursor.ts";
-import type { RunFilters } from "./run-filters.ts";
+import type { RunFilters } from "@kiln/domain";
 
 export interface RunRow {
   id: string;

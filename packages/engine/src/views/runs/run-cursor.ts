@@ -1,4 +1,4 @@
-// Kept apart from run-filters.ts, which the browser bundle imports (it has no Node dependencies).
+// Kept apart from the browser-safe run filters (now in @kiln/domain): the cursor is server-side only.
 
 /**
  * The keyset cursor is the last row's (created_at, id), opaque to clients. created_at is stored with

@@ -1,5 +1,6 @@
-import { OUTCOMES, RUN_STATUSES } from "@kiln/domain";
 import { z } from "zod";
+import { OUTCOMES } from "./outcomes.ts";
+import { RUN_STATUSES } from "./run-state-machine.ts";
 
 export const RUN_TRIGGERS = ["push", "pull_request", "manual", "retry"] as const;
 
