@@ -2,7 +2,7 @@ import { IndexedHeap, type HeapItem } from "./indexed-heap.ts";
 import type { QueuedJob, RunningJob } from "./types.ts";
 
 /** Where a queued job sits: dispatchable, blocked on its run's DAG, or in retry backoff. */
-export type QueuedWhere = "eligible" | "waiting" | "backoff";
+type QueuedWhere = "eligible" | "waiting" | "backoff";
 
 export interface QueuedEntry extends HeapItem {
   job: QueuedJob;
