@@ -11,7 +11,6 @@ const envReaders = [
   "apps/*/src/env.ts",
   "apps/web/src/server/env.ts",
   "apps/web/src/server/auth/env.ts",
-  "packages/engine/src/shared/config.ts",
   "packages/testkit/**",
   "scripts/**",
   "bench/**",

@@ -39,7 +39,7 @@ import { ControlClient } from "../../apps/host-agent/src/control-client.ts";
 import { freezeArtifact } from "../../apps/host-agent/src/artifacts/freeze.ts";
 import { restoreArtifact } from "../../apps/host-agent/src/artifacts/restore-artifact.ts";
 import { uploadArtifact } from "../../apps/host-agent/src/artifacts/upload-artifact.ts";
-import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createLogger } from "@kiln/logger";
 import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";

@@ -23,7 +23,7 @@ import { createReadStream } from "node:fs";
 import { LocalCacheTier } from "../../apps/host-agent/src/caches/local-tier.ts";
 import { packCache } from "../../apps/host-agent/src/caches/pack-cache.ts";
 import { restoreEntry } from "../../apps/host-agent/src/caches/restore-cache.ts";
-import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 
 const execFileAsync = promisify(execFile);

@@ -12,7 +12,7 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { EgressProxy } from "../../apps/host-agent/src/egress/egress-proxy.ts";
-import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createLogger } from "@kiln/logger";
 import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
 import { ms, percentile } from "../lib/stats.ts";
 

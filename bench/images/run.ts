@@ -26,7 +26,7 @@ import {
 } from "@kiln/oci";
 import { BUSYBOX, publishBaseImage, startRegistry } from "@kiln/testkit";
 import { ImagePreparer } from "../../apps/host-agent/src/images/index.ts";
-import { createLogger } from "../../apps/host-agent/src/logger.ts";
+import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 
 const execFileAsync = promisify(execFile);

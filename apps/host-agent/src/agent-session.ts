@@ -3,7 +3,7 @@
 // wait on the same promise instead of registering N times.
 import { describeFailure, type ControlClient, type RegisterSessionRequest } from "./control-client.ts";
 import { FatalAgentError } from "./errors.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "./timing.ts";
 
 const REGISTER_TIMEOUT_MS = 10_000;

@@ -9,7 +9,7 @@ import type { AgentEnv } from "./env.ts";
 import { ImagePreparer } from "./images/index.ts";
 import { LocalCacheTier } from "./caches/index.ts";
 import { JobRunner } from "./job-runner.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "@kiln/logger";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
 

@@ -5,7 +5,7 @@ import type { AgentSession } from "./agent-session.ts";
 import { describeFailure, isRetriable, type ControlClient, type JobTicket } from "./control-client.ts";
 import { FatalAgentError } from "./errors.ts";
 import type { JobRunner } from "./job-runner.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "@kiln/logger";
 import { backoffMs, monotonicNow, sleep } from "./timing.ts";
 
 // A lost claim response must not leak an attempt: the server answers a repeated claim_request_id

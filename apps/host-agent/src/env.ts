@@ -107,8 +107,22 @@ export function loadEnv(): AgentEnv {
   } catch (err) {
     if (err instanceof z.ZodError) {
       const lines = err.issues.map((i) => `  ${i.path.join(".") || "(env)"}: ${i.message}`);
-      throw new Error(`invalid host-agent environment:\n${lines.join("\n")}`);
+      throw new Error(`invalid host-agent environment:\n${lines.join("\n")}`, { cause: err });
     }
     throw err;
   }
+}
+
+/**
+ * Test support for the sandbox contract: plants a variable in this process's own environment, to
+ * prove a step never inherits the agent's. Lives here because no other file may touch process.env.
+ * Returns the undo.
+ */
+export function plantAgentEnvVar(name: string, value: string): () => void {
+  const before = process.env[name];
+  process.env[name] = value;
+  return () => {
+    if (before === undefined) delete process.env[name];
+    else process.env[name] = before;
+  };
 }

@@ -2,7 +2,7 @@
 // Never two requests in flight; a pending phase report is sent at once and repeated until one
 // heartbeat carrying it succeeds.
 import { describeFailure, type ControlClient, type HeartbeatRequest, type JobTicket } from "./control-client.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "@kiln/logger";
 import { monotonicNow, type MonotonicClock } from "./timing.ts";
 
 type Phase = NonNullable<HeartbeatRequest["phase"]>;

@@ -2,7 +2,7 @@
 import { HostAgent } from "./agent.ts";
 import { ControlClient } from "./control-client.ts";
 import { loadEnv } from "./env.ts";
-import { createLogger, errorMessage } from "./logger.ts";
+import { createLogger, errorMessage } from "@kiln/logger";
 import { createSandboxDriver } from "./sandboxes/index.ts";
 
 let env;

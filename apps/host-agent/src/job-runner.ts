@@ -1,7 +1,7 @@
 // Runs claimed attempts and keeps track of them so a shutdown can interrupt every one.
 import { AttemptRun, type AttemptDeps } from "./attempts/attempt-run.ts";
 import type { JobTicket } from "./control-client.ts";
-import { errorMessage } from "./logger.ts";
+import { errorMessage } from "@kiln/logger";
 
 export class JobRunner {
   private readonly active = new Map<string, { run: AttemptRun; done: Promise<void> }>();

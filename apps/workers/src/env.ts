@@ -1,57 +1,23 @@
+import { engineConfigFromEnv, engineEnvSchema, type EngineConfig } from "@kiln/engine";
 import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
-// Workers' configuration, parsed once at boot. process.env is read nowhere else in this app.
+// Workers' configuration, parsed once at boot. process.env is read nowhere else in this app. The
+// engine's variables (lease, retries, backoff, dispatch, object store, artifacts, caches, logs) come
+// from its one schema, shared with the web app, so the two processes cannot read them differently.
 const schema = z.object({
+  ...engineEnvSchema.shape,
   /** PostgreSQL, the authority (and pg-boss's home). */
   DATABASE_URL: z.string().min(1),
-  /** Lease TTL, heartbeat and retry budget: must match the web app's (same variables). */
-  KILN_LEASE_TTL_MS: z.coerce.number().int().min(500).default(30_000),
-  KILN_HEARTBEAT_MS: z.coerce.number().int().min(100).default(10_000),
-  KILN_RETRY_BUDGET: z.coerce.number().int().min(0).max(10).default(2),
-  /** Must match the web app's: preemption for returning lent capacity runs only under "fair". */
-  KILN_DISPATCH_POLICY: z.enum(["fair", "fifo"]).default("fair"),
-  /** Backoff before a platform-failure retry: base and cap. */
-  KILN_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(1_000),
-  KILN_BACKOFF_MAX_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often the reconciler sweeps (expired leases, lost hints, stuck runs). */
   KILN_RECONCILE_MS: z.coerce.number().int().min(50).default(1_000),
   /** The relay's poll interval when no NOTIFY arrives (NOTIFY wakes it sooner). */
   KILN_RELAY_POLL_MS: z.coerce.number().int().min(10).default(1_000),
   /** Where git mirrors for reading workflow files live. */
   KILN_DATA_DIR: z.string().default("./.kiln-data"),
-  /** S3-compatible object store for artifacts and archived logs; unset means AWS's regional endpoint. */
-  S3_ENDPOINT: z.preprocess((v) => (v === "" ? undefined : v), z.string().url().optional()),
-  /** Bucket Kiln's objects live in (`npm run up` creates "kiln" in its local s3rver). */
-  KILN_S3_BUCKET: z.string().min(1).default("kiln"),
-  /** Region used for request signing. */
-  S3_REGION: z.string().min(1).default("us-east-1"),
-  /** Store credentials; the defaults are s3rver's fixed development pair. */
-  S3_ACCESS_KEY_ID: z.string().min(1).default("S3RVER"),
-  S3_SECRET_ACCESS_KEY: z.string().min(1).default("S3RVER"),
-  /** Unbound artifact generations and abandoned multipart uploads are collected this long after their attempt ended. */
-  KILN_ARTIFACT_GC_GRACE_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(24 * 3600_000),
-  /** Build cache entries unused this many days are evicted whatever the quota (issue 8: 7). */
-  KILN_CACHE_IDLE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
-  /** Per-org cache byte quota in MiB when the org has none of its own (LRU eviction beyond it). */
-  KILN_CACHE_QUOTA_MIB: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(10 * 1024),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
-  /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
-  KILN_LOG_SEGMENT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(8 * 1024 * 1024),
   /**
    * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.
    * {"registry.example.com":{"username":"ci","password":"..."},"127.0.0.1:5000":{}}. Freezing a run
@@ -94,4 +60,21 @@ const schema = z.object({
 });
 
 export type WorkersEnv = z.infer<typeof schema>;
-export const env: WorkersEnv = schema.parse(process.env);
+
+/** Parses an env record (process.env at boot; a plain record in tests). */
+export function parseWorkersEnv(source: Record<string, string | undefined>): WorkersEnv {
+  return schema.parse(source);
+}
+
+/** The engine config this process runs with: the web app's mapping, so both read the same env alike. */
+export function workersEngineConfig(e: WorkersEnv): EngineConfig {
+  return engineConfigFromEnv(e);
+}
+
+let parsed: WorkersEnv | null = null;
+
+/** The process's configuration, parsed on first use (index.ts calls it first thing at boot). */
+export function workersEnv(): WorkersEnv {
+  parsed ??= parseWorkersEnv(process.env);
+  return parsed;
+}

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { createDb } from "@kiln/db";
-import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@kiln/engine";
+import { createLogger } from "@kiln/logger";
 import { PgBoss, type JobResult } from "pg-boss";
-import { env } from "./env.ts";
+import { workersEngineConfig, workersEnv } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
@@ -12,24 +12,15 @@ import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
 
 // Composition only: clients, queues, handlers, the relay and the reconcile ticker.
-const cfg: EngineConfig = {
-  ...DEFAULT_ENGINE_CONFIG,
-  leaseTtlMs: env.KILN_LEASE_TTL_MS,
-  heartbeatMs: env.KILN_HEARTBEAT_MS,
-  retryBudget: env.KILN_RETRY_BUDGET,
-  backoffBaseMs: env.KILN_BACKOFF_BASE_MS,
-  backoffMaxMs: env.KILN_BACKOFF_MAX_MS,
-  dispatchPolicy: env.KILN_DISPATCH_POLICY,
-  redispatchAfterMs: Math.max(2_000, Math.min(15_000, env.KILN_LEASE_TTL_MS)),
-};
+const env = workersEnv();
+const log = createLogger({ service: "workers" });
+const cfg = workersEngineConfig(env);
 const db = createDb({ url: env.DATABASE_URL, max: 8 });
 // Not useListenNotify: pg-boss 12.38's LISTEN client drops its listeners on the first error and a
 // session cut (57P01) then raises a second, unheard 'error' that kills the process
 // (e2e/faults/db-sessions-cut.test.ts). Polling at 0.5 s plus bursting through backlogs instead.
 const boss = new PgBoss({ connectionString: env.DATABASE_URL, max: 4 });
-boss.on("error", (e: unknown) =>
-  console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(e).slice(0, 300) })),
-);
+boss.on("error", (err: unknown) => log.error("pg-boss", { err }));
 await boss.start();
 
 const workerIds = new Map<string, string>();
@@ -38,6 +29,7 @@ const deps: WorkerDeps = {
   boss,
   cfg,
   gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"),
+  log,
   registries: env.KILN_REGISTRIES,
   poolImages: env.KILN_POOL_IMAGES,
 };
@@ -69,15 +61,7 @@ for (const job of JOBS) {
           await job.handle(deps, job.payload.parse(j.data) as never, j);
           results.push({ id: j.id, status: "completed" });
         } catch (e) {
-          console.error(
-            JSON.stringify({
-              level: "warn",
-              msg: "job failed",
-              queue: job.name,
-              job_id: j.id,
-              err: String(e).slice(0, 300),
-            }),
-          );
+          log.warn("job failed", { queue: job.name, job_id: j.id, err: e });
           results.push({ id: j.id, status: "failed", output: { message: e instanceof Error ? e.message : String(e) } });
         }
       }
@@ -101,6 +85,7 @@ const relay = new OutboxRelay(
   env.DATABASE_URL,
   env.KILN_RELAY_POLL_MS,
   cfg.dispatchPolicy === "fifo",
+  log.child({ component: "relay" }),
   (queue) => {
     const id = workerIds.get(queue);
     if (id) boss.notifyWorker(id);
@@ -128,9 +113,7 @@ const ticker = setInterval(() => {
         signal: new AbortController().signal,
       },
     )
-    .catch((e: unknown) =>
-      console.error(JSON.stringify({ level: "error", msg: "reconcile failed", err: String(e).slice(0, 300) })),
-    )
+    .catch((err: unknown) => log.error("reconcile failed", { err }))
     .finally(() => {
       sweeping = false;
     });
@@ -156,15 +139,13 @@ const archiveTicker = setInterval(() => {
         signal: new AbortController().signal,
       },
     )
-    .catch((e: unknown) =>
-      console.error(JSON.stringify({ level: "error", msg: "log archive failed", err: String(e).slice(0, 300) })),
-    )
+    .catch((err: unknown) => log.error("log archive failed", { err }))
     .finally(() => {
       archiving = false;
     });
 }, env.KILN_LOG_ARCHIVE_MS);
 
-console.log(JSON.stringify({ level: "info", msg: "workers started", jobs: JOBS.map((j) => j.name) }));
+log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
   clearInterval(ticker);

@@ -1,5 +1,6 @@
 import type { Db } from "@kiln/db";
 import { nextDeferredDelayMs, relayOutbox, type DispatchPayload, type OutboxMessage } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 
@@ -20,6 +21,7 @@ export class OutboxRelay {
     private readonly pollMs: number,
     /** Under the fair policy dispatch hints are only wake-ups: NOTIFY, no queue row (ADR 0009). */
     private readonly hintsAsQueueJobs: boolean,
+    private readonly log: Logger,
     /** Called after freeze requests were queued, so this process's freeze worker fetches now. */
     private readonly onQueued: (queue: string) => void = () => undefined,
   ) {}
@@ -69,7 +71,7 @@ export class OutboxRelay {
       try {
         moved = await relayOutbox(this.db, (m) => this.publish(m));
       } catch (e) {
-        console.error(JSON.stringify({ level: "error", msg: "relay pass failed", err: String(e).slice(0, 300) }));
+        this.log.error("relay pass failed", { err: e });
       }
       if (moved > 0) continue;
       const deferred = await nextDeferredDelayMs(this.db).catch(() => null);

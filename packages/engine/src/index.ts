@@ -1,4 +1,13 @@
 export { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./shared/config.ts";
+export {
+  engineEnvSchema,
+  engineConfigFromEnv,
+  objectStoreConfigFromEnv,
+  artifactSettingsFromEnv,
+  cacheSettingsFromEnv,
+  logConfigFromEnv,
+  type EngineEnv,
+} from "./shared/engine-env.ts";
 export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journal.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import { ARTIFACT_USER_CAUSES, type ArtifactCause } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import type { Sandbox } from "../sandboxes/index.ts";
 import { monotonicNow } from "../timing.ts";
 import { platformFailure, type StopReason, type Verdict } from "../attempts/verdict.ts";

@@ -1,7 +1,7 @@
 // Retries one artifact metadata call through transient failures and classifies the rest: fenced
 // (another attempt owns the job now), cancelled, or a named failure the attempt reports.
 import { describeFailure, isRetriable, type ApiResult } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 
 export type CallFailure =

@@ -6,7 +6,7 @@ import path from "node:path";
 import { declaredPathCause, pathIsWithin, type ArtifactCause } from "@kiln/domain";
 import * as tar from "tar";
 import type { ControlClient, JobTicket } from "../control-client.ts";
-import { errorMessage, type Logger } from "../logger.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
 import { downloadToFile, HttpStatusError, TooLargeError } from "./http-transfer.ts";

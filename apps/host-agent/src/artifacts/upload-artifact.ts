@@ -3,7 +3,7 @@
 // control plane to complete and verify. A failed part is retried on its own with the same bytes
 // (the spool is read-only); expired URLs are refreshed by re-opening the same session.
 import type { ArtifactUploadSession, ControlClient, JobTicket } from "../control-client.ts";
-import { errorMessage, type Logger } from "../logger.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
 import { spoolUnchanged, type FrozenArtifact } from "./freeze.ts";

@@ -8,7 +8,7 @@ import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
-import { errorMessage, redactUrlCredentials, type Logger } from "../logger.ts";
+import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
 import type { SandboxSpec } from "../sandboxes/sandbox-driver.ts";

@@ -8,7 +8,7 @@ import {
   type ControlClient,
   type JobTicket,
 } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 
 export type CompletionResult = "accepted" | "probably_accepted" | "refused" | "undelivered";

@@ -1,5 +1,5 @@
 import type { ControlClient, JobTicket } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import type { CallFailure } from "../artifacts/control-calls.ts";
 import type { LocalCacheTier } from "./local-tier.ts";
 

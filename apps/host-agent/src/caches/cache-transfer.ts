@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import { cachePathProblem, decideCacheWrite } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
-import { errorMessage, type Logger } from "../logger.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import type { Sandbox } from "../sandboxes/index.ts";
 import type { StopReason } from "../attempts/verdict.ts";
 import type { CacheFailure, CacheLimits, InputDigest } from "./cache-context.ts";

@@ -12,7 +12,7 @@ import { lstat, mkdir, mkdtemp, realpath, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { resolveRestoreTarget } from "../artifacts/restore-artifact.ts";
 import { callControl } from "../artifacts/control-calls.ts";
-import { errorMessage } from "../logger.ts";
+import { errorMessage } from "@kiln/logger";
 import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
 import { CacheRejected, extractCache } from "./extract-cache.ts";

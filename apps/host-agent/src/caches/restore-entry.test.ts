@@ -7,7 +7,7 @@ import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { LocalCacheTier } from "./local-tier.ts";
 import { restoreEntry } from "./restore-cache.ts";
 import { cacheArchive, type BuiltArchive, type RawMember } from "./test-archives.ts";

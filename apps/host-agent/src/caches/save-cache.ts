@@ -6,7 +6,7 @@ import { rm } from "node:fs/promises";
 import { decideCacheWrite } from "@kiln/domain";
 import { callControl } from "../artifacts/control-calls.ts";
 import { putFileRange } from "../artifacts/http-transfer.ts";
-import { errorMessage } from "../logger.ts";
+import { errorMessage } from "@kiln/logger";
 import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
 import { packCache } from "./pack-cache.ts";

@@ -1,7 +1,7 @@
 // One attempt's mediated egress: its own proxy listener, its decisions batched to the control
 // plane, and each denial written into the job's stderr log so the user sees why a fetch failed.
 import type { ControlClient, JobTicket } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import type { EgressProxy } from "./egress-proxy.ts";
 import { EgressReporter } from "./egress-reporter.ts";
 import type { EgressListenerAddress } from "./egress-registry.ts";

@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { findForwarderTools } from "../sandboxes/process/egress-forwarder.ts";
 import { probeNamespaces } from "../sandboxes/process/namespace-probe.ts";
 import { ProcessDriver } from "../sandboxes/process/process-driver.ts";

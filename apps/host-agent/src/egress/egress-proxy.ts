@@ -11,7 +11,7 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import { decideEgress, decideResolvedAddress, type EgressDecision, type TrustClass } from "@kiln/domain";
 import type { JobTicket } from "../control-client.ts";
-import { errorMessage, type Logger } from "../logger.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import { relayHttp, writeFramed } from "./http-relay.ts";
 import { listen, type ListenerHandle } from "./egress-listener.ts";
 import type { EgressListenerAddress } from "./egress-registry.ts";

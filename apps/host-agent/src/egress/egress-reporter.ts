@@ -4,7 +4,7 @@
 // attempt stops reporting, and anything left unsent at close is logged with its size.
 import type { ControlClient, EgressEventsRequest, JobTicket } from "../control-client.ts";
 import { describeFailure, isRetriable } from "../control-client.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { sleep } from "../timing.ts";
 
 type EgressEventWire = EgressEventsRequest["events"][number];

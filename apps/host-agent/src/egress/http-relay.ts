@@ -4,7 +4,7 @@
 import http from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { errorMessage } from "../logger.ts";
+import { errorMessage } from "@kiln/logger";
 
 // Hop-by-hop headers (RFC 9110 7.6.1) plus the proxy's own: never forwarded either way.
 const HOP_BY_HOP = new Set([

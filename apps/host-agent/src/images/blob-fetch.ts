@@ -7,7 +7,7 @@ import { rename, rm } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ImageError, type RegistryClient } from "@kiln/oci";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import type { ImageCache } from "./image-cache.ts";
 
 /** A blob download that receives nothing for this long is abandoned (and the attempt retried). */

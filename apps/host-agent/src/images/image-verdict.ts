@@ -2,7 +2,7 @@
 // (missing, malformed, hostile, too big); anything else (registry down, bad bytes twice, disk) is
 // the platform's and the attempt is retried elsewhere.
 import { isImageError } from "@kiln/oci";
-import { errorMessage } from "../logger.ts";
+import { errorMessage } from "@kiln/logger";
 import { platformFailure, type Verdict } from "../attempts/verdict.ts";
 
 export function imageFailureVerdict(ref: string, err: unknown): Verdict {

@@ -16,7 +16,7 @@ import {
 } from "@kiln/oci";
 import { publishBaseImage, startRegistry, type PublishedImage, type RegistryHandle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { imageFailureVerdict } from "./image-verdict.ts";
 import { ImagePreparer } from "./prepare-image.ts";
 

@@ -25,7 +25,7 @@ import {
   type ImageManifest,
   type RegistryConfig,
 } from "@kiln/oci";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { fetchBlob } from "./blob-fetch.ts";
 import { ImageCache } from "./image-cache.ts";
 import { LayerApplier, type UnpackBudget, type UnpackStats } from "./safe-unpack.ts";

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ApiResult, LogAppendResponse, LogSealRequest, LogSealResponse } from "../control-client.ts";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig, type LogTransport, type WireChunk } from "./log-shipper.ts";
 
 // The shipper's ordering and retry rules against a scripted control plane. The real ingest

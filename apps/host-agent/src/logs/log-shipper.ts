@@ -12,7 +12,7 @@ import {
   type LogSealRequest,
   type LogSealResponse,
 } from "../control-client.ts";
-import { errorMessage, type Logger } from "../logger.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 import { LogCapture, type CapturedChunk } from "./log-capture.ts";
 import { LogSpool } from "./log-spool.ts";

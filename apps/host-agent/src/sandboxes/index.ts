@@ -1,6 +1,6 @@
 // Picks the SandboxDriver named by KILN_SANDBOX_DRIVER.
 import { assertNever } from "@kiln/domain";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { createMicrovmDriver } from "./microvm/microvm-driver.ts";
 import { createProcessDriver } from "./process/process-driver.ts";
 import type { SandboxDriver } from "./sandbox-driver.ts";

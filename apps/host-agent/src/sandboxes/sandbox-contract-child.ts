@@ -1,7 +1,7 @@
 // A minimal agent for the contract's "agent SIGKILL" case: creates one sandbox with the named
 // driver, starts a step that runs forever, prints `READY <sandbox root>` and waits to be killed.
 import path from "node:path";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { createSandboxDriver } from "./index.ts";
 
 const [kind, workDir, assetsDir, accel] = process.argv.slice(2) as [

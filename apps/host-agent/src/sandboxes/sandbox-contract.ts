@@ -15,6 +15,7 @@ import {
   runCaptured,
   waitForNoProcesses,
 } from "./sandbox-contract-support.ts";
+import { plantAgentEnvVar } from "../env.ts";
 import type { Sandbox, SandboxDriver, StepResult } from "./sandbox-driver.ts";
 
 export type ContractCase =
@@ -98,13 +99,12 @@ export function describeSandboxContract(opts: ContractOptions): void {
       }, opts.timeoutMs);
 
       test("steps", "runs steps in order, in the workspace, with exactly the given env", async () => {
-        process.env.KILN_CONTRACT_AGENT_SECRET = "agent-only-7d1e";
+        const unplant = plantAgentEnvVar("KILN_CONTRACT_AGENT_SECRET", "agent-only-7d1e");
         const first = await runCaptured(
           sb,
           'cat checked-out.txt; echo one > order.txt; pwd; printf "%s\\n" "$GREETING"; echo "$HOME|$TMPDIR"; env',
           { GREETING: TRICKY_VALUE },
-        );
-        delete process.env.KILN_CONTRACT_AGENT_SECRET;
+        ).finally(unplant);
         expect(first.exitCode).toBe(0);
         expect(
           first.out.startsWith(

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { redactUrlCredentials } from "../logger.ts";
+import { redactUrlCredentials } from "@kiln/logger";
 
 const GIT_ENV = {
   PATH: "/usr/local/bin:/usr/bin:/bin",

@@ -1,15 +1,15 @@
 import { createDb, type Db } from "@kiln/db";
 import {
+  artifactSettingsFromEnv,
+  cacheSettingsFromEnv,
   createObjectStore,
-  DEFAULT_ARTIFACT_SETTINGS,
-  DEFAULT_CACHE_SETTINGS,
-  DEFAULT_ENGINE_CONFIG,
+  logConfigFromEnv,
+  objectStoreConfigFromEnv,
   type ArtifactStore,
   type CacheStore,
   type EngineConfig,
 } from "@kiln/engine";
 import {
-  DEFAULT_LOG_CONFIG,
   LogArchiveReader,
   LogHeadCache,
   LogHub,
@@ -18,16 +18,20 @@ import {
   type LogConfig,
   type LogFollowerDeps,
 } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { env, type WebEnv } from "./env.ts";
+import { env, webEngineConfig, type WebEnv } from "./env.ts";
 import { DispatchWaiter } from "./dispatch-waiter.ts";
+import { webLogger } from "./logger.ts";
 
 // One set of clients per server process, created lazily so `next build` never connects.
 interface Services {
   db: Db;
   cfg: EngineConfig;
+  /** The web process's logger; request code takes a child with the ids it has. */
+  log: Logger;
   boss: Promise<PgBoss>;
   waiter: DispatchWaiter;
   /** The artifact object store, created on first use (most requests never touch it). */
@@ -49,15 +53,9 @@ const g = globalThis as unknown as { __kiln?: Services };
 export function services(): Services {
   if (g.__kiln) return g.__kiln;
   const e = env();
-  const cfg: EngineConfig = {
-    ...DEFAULT_ENGINE_CONFIG,
-    leaseTtlMs: e.KILN_LEASE_TTL_MS,
-    heartbeatMs: e.KILN_HEARTBEAT_MS,
-    retryBudget: e.KILN_RETRY_BUDGET,
-    dispatchPolicy: e.KILN_DISPATCH_POLICY,
-    dispatchViewMs: e.KILN_DISPATCH_VIEW_MS,
-    egressPlatformHosts: platformHosts(e),
-  };
+  const log = webLogger();
+  // The one mapping the workers use too (backoff included: completions schedule retries here).
+  const cfg = webEngineConfig(e);
   // The web process only sends and fetches: the workers own pg-boss's schema and maintenance.
   const boss = new PgBoss({
     connectionString: e.DATABASE_URL,
@@ -67,68 +65,38 @@ export function services(): Services {
     migrate: false,
     createSchema: false,
   });
-  boss.on("error", (err: unknown) =>
-    console.error(JSON.stringify({ level: "error", msg: "pg-boss", err: String(err) })),
-  );
+  boss.on("error", (err: unknown) => log.error("pg-boss", { err }));
   g.__kiln = {
     db: createDb({ url: e.DATABASE_URL, max: e.KILN_DB_POOL }),
     cfg,
+    log,
     boss: boss.start().then(() => boss),
     waiter: new DispatchWaiter(e.DATABASE_URL),
     artifacts: lazy(() => ({
-      s3: createObjectStore({
-        endpoint: e.S3_ENDPOINT,
-        region: e.S3_REGION,
-        accessKeyId: e.S3_ACCESS_KEY_ID,
-        secretAccessKey: e.S3_SECRET_ACCESS_KEY,
-      }),
+      s3: createObjectStore(objectStoreConfigFromEnv(e)),
       bucket: e.KILN_S3_BUCKET,
-      settings: {
-        ...DEFAULT_ARTIFACT_SETTINGS,
-        partSizeBytes: e.KILN_ARTIFACT_PART_MIB * 1024 * 1024,
-        uploadUrlTtlSec: e.KILN_ARTIFACT_UPLOAD_URL_TTL_S,
-        downloadUrlTtlSec: e.KILN_ARTIFACT_DOWNLOAD_URL_TTL_S,
-      },
+      settings: artifactSettingsFromEnv(e),
     })),
     caches: lazy(() => ({
-      s3: createObjectStore({
-        endpoint: e.S3_ENDPOINT,
-        region: e.S3_REGION,
-        accessKeyId: e.S3_ACCESS_KEY_ID,
-        secretAccessKey: e.S3_SECRET_ACCESS_KEY,
-      }),
+      s3: createObjectStore(objectStoreConfigFromEnv(e)),
       bucket: e.KILN_S3_BUCKET,
-      settings: {
-        ...DEFAULT_CACHE_SETTINGS,
-        downloadUrlTtlSec: e.KILN_CACHE_DOWNLOAD_URL_TTL_S,
-        defaultQuotaBytes: e.KILN_CACHE_QUOTA_MIB * 1024 * 1024,
-      },
+      settings: cacheSettingsFromEnv(e),
     })),
-    logs: lazy(() => createLogServices(e)),
+    logs: lazy(() => createLogServices(e, log)),
   };
   return g.__kiln;
 }
 
-function createLogServices(e: WebEnv): LogServices {
-  const report = (what: string) => (err: unknown) =>
-    console.error(JSON.stringify({ level: "error", msg: what, err: String(err).slice(0, 300) }));
+function createLogServices(e: WebEnv, log: Logger): LogServices {
+  const report = (what: string) => (err: unknown) => log.error(what, { err });
   const pool = new pg.Pool({ connectionString: e.DATABASE_URL, max: e.KILN_LOG_DB_POOL });
   pool.on("error", report("log journal pool"));
   // Publishing skips while Redis is away (LogPublisher): followers re-read the journal instead.
   const redis = new Redis(e.REDIS_URL, { maxRetriesPerRequest: 1 });
   redis.on("error", report("redis (log publisher)"));
-  const s3 = createObjectStore({
-    endpoint: e.S3_ENDPOINT,
-    region: e.S3_REGION,
-    accessKeyId: e.S3_ACCESS_KEY_ID,
-    secretAccessKey: e.S3_SECRET_ACCESS_KEY,
-  });
+  const s3 = createObjectStore(objectStoreConfigFromEnv(e));
   return {
-    cfg: {
-      ...DEFAULT_LOG_CONFIG,
-      maxBytesPerAttempt: e.KILN_LOG_MAX_BYTES,
-      journalMaxBytes: e.KILN_LOG_JOURNAL_MAX_BYTES,
-    },
+    cfg: logConfigFromEnv(e),
     publisher: new LogPublisher(redis, report("redis (log publish)"), e.KILN_LOG_POLL_MS),
     follower: {
       pool,
@@ -144,15 +112,4 @@ function createLogServices(e: WebEnv): LogServices {
 function lazy<T>(make: () => T): () => T {
   let value: T | undefined;
   return () => (value ??= make());
-}
-
-/** The platform's own endpoints a sandbox may reach (mediated egress, docs/adr/0013). */
-function platformHosts(e: WebEnv): string[] {
-  const listed = e.KILN_EGRESS_PLATFORM_HOSTS.split(",")
-    .map((h) => h.trim())
-    .filter((h) => h.length > 0);
-  const s3 = e.S3_ENDPOINT
-    ? [new URL(e.S3_ENDPOINT).host]
-    : [`s3.${e.S3_REGION}.amazonaws.com`, `*.s3.${e.S3_REGION}.amazonaws.com`];
-  return [...listed, ...s3];
 }

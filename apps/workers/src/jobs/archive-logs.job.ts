@@ -1,15 +1,18 @@
 import {
   archiveLogs,
   createObjectStore,
-  DEFAULT_LOG_CONFIG,
+  logConfigFromEnv,
+  objectStoreConfigFromEnv,
   s3LogStore,
   type ArchiveReport,
   type LogConfig,
   type LogObjectStore,
   type SqlPool,
 } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import { z } from "zod";
+import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -25,9 +28,9 @@ export const archiveLogsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 15 * 60,
-  handle: async () => {
-    const r = await runLogArchive(await runtimeFromEnv());
-    if (r.segments + r.indexed > 0) console.log(JSON.stringify({ level: "info", msg: "logs archived", ...r }));
+  handle: async ({ log }) => {
+    const r = await runLogArchive(await runtimeFromEnv(log));
+    if (r.segments + r.indexed > 0) log.info("logs archived", { ...r });
   },
 });
 
@@ -55,24 +58,17 @@ export async function runLogArchive(rt: LogArchiveRuntime, maxBatches = 20): Pro
 
 let runtime: LogArchiveRuntime | null = null;
 
-// env.ts parses process.env when imported; loading it lazily keeps this module importable in tests.
-async function runtimeFromEnv(): Promise<LogArchiveRuntime> {
+// Built on first use: tests import this module with no worker environment at all.
+async function runtimeFromEnv(log: Logger): Promise<LogArchiveRuntime> {
   if (runtime) return runtime;
-  const { env } = await import("../env.ts");
+  const env = workersEnv();
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: env.KILN_LOG_ARCHIVE_CONCURRENCY + 1 });
-  pool.on("error", (e) =>
-    console.error(JSON.stringify({ level: "error", msg: "log archive pool", err: String(e).slice(0, 300) })),
-  );
-  const s3 = createObjectStore({
-    endpoint: env.S3_ENDPOINT,
-    region: env.S3_REGION,
-    accessKeyId: env.S3_ACCESS_KEY_ID,
-    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-  });
+  pool.on("error", (err) => log.error("log archive pool", { err }));
+  const s3 = createObjectStore(objectStoreConfigFromEnv(env));
   runtime = {
     pool,
     store: s3LogStore(s3, env.KILN_S3_BUCKET),
-    cfg: { ...DEFAULT_LOG_CONFIG, segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES },
+    cfg: logConfigFromEnv(env),
     concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY,
   };
   return runtime;

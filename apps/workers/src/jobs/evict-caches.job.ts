@@ -1,12 +1,14 @@
 import {
+  cacheSettingsFromEnv,
   createObjectStore,
-  DEFAULT_CACHE_SETTINGS,
   evictCaches,
+  objectStoreConfigFromEnv,
   type CacheEvictionReport,
   type CacheStore,
 } from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { z } from "zod";
+import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -22,10 +24,10 @@ export const evictCachesJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 30,
   expireInSeconds: 15 * 60,
-  handle: async ({ db }) => {
+  handle: async ({ db, log }) => {
     const report = await runCacheEviction(db, await storeFromEnv());
     if (report.evictedIdle + report.evictedOverQuota + report.abandonedUploads + report.objectsDeleted > 0) {
-      console.log(JSON.stringify({ level: "info", msg: "caches evicted", ...report }));
+      log.info("caches evicted", { ...report });
     }
   },
 });
@@ -37,23 +39,14 @@ export function runCacheEviction(db: Db, store: CacheStore): Promise<CacheEvicti
 
 let store: CacheStore | null = null;
 
-// env.ts parses process.env when imported; loading it lazily keeps this module importable in tests.
+// Built on first use: tests import this module with no worker environment at all.
 async function storeFromEnv(): Promise<CacheStore> {
   if (store) return store;
-  const { env } = await import("../env.ts");
+  const env = workersEnv();
   store = {
-    s3: createObjectStore({
-      endpoint: env.S3_ENDPOINT,
-      region: env.S3_REGION,
-      accessKeyId: env.S3_ACCESS_KEY_ID,
-      secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-    }),
+    s3: createObjectStore(objectStoreConfigFromEnv(env)),
     bucket: env.KILN_S3_BUCKET,
-    settings: {
-      ...DEFAULT_CACHE_SETTINGS,
-      idleMs: env.KILN_CACHE_IDLE_DAYS * 24 * 3600_000,
-      defaultQuotaBytes: env.KILN_CACHE_QUOTA_MIB * 1024 * 1024,
-    },
+    settings: cacheSettingsFromEnv(env),
   };
   return store;
 }

@@ -15,12 +15,13 @@ export const freezeRunJob = defineJob({
   expireInSeconds: 120,
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
-  handle: async ({ db, gitCacheDir, registries, poolImages }, data, job) => {
+  handle: async ({ db, gitCacheDir, registries, poolImages, log }, data, job) => {
     const outcome = await freezeRun(db, {
       runId: data.runId,
       gitCacheDir,
       registries,
       poolImages,
+      log: log.child({ queue: "run-freeze", job_id: job.id }),
       finalTry: job.retryCount >= 5,
     });
     if (outcome === "retry_later")

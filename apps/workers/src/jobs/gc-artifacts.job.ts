@@ -1,12 +1,14 @@
 import {
+  artifactSettingsFromEnv,
   collectArtifactGarbage,
   createObjectStore,
-  DEFAULT_ARTIFACT_SETTINGS,
+  objectStoreConfigFromEnv,
   type ArtifactGcReport,
   type ArtifactStore,
 } from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { z } from "zod";
+import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -21,10 +23,10 @@ export const gcArtifactsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 30,
   expireInSeconds: 15 * 60,
-  handle: async ({ db }) => {
+  handle: async ({ db, log }) => {
     const report = await runArtifactGc(db, await storeFromEnv());
     if (report.abandoned + report.abortedUploads + report.abortUnsupported > 0) {
-      console.log(JSON.stringify({ level: "info", msg: "artifact garbage collected", ...report }));
+      log.info("artifact garbage collected", { ...report });
     }
   },
 });
@@ -45,19 +47,14 @@ export async function runArtifactGc(db: Db, store: ArtifactStore, maxBatches = 5
 
 let store: ArtifactStore | null = null;
 
-// env.ts parses process.env when imported; loading it lazily keeps this module importable in tests.
+// Built on first use: tests import this module with no worker environment at all.
 async function storeFromEnv(): Promise<ArtifactStore> {
   if (store) return store;
-  const { env } = await import("../env.ts");
+  const env = workersEnv();
   store = {
-    s3: createObjectStore({
-      endpoint: env.S3_ENDPOINT,
-      region: env.S3_REGION,
-      accessKeyId: env.S3_ACCESS_KEY_ID,
-      secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-    }),
+    s3: createObjectStore(objectStoreConfigFromEnv(env)),
     bucket: env.KILN_S3_BUCKET,
-    settings: { ...DEFAULT_ARTIFACT_SETTINGS, gcGraceMs: env.KILN_ARTIFACT_GC_GRACE_MS },
+    settings: artifactSettingsFromEnv(env),
   };
   return store;
 }

@@ -1,5 +1,6 @@
 import type { Db } from "@kiln/db";
 import type { EngineConfig } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import type { RegistryConfig } from "@kiln/oci";
 import type { Job, PgBoss } from "pg-boss";
 import type { z } from "zod";
@@ -9,6 +10,8 @@ export interface WorkerDeps {
   boss: PgBoss;
   cfg: EngineConfig;
   gitCacheDir: string;
+  /** The workers' logger; handlers add the ids they have (queue, job, run). */
+  log: Logger;
   /** KILN_REGISTRIES: where freezing resolves image tags (ADR 0012). */
   registries: RegistryConfig;
   /** KILN_POOL_IMAGES: each pool's default base image for jobs that name none. */

@@ -12,10 +12,10 @@ export const reconcileJob = defineJob({
   retryLimit: 0,
   retryDelaySeconds: 1,
   expireInSeconds: 60,
-  handle: async ({ db, cfg }) => {
+  handle: async ({ db, cfg, log }) => {
     const r = await reconcile(db, cfg);
     if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted > 0) {
-      console.log(JSON.stringify({ level: "info", msg: "reconciled", ...r }));
+      log.info("reconciled", { ...r });
     }
   },
 });

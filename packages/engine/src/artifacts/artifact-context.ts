@@ -1,7 +1,7 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import { DEFAULT_PART_BYTES } from "@kiln/domain";
 
-/** Artifact knobs. Apps parse them from env.ts; nothing here reads process.env. */
+/** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */
 export interface ArtifactSettings {
   /** Preferred multipart part size (ADR 0007: 64 MiB; a 20 GiB artifact is 320 parts). */
   partSizeBytes: number;

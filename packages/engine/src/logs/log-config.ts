@@ -1,4 +1,4 @@
-// Knobs of the log pipeline. Apps parse them from their env.ts; nothing here reads process.env.
+// Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (shared/engine-env.ts).
 export interface LogConfig {
   /** Per-attempt log size limit (stdout + stderr); the agent truncates at the same bound. */
   maxBytesPerAttempt: number;

@@ -1,5 +1,6 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
+import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
@@ -28,12 +29,22 @@ export async function freezeRun(
     finalTry: boolean;
     registries?: RegistryConfig;
     poolImages?: Record<string, string>;
+    /** The caller's logger; retried fetches are logged here with the run's ids. */
+    log?: Logger;
   },
 ): Promise<FreezeOutcome> {
   const rows = await db.$queryRaw<
-    { status: string; repo_id: string; clone_url: string; commit_sha: string; workflow_path: string; trigger: string }[]
+    {
+      status: string;
+      org_id: string;
+      repo_id: string;
+      clone_url: string;
+      commit_sha: string;
+      workflow_path: string;
+      trigger: string;
+    }[]
   >`
-    SELECT r.status, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
+    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
     FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
   const run = rows[0];
   if (!run || run.status !== "pending") return "not_pending";
@@ -45,17 +56,11 @@ export async function freezeRun(
     commitSha: run.commit_sha,
     filePath: run.workflow_path,
   });
+  const log = (input.log ?? silentLogger).child({ org_id: run.org_id, run_id: input.runId });
   if (!file.ok) {
     if (file.kind === "unreachable") {
       if (!input.finalTry) {
-        console.warn(
-          JSON.stringify({
-            level: "warn",
-            msg: "workflow fetch failed; freeze will be retried",
-            run_id: input.runId,
-            err: file.message,
-          }),
-        );
+        log.warn("workflow fetch failed; freeze will be retried", { err: file.message });
         return "retry_later";
       }
       await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
@@ -81,14 +86,7 @@ export async function freezeRun(
   const images = await pinImages(parsed.definition, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
   if (!images.ok) {
     if (images.kind === "unreachable" && !input.finalTry) {
-      console.warn(
-        JSON.stringify({
-          level: "warn",
-          msg: "image registry unreachable; freeze will be retried",
-          run_id: input.runId,
-          err: images.message,
-        }),
-      );
+      log.warn("image registry unreachable; freeze will be retried", { err: images.message });
       return "retry_later";
     }
     await failFreeze(

@@ -1,4 +1,5 @@
-// Engine knobs. Apps parse them from their env.ts and pass them in; nothing here reads process.env.
+// Engine knobs. Apps map their parsed env to these with shared/engine-env.ts (one schema for web and
+// workers) and pass them in; nothing here reads process.env.
 export interface EngineConfig {
   /** Lease TTL for an attempt; the agent's local watchdog destroys the sandbox at the same bound. */
   leaseTtlMs: number;
@@ -16,8 +17,6 @@ export interface EngineConfig {
   dispatchPolicy: "fair" | "fifo";
   /** How long one process's ranking of a pool's queue serves claims before it is reloaded (fair policy). */
   dispatchViewMs: number;
-  /** Mediated egress: the platform's own endpoints (host[:port]) every sandbox may reach (issue 3). */
-  egressPlatformHosts: string[];
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -30,5 +29,4 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   refreezeAfterMs: 30_000,
   dispatchPolicy: "fair",
   dispatchViewMs: 200,
-  egressPlatformHosts: [],
 };

@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createLogger } from "../../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { contractChildArgv } from "../contract-child-argv.ts";
 import { describeSandboxContract } from "../sandbox-contract.ts";
 import { createMicrovmDriver } from "./microvm-driver.ts";

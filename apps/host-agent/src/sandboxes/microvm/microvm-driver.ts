@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Logger } from "../../logger.ts";
+import type { Logger } from "@kiln/logger";
 import {
   SAFE_SANDBOX_ID,
   type Sandbox,

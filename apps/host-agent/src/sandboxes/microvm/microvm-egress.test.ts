@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EgressProxy, type EgressDecisionEvent } from "../../egress/egress-proxy.ts";
-import { createLogger } from "../../logger.ts";
+import { createLogger } from "@kiln/logger";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
 import { egressNetdevArgs } from "./qemu-command.ts";

@@ -6,7 +6,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Logger } from "../../logger.ts";
+import type { Logger } from "@kiln/logger";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { SandboxLostError } from "../sandbox-driver.ts";
 import { findTool } from "./host-tools.ts";

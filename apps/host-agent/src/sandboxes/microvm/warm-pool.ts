@@ -2,8 +2,8 @@
 // one out and it is never returned (the caller destroys it after its job); the pool refills in the
 // background, one restore at a time so refills do not steal the CPU from running jobs.
 import { rm } from "node:fs/promises";
-import type { Logger } from "../../logger.ts";
-import { errorMessage } from "../../logger.ts";
+import type { Logger } from "@kiln/logger";
+import { errorMessage } from "@kiln/logger";
 import { sleep } from "../../timing.ts";
 import type { BootedVm } from "./vm-boot.ts";
 

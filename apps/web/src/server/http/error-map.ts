@@ -1,4 +1,5 @@
 import { isDomainError, type DomainErrorCode } from "@kiln/domain";
+import { webLogger } from "../logger.ts";
 
 // The one place domain error codes become HTTP statuses (conventions rule 6).
 const STATUS: Record<DomainErrorCode, number> = {
@@ -81,7 +82,7 @@ export function toErrorResponse(e: unknown): Response {
     /ECONNREFUSED|Can't reach database|Connection terminated|timeout exceeded when trying to connect|57P01|server closed the connection/i.test(
       msg,
     );
-  console.error(JSON.stringify({ level: "error", msg: "request failed", err: msg.slice(0, 500) }));
+  webLogger().error("request failed", { err: e });
   return unavailable
     ? errorResponse(503, "SERVICE.UNAVAILABLE", "the control plane's database is unavailable; retry later")
     : errorResponse(500, "INTERNAL", "internal error");

@@ -1,6 +1,7 @@
 // Shared by the public log routes: who is asking, which attempt/stream they mean, and streaming.
 import { DomainError, type LogStream } from "@kiln/domain";
 import { authenticateApiToken } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import { currentUser } from "@/server/auth/index.ts";
 import { sessionOrgForJob } from "@/server/auth/session-for-job.ts";
 import { services } from "@/server/context.ts";
@@ -42,6 +43,8 @@ export function streamingResponse(
   chunks: AsyncGenerator<string | Uint8Array, void>,
   abort: AbortController,
   headers: Record<string, string>,
+  /** The route's logger, carrying the org and job ids (a failed stream is logged here). */
+  log: Logger,
 ): Response {
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>(
@@ -52,7 +55,7 @@ export function streamingResponse(
           if (done) controller.close();
           else controller.enqueue(typeof value === "string" ? encoder.encode(value) : value);
         } catch (e) {
-          console.error(JSON.stringify({ level: "error", msg: "log stream failed", err: String(e).slice(0, 300) }));
+          log.error("log stream failed", { err: e });
           controller.error(e);
         }
       },

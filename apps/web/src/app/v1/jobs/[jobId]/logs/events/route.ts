@@ -29,10 +29,15 @@ export const GET = route({
       { orgId, grant, lastEventId, pinnedEpoch, plan },
       abort.signal,
     );
-    return streamingResponse(frames, abort, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      "x-accel-buffering": "no",
-    });
+    return streamingResponse(
+      frames,
+      abort,
+      {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
+      services().log.child({ org_id: orgId, run_id: grant.runId, job_id: grant.jobId }),
+    );
   },
 });

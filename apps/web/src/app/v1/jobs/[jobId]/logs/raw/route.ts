@@ -26,14 +26,19 @@ export const GET = route({
     if (!head) throw new DomainError("ATTEMPT.NOT_FOUND", `the job has no attempt ${epoch}`);
     const abort = new AbortController();
     const bytes = readStreamBytes(follower.pool, follower.archive, head.attemptId, head.nextSeq, stream);
-    return streamingResponse(bytes, abort, {
-      "content-type": "application/octet-stream",
-      "content-length": String(head.bytes[stream]),
-      "content-disposition": `attachment; filename="${grant.jobId}-${epoch}-${stream}.log"`,
-      "cache-control": isTerminalLogState(head.state) ? "private, max-age=300" : "no-store",
-      "x-kiln-log-state": head.state,
-      "x-kiln-log-attempt": String(epoch),
-      "x-kiln-log-dropped-bytes": String(head.dropped[stream]),
-    });
+    return streamingResponse(
+      bytes,
+      abort,
+      {
+        "content-type": "application/octet-stream",
+        "content-length": String(head.bytes[stream]),
+        "content-disposition": `attachment; filename="${grant.jobId}-${epoch}-${stream}.log"`,
+        "cache-control": isTerminalLogState(head.state) ? "private, max-age=300" : "no-store",
+        "x-kiln-log-state": head.state,
+        "x-kiln-log-attempt": String(epoch),
+        "x-kiln-log-dropped-bytes": String(head.dropped[stream]),
+      },
+      services().log.child({ org_id: orgId, run_id: grant.runId, job_id: grant.jobId, attempt_id: head.attemptId }),
+    );
   },
 });

@@ -1,0 +1,138 @@
+// The engine's environment variables, one schema for every app that runs engine code (web and
+// workers). Each app's env.ts composes this schema with its own variables and parses process.env
+// once at boot; the functions below map the parsed values to the engine's config objects, so the
+// two apps cannot drift apart again (web once built its EngineConfig by hand and lost the backoff).
+import { z } from "zod";
+import { type ArtifactSettings, DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/index.ts";
+import { type CacheSettings, DEFAULT_CACHE_SETTINGS } from "../caches/index.ts";
+import { DEFAULT_LOG_CONFIG, type LogConfig } from "../logs/index.ts";
+import type { ObjectStoreConfig } from "../storage/index.ts";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./config.ts";
+
+const MIB = 1024 * 1024;
+const int = () => z.coerce.number().int();
+/** Unset and empty mean the same thing: use the default. */
+const blankIsUnset = (v: unknown) => (v === "" ? undefined : v);
+
+export const engineEnvSchema = z.object({
+  /** Attempt lease TTL; agents' watchdogs kill sandboxes at the same bound. */
+  KILN_LEASE_TTL_MS: int().min(500).default(DEFAULT_ENGINE_CONFIG.leaseTtlMs),
+  /** How often agents should heartbeat (a fraction of the TTL). */
+  KILN_HEARTBEAT_MS: int().min(100).default(DEFAULT_ENGINE_CONFIG.heartbeatMs),
+  /** Automatic retries after platform failures per job. */
+  KILN_RETRY_BUDGET: int().min(0).max(10).default(DEFAULT_ENGINE_CONFIG.retryBudget),
+  /** Backoff before a platform-failure retry: base and cap. Completions (in web) and the
+   * reconciler (in workers) both schedule retries, so both read these. */
+  KILN_BACKOFF_BASE_MS: int().min(0).default(DEFAULT_ENGINE_CONFIG.backoffBaseMs),
+  KILN_BACKOFF_MAX_MS: int().min(0).default(DEFAULT_ENGINE_CONFIG.backoffMaxMs),
+  /** Claim order: weighted fair queuing with lending (default) or plain FIFO (benchmark baseline).
+   * Preemption for returning lent capacity (workers) runs only under "fair". */
+  KILN_DISPATCH_POLICY: z.enum(["fair", "fifo"]).default(DEFAULT_ENGINE_CONFIG.dispatchPolicy),
+  /** How long one process's ranking of a pool's queue serves claims before it is reloaded. */
+  KILN_DISPATCH_VIEW_MS: int().min(0).max(5_000).default(DEFAULT_ENGINE_CONFIG.dispatchViewMs),
+
+  /** S3-compatible object store for artifacts, caches and archived logs; unset means AWS's regional endpoint. */
+  S3_ENDPOINT: z.preprocess(blankIsUnset, z.string().url().optional()),
+  /** Bucket Kiln's objects live in (`npm run up` creates "kiln" in its local s3rver). */
+  KILN_S3_BUCKET: z.string().min(1).default("kiln"),
+  /** Region used for request signing. */
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Store credentials; the defaults are s3rver's fixed development pair. */
+  S3_ACCESS_KEY_ID: z.string().min(1).default("S3RVER"),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).default("S3RVER"),
+
+  /** Artifact multipart part size in MiB (5..5120; docs/adr/0007-artifacts.md). */
+  KILN_ARTIFACT_PART_MIB: int()
+    .min(5)
+    .max(5120)
+    .default(DEFAULT_ARTIFACT_SETTINGS.partSizeBytes / MIB),
+  /** Lifetime of presigned part-upload URLs, seconds. */
+  KILN_ARTIFACT_UPLOAD_URL_TTL_S: int()
+    .min(60)
+    .max(7 * 24 * 3600)
+    .default(DEFAULT_ARTIFACT_SETTINGS.uploadUrlTtlSec),
+  /** Lifetime of presigned download URLs (agent restores, the public 302), seconds. */
+  KILN_ARTIFACT_DOWNLOAD_URL_TTL_S: int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .default(DEFAULT_ARTIFACT_SETTINGS.downloadUrlTtlSec),
+  /** Unbound artifact generations and abandoned multipart uploads are collected this long after their attempt ended. */
+  KILN_ARTIFACT_GC_GRACE_MS: int().min(0).default(DEFAULT_ARTIFACT_SETTINGS.gcGraceMs),
+
+  /** Build caches (issue 8): lifetime of a restore's presigned GET, seconds; a restore slower than this is a miss. */
+  KILN_CACHE_DOWNLOAD_URL_TTL_S: int()
+    .min(10)
+    .max(24 * 3600)
+    .default(DEFAULT_CACHE_SETTINGS.downloadUrlTtlSec),
+  /** Per-org cache byte quota in MiB when the org has none of its own (LRU eviction beyond it). */
+  KILN_CACHE_QUOTA_MIB: int()
+    .min(1)
+    .default(DEFAULT_CACHE_SETTINGS.defaultQuotaBytes / MIB),
+  /** Build cache entries unused this many days are evicted whatever the quota (issue 8: 7). */
+  KILN_CACHE_IDLE_DAYS: int()
+    .min(1)
+    .max(365)
+    .default(DEFAULT_CACHE_SETTINGS.idleMs / (24 * 3600_000)),
+
+  /** Per-attempt log limit (stdout + stderr), enforced by ingest as well as by the agent. */
+  KILN_LOG_MAX_BYTES: int().min(1024).default(DEFAULT_LOG_CONFIG.maxBytesPerAttempt),
+  /** Journal budget: acknowledged, unarchived log bytes; past it ingest answers 503 + Retry-After. */
+  KILN_LOG_JOURNAL_MAX_BYTES: int().min(MIB).default(DEFAULT_LOG_CONFIG.journalMaxBytes),
+  /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
+  KILN_LOG_SEGMENT_BYTES: int().min(1024).default(DEFAULT_LOG_CONFIG.segmentTargetBytes),
+});
+
+/** The parsed engine variables; an app's parsed env (a superset) is accepted wherever this is. */
+export type EngineEnv = z.infer<typeof engineEnvSchema>;
+
+export function engineConfigFromEnv(env: EngineEnv): EngineConfig {
+  return {
+    ...DEFAULT_ENGINE_CONFIG,
+    leaseTtlMs: env.KILN_LEASE_TTL_MS,
+    heartbeatMs: env.KILN_HEARTBEAT_MS,
+    retryBudget: env.KILN_RETRY_BUDGET,
+    backoffBaseMs: env.KILN_BACKOFF_BASE_MS,
+    backoffMaxMs: env.KILN_BACKOFF_MAX_MS,
+    dispatchPolicy: env.KILN_DISPATCH_POLICY,
+    dispatchViewMs: env.KILN_DISPATCH_VIEW_MS,
+    // A lost hint is re-sent after at most one lease TTL (short TTLs in tests), never under 2 s.
+    redispatchAfterMs: Math.max(2_000, Math.min(DEFAULT_ENGINE_CONFIG.redispatchAfterMs, env.KILN_LEASE_TTL_MS)),
+  };
+}
+
+export function objectStoreConfigFromEnv(env: EngineEnv): ObjectStoreConfig {
+  return {
+    endpoint: env.S3_ENDPOINT,
+    region: env.S3_REGION,
+    accessKeyId: env.S3_ACCESS_KEY_ID,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+  };
+}
+
+export function artifactSettingsFromEnv(env: EngineEnv): ArtifactSettings {
+  return {
+    ...DEFAULT_ARTIFACT_SETTINGS,
+    partSizeBytes: env.KILN_ARTIFACT_PART_MIB * MIB,
+    uploadUrlTtlSec: env.KILN_ARTIFACT_UPLOAD_URL_TTL_S,
+    downloadUrlTtlSec: env.KILN_ARTIFACT_DOWNLOAD_URL_TTL_S,
+    gcGraceMs: env.KILN_ARTIFACT_GC_GRACE_MS,
+  };
+}
+
+export function cacheSettingsFromEnv(env: EngineEnv): CacheSettings {
+  return {
+    ...DEFAULT_CACHE_SETTINGS,
+    downloadUrlTtlSec: env.KILN_CACHE_DOWNLOAD_URL_TTL_S,
+    defaultQuotaBytes: env.KILN_CACHE_QUOTA_MIB * MIB,
+    idleMs: env.KILN_CACHE_IDLE_DAYS * 24 * 3600_000,
+  };
+}
+
+export function logConfigFromEnv(env: EngineEnv): LogConfig {
+  return {
+    ...DEFAULT_LOG_CONFIG,
+    maxBytesPerAttempt: env.KILN_LOG_MAX_BYTES,
+    journalMaxBytes: env.KILN_LOG_JOURNAL_MAX_BYTES,
+    segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES,
+  };
+}
