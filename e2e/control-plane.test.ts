@@ -1,6 +1,7 @@
 import { sign } from "@octokit/webhooks-methods";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform } from "./support/platform.ts";
+import { forgeIdOf } from "./support/seed-tenant.ts";
 
 // Black box: signed webhook -> frozen run -> host agent claims, runs steps, completes -> successor
 // -> finished run, through the production web server, the workers and a host agent process.
@@ -27,7 +28,7 @@ function pushBody(repoName: string, sha: string, sender = "dev") {
     deleted: false,
     forced: false,
     repository: { full_name: repoName, name: repoName.split("/")[1] },
-    sender: { login: sender },
+    sender: { login: sender, id: forgeIdOf(sender) },
     commits: [],
     head_commit: null,
   });

@@ -1,4 +1,4 @@
-import { addMember } from "@kiln/engine";
+import { addMember, setPlatformAdmin } from "@kiln/engine";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { screenshot, signIn, TestBrowser, type Page } from "./support/browser.ts";
 import { Platform } from "./support/platform.ts";
@@ -16,7 +16,10 @@ beforeAll(async () => {
     { ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: a\n    steps: ["true"]\n' },
     { member: "dev" },
   );
-  await addMember(p.db, { orgSlug: "acme", login: "ada", role: "admin" });
+  await addMember(p.db, { orgSlug: "acme", login: "ada", role: "admin", forgeId: 8_100_001 });
+  // Shared capacity is set by platform operators (docs/scheduling.md): ada is one, olga only an org admin.
+  await setPlatformAdmin(p.db, { login: "ada", admin: true });
+  await addMember(p.db, { orgSlug: "acme", login: "olga", role: "admin", forgeId: 8_100_002 });
   browser = await TestBrowser.launch();
   admin = await browser.page();
 }, 180_000);
@@ -31,7 +34,7 @@ const cellText = async (page: Page, pool: string, field: string) =>
   (await row(page, pool).locator(`[data-field='${field}']`).textContent())?.trim();
 
 describe("org settings", { timeout: 120_000 }, () => {
-  it("an admin sets an entitlement and edits the egress allow-list; the changes survive a reload and are audited", async () => {
+  it("a platform admin sets an entitlement and edits the egress allow-list; the changes survive a reload and are audited", async () => {
     await signIn(admin, p.base, "ada", "/orgs/acme");
     await admin.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings" }).click();
     await admin.waitForURL((u) => u.pathname === "/orgs/acme/settings");
@@ -97,8 +100,45 @@ describe("org settings", { timeout: 120_000 }, () => {
     expect(changes).toContain("set pool default to 9 slots, weight 2, cap 12 (was 4 slots, weight 2, no cap)");
 
     const audit = await p.db.$queryRaw<{ n: number }[]>`
-      SELECT ((SELECT count(*) FROM entitlement_change WHERE actor = 'web:ada') + (SELECT count(*) FROM egress_rule_change WHERE actor = 'web:ada'))::int AS n`;
+      SELECT ((SELECT count(*) FROM entitlement_change WHERE actor = 'web:ada (platform admin)') + (SELECT count(*) FROM egress_rule_change WHERE actor = 'web:ada'))::int AS n`;
     expect(audit[0]?.n).toBe(5); // 2 entitlement saves + allow, allow, remove; the refused inputs wrote nothing
+  });
+
+  it("an org admin sees capacity read-only, may lower its hard cap, and is refused raising it", async () => {
+    const other = await TestBrowser.launch();
+    try {
+      const olga = await other.page();
+      await signIn(olga, p.base, "olga", "/orgs/acme/settings");
+      await row(olga, "default").waitFor();
+      await olga.getByText("Slots, weight and raising the cap are set by platform operators.").waitFor();
+      expect(await olga.getByRole("button", { name: "Edit default" }).count()).toBe(0);
+      expect(await olga.getByTestId("add-pool-form").count()).toBe(0);
+      await olga.getByRole("button", { name: "Lower the hard cap of default" }).click();
+      await olga.getByLabel("Hard cap for default").fill("10");
+      await olga.getByRole("button", { name: "Lower cap" }).click();
+      await row(olga, "default").locator("[data-field='hard_cap']").filter({ hasText: "10" }).waitFor();
+      const res = await olga.evaluate(async () => {
+        const r = await fetch("/api/trpc/tenants.setEntitlement", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ org: "acme", pool: "default", slots: 10_000, weight: 1000, hardCap: null }),
+        });
+        return { status: r.status, body: (await r.json()) as { error?: { data?: { domainCode?: string } } } };
+      });
+      expect(res.status).toBe(403);
+      expect(res.body.error?.data?.domainCode).toBe("ENTITLEMENT.PLATFORM_ADMIN_REQUIRED");
+      const rows = await p.db.$queryRaw<{ actor: string; before: unknown; after: unknown }[]>`
+        SELECT actor, before, after FROM entitlement_change WHERE actor = 'web:olga'`;
+      expect(rows).toEqual([
+        {
+          actor: "web:olga",
+          before: { slots: 9, weight: 2, hard_cap: 12 },
+          after: { slots: 9, weight: 2, hard_cap: 10 },
+        },
+      ]);
+    } finally {
+      await other.close();
+    }
   });
 
   it("a member sees the settings read-only and is refused by the server", async () => {

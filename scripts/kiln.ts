@@ -11,6 +11,8 @@ import {
   createAgentToken,
   createApiToken,
   createOrg,
+  listPlatformAdmins,
+  setPlatformAdmin,
   listAgentTokens,
   listApiTokens,
   listEntitlements,
@@ -23,8 +25,12 @@ import { allowEgressHost, listEgressRules, removeEgressHost } from "@kiln/engine
 
 const USAGE = `usage: npm run kiln -- <command> [--json]
   org create <slug>
-  repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml]
-  member add <org> <login> --role admin|member|auditor
+  repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml] [--default-branch main]
+  member add <org> <login> --role admin|member|auditor --forge-id <n>
+      (the forge's numeric user id, what webhook senders and sign-ins are matched by:
+       curl -s https://api.github.com/users/<login> answers it as "id")
+  platform-admin add|remove <login>    (may set entitlements in shared pools from the dashboard)
+  platform-admin list
   token create <org> --role admin|member|auditor [--name <name>] [--expires-days 90]   (prints the token once)
   token list <org>
   token revoke <org> <token-id>
@@ -32,7 +38,7 @@ const USAGE = `usage: npm run kiln -- <command> [--json]
   agent-token list
   agent-token revoke <id>     (its next claim and heartbeats are refused; its attempts fence within one lease)
   job-key rotate              (a new job-token signing key; the previous one verifies until its tokens expire)
-  entitlement set <org> --pool <pool> --slots <n> --weight <w> [--cap <n>]   (audited)
+  entitlement set <org> --pool <pool> --slots <n> --weight <w> [--cap <n>]   (platform operators; audited)
   entitlement list [<org>]
   egress allow <org> <host-pattern>   (host, *.suffix, optional :port; audited)
   egress deny <org> <host-pattern>    (removes the entry: anything not listed is denied; audited)
@@ -63,6 +69,8 @@ async function main(): Promise<number> {
       "clone-url": { type: "string" },
       "webhook-secret": { type: "string" },
       "workflow-path": { type: "string", default: ".kiln/workflow.yaml" },
+      "default-branch": { type: "string" },
+      "forge-id": { type: "string" },
       help: { type: "boolean", default: false },
       slots: { type: "string" },
       weight: { type: "string" },
@@ -91,11 +99,30 @@ async function main(): Promise<number> {
         cloneUrl: values["clone-url"],
         webhookSecret: values["webhook-secret"],
         workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml",
+        ...(values["default-branch"] ? { defaultBranch: values["default-branch"] } : {}),
       });
       out(`repo ${r.fullName} registered (id ${r.id})`, r);
     } else if (cmd === "member add" && a && b && values.role) {
-      const r = await addMember(db, { orgSlug: a, login: b, role: values.role });
-      out(`${b} is now ${values.role} of ${a}`, { ...r, org: a, login: b, role: values.role });
+      const forgeId = values["forge-id"];
+      // Required: a member without the forge's id is never matched for trust (logins are re-registrable).
+      if (!forgeId || !/^[1-9]\d{0,15}$/.test(forgeId))
+        throw new Error(
+          `member add needs --forge-id <n>: GitHub's numeric user id (curl -s https://api.github.com/users/${b} answers "id")`,
+        );
+      const r = await addMember(db, { orgSlug: a, login: b, role: values.role, forgeId: Number(forgeId) });
+      out(`${b} (forge id ${forgeId}) is now ${values.role} of ${a}`, {
+        ...r,
+        org: a,
+        login: b,
+        role: values.role,
+        forgeId: Number(forgeId),
+      });
+    } else if ((cmd === "platform-admin add" || cmd === "platform-admin remove") && a) {
+      const r = await setPlatformAdmin(db, { login: a, admin: verb === "add" });
+      out(`${r.login} is ${r.platformAdmin ? "now" : "no longer"} a platform admin`, r);
+    } else if (cmd === "platform-admin list") {
+      const rows = await listPlatformAdmins(db);
+      out(rows.map((r) => `${r.login}\tforge id ${r.forgeId ?? "-"}`).join("\n") || "(no platform admins)", rows);
     } else if (cmd === "token create" && a && values.role) {
       const days = values["expires-days"];
       if (days !== undefined && !/^\d+$/.test(days)) throw new Error("--expires-days must be a whole number");

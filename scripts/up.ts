@@ -61,7 +61,9 @@ async function main(): Promise<void> {
   );
   await buildWebIfStale(REPO_ROOT, platform.processEnv("next-build"), log);
   platform.startWorkers();
-  await platform.startWeb("web", { port: PORT, healthTimeoutMs: 60_000 });
+  // The development sign-in refuses to start under NODE_ENV=production (what `next start` sets by
+  // default) and on a non-loopback public URL; this is a local production build, so say so.
+  await platform.startWeb("web", { port: PORT, healthTimeoutMs: 60_000, env: { NODE_ENV: "test" } });
   for (let i = 0; i < AGENTS; i++) platform.startAgent(`agent-${i + 1}`, demo.agentToken);
 
   const base = platform.baseUrl();
@@ -78,7 +80,9 @@ async function main(): Promise<void> {
   console.log(`
 Kiln is up.
   Dashboard:       ${base}/   (sign in as demo-dev)
-  Demo org:        demo (member: demo-dev; dev sign-in enabled, KILN_DEV_LOGIN=1)
+  DEV SIGN-IN ON:  KILN_DEV_LOGIN=1: any member's login signs in without a password (loopback only;
+                   refused under NODE_ENV=production or a public KILN_PUBLIC_URL/AUTH_URL)
+  Demo org:        demo (member: demo-dev, forge id ${demo.forgeId})
   Demo repo:       demo/app  id ${demo.repoId}  (${demo.cloneUrl})
   API token:       ${demo.apiToken}
   Webhook secret:  ${demo.webhookSecret}   (POST ${base}/v1/webhooks/github)

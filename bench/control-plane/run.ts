@@ -78,7 +78,8 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   try {
     await createOrg(stack.db, "bench");
-    await addMember(stack.db, { orgSlug: "bench", login: "dev", role: "member" });
+    // Senders are matched by forge user id (issue 15): the pushes below carry the same id.
+    await addMember(stack.db, { orgSlug: "bench", login: "dev", role: "member", forgeId: 1_000_001 });
     const repo = await git.createRepo("bench.git", {
       ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: one\n    steps: ["true"]\n',
     });
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
         after: repo.headSha,
         deleted: false,
         repository: { full_name: "bench/app" },
-        sender: { login: "dev" },
+        sender: { login: "dev", id: 1_000_001 },
       });
       const sig = await sign("bench-secret", body);
       const [t, res] = await timed(() =>

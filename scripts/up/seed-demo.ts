@@ -8,7 +8,11 @@ import type { Db } from "@kiln/db";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
 import { createDemoRepo } from "./demo-repo.ts";
 
+/** demo-dev's forge user id (GitHub's numeric user id); a webhook sender must carry it to be trusted. */
+const DEMO_FORGE_ID = 100_000_001;
+
 export interface Demo {
+  forgeId: number;
   repoId: string;
   cloneUrl: string;
   commitSha: string;
@@ -19,7 +23,8 @@ export interface Demo {
 
 export async function seedDemo(db: Db, dataDir: string): Promise<Demo> {
   await createOrg(db, "demo");
-  await addMember(db, { orgSlug: "demo", login: "demo-dev", role: "admin" });
+  // A made-up forge id: webhook senders and GitHub sign-ins are matched by it, never by login.
+  await addMember(db, { orgSlug: "demo", login: "demo-dev", role: "admin", forgeId: DEMO_FORGE_ID });
   const { cloneUrl, commitSha } = await createDemoRepo(path.join(dataDir, "demo-repo"));
   // The secret survives restarts so a forge configured once keeps working.
   const secretFile = path.join(dataDir, "webhook-secret");
@@ -34,5 +39,13 @@ export async function seedDemo(db: Db, dataDir: string): Promise<Demo> {
   });
   const api = await createApiToken(db, { orgSlug: "demo", role: "admin", name: "up" });
   const agent = await createAgentToken(db, { pool: "default" });
-  return { repoId: repo.id, cloneUrl, commitSha, apiToken: api.token, agentToken: agent.token, webhookSecret };
+  return {
+    forgeId: DEMO_FORGE_ID,
+    repoId: repo.id,
+    cloneUrl,
+    commitSha,
+    apiToken: api.token,
+    agentToken: agent.token,
+    webhookSecret,
+  };
 }

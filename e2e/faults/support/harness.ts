@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sign } from "@octokit/webhooks-methods";
 import { cloneDatabase, dropDatabase, FAST_LEASES_ENV, Platform, uniqueDatabaseName } from "@kiln/testkit";
 import { inject } from "vitest";
-import { seedTenant, type SeededTenant } from "../../support/seed-tenant.ts";
+import { forgeIdOf, seedTenant, type SeededTenant } from "../../support/seed-tenant.ts";
 
 export { sleep };
 export type Tenant = SeededTenant;
@@ -131,7 +131,7 @@ export function pushBody(repoName: string, sha: string): string {
     deleted: false,
     forced: false,
     repository: { full_name: repoName, name: repoName.split("/")[1] },
-    sender: { login: "dev" },
+    sender: { login: "dev", id: forgeIdOf("dev") },
     commits: [],
     head_commit: null,
   });

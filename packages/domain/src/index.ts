@@ -2,6 +2,7 @@ export * from "./shared/errors.ts";
 export * from "./runs/outcomes.ts";
 export * from "./runs/run-state-machine.ts";
 export * from "./runs/job-graph.ts";
+export * from "./runs/git-ref.ts";
 export * from "./runs/run-filters.ts";
 export * from "./attempts/attempt-decisions.ts";
 export * from "./attempts/retry-policy.ts";

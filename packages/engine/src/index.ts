@@ -102,7 +102,14 @@ export {
   type LogFollowerDeps,
   type FollowRequest,
 } from "./logs/index.ts";
-export { setEntitlement, listEntitlements, type EntitlementRow } from "./tenants/entitlements.ts";
+export {
+  setEntitlement,
+  setEntitlementAsPlatformAdmin,
+  lowerOwnHardCap,
+  listEntitlements,
+  type EntitlementRow,
+} from "./tenants/entitlements.ts";
+export { setPlatformAdmin, listPlatformAdmins, isPlatformAdmin } from "./tenants/platform-admins.ts";
 export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
 export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
 export * from "./views/index.ts";

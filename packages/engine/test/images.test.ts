@@ -139,7 +139,13 @@ describe("freezing pins images", () => {
     await t.db().$executeRaw`UPDATE repo SET clone_url = ${repo.cloneUrl} WHERE id = ${tenant.repoId}::uuid`;
     const caller = { tokenId: tenant.tokenId, orgId: tenant.orgId, role: "member" as const, name: "t" };
     const body = manualTriggerBody.parse({ workflow_path: ".kiln/workflow.yaml", commit_sha: repo.headSha });
-    const r = await admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: randomUUID(), body });
+    const r = await admitManualRun(t.db(), {
+      caller,
+      repoId: tenant.repoId,
+      idempotencyKey: randomUUID(),
+      body,
+      source: { gitCacheDir: path.join(base, "git-ref-check"), policy: source },
+    });
     return { runId: r.runId, orgId: tenant.orgId };
   }
   const workflow = (ref: string) =>

@@ -51,7 +51,7 @@ export interface Tenant {
 let seq = 0;
 export async function seedTenant(
   db: Db,
-  opts: { cloneUrl?: string; secret?: string; member?: string } = {},
+  opts: { cloneUrl?: string; secret?: string; member?: string; forgeId?: number } = {},
 ): Promise<Tenant> {
   const slug = `org-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
   const org = await createOrg(db, slug);
@@ -63,7 +63,8 @@ export async function seedTenant(
     webhookSecret: opts.secret ?? "s3cret-value",
     workflowPath: ".kiln/workflow.yaml",
   });
-  if (opts.member) await addMember(db, { orgSlug: slug, login: opts.member, role: "member" });
+  if (opts.member)
+    await addMember(db, { orgSlug: slug, login: opts.member, role: "member", forgeId: opts.forgeId ?? null });
   const tok = await createApiToken(db, { orgSlug: slug, role: "member" });
   const pool = `p${seq}-${Math.random().toString(36).slice(2, 8)}`;
   const agent = await createAgentToken(db, { pool });
@@ -100,11 +101,13 @@ export async function seedFrozenRun(
   t: Tenant,
   definition: WorkflowDefinition,
   trust = "trusted",
+  /** The run's ref: it namespaces the trusted caches the run reads and writes. */
+  ref = "refs/heads/main",
 ): Promise<string> {
   return withTx(db, "seed-run", async (tx) => {
     const rows = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs)
-      VALUES (${t.orgId}::uuid, ${t.repoId}::uuid, 'running', ${trust}, 'manual', ${"a".repeat(40)}, '.kiln/workflow.yaml', 'hash',
+      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, ref, commit_sha, workflow_path, workflow_hash, definition, inputs)
+      VALUES (${t.orgId}::uuid, ${t.repoId}::uuid, 'running', ${trust}, 'manual', ${ref}, ${"a".repeat(40)}, '.kiln/workflow.yaml', 'hash',
               ${JSON.stringify(definition)}::jsonb, '{}'::jsonb) RETURNING id`;
     const id = rows[0]?.id ?? "";
     await createJobs(tx, { id, orgId: t.orgId }, definition, t.pool);

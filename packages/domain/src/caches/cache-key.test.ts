@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   allowsPrefixFallback,
   cacheReadNamespace,
+  cacheReadRefs,
   decideCacheWrite,
   deriveCacheKey,
   type CacheKeyInput,
@@ -14,6 +15,7 @@ const base: CacheKeyInput = {
   orgId: "org-1",
   repoId: "repo-1",
   namespace: "trusted",
+  ref: "refs/heads/main",
   os: "linux",
   arch: "x64",
   imageDigest: `sha256:${hex("d")}`,
@@ -23,6 +25,14 @@ const base: CacheKeyInput = {
   inputs: [{ path: "package-lock.json", sha256: hex("a") }],
 };
 const key = (over: Partial<CacheKeyInput>) => deriveCacheKey({ ...base, ...over }, sha);
+
+describe("cache refs", () => {
+  it("a run reads its own ref, then the default branch, never a third", () => {
+    expect(cacheReadRefs("refs/heads/feature", "refs/heads/main")).toEqual(["refs/heads/feature", "refs/heads/main"]);
+    expect(cacheReadRefs("refs/heads/main", "refs/heads/main")).toEqual(["refs/heads/main"]);
+    expect(cacheReadRefs(null, "refs/heads/main")).toEqual(["refs/heads/main"]);
+  });
+});
 
 describe("cache key derivation", () => {
   it("is deterministic and 64 hex characters", () => {
@@ -36,6 +46,7 @@ describe("cache key derivation", () => {
     for (const over of [
       { orgId: "org-2" },
       { repoId: "repo-2" },
+      { ref: "refs/heads/feature" },
       { os: "darwin" },
       { arch: "arm64" },
       { imageDigest: `sha256:${hex("e")}` },

@@ -1,9 +1,12 @@
 import { createHash } from "node:crypto";
 import type { Tx } from "@kiln/db";
 import {
+  branchRef,
   cacheReadNamespace,
+  cacheReadRefs,
   deriveCacheKey,
   DomainError,
+  fullRef,
   type CacheKey,
   type CacheNamespace,
   type TrustClass,
@@ -18,6 +21,13 @@ export interface CacheScope extends CacheKey {
   repoId: string;
   trustClass: TrustClass;
   namespace: CacheNamespace;
+  /**
+   * The run's own ref, the one its writes are namespaced by (key/prefix above are derived for it);
+   * null for a run that carries no usable ref, which may read the default branch but never write.
+   */
+  ref: string | null;
+  /** What restores look in, in order: the run's own ref, then the default branch (cacheReadRefs). */
+  reads: (CacheKey & { ref: string })[];
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -44,28 +54,41 @@ export async function lockCacheScope(
     );
   }
   const rows = await tx.$queryRaw<
-    { repo_id: string; trust_class: TrustClass; labels: { os?: unknown; arch?: unknown } }[]
+    {
+      repo_id: string;
+      trust_class: TrustClass;
+      ref: string | null;
+      default_branch: string;
+      labels: { os?: unknown; arch?: unknown };
+    }[]
   >`
-    SELECT r.repo_id, r.trust_class, s.labels
-    FROM attempt a JOIN workflow_run r ON r.id = a.run_id JOIN agent_session s ON s.id = a.session_id
+    SELECT r.repo_id, r.trust_class, r.ref, rp.default_branch, s.labels
+    FROM attempt a JOIN workflow_run r ON r.id = a.run_id JOIN repo rp ON rp.id = r.repo_id
+    JOIN agent_session s ON s.id = a.session_id
     WHERE a.id = ${attempt.id}::uuid`;
   const row = rows[0];
   if (!row) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
   const namespace = cacheReadNamespace(row.trust_class);
-  const key = deriveCacheKey(
-    {
-      orgId: attempt.orgId,
-      repoId: row.repo_id,
-      namespace,
-      os: typeof row.labels.os === "string" ? row.labels.os : "unknown",
-      arch: typeof row.labels.arch === "string" ? row.labels.arch : "unknown",
-      imageDigest: job.image?.digest ?? null,
-      kind: cache.kind,
-      version: cache.version,
-      paths: cache.paths,
-      inputs,
-    },
-    sha256,
-  );
-  return { ...key, attempt, cache, repoId: row.repo_id, trustClass: row.trust_class, namespace };
+  const ownRef = row.ref === null ? null : fullRef(row.ref);
+  const defaultRef = branchRef(row.default_branch);
+  const keyFor = (ref: string) =>
+    deriveCacheKey(
+      {
+        orgId: attempt.orgId,
+        repoId: row.repo_id,
+        namespace,
+        ref,
+        os: typeof row.labels.os === "string" ? row.labels.os : "unknown",
+        arch: typeof row.labels.arch === "string" ? row.labels.arch : "unknown",
+        imageDigest: job.image?.digest ?? null,
+        kind: cache.kind,
+        version: cache.version,
+        paths: cache.paths,
+        inputs,
+      },
+      sha256,
+    );
+  const reads = cacheReadRefs(ownRef, defaultRef).map((ref) => ({ ...keyFor(ref), ref }));
+  const own = keyFor(ownRef ?? defaultRef);
+  return { ...own, attempt, cache, repoId: row.repo_id, trustClass: row.trust_class, namespace, ref: ownRef, reads };
 }

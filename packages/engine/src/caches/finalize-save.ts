@@ -18,6 +18,7 @@ interface EntryRow {
   org_id: string;
   repo_id: string;
   namespace: string;
+  ref: string | null;
   cache_key: string;
   prefix_key: string;
   object_key: string;
@@ -85,8 +86,8 @@ async function bindOnce(db: Db, claims: JobClaims, entryId: string): Promise<Sav
     const decision = decideCacheBind(bound, now);
     if (decision === "bound") {
       const inserted = await tx.$executeRaw`
-        INSERT INTO cache_binding (cache_key, org_id, repo_id, namespace, prefix_key, entry_id)
-        VALUES (${now.cache_key}, ${now.org_id}::uuid, ${now.repo_id}::uuid, ${now.namespace}, ${now.prefix_key}, ${now.id}::uuid)
+        INSERT INTO cache_binding (cache_key, org_id, repo_id, namespace, ref, prefix_key, entry_id)
+        VALUES (${now.cache_key}, ${now.org_id}::uuid, ${now.repo_id}::uuid, ${now.namespace}, ${now.ref}, ${now.prefix_key}, ${now.id}::uuid)
         ON CONFLICT (cache_key) DO NOTHING`;
       if (inserted !== 1) return null;
       await tx.$executeRaw`UPDATE cache_entry SET state = 'bound', bound_at = now(), last_used_at = now() WHERE id = ${now.id}::uuid AND state = 'uploading'`;
@@ -136,12 +137,12 @@ function settledAnswer(e: EntryRow): SaveResult | null {
 async function loadOwnEntry(tx: Tx, claims: JobClaims, id: string, lock = false): Promise<EntryRow> {
   const rows = lock
     ? await tx.$queryRaw<EntryRow[]>`
-        SELECT e.id, e.org_id, e.repo_id, e.namespace, e.cache_key, e.prefix_key, e.object_key, e.size_bytes, e.sha256, e.state, e.abandon_reason,
+        SELECT e.id, e.org_id, e.repo_id, e.namespace, e.ref, e.cache_key, e.prefix_key, e.object_key, e.size_bytes, e.sha256, e.state, e.abandon_reason,
                e.run_id, e.job_id, e.attempt_id, e.epoch, r.trust_class
         FROM cache_entry e JOIN workflow_run r ON r.id = e.run_id
         WHERE e.id = ${id}::uuid AND e.attempt_id = ${claims.attemptId}::uuid FOR UPDATE OF e`
     : await tx.$queryRaw<EntryRow[]>`
-        SELECT e.id, e.org_id, e.repo_id, e.namespace, e.cache_key, e.prefix_key, e.object_key, e.size_bytes, e.sha256, e.state, e.abandon_reason,
+        SELECT e.id, e.org_id, e.repo_id, e.namespace, e.ref, e.cache_key, e.prefix_key, e.object_key, e.size_bytes, e.sha256, e.state, e.abandon_reason,
                e.run_id, e.job_id, e.attempt_id, e.epoch, r.trust_class
         FROM cache_entry e JOIN workflow_run r ON r.id = e.run_id
         WHERE e.id = ${id}::uuid AND e.attempt_id = ${claims.attemptId}::uuid`;

@@ -30,9 +30,11 @@ interface BoundRow {
 }
 
 /**
- * Read wide: any run of the repo reads the trusted namespace. Only bound entries count (an upload
- * still in flight, an abandoned conflict or an evicted entry is never handed out). A dependency
- * cache may fall back to the newest bound entry with the same prefix; other kinds match exactly.
+ * Read wide: any run of the repo reads the trusted namespace, its own ref's entries first, then the
+ * default branch's, never another branch's (the ref is key material, and every lookup also names
+ * it). Only bound entries count (an upload still in flight, an abandoned conflict or an evicted
+ * entry is never handed out). A dependency cache may fall back to the newest bound entry with the
+ * same prefix, after every exact match failed; other kinds match exactly.
  */
 export async function grantCacheRestore(
   db: Db,
@@ -42,12 +44,24 @@ export async function grantCacheRestore(
 ): Promise<RestoreGrant> {
   const found = await withTx(db, "cache-grant-restore", async (tx) => {
     const scope = await lockCacheScope(tx, claims, inputs);
-    const where = { orgId: scope.attempt.orgId, repoId: scope.repoId, namespace: scope.namespace };
+    const where = (ref: string) => ({
+      orgId: scope.attempt.orgId,
+      repoId: scope.repoId,
+      namespace: scope.namespace,
+      ref,
+    });
     let exact = true;
-    let row = await findExact(tx, where, scope.key);
+    let row: BoundRow | null = null;
+    for (const r of scope.reads) {
+      row = await findExact(tx, where(r.ref), r.key);
+      if (row) break;
+    }
     if (!row && allowsPrefixFallback(scope.cache.kind)) {
-      row = await findByPrefix(tx, where, scope.prefix);
       exact = false;
+      for (const r of scope.reads) {
+        row = await findByPrefix(tx, where(r.ref), r.prefix);
+        if (row) break;
+      }
     }
     // Recency drives eviction; the write is a plain touch, not a state change.
     if (row)
@@ -70,13 +84,13 @@ export async function grantCacheRestore(
   };
 }
 
-type Where = { orgId: string; repoId: string; namespace: string };
+type Where = { orgId: string; repoId: string; namespace: string; ref: string };
 
 async function findExact(tx: Tx, w: Where, key: string): Promise<BoundRow | null> {
   const rows = await tx.$queryRaw<BoundRow[]>`
     SELECT e.id, e.object_key, e.size_bytes, e.sha256, e.unpacked_bytes, e.entry_count
     FROM cache_binding b JOIN cache_entry e ON e.id = b.entry_id AND e.state = 'bound'
-    WHERE b.cache_key = ${key} AND b.org_id = ${w.orgId}::uuid AND b.repo_id = ${w.repoId}::uuid AND b.namespace = ${w.namespace}`;
+    WHERE b.cache_key = ${key} AND b.org_id = ${w.orgId}::uuid AND b.repo_id = ${w.repoId}::uuid AND b.namespace = ${w.namespace} AND b.ref = ${w.ref}`;
   return rows[0] ?? null;
 }
 
@@ -84,7 +98,7 @@ async function findByPrefix(tx: Tx, w: Where, prefix: string): Promise<BoundRow 
   const rows = await tx.$queryRaw<BoundRow[]>`
     SELECT e.id, e.object_key, e.size_bytes, e.sha256, e.unpacked_bytes, e.entry_count
     FROM cache_binding b JOIN cache_entry e ON e.id = b.entry_id AND e.state = 'bound'
-    WHERE b.org_id = ${w.orgId}::uuid AND b.repo_id = ${w.repoId}::uuid AND b.namespace = ${w.namespace} AND b.prefix_key = ${prefix}
+    WHERE b.org_id = ${w.orgId}::uuid AND b.repo_id = ${w.repoId}::uuid AND b.namespace = ${w.namespace} AND b.ref = ${w.ref} AND b.prefix_key = ${prefix}
     ORDER BY b.bound_at DESC, b.cache_key LIMIT 1`;
   return rows[0] ?? null;
 }

@@ -21,6 +21,7 @@ export type SaveSession =
   | { state: "already_bound" | "conflict"; key: string };
 
 export const UNTRUSTED_WRITE_MESSAGE = "cache write refused: untrusted run";
+const NO_REF_WRITE_MESSAGE = "cache write refused: the run has no ref to namespace its entries by";
 
 /**
  * Write trusted (seed 002): an untrusted run is refused with a named reason. A key that is already
@@ -40,6 +41,8 @@ export async function openCacheSave(
     const scope = await lockCacheScope(tx, claims, req.inputs);
     const write = decideCacheWrite(scope.trustClass);
     if (!write.allowed) throw new DomainError("CACHE.WRITE_REFUSED", UNTRUSTED_WRITE_MESSAGE, { reason: write.reason });
+    // Writes are namespaced by the run's ref; a run without one (admitted before refs) has none to write.
+    if (scope.ref === null) throw new DomainError("CACHE.WRITE_REFUSED", NO_REF_WRITE_MESSAGE, { reason: "no_ref" });
     checkCacheArchive(store.settings.limits, req);
     const { attempt } = scope;
     // An archive larger than the org's whole quota would be evicted by the next pass: refuse it now.
@@ -149,9 +152,9 @@ async function insertEntry(
 ): Promise<void> {
   const { attempt } = e.scope;
   await tx.$executeRaw`
-    INSERT INTO cache_entry (id, org_id, repo_id, namespace, kind, cache_key, prefix_key, object_key, size_bytes, sha256, unpacked_bytes, entry_count,
+    INSERT INTO cache_entry (id, org_id, repo_id, namespace, ref, kind, cache_key, prefix_key, object_key, size_bytes, sha256, unpacked_bytes, entry_count,
                              state, abandon_reason, run_id, job_id, attempt_id, epoch, object_deleted_at)
-    VALUES (${e.id}::uuid, ${attempt.orgId}::uuid, ${e.scope.repoId}::uuid, ${e.scope.namespace}, ${e.scope.cache.kind}, ${e.scope.key}, ${e.scope.prefix},
+    VALUES (${e.id}::uuid, ${attempt.orgId}::uuid, ${e.scope.repoId}::uuid, ${e.scope.namespace}, ${e.scope.ref}, ${e.scope.cache.kind}, ${e.scope.key}, ${e.scope.prefix},
             ${e.objectKey}, ${e.req.sizeBytes}::bigint, ${e.req.sha256}, ${e.req.unpackedBytes}::bigint, ${e.req.entryCount}, ${e.state}, ${e.abandonReason},
             ${attempt.runId}::uuid, ${attempt.jobId}::uuid, ${attempt.id}::uuid, ${attempt.epoch},
             CASE WHEN ${e.state} = 'abandoned' THEN now() END)`;

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { withTx, type Db } from "@kiln/db";
-import { canTrigger, computeTrustClass, DomainError, type Role } from "@kiln/domain";
+import { branchRef, canTrigger, computeTrustClass, DomainError, fullRef, type Role } from "@kiln/domain";
 import { z } from "zod";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
+import { checkCommitOnRef, type RefCheckSource } from "./commit-on-ref.ts";
 
 export const manualTriggerBody = z
   .object({
@@ -15,6 +16,16 @@ export const manualTriggerBody = z
         "must be a relative path inside the repository",
       ),
     commit_sha: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/, "must be a full hex commit SHA"),
+    /**
+     * The branch (`main`, `refs/heads/main`) or tag (`refs/tags/v1`) the commit must be reachable
+     * from; it names the trusted cache namespace the run writes. Default: the repo's default branch.
+     */
+    ref: z
+      .string()
+      .min(1)
+      .max(250)
+      .refine((r) => fullRef(r) !== null, "must be a branch name or refs/heads/... or refs/tags/...")
+      .optional(),
     inputs: z
       .record(z.string().max(100), z.union([z.string().max(10_000), z.number(), z.boolean()]))
       .refine((o) => Object.keys(o).length <= 100, "at most 100 inputs")
@@ -38,6 +49,7 @@ function digestOf(body: ManualTriggerBody): string {
   const canonical = JSON.stringify({
     workflow_path: body.workflow_path,
     commit_sha: body.commit_sha,
+    ref: body.ref ?? null,
     inputs: Object.fromEntries(Object.entries(body.inputs).sort(([a], [b]) => a.localeCompare(b))),
   });
   return createHash("sha256").update(canonical).digest("hex");
@@ -51,16 +63,27 @@ function digestOf(body: ManualTriggerBody): string {
  */
 export async function admitManualRun(
   db: Db,
-  input: { caller: Caller; repoId: string; idempotencyKey: string | null; body: ManualTriggerBody },
+  input: {
+    caller: Caller;
+    repoId: string;
+    idempotencyKey: string | null;
+    body: ManualTriggerBody;
+    /** Where the ref check fetches from (the commit must be reachable from the ref). */
+    source: RefCheckSource;
+  },
 ): Promise<{ status: 202; runId: string; replayed: boolean }> {
   const { caller } = input;
   if (!canTrigger(caller.role)) throw new DomainError("AUTH.FORBIDDEN", `role ${caller.role} cannot start runs`);
   const key = input.idempotencyKey;
   if (!key || key.length > 255)
     throw new DomainError("IDEMPOTENCY.KEY_REQUIRED", "an Idempotency-Key header (1-255 chars) is required");
-  const repos = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${caller.orgId}::uuid`;
-  if (!repos[0]) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+  const repos = await db.$queryRaw<{ id: string; clone_url: string; default_branch: string }[]>`
+    SELECT id, clone_url, default_branch FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${caller.orgId}::uuid`;
+  const repo = repos[0];
+  if (!repo) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+  const ref = input.body.ref === undefined ? branchRef(repo.default_branch) : fullRef(input.body.ref);
+  if (ref === null)
+    throw new DomainError("REQUEST.INVALID", "ref must be a branch name or refs/heads/... or refs/tags/...");
   const digest = digestOf(input.body);
 
   const claim = await withTx(db, "idempotency-claim", async (tx) => {
@@ -86,12 +109,20 @@ export async function admitManualRun(
     return { kind: "fresh" as const, id: row.id };
   });
   if (claim.kind === "replay") return { status: 202, runId: claim.runId, replayed: true };
+  // Checked once the key is ours (a replay answers without asking git again); a refusal releases
+  // the key so a corrected retry under it is not told "in flight".
+  try {
+    await checkCommitOnRef(input.source, { id: repo.id, cloneUrl: repo.clone_url }, ref, input.body.commit_sha);
+  } catch (e) {
+    await db.$executeRaw`DELETE FROM idempotency_key WHERE id = ${claim.id}::uuid AND state = 'in_flight'`;
+    throw e;
+  }
 
   const runId = await withTx(db, "admit-manual", async (tx) => {
     const trustClass = computeTrustClass({ kind: "manual", callerRole: caller.role });
     const runs = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, commit_sha, workflow_path, inputs)
-      VALUES (${caller.orgId}::uuid, ${input.repoId}::uuid, 'pending', ${trustClass}, 'manual', ${caller.name},
+      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, ref, commit_sha, workflow_path, inputs)
+      VALUES (${caller.orgId}::uuid, ${input.repoId}::uuid, 'pending', ${trustClass}, 'manual', ${caller.name}, ${ref},
               ${input.body.commit_sha}, ${input.body.workflow_path}, ${JSON.stringify(input.body.inputs)}::jsonb)
       RETURNING id`;
     const id = runs[0]?.id;

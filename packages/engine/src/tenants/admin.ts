@@ -1,6 +1,7 @@
-import type { Db } from "@kiln/db";
-import { DomainError, ROLES, type Role } from "@kiln/domain";
+import { withTx, type Db } from "@kiln/db";
+import { DomainError, isBranchName, ROLES, type Role } from "@kiln/domain";
 import { hashSecret, newSecret } from "../identity/tokens.ts";
+import { isBranchName } from "../runs/commit-on-ref.ts";
 
 // Tenant administration shared by the `kiln` CLI, `npm run up` and tests.
 
@@ -29,7 +30,15 @@ export async function createOrg(db: Db, slug: string): Promise<{ id: string; slu
 
 export async function addRepo(
   db: Db,
-  input: { orgSlug: string; name: string; cloneUrl: string; webhookSecret: string; workflowPath: string },
+  input: {
+    orgSlug: string;
+    name: string;
+    cloneUrl: string;
+    webhookSecret: string;
+    workflowPath: string;
+    /** A branch name (default "main"): manual triggers' default ref and every run's fallback cache ref. */
+    defaultBranch?: string;
+  },
 ): Promise<{ id: string; fullName: string }> {
   if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(input.name))
     throw new DomainError("REQUEST.INVALID", "repo name must look like owner/name");
@@ -39,28 +48,67 @@ export async function addRepo(
     throw new DomainError("REQUEST.INVALID", "webhook secret must be at least 8 characters");
   if (input.workflowPath.startsWith("/") || input.workflowPath.split("/").includes(".."))
     throw new DomainError("REQUEST.INVALID", "workflow path must be relative");
+  const branch = input.defaultBranch ?? "main";
+  if (!isBranchName(branch))
+    throw new DomainError("REQUEST.INVALID", "default branch must be a branch name such as main (no refs/heads/)");
   const orgId = await orgIdOf(db, input.orgSlug);
   const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO repo (org_id, full_name, clone_url, webhook_secret, workflow_path)
-    VALUES (${orgId}::uuid, ${input.name}, ${input.cloneUrl}, ${input.webhookSecret}, ${input.workflowPath})
+    INSERT INTO repo (org_id, full_name, clone_url, webhook_secret, workflow_path, default_branch)
+    VALUES (${orgId}::uuid, ${input.name}, ${input.cloneUrl}, ${input.webhookSecret}, ${input.workflowPath}, ${branch})
     ON CONFLICT (full_name) DO UPDATE SET clone_url = EXCLUDED.clone_url, webhook_secret = EXCLUDED.webhook_secret,
-      workflow_path = EXCLUDED.workflow_path
+      workflow_path = EXCLUDED.workflow_path, default_branch = EXCLUDED.default_branch
     WHERE repo.org_id = EXCLUDED.org_id
     RETURNING id`;
   if (!rows[0]) throw new DomainError("REQUEST.INVALID", `${input.name} is registered to another org`);
   return { id: rows[0].id, fullName: input.name };
 }
 
+/**
+ * Adds (or re-roles) a member. `forgeId` is the forge's numeric user id (GitHub `user.id`), which is
+ * what webhook senders and GitHub sign-ins are matched by: a login can be renamed and then taken by
+ * another account. With an id, the user is found by it (a rename updates the stored login); a user
+ * without one is never matched for trust. A login already recorded for another id is refused.
+ */
 export async function addMember(
   db: Db,
-  input: { orgSlug: string; login: string; role: string },
+  input: { orgSlug: string; login: string; role: string; forgeId?: number | null },
 ): Promise<{ userId: string }> {
   assertRole(input.role);
+  const forgeId = input.forgeId ?? null;
+  if (forgeId !== null && (!Number.isSafeInteger(forgeId) || forgeId < 1))
+    throw new DomainError("REQUEST.INVALID", "forge id must be a positive integer (GitHub's user id)");
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(input.login))
+    throw new DomainError("REQUEST.INVALID", "login must be letters, digits, dashes, dots or underscores");
   const orgId = await orgIdOf(db, input.orgSlug);
-  const users = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO app_user (login) VALUES (${input.login}) ON CONFLICT (login) DO UPDATE SET login = EXCLUDED.login RETURNING id`;
-  const userId = users[0]?.id;
-  if (!userId) throw new Error("user upsert returned nothing");
+  const userId = await withTx(db, "add-member-user", async (tx) => {
+    const holders = await tx.$queryRaw<{ id: string; forge_id: bigint | null; login: string }[]>`
+      SELECT id, forge_id, login FROM app_user WHERE login = ${input.login} OR (${forgeId}::bigint IS NOT NULL AND forge_id = ${forgeId}::bigint)
+      FOR UPDATE`;
+    const byId = forgeId === null ? undefined : holders.find((u) => u.forge_id === BigInt(forgeId));
+    const byLogin = holders.find((u) => u.login === input.login);
+    if (byLogin && byLogin !== byId && byLogin.forge_id !== null && forgeId !== null)
+      throw new DomainError(
+        "REQUEST.INVALID",
+        `login ${input.login} is recorded for forge id ${byLogin.forge_id}; if that account was renamed, add it under its new login first`,
+      );
+    if (byId) {
+      // The same account under a new login: keep its memberships, follow the rename.
+      if (byLogin && byLogin !== byId)
+        throw new DomainError("REQUEST.INVALID", `login ${input.login} belongs to another user without a forge id`);
+      await tx.$executeRaw`UPDATE app_user SET login = ${input.login} WHERE id = ${byId.id}::uuid`;
+      return byId.id;
+    }
+    if (byLogin) {
+      if (forgeId !== null)
+        await tx.$executeRaw`UPDATE app_user SET forge_id = ${forgeId}::bigint WHERE id = ${byLogin.id}::uuid`;
+      return byLogin.id;
+    }
+    const rows = await tx.$queryRaw<{ id: string }[]>`
+      INSERT INTO app_user (login, forge_id) VALUES (${input.login}, ${forgeId}::bigint) RETURNING id`;
+    const id = rows[0]?.id;
+    if (!id) throw new Error("user insert returned nothing");
+    return id;
+  });
   await db.$executeRaw`
     INSERT INTO membership (org_id, user_id, role) VALUES (${orgId}::uuid, ${userId}::uuid, ${input.role})
     ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role`;

@@ -9,12 +9,14 @@ export type WebhookResult =
   | { status: 200; runId: string | null; duplicate: boolean; ignored?: string };
 
 const repoRef = z.object({ full_name: z.string().min(1).max(300) });
+// GitHub's numeric user id is what identifies the sender: a login can be renamed and re-registered.
+const forgeUser = z.object({ login: z.string().max(200), id: z.number().int().positive().optional() });
 const pushPayload = z.object({
   ref: z.string().max(1000),
   after: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/),
   deleted: z.boolean().optional(),
   repository: repoRef,
-  sender: z.object({ login: z.string().max(200) }).optional(),
+  sender: forgeUser.optional(),
 });
 const prPayload = z.object({
   action: z.string().max(100),
@@ -25,10 +27,10 @@ const prPayload = z.object({
       repo: repoRef.nullable(),
     }),
     base: z.object({ repo: repoRef }),
-    user: z.object({ login: z.string().max(200) }).optional(),
+    user: forgeUser.optional(),
   }),
   repository: repoRef,
-  sender: z.object({ login: z.string().max(200) }).optional(),
+  sender: forgeUser.optional(),
 });
 const anyPayload = z.object({ repository: repoRef });
 
@@ -37,7 +39,7 @@ interface Planned {
   commitSha: string;
   ref: string;
   actor: string | null;
-  admission: (isMember: (login: string | null) => Promise<boolean>) => Promise<AdmissionEvent>;
+  admission: (isMember: (forgeId: number | null) => Promise<boolean>) => Promise<AdmissionEvent>;
 }
 
 /**
@@ -64,7 +66,8 @@ export async function admitGithubWebhook(
   // Plain SQL, two statements (ADR 0015): the repo with the sender's membership, then acceptance
   // as one statement. The sender is peeked at before the payload is validated so that membership
   // comes with the repo lookup; validation still happens only after the signature verifies.
-  const peeked = peekActor(json);
+  // Membership is by the forge's user id, never the login (a renamed login is re-registrable).
+  const peeked = peekActorId(json);
   const repos = await sql.query<{
     id: string;
     org_id: string;
@@ -74,8 +77,8 @@ export async function admitGithubWebhook(
   }>({
     name: "webhook-repo",
     text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path,
-                  ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
-                     WHERE ms.org_id = r.org_id AND u.login = $2 AND ms.role IN ('admin', 'member'))) AS actor_is_member
+                  ($2::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
+                     WHERE ms.org_id = r.org_id AND u.forge_id = $2::bigint AND ms.role IN ('admin', 'member'))) AS actor_is_member
            FROM repo r WHERE r.full_name = $1`,
     values: [base.data.repository.full_name, peeked],
   });
@@ -108,13 +111,13 @@ export async function admitGithubWebhook(
     return ignored.rowCount === 1 ? { status: 200 as const, runId: null, duplicate: false, ignored: plan } : prior();
   }
 
-  const isMember = async (login: string | null): Promise<boolean> => {
-    if (!login) return false;
-    if (login === peeked) return repo.actor_is_member;
+  const isMember = async (forgeId: number | null): Promise<boolean> => {
+    if (forgeId === null) return false;
+    if (forgeId === peeked) return repo.actor_is_member;
     const m = await sql.query({
       name: "webhook-member",
-      text: `SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id WHERE ms.org_id = $1::uuid AND u.login = $2 AND ms.role IN ('admin', 'member')`,
-      values: [repo.org_id, login],
+      text: `SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id WHERE ms.org_id = $1::uuid AND u.forge_id = $2::bigint AND ms.role IN ('admin', 'member')`,
+      values: [repo.org_id, forgeId],
     });
     return (m.rowCount ?? 0) > 0;
   };
@@ -164,11 +167,11 @@ export async function admitGithubWebhook(
   return created ? { status: 202 as const, runId: created, duplicate: false as const } : prior();
 }
 
-/** The sender's login as the payload states it, unvalidated: only used to look up membership. */
-function peekActor(json: unknown): string | null {
-  const o = json as { sender?: { login?: unknown }; pull_request?: { user?: { login?: unknown } } } | null;
-  const login = o?.sender?.login ?? o?.pull_request?.user?.login;
-  return typeof login === "string" && login.length <= 200 ? login : null;
+/** The sender's forge user id as the payload states it, unvalidated: only used to look up membership. */
+function peekActorId(json: unknown): number | null {
+  const o = json as { sender?: { id?: unknown }; pull_request?: { user?: { id?: unknown } } } | null;
+  const id = o?.sender?.id ?? o?.pull_request?.user?.id;
+  return typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : null;
 }
 
 /** What an event means: a run to create, or the reason it starts nothing. */
@@ -180,12 +183,13 @@ function planEvent(event: string, json: unknown): Planned | string {
       throw new DomainError("WEBHOOK.BAD_PAYLOAD", `push payload: ${p.error.issues[0]?.message ?? "invalid"}`);
     if (p.data.deleted || /^0+$/.test(p.data.after)) return "branch deletion starts nothing";
     const actor = p.data.sender?.login ?? null;
+    const actorId = p.data.sender?.id ?? null;
     return {
       trigger: "push",
       commitSha: p.data.after,
       ref: p.data.ref,
       actor,
-      admission: async (isMember) => ({ kind: "push", senderIsMember: await isMember(actor) }),
+      admission: async (isMember) => ({ kind: "push", senderIsMember: await isMember(actorId) }),
     };
   }
   if (event === "pull_request") {
@@ -195,7 +199,9 @@ function planEvent(event: string, json: unknown): Planned | string {
     if (!["opened", "synchronize", "reopened"].includes(p.data.action))
       return `pull_request action ${p.data.action} starts nothing`;
     const pr = p.data.pull_request;
-    const actor = p.data.sender?.login ?? pr.user?.login ?? null;
+    const sender = p.data.sender ?? pr.user ?? null;
+    const actor = sender?.login ?? null;
+    const actorId = sender?.id ?? null;
     return {
       trigger: "pull_request",
       commitSha: pr.head.sha,
@@ -203,7 +209,7 @@ function planEvent(event: string, json: unknown): Planned | string {
       actor,
       admission: async (isMember) => ({
         kind: "pull_request",
-        senderIsMember: await isMember(actor),
+        senderIsMember: await isMember(actorId),
         headRepoFullName: pr.head.repo?.full_name ?? null,
         baseRepoFullName: pr.base.repo.full_name,
       }),

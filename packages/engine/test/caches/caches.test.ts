@@ -40,9 +40,10 @@ async function runOne(
   tenant: Tenant,
   yaml: string,
   trust: "trusted" | "untrusted" = "trusted",
+  ref = "refs/heads/main",
 ): Promise<JobTicket> {
   const s = await newSession(db, tenant);
-  await seedFrozenRun(db, tenant, def(yaml), trust);
+  await seedFrozenRun(db, tenant, def(yaml), trust, ref);
   const tk = await claim(db, s);
   if (!tk) throw new Error("nothing claimed");
   return tk;
@@ -143,6 +144,58 @@ describe("restore and save through the control plane", () => {
     if (!hit.hit) throw new Error("expected a hit");
     expect(hit.sha256).toBe(sha256(own));
     expect(hit.sha256).not.toBe(sha256(poison));
+  });
+
+  it("a run reads its own ref's entry first, then the default branch's, never another branch's", async () => {
+    const tenant = await seedTenant(t.db());
+    const onMain = bytes(3000, 21);
+    await save(await runOne(t.db(), tenant, DEPS()), lock("a"), onMain);
+    const onOther = bytes(3000, 22);
+    const other = await runOne(t.db(), tenant, DEPS(), "trusted", "refs/heads/other");
+    // Its own ref had nothing: it restored main's entry, and its save binds under its own ref.
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(other), lock("a"))).toMatchObject({
+      hit: true,
+      sha256: sha256(onMain),
+    });
+    expect(await save(other, lock("a"), onOther)).toMatchObject({ state: "bound" });
+
+    // A feature branch: main's entry (never other's), exact before any prefix fallback.
+    const feature = await runOne(t.db(), tenant, DEPS(), "trusted", "refs/heads/feature");
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(feature), lock("a"))).toMatchObject({
+      hit: true,
+      exact: true,
+      sha256: sha256(onMain),
+    });
+    const onFeature = bytes(3000, 23);
+    expect(await save(feature, lock("a"), onFeature)).toMatchObject({ state: "bound" });
+    // Now its own ref's entry comes first.
+    const feature2 = await runOne(t.db(), tenant, DEPS(), "trusted", "refs/heads/feature");
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(feature2), lock("a"))).toMatchObject({
+      hit: true,
+      exact: true,
+      sha256: sha256(onFeature),
+    });
+    // Main never sees what a branch bound, and a third branch sees only main's.
+    const main2 = await runOne(t.db(), tenant, DEPS());
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(main2), lock("a"))).toMatchObject({
+      sha256: sha256(onMain),
+    });
+    const third = await runOne(t.db(), tenant, DEPS(), "trusted", "refs/heads/third");
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(third), lock("a"))).toMatchObject({
+      sha256: sha256(onMain),
+    });
+    // Prefix fallback follows the same order and never crosses to another branch either.
+    await t.db()
+      .$executeRaw`DELETE FROM cache_binding WHERE org_id = ${tenant.orgId}::uuid AND ref = 'refs/heads/main'`;
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(third), lock("b"))).toMatchObject({ hit: false });
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(feature2), lock("b"))).toMatchObject({
+      hit: true,
+      exact: false,
+      sha256: sha256(onFeature),
+    });
+    const refs = await t.db().$queryRaw<{ ref: string }[]>`
+      SELECT ref FROM cache_entry WHERE org_id = ${tenant.orgId}::uuid AND state = 'bound' ORDER BY ref`;
+    expect(refs.map((r) => r.ref)).toEqual(["refs/heads/feature", "refs/heads/main", "refs/heads/other"]);
   });
 
   it("refuses every cache call from a stale epoch", async () => {

@@ -1,6 +1,6 @@
 "use client";
 import { Button, Card, EmptyState, Field, inputClasses } from "@kiln/ui";
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { useTRPC } from "@/server/trpc/client.tsx";
 import type { PoolEntitlementData } from "../types.ts";
@@ -9,14 +9,32 @@ import { useRefreshSettings } from "./use-settings.ts";
 
 /**
  * Capacity per pool: owned slots (lent to others while idle), the weight for sharing what is left,
- * and the hard cap the claim transaction enforces. Admins edit a row in place or add a pool.
+ * and the hard cap the claim transaction enforces. Shared capacity is set by platform admins, who
+ * edit a row in place or add a pool; an org admin may only lower its own hard cap (the server
+ * enforces both, docs/scheduling.md).
  */
-export function CapacityCard({ org, rows, admin }: { org: string; rows: PoolEntitlementData[]; admin: boolean }) {
+export function CapacityCard({
+  org,
+  rows,
+  admin: orgAdmin,
+}: {
+  org: string;
+  rows: PoolEntitlementData[];
+  admin: boolean;
+}) {
+  const trpc = useTRPC();
+  const rights = useQuery(trpc.tenants.capacityRights.queryOptions());
+  const admin = rights.data?.platformAdmin === true;
+  const lowerOnly = !admin && orgAdmin;
   return (
     <Card title="Capacity" id="capacity">
       <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
         Slots are the concurrent jobs this org owns in a pool (lent to others while idle, returned first). Weight sets
-        its share of spare capacity. The hard cap is never exceeded, even when more is idle.
+        its share of spare capacity. The hard cap is never exceeded, even when more is idle.{" "}
+        {admin
+          ? "You are a platform admin: changes here are audited."
+          : "Slots, weight and raising the cap are set by platform operators."}
+        {lowerOnly ? " As an org admin you may lower your hard cap." : ""}
       </p>
       {rows.length === 0 ? (
         <EmptyState title="No entitlements yet">
@@ -42,7 +60,7 @@ export function CapacityCard({ org, rows, admin }: { org: string; rows: PoolEnti
                 <th scope="col" className="py-2 pr-4 font-medium">
                   Running now
                 </th>
-                {admin ? (
+                {admin || lowerOnly ? (
                   <th scope="col" className="py-2 font-medium">
                     <span className="sr-only">Actions</span>
                   </th>
@@ -50,9 +68,13 @@ export function CapacityCard({ org, rows, admin }: { org: string; rows: PoolEnti
               </tr>
             </thead>
             <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-              {rows.map((r) => (
-                <EntitlementRow key={r.pool} org={org} row={r} admin={admin} />
-              ))}
+              {rows.map((r) =>
+                lowerOnly ? (
+                  <LowerCapRow key={r.pool} org={org} row={r} />
+                ) : (
+                  <EntitlementRow key={r.pool} org={org} row={r} admin={admin} />
+                ),
+              )}
             </tbody>
           </table>
         </div>
@@ -193,6 +215,94 @@ function EntitlementRow({ org, row, admin }: { org: string; row: PoolEntitlement
             Cancel
           </Button>
         </form>
+        {errors.message ? (
+          <p role="alert" className="mt-1 text-xs text-red-700 dark:text-red-400">
+            {errors.message}
+          </p>
+        ) : null}
+      </td>
+    </tr>
+  );
+}
+
+/** An org admin's row: read-only limits and a control that can only lower the hard cap. */
+function LowerCapRow({ org, row }: { org: string; row: PoolEntitlementData }) {
+  const trpc = useTRPC();
+  const refresh = useRefreshSettings(org);
+  const [editing, setEditing] = useState(false);
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  const m = useMutation(
+    trpc.tenants.lowerHardCap.mutationOptions({
+      onMutate: () => setErrors(NO_ERRORS),
+      onSuccess: async () => {
+        await refresh();
+        setEditing(false);
+      },
+      onError: (e) => setErrors(formErrorsOf(e)),
+    }),
+  );
+  const formId = `lower-cap-${row.pool}`;
+  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const hardCap = numberOrNull(new FormData(e.currentTarget).get("hardCap"));
+    if (hardCap === null || !Number.isFinite(hardCap))
+      return setErrors({ fields: { hardCap: "enter a whole number" }, message: null });
+    m.mutate({ org, pool: row.pool, hardCap });
+  };
+  const cell = "py-2 pr-4 align-top";
+  return (
+    <tr data-pool={row.pool} data-editing={editing ? "true" : undefined}>
+      <th scope="row" className={`${cell} font-mono text-xs font-medium`}>
+        {row.pool}
+      </th>
+      <td className={`${cell} tabular-nums`} data-field="slots">
+        {row.slots}
+      </td>
+      <td className={`${cell} tabular-nums`} data-field="weight">
+        {row.weight}
+      </td>
+      <td className={`${cell} tabular-nums`} data-field="hard_cap">
+        {editing ? (
+          <>
+            <label htmlFor={`${formId}-hardCap`} className="sr-only">{`Hard cap for ${row.pool}`}</label>
+            <input
+              id={`${formId}-hardCap`}
+              form={formId}
+              name="hardCap"
+              type="number"
+              inputMode="numeric"
+              step={1}
+              min={0}
+              max={row.hard_cap ?? undefined}
+              defaultValue={row.hard_cap ?? ""}
+              autoFocus
+              aria-invalid={errors.fields.hardCap ? true : undefined}
+              className={`${inputClasses} w-24`}
+            />
+            {errors.fields.hardCap ? (
+              <p className="mt-1 max-w-40 text-xs text-red-700 dark:text-red-400">{errors.fields.hardCap}</p>
+            ) : null}
+          </>
+        ) : (
+          (row.hard_cap ?? <span className="text-zinc-500">none</span>)
+        )}
+      </td>
+      <td className={`${cell} tabular-nums`}>{row.running}</td>
+      <td className="py-2 text-right align-top">
+        {editing ? (
+          <form id={formId} noValidate onSubmit={onSubmit} className="flex justify-end gap-1.5">
+            <Button type="submit" size="sm" variant="primary" disabled={m.isPending}>
+              {m.isPending ? "Saving…" : "Lower cap"}
+            </Button>
+            <Button size="sm" variant="ghost" onClick={() => setEditing(false)}>
+              Cancel
+            </Button>
+          </form>
+        ) : (
+          <Button size="sm" aria-label={`Lower the hard cap of ${row.pool}`} onClick={() => setEditing(true)}>
+            Lower cap
+          </Button>
+        )}
         {errors.message ? (
           <p role="alert" className="mt-1 text-xs text-red-700 dark:text-red-400">
             {errors.message}

@@ -7,6 +7,13 @@ import { authEnv } from "./env.ts";
 
 export const DEV_LOGIN_PROVIDER = "dev-login";
 
+/** The GitHub OAuth profile's numeric `id` (it may arrive as a number or a numeric string). */
+function githubUserId(profile: { id?: unknown } | undefined): number | null {
+  const raw = profile?.id;
+  const n = typeof raw === "number" ? raw : typeof raw === "string" && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
 /**
  * Auth.js (next-auth v5) with JWT sessions and no database adapter. The session carries only who
  * the user is (Kiln user id and login); which orgs they may see and with what role is read from
@@ -39,20 +46,20 @@ export function authConfig(): NextAuthConfig {
     session: { strategy: "jwt", maxAge: 12 * 60 * 60 },
     pages: { signIn: "/sign-in", error: "/sign-in" },
     callbacks: {
-      // A GitHub identity is admitted only if its login is a Kiln member (matched like webhook
-      // senders are, ADR 0005); users are created by `kiln member add`, never by signing in.
+      // A GitHub identity is admitted only if its numeric user id is a Kiln member's (matched like
+      // webhook senders are, ADR 0005: a login can be renamed and re-registered, the id cannot);
+      // users are created by `kiln member add --forge-id`, never by signing in.
       signIn: async ({ account, profile }) => {
         if (account?.provider !== "github") return true;
-        const login = typeof profile?.login === "string" ? profile.login : "";
-        return login !== "" && (await findSignInUser(services().db, { login })) !== null;
+        const forgeId = githubUserId(profile);
+        return forgeId !== null && (await findSignInUser(services().db, { forgeId })) !== null;
       },
       jwt: async ({ token, user, account, profile }) => {
         if (!account) return token; // not a sign-in: keep the identity already in the token
         if (account.provider === "github") {
-          const found = await findSignInUser(services().db, {
-            login: typeof profile?.login === "string" ? profile.login : "",
-          });
-          if (!found) throw new Error("GitHub login is not a Kiln member");
+          const forgeId = githubUserId(profile);
+          const found = forgeId === null ? null : await findSignInUser(services().db, { forgeId });
+          if (!found) throw new Error("GitHub account is not a Kiln member");
           return { ...token, uid: found.id, login: found.login };
         }
         return { ...token, uid: user.id, login: user.name };

@@ -15,10 +15,13 @@ const schema = z
     NODE_ENV: z.string().default("development"),
     /**
      * "1" enables the development sign-in: any login that exists in app_user with a membership
-     * signs in WITHOUT a password. `npm run up` sets it for local use. Production deployments must
-     * never set it: it is an authentication bypass by design.
+     * signs in WITHOUT a password. `npm run up` sets it for local use. It is an authentication
+     * bypass by design, so the server refuses to start with it under NODE_ENV=production or on a
+     * public URL that is not loopback (devLoginRefusal).
      */
     KILN_DEV_LOGIN: z.enum(["0", "1", ""]).default("0"),
+    /** The platform's public URL (what users and forges reach); AUTH_URL stands in when unset. */
+    KILN_PUBLIC_URL: z.url().optional(),
     /** Key for signing and encrypting session JWTs (32+ characters; `openssl rand -base64 33`). */
     AUTH_SECRET: z.string().min(32, "AUTH_SECRET must be at least 32 characters").optional(),
     /** GitHub OAuth app credentials; the GitHub sign-in is offered when both are set. */
@@ -32,6 +35,11 @@ const schema = z
   .transform((e, ctx) => {
     const devLogin = e.KILN_DEV_LOGIN === "1";
     const production = e.NODE_ENV === "production";
+    const refusal = devLoginRefusal(e);
+    if (refusal) {
+      ctx.addIssue({ code: "custom", path: ["KILN_DEV_LOGIN"], message: refusal });
+      return z.NEVER;
+    }
     const secret = e.AUTH_SECRET ?? (devLogin && !production ? DEV_ONLY_SECRET : undefined);
     if (!secret) {
       ctx.addIssue({
@@ -52,6 +60,44 @@ const schema = z
       trustHost: e.AUTH_URL !== undefined || e.AUTH_TRUST_HOST === "true" || e.AUTH_TRUST_HOST === "1" || devLogin,
     };
   });
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * Why the development sign-in may not run here, or null. It signs in any member without a
+ * password, so it is refused where a real deployment would be: a production NODE_ENV (npm run up
+ * and the e2e suites run the production build with NODE_ENV=test for this reason) or a public URL
+ * other people can reach.
+ */
+export function devLoginRefusal(e: {
+  KILN_DEV_LOGIN?: string | undefined;
+  NODE_ENV?: string | undefined;
+  KILN_PUBLIC_URL?: string | undefined;
+  AUTH_URL?: string | undefined;
+}): string | null {
+  if (e.KILN_DEV_LOGIN !== "1") return null;
+  if ((e.NODE_ENV ?? "development") === "production")
+    return "KILN_DEV_LOGIN=1 (the password-less development sign-in) is refused under NODE_ENV=production; unset KILN_DEV_LOGIN, or run a local production build with NODE_ENV=test";
+  for (const name of ["KILN_PUBLIC_URL", "AUTH_URL"] as const) {
+    const raw = e[name];
+    if (!raw) continue;
+    let host: string;
+    try {
+      host = new URL(raw).hostname.toLowerCase();
+    } catch {
+      host = "";
+    }
+    if (!LOOPBACK_HOSTS.has(host) && !/^127(\.\d{1,3}){3}$/.test(host))
+      return `KILN_DEV_LOGIN=1 (the password-less development sign-in) is refused because ${name}=${raw} is not a loopback address; unset KILN_DEV_LOGIN`;
+  }
+  return null;
+}
+
+/** Throws at server start when the development sign-in is configured where it may not run. */
+export function assertDevLoginAllowed(): void {
+  const refusal = devLoginRefusal(process.env);
+  if (refusal) throw new Error(refusal);
+}
 
 export type AuthEnv = z.infer<typeof schema>;
 let parsed: AuthEnv | null = null;

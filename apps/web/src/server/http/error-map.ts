@@ -50,6 +50,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   "REPO.NOT_FOUND": 404,
   "REQUEST.INVALID": 400,
   "REQUEST.TOO_LARGE": 413,
+  // A manual trigger's ref the repository does not have, or a commit that is not on it (issue 15).
+  "REPO.REF_NOT_FOUND": 422,
+  "RUN.COMMIT_NOT_ON_REF": 422,
+  "REPO.SOURCE_UNAVAILABLE": 503,
+  // Entitlements in shared pools are set by platform operators only (docs/scheduling.md).
+  "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED": 403,
   "SESSION.NOT_FOUND": 404,
   "LOG.CONFLICT": 409,
   "LOG.OUT_OF_ORDER": 409,

@@ -6,14 +6,24 @@ import { listRepos } from "./runs/list-repos.procedure.ts";
 import { listRuns } from "./runs/list-runs.procedure.ts";
 import { retryRun } from "./runs/retry-run.procedure.ts";
 import { allowEgressHost } from "./tenants/allow-egress-host.procedure.ts";
+import { getCapacityRights } from "./tenants/get-capacity-rights.procedure.ts";
 import { getOrgSettings } from "./tenants/get-org-settings.procedure.ts";
 import { listOrgs } from "./tenants/list-orgs.procedure.ts";
+import { lowerHardCap } from "./tenants/lower-hard-cap.procedure.ts";
 import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
-  tenants: { list: listOrgs, settings: getOrgSettings, setEntitlement, allowEgressHost, removeEgressHost },
+  tenants: {
+    list: listOrgs,
+    settings: getOrgSettings,
+    setEntitlement,
+    lowerHardCap,
+    capacityRights: getCapacityRights,
+    allowEgressHost,
+    removeEgressHost,
+  },
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
 });

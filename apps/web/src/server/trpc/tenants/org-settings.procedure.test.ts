@@ -1,5 +1,5 @@
 import { createDb, type Db } from "@kiln/db";
-import { addMember, createOrg } from "@kiln/engine";
+import { addMember, createOrg, setPlatformAdmin } from "@kiln/engine";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
@@ -40,6 +40,10 @@ beforeAll(async () => {
     const { userId } = await addMember(db, { orgSlug: org, login, role });
     users[login] = { id: userId, login };
   }
+  // A platform operator: flagged on the server, a member of globex only (not of acme).
+  const { userId } = await addMember(db, { orgSlug: "globex", login: "ops", role: "member", forgeId: 7_000_001 });
+  await setPlatformAdmin(db, { login: "ops", admin: true });
+  users.ops = { id: userId, login: "ops" };
 });
 
 afterAll(async () => {
@@ -50,12 +54,17 @@ afterAll(async () => {
 /** The tRPC code and the formatted error message the browser would receive. */
 async function refusal(
   p: Promise<unknown>,
-): Promise<{ code: string; message: string; fieldErrors: Record<string, string> | null }> {
+): Promise<{ code: string; message: string; fieldErrors: Record<string, string> | null; domainCode: string | null }> {
   try {
     await p;
   } catch (e) {
     if (e instanceof TRPCClientError)
-      return { code: e.data?.code, message: e.message, fieldErrors: e.data?.fieldErrors ?? null };
+      return {
+        code: e.data?.code,
+        message: e.message,
+        fieldErrors: e.data?.fieldErrors ?? null,
+        domainCode: e.data?.domainCode ?? null,
+      };
     throw e;
   }
   throw new Error("expected a refusal, got success");
@@ -68,9 +77,9 @@ const auditCount = async () => {
 };
 
 describe("org settings over tRPC", () => {
-  it("an admin sets an entitlement and edits the allow-list; each change is one audit row, read back in order", async () => {
+  it("a platform admin sets an entitlement, an org admin edits the allow-list; each change is one audit row, read back in order", async () => {
     const before = await auditCount();
-    const set = await as("ada").tenants.setEntitlement.mutate({
+    const set = await as("ops").tenants.setEntitlement.mutate({
       org: "acme",
       pool: "default",
       slots: 4,
@@ -78,7 +87,7 @@ describe("org settings over tRPC", () => {
       hardCap: 6,
     });
     expect(set).toMatchObject({ org: "acme", pool: "default", slots: 4, weight: 3, hard_cap: 6, running: 0 });
-    await as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 5, weight: 3, hardCap: null });
+    await as("ops").tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 5, weight: 3, hardCap: null });
     expect(
       (await as("ada").tenants.allowEgressHost.mutate({ org: "acme", pattern: " Registry.NPMjs.org. " })).rule.pattern,
     ).toBe("registry.npmjs.org");
@@ -96,7 +105,54 @@ describe("org settings over tRPC", () => {
         c.kind === "entitlement" ? `${c.pool} ${c.before?.slots ?? "-"}→${c.after.slots}` : `${c.action} ${c.pattern}`,
       ),
     ).toEqual(["remove *.github.com", "allow *.github.com", "allow registry.npmjs.org", "default 4→5", "default -→4"]);
-    expect(new Set(s.changes.map((c) => c.actor))).toEqual(new Set(["web:ada"]));
+    expect(new Set(s.changes.map((c) => c.actor))).toEqual(new Set(["web:ada", "web:ops (platform admin)"]));
+    const [audit] = await db.$queryRaw<{ actor: string; before: unknown; after: unknown }[]>`
+      SELECT actor, before, after FROM entitlement_change ORDER BY id DESC LIMIT 1`;
+    expect(audit).toEqual({
+      actor: "web:ops (platform admin)",
+      before: { slots: 4, weight: 3, hard_cap: 6 },
+      after: { slots: 5, weight: 3, hard_cap: null },
+    });
+    expect(await as("ops").tenants.capacityRights.query()).toEqual({ platformAdmin: true });
+    expect(await as("ada").tenants.capacityRights.query()).toEqual({ platformAdmin: false });
+  });
+
+  it("an org admin may not raise its own slots or weight (403 with a code) but may lower its hard cap, audited", async () => {
+    await as("ops").tenants.setEntitlement.mutate({ org: "acme", pool: "shared", slots: 2, weight: 1, hardCap: 8 });
+    const before = await auditCount();
+    for (const raise of [
+      { slots: 10_000, weight: 1, hardCap: null },
+      { slots: 2, weight: 1000, hardCap: 8 },
+      { slots: 2, weight: 1, hardCap: 6 },
+    ]) {
+      const r = await refusal(as("ada").tenants.setEntitlement.mutate({ org: "acme", pool: "shared", ...raise }));
+      expect(r).toMatchObject({ code: "FORBIDDEN", domainCode: "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED" });
+      expect(r.message).toMatch(/set by platform operators/);
+    }
+    const raiseCap = await refusal(as("ada").tenants.lowerHardCap.mutate({ org: "acme", pool: "shared", hardCap: 9 }));
+    expect(raiseCap).toMatchObject({ code: "FORBIDDEN", domainCode: "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED" });
+    expect(
+      (await refusal(as("ada").tenants.lowerHardCap.mutate({ org: "acme", pool: "nowhere", hardCap: 1 }))).domainCode,
+    ).toBe("ENTITLEMENT.PLATFORM_ADMIN_REQUIRED");
+    expect(
+      (await refusal(as("max").tenants.lowerHardCap.mutate({ org: "acme", pool: "shared", hardCap: 1 }))).code,
+    ).toBe("FORBIDDEN");
+    expect(await auditCount()).toBe(before);
+
+    expect(await as("ada").tenants.lowerHardCap.mutate({ org: "acme", pool: "shared", hardCap: 3 })).toMatchObject({
+      pool: "shared",
+      slots: 2,
+      weight: 1,
+      hard_cap: 3,
+    });
+    const [audit] = await db.$queryRaw<{ actor: string; before: unknown; after: unknown }[]>`
+      SELECT actor, before, after FROM entitlement_change ORDER BY id DESC LIMIT 1`;
+    expect(audit).toEqual({
+      actor: "web:ada",
+      before: { slots: 2, weight: 1, hard_cap: 8 },
+      after: { slots: 2, weight: 1, hard_cap: 3 },
+    });
+    expect(await auditCount()).toBe(before + 1);
   });
 
   it("members and auditors read but may not write (FORBIDDEN, nothing written)", async () => {
@@ -107,7 +163,7 @@ describe("org settings over tRPC", () => {
         as(login).tenants.setEntitlement.mutate({ org: "acme", pool: "default", slots: 99, weight: 1 }),
       );
       expect(r.code).toBe("FORBIDDEN");
-      expect(r.message).toMatch(/cannot do this; it needs admin/);
+      expect(r.message).toMatch(/set by platform operators/);
       expect(
         (await refusal(as(login).tenants.allowEgressHost.mutate({ org: "acme", pattern: "evil.example.com" }))).code,
       ).toBe("FORBIDDEN");
@@ -117,6 +173,9 @@ describe("org settings over tRPC", () => {
     }
     expect(await auditCount()).toBe(before);
     expect((await as("ada").tenants.settings.query({ org: "acme" })).entitlements[0]?.slots).toBe(5);
+    expect(
+      (await refusal(as("aud").tenants.allowEgressHost.mutate({ org: "acme", pattern: "x.example.com" }))).message,
+    ).toMatch(/cannot do this; it needs admin/);
   });
 
   it("another org's admin can neither see nor change acme's settings, and is answered as for a missing org", async () => {
@@ -196,7 +255,10 @@ describe("org settings over tRPC", () => {
     ).toEqual({ hardCap: "must be at least the slots, or empty for no cap" });
     expect(await auditCount()).toBe(before);
     const s = await as("ada").tenants.settings.query({ org: "acme" });
-    expect(s.entitlements.map((e) => [e.pool, e.slots, e.weight])).toEqual([["default", 5, 3]]);
+    expect(s.entitlements.map((e) => [e.pool, e.slots, e.weight])).toEqual([
+      ["default", 5, 3],
+      ["shared", 2, 1],
+    ]);
     expect(s.egress.map((e) => e.pattern)).toEqual(["registry.npmjs.org"]);
   });
 });

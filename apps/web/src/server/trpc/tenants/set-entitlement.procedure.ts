@@ -1,9 +1,10 @@
-import { setEntitlement as setEntitlementUseCase } from "@kiln/engine";
+import { setEntitlementAsPlatformAdmin } from "@kiln/engine";
 import { z } from "zod";
-import { adminProcedure } from "../init.ts";
+import { authedProcedure } from "../init.ts";
 
 export const setEntitlementInput = z
   .object({
+    org: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "not an org slug"),
     pool: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "use lowercase letters, digits and dashes (up to 63)"),
     slots: z.number().int("must be a whole number").min(0, "must be 0 or more").max(10_000, "must be at most 10000"),
     weight: z.number().int("must be a whole number").min(1, "must be at least 1").max(1000, "must be at most 1000"),
@@ -16,16 +17,19 @@ export const setEntitlementInput = z
     message: "must be at least the slots, or empty for no cap",
   });
 
-/** The same use case as `kiln entitlement set`: upsert plus an entitlement_change row, one transaction. */
-export const setEntitlement = adminProcedure
-  .input(setEntitlementInput)
-  .mutation(({ ctx, input }) =>
-    setEntitlementUseCase(ctx.db, {
-      orgSlug: ctx.tenant.slug,
-      pool: input.pool,
-      slots: input.slots,
-      weight: input.weight,
-      hardCap: input.hardCap,
-      actor: `web:${ctx.tenant.login}`,
-    }),
-  );
+/**
+ * Platform admins only (shared capacity; docs/scheduling.md): the flag is checked by the use case in
+ * its transaction, so an org admin (or anyone else) gets 403 ENTITLEMENT.PLATFORM_ADMIN_REQUIRED.
+ * A platform admin need not be a member of the org. Audited like `kiln entitlement set`.
+ */
+export const setEntitlement = authedProcedure.input(setEntitlementInput).mutation(({ ctx, input }) =>
+  setEntitlementAsPlatformAdmin(ctx.db, {
+    userId: ctx.user.id,
+    login: ctx.user.login,
+    orgSlug: input.org,
+    pool: input.pool,
+    slots: input.slots,
+    weight: input.weight,
+    hardCap: input.hardCap,
+  }),
+);

@@ -1,0 +1,108 @@
+import { mkdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { DomainError } from "@kiln/domain";
+import {
+  checkCloneUrl,
+  isCloneUrlError,
+  prepareCloneUrl,
+  redactCredentials,
+  runGit,
+  type PreparedCloneUrl,
+  type SourcePolicy,
+} from "@kiln/oci";
+
+/** Where a manual trigger's ref check fetches (a bare mirror per repo) and which URLs it may fetch. */
+export interface RefCheckSource {
+  gitCacheDir: string;
+  policy: SourcePolicy;
+  timeoutMs?: number;
+}
+
+// One check per mirror at a time in this process: git refuses, rather than waits, when another
+// fetch holds the mirror's ref locks.
+const queues = new Map<string, Promise<unknown>>();
+function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const next = (queues.get(dir) ?? Promise.resolve()).then(fn, fn);
+  const tail = next.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(dir, tail);
+  void tail.then(() => {
+    if (queues.get(dir) === tail) queues.delete(dir);
+  });
+  return next;
+}
+
+/**
+ * A manual trigger's commit must be reachable from the ref it names (issue 15): the ref decides
+ * the trusted cache namespace the run writes, so a member must not bind entries for `main` from a
+ * fork's head. Fetches the ref's current tip (with its history) from the repo into a bare mirror and
+ * asks `git merge-base --is-ancestor`. Refusals are named: REPO.REF_NOT_FOUND, RUN.COMMIT_NOT_ON_REF,
+ * REPO.CLONE_URL_REFUSED; a forge that cannot be reached is REPO.SOURCE_UNAVAILABLE (retry later).
+ */
+export async function checkCommitOnRef(
+  source: RefCheckSource,
+  repo: { id: string; cloneUrl: string },
+  ref: string,
+  commitSha: string,
+): Promise<void> {
+  const shown = redactCredentials(repo.cloneUrl);
+  let remote: PreparedCloneUrl;
+  try {
+    checkCloneUrl(repo.cloneUrl, source.policy);
+    remote = await prepareCloneUrl(repo.cloneUrl, source.policy);
+  } catch (e) {
+    if (isCloneUrlError(e)) throw new DomainError("REPO.CLONE_URL_REFUSED", e.message, { reason: e.code });
+    throw new DomainError("REPO.SOURCE_UNAVAILABLE", `could not reach ${shown}: ${errText(e)}`);
+  }
+  const dir = path.join(source.gitCacheDir, `${repo.id}.git`);
+  const git = (args: string[], network: boolean) =>
+    runGit([...(network ? remote.gitConfig : []), "-C", dir, ...args], {
+      what: args[0] ?? "",
+      protocols: network ? [remote.protocol] : [],
+      timeoutMs: source.timeoutMs ?? 30_000,
+    });
+  await serialised(dir, async () => {
+    try {
+      await stat(path.join(dir, "HEAD"));
+    } catch {
+      await mkdir(dir, { recursive: true });
+      await git(["init", "--bare", "-q"], false);
+    }
+    // The tip as the forge has it now, under a private name, so an older fetch never answers.
+    const local = `refs/kiln-ref-check/${ref.slice("refs/".length)}`;
+    try {
+      await git(["fetch", "-q", "--no-tags", "--force", "--", repo.cloneUrl, `+${ref}:${local}`], true);
+    } catch (e) {
+      const msg = errText(e);
+      if (/couldn't find remote ref|no such remote ref|not our ref|invalid refspec/i.test(msg))
+        throw new DomainError("REPO.REF_NOT_FOUND", `${ref} does not exist in ${shown}`, { ref });
+      throw new DomainError("REPO.SOURCE_UNAVAILABLE", `could not fetch ${ref} from ${shown}: ${msg.slice(0, 300)}`);
+    }
+    const onRef = () =>
+      new DomainError("RUN.COMMIT_NOT_ON_REF", `commit ${commitSha} is not reachable from ${ref}`, {
+        ref,
+        commit_sha: commitSha,
+      });
+    const known = await git(["cat-file", "-e", `${commitSha}^{commit}`], false).then(
+      () => true,
+      () => false,
+    );
+    // The ref's whole history was just fetched: a commit the mirror still lacks is not on it.
+    if (!known) throw onRef();
+    try {
+      await git(["merge-base", "--is-ancestor", commitSha, local], false);
+    } catch (e) {
+      if (/exited with code 1$/.test(errText(e))) throw onRef();
+      throw new DomainError(
+        "REPO.SOURCE_UNAVAILABLE",
+        `could not check ${ref} in ${shown}: ${errText(e).slice(0, 300)}`,
+      );
+    }
+  });
+}
+
+function errText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
