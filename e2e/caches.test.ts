@@ -39,14 +39,17 @@ jobs:
 beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-s3-"));
   s3 = await startS3({ dataDir: s3Dir, bucket: "kiln" });
-  p = new Platform({
-    KILN_LEASE_TTL_MS: "15000",
-    KILN_HEARTBEAT_MS: "1000",
-    ...s3Env(s3),
-    // The run page and the settings page are read through the dashboard at the end.
-    KILN_DEV_LOGIN: "1",
-    AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
-  });
+  p = new Platform(
+    {
+      KILN_LEASE_TTL_MS: "15000",
+      KILN_HEARTBEAT_MS: "1000",
+      ...s3Env(s3),
+      // The run page and the settings page are read through the dashboard at the end.
+      KILN_DEV_LOGIN: "1",
+      AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
+    },
+    { untrustedOnProcess: true },
+  ); // the fork PR runs on a process agent: this suite is about caches
   await p.start();
   tenant = await p.seedTenant(
     "caches",

@@ -16,7 +16,8 @@ import { Platform } from "./support/platform.ts";
 // loopback service directly. Denials show in the job log and in GET /v1/workflow-runs/:id/egress.
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "..");
-const p = new Platform({ KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000" });
+// Fork PRs here run on the development pool's process agents: this suite is about the proxy's policy.
+const p = new Platform({ KILN_LEASE_TTL_MS: "15000", KILN_HEARTBEAT_MS: "1000" }, { untrustedOnProcess: true });
 let tenant: Awaited<ReturnType<Platform["seedTenant"]>>;
 const servers: http.Server[] = [];
 let allowedPort = 0;

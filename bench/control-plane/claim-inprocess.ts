@@ -9,7 +9,15 @@ import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, sqlPool, withTx, type Db } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
-import { addRepo, claimJob, createAgentToken, createOrg, DEFAULT_ENGINE_CONFIG, registerSession } from "@kiln/engine";
+import {
+  addRepo,
+  claimJob,
+  createAgentToken,
+  createOrg,
+  DEFAULT_ENGINE_CONFIG,
+  registerSession,
+  setPoolPolicy,
+} from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
 import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
 import { median, percentile } from "../lib/stats.ts";
@@ -45,15 +53,20 @@ async function main(): Promise<void> {
   const out: { claimsPerSec: number; floorTxPerSec: number; p50: number; p95: number; doubles: number }[] = [];
   try {
     const org = await createOrg(db, "bench");
-    const repo = await addRepo(db, {
-      orgSlug: "bench",
-      name: "bench/app",
-      cloneUrl: "file:///nonexistent",
-      webhookSecret: "bench-secret",
-      workflowPath: ".kiln/w.yaml",
-    });
+    const repo = await addRepo(
+      db,
+      {
+        orgSlug: "bench",
+        name: "bench/app",
+        cloneUrl: "file:///nonexistent",
+        webhookSecret: "bench-secret",
+        workflowPath: ".kiln/w.yaml",
+      },
+      { localReposRoot: "/" },
+    );
     for (let round = 0; round < rounds; round++) {
       const pool = `claim${round}`;
+      await setPoolPolicy(db, { name: pool, minIsolation: "process", development: true, actor: "bench" });
       const tok = await createAgentToken(db, { pool });
       await seedRound(db, org.id, repo.id, pool);
       const sessions = await Promise.all(

@@ -9,6 +9,7 @@ import {
   appendLogChunks,
   claimJob,
   createAgentToken,
+  setPoolPolicy,
   DEFAULT_ENGINE_CONFIG,
   DEFAULT_LOG_CONFIG,
   registerSession,
@@ -71,6 +72,8 @@ async function claimWriters(s: LogBenchStack, n: number): Promise<Writer[]> {
   const db = s.stack.db;
   const cfg = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 3_600_000 };
   const pool = `ingest-${randomUUID().slice(0, 8)}`;
+  // Process-isolated simulated hosts: a development pool (docs/adr/0022).
+  await setPoolPolicy(db, { name: pool, minIsolation: "process", development: true, actor: "bench" });
   const agent = await createAgentToken(db, { pool });
   const session = await registerSession(db, cfg, {
     agentTokenId: agent.id,

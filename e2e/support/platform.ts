@@ -37,7 +37,12 @@ export class Platform {
   private readonly dbName = uniqueDatabaseName("e2e");
   readonly env: Record<string, string>;
 
-  constructor(env: Record<string, string> = {}) {
+  constructor(
+    env: Record<string, string> = {},
+    /** Untrusted runs on the process agents of the development pool (ADR 0022): for suites about
+     * something else (caches, egress) that run a fork PR without a microVM host. */
+    private readonly opts: { untrustedOnProcess?: boolean } = {},
+  ) {
     this.env = { ...E2E_ENV, ...env };
   }
 
@@ -49,6 +54,7 @@ export class Platform {
       redis: this.env.REDIS_URL ?? true,
       s3: false,
       git: true,
+      untrustedOnProcess: this.opts.untrustedOnProcess ?? false,
       env: this.env,
       agentEnv: { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" },
     });

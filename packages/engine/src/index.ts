@@ -19,7 +19,7 @@ export { retryRun } from "./runs/retry-run.ts";
 export { getRun, type RunView, type JobView } from "./runs/get-run.ts";
 export { claimJob, type ClaimRequest, type ClaimResult, type JobTicket } from "./dispatch/claim-job.ts";
 export { relayOutbox, nextDeferredDelayMs, type OutboxMessage } from "./dispatch/relay-outbox.ts";
-export { registerSession, registerSessionBody } from "./dispatch/register-session.ts";
+export { registerSession } from "./dispatch/register-session.ts";
 export { heartbeat, type HeartbeatResult } from "./attempts/heartbeat.ts";
 export { completeAttempt, type CompletionReport, type CompletionResult } from "./attempts/complete-attempt.ts";
 export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
@@ -115,3 +115,10 @@ export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
 export * from "./views/index.ts";
 export * from "./egress/index.ts";
 export * from "./caches/index.ts";
+export {
+  setPoolPolicy,
+  listPools,
+  poolPolicyFromRow,
+  type PoolView,
+  type SetPoolInput,
+} from "./dispatch/pool-policy.ts";

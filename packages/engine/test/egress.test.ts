@@ -19,7 +19,9 @@ const CFG = TEST_CFG;
 
 async function claimRun(tenant: Tenant, trust: "trusted" | "untrusted"): Promise<JobTicket> {
   await seedFrozenRun(t.db(), tenant, def(ONE_JOB), trust);
-  const r = await claimJob(t.db(), CFG, { sessionId: await newSession(t.db(), tenant), claimRequestId: randomUUID() });
+  // Untrusted work is placed on microVM hosts only (ADR 0022).
+  const session = await newSession(t.db(), tenant, 100, "host", trust === "untrusted" ? "microvm" : "process");
+  const r = await claimJob(t.db(), CFG, { sessionId: session, claimRequestId: randomUUID() });
   if (r.kind !== "claimed") throw new Error(`no claim: ${JSON.stringify(r)}`);
   return r.ticket;
 }

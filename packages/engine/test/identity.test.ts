@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { heartbeat } from "../src/attempts/heartbeat.ts";
 import { reconcile } from "../src/attempts/reconcile.ts";
 import { claimJob, type JobTicket } from "../src/dispatch/claim-job.ts";
+import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { listAgentTokens, revokeAgentToken } from "../src/identity/agent-tokens.ts";
 import { listApiTokens, revokeApiToken } from "../src/identity/api-tokens.ts";
@@ -151,6 +152,12 @@ describe("host credentials", () => {
 
   it("a credential bound to pool P claims nothing from pool Q, nor through Q's session", async () => {
     const tenant = await seedTenant(t.db());
+    await setPoolPolicy(t.db(), {
+      name: `${tenant.pool}-p`,
+      minIsolation: "process",
+      development: true,
+      actor: "test",
+    });
     const p = await hostFor(tenant, { pool: `${tenant.pool}-p` });
     const q = await hostFor(tenant, { pool: tenant.pool });
     await seedFrozenRun(t.db(), tenant, def(ONE_JOB)); // in the tenant's pool: Q

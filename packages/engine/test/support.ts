@@ -5,6 +5,7 @@ import { afterAll, beforeAll, inject } from "vitest";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "../src/shared/config.ts";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "../src/tenants/admin.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
+import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { createJobs } from "../src/runs/freeze-run.ts";
 
 export const TEST_CFG: EngineConfig = {
@@ -67,6 +68,9 @@ export async function seedTenant(
     await addMember(db, { orgSlug: slug, login: opts.member, role: "member", forgeId: opts.forgeId ?? null });
   const tok = await createApiToken(db, { orgSlug: slug, role: "member" });
   const pool = `p${seq}-${Math.random().toString(36).slice(2, 8)}`;
+  // Process-driver sessions in a pool of their own: a development pool, as `npm run up` configures
+  // (docs/adr/0022); placement tests configure their own pools.
+  await setPoolPolicy(db, { name: pool, minIsolation: "process", development: true, actor: "test" });
   const agent = await createAgentToken(db, { pool });
   return {
     orgId: org.id,
@@ -80,11 +84,18 @@ export async function seedTenant(
   };
 }
 
-export async function newSession(db: Db, t: Tenant, capacity = 100, hostname = "host"): Promise<string> {
+/** A session of the tenant's host; untrusted work needs `microvm` (docs/adr/0022), trusted work runs on either. */
+export async function newSession(
+  db: Db,
+  t: Tenant,
+  capacity = 100,
+  hostname = "host",
+  isolation: "process" | "microvm" = "process",
+): Promise<string> {
   const s = await registerSession(db, TEST_CFG, {
     agentTokenId: t.agentTokenId,
     pool: t.pool,
-    body: { hostname, capacity, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
+    body: { hostname, capacity, labels: { os: "linux", arch: "x64", resource_class: "small", isolation } },
   });
   return s.sessionId;
 }

@@ -3,6 +3,7 @@ import {
   claimJob,
   completeAttempt,
   createAgentToken,
+  setPoolPolicy,
   createOrg,
   engineConfigFromEnv,
   engineEnvSchema,
@@ -92,6 +93,7 @@ describe("the web completion path", () => {
 
     const org = await createOrg(db, `backoff-${randomUUID().slice(0, 8)}`);
     const pool = "backoff-pool";
+    await setPoolPolicy(db, { name: pool, minIsolation: "process", development: true, actor: "test" });
     const agent = await createAgentToken(db, { pool });
     const repo = await db.$queryRaw<{ id: string }[]>`
       INSERT INTO repo (org_id, full_name, clone_url, webhook_secret, workflow_path)

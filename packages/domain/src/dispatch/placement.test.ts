@@ -4,6 +4,7 @@ import {
   defaultPoolPolicy,
   placementWaitingReason,
   poolPolicyProblem,
+  untrustedAllowedOn,
   type HostFacts,
   type PoolPolicy,
 } from "./placement.ts";
@@ -109,5 +110,21 @@ describe("placementWaitingReason", () => {
     const lax: PoolPolicy = { ...shared, minIsolation: "process" };
     const other: HostFacts = { isolation: "process", orgId: "org-b" };
     expect(placementWaitingReason(lax, [other, proc], trusted)?.code).toBe("process_host_serves_one_org");
+  });
+});
+
+describe("untrustedAllowedOn", () => {
+  it("agrees with decidePlacement for untrusted runs on every kind of host and pool", () => {
+    const pools: PoolPolicy[] = [
+      shared,
+      devPool,
+      { ...devPool, untrustedOnProcess: true },
+      orgPool,
+      { ...orgPool, untrustedOnProcess: true },
+      { ...shared, admitsUntrusted: false },
+    ];
+    for (const pool of pools)
+      for (const host of [vm, { ...proc, orgId: "org-a" }])
+        expect(untrustedAllowedOn(pool, host)).toBe(decidePlacement(pool, host, untrusted).ok);
   });
 });

@@ -1,6 +1,6 @@
 import type { TrustClass } from "../tenants/trust-class.ts";
 
-// Placement (issue 15, docs/adr/0017): which host may run which job. Seed 002 wants a microVM for
+// Placement (issue 15, docs/adr/0022): which host may run which job. Seed 002 wants a microVM for
 // every trust class and seed 000 section 11 says a kernel shared with other tenants is not
 // automatically sufficient, so the weaker `process` class is admitted only where nobody else's
 // work can share the host: a pool one org owns, or a single-operator development pool. The claim
@@ -74,16 +74,23 @@ export function poolPolicyProblem(p: PoolPolicy): string | null {
   return null;
 }
 
+/**
+ * Whether this host may run untrusted work at all; the claim uses it to leave untrusted jobs out of a
+ * host's candidates instead of picking and refusing them.
+ */
+export function untrustedAllowedOn(pool: PoolPolicy, host: HostFacts): boolean {
+  if (!pool.admitsUntrusted) return false;
+  if (host.isolation === "process") return pool.untrustedOnProcess && poolPolicyProblem(pool) === null;
+  return true;
+}
+
 /** May this host, in this pool, run this job? Every rule is a refusal with a name; the order is the explanation's. */
 export function decidePlacement(pool: PoolPolicy, host: HostFacts, job: JobFacts): PlacementDecision {
   if (pool.tenancy.kind === "org" && pool.tenancy.orgId !== job.orgId) return refuse("pool_not_for_org");
   if (host.orgId !== null && host.orgId !== job.orgId) return refuse("host_not_for_org");
   if (!isolationAtLeast(host.isolation, pool.minIsolation)) return refuse("isolation_below_pool_minimum");
-  if (job.trustClass === "untrusted") {
-    if (!pool.admitsUntrusted) return refuse("pool_refuses_untrusted");
-    const processAllowed = pool.untrustedOnProcess && poolPolicyProblem(pool) === null;
-    if (host.isolation === "process" && !processAllowed) return refuse("untrusted_needs_microvm");
-  }
+  if (job.trustClass === "untrusted" && !untrustedAllowedOn(pool, host))
+    return refuse(pool.admitsUntrusted ? "untrusted_needs_microvm" : "pool_refuses_untrusted");
   // A process host shares one kernel between its jobs: it may serve one org only, which a host
   // bound to an org, or a pool owned by one, guarantees. Only a development pool is exempt.
   if (host.isolation === "process" && !pool.development && host.orgId === null && pool.tenancy.kind !== "org")

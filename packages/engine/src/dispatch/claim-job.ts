@@ -1,6 +1,10 @@
 import { sqlPool, withTx, type Db } from "@kiln/db";
 import {
   decideClaim,
+  decidePlacement,
+  untrustedAllowedOn,
+  type HostFacts,
+  type IsolationClass,
   DomainError,
   JOB_TRANSITIONS,
   legalSources,
@@ -14,6 +18,7 @@ import type { SqlClient, SqlPool } from "../shared/sql-pool.ts";
 import { statusArrayLiteral } from "../shared/status-guard.ts";
 import { platformKey, signJobToken, type SigningKey } from "../identity/tokens.ts";
 import { takeCandidates } from "./dispatch-view.ts";
+import { poolPolicyFromRow } from "./pool-policy.ts";
 import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
 
 // The claim's guards, from the job table. Fixed at module load: the claim's statements stay
@@ -78,7 +83,35 @@ type SessionRow = {
   hostname: string;
   /** The org the session's host credential is bound to (an org-owned pool), or null. */
   token_org: string | null;
+  /** The isolation class the host registered with (its sandbox driver). */
+  isolation: string | null;
+  /** The pool's policy row, read in the claim's first statement: null means the strict default. */
+  min_isolation: IsolationClass | null;
+  admits_untrusted: boolean | null;
+  untrusted_on_process: boolean | null;
+  owner_org_id: string | null;
+  development: boolean | null;
 };
+
+function hostFacts(isolation: string | null, org: string | null): HostFacts {
+  // Anything but a reported microVM is treated as the weaker class.
+  return { isolation: isolation === "microvm" ? "microvm" : "process", orgId: org };
+}
+
+function sessionPolicy(s: SessionRow) {
+  return poolPolicyFromRow(
+    s.pool,
+    s.min_isolation === null
+      ? undefined
+      : {
+          min_isolation: s.min_isolation,
+          admits_untrusted: s.admits_untrusted ?? true,
+          untrusted_on_process: s.untrusted_on_process ?? false,
+          owner_org_id: s.owner_org_id,
+          development: s.development ?? false,
+        },
+  );
+}
 
 /**
  * The claim transaction (seed 000 section 7): run active, job READY, generation matches,
@@ -92,7 +125,10 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const key = await platformKey(db);
   const sql = sqlPool(db);
   const credential = req.credentialHash ?? null;
-  const { pool, org } = await poolOfSession(sql, req.sessionId, credential);
+  const { pool, org, isolation } = await poolOfSession(sql, req.sessionId, credential);
+  // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
+  // second here; the transaction below decides on the pool row it reads itself).
+  const trustedOnly = !untrustedAllowedOn(await cachedPoolPolicy(sql, pool), hostFacts(isolation, org));
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
@@ -106,7 +142,14 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   for (let round = 0; round < 6; round++) {
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
     const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
-    const candidates = await chooseCandidates(db, { ...cfg, dispatchViewMs: viewMs }, pool, org, req.offer ?? null);
+    const candidates = await chooseCandidates(
+      db,
+      { ...cfg, dispatchViewMs: viewMs },
+      pool,
+      org,
+      req.offer ?? null,
+      trustedOnly,
+    );
     result = await withTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       // The host credential is checked here as well, on every claim, not only by the cached pool
@@ -116,19 +159,21 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       const locked = await c.query<
         SessionRow & { token_ok: boolean; revoked: boolean; replay_id: string | null; replay_session: string | null }
       >({
-        name: "claim-session-2",
+        name: "claim-session-3",
         text: `WITH s AS (
                  UPDATE agent_session SET last_seen_at = now()
                  WHERE id = $1::uuid
                    AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3))
-                 RETURNING id, pool, capacity, hostname, agent_token_id)
-               SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org,
+                 RETURNING id, pool, capacity, hostname, agent_token_id, labels)
+               SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org, s.labels->>'isolation' AS isolation,
+                      p.min_isolation, p.admits_untrusted, p.untrusted_on_process, p.owner_org_id, p.development,
                       ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3)) AS token_ok,
                       (t.revoked_at IS NOT NULL
                        OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NOT NULL))) AS revoked,
                       (SELECT count(*)::int FROM attempt WHERE session_id = s.id AND status = 'running') AS running,
                       r.id AS replay_id, r.session_id AS replay_session
                FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN agent_token t ON t.id = s.agent_token_id
+                 LEFT JOIN pool p ON p.name = s.pool
                  LEFT JOIN attempt r ON r.claim_request_id = $2`,
         values: [req.sessionId, req.claimRequestId, credential],
       });
@@ -178,6 +223,7 @@ async function chooseCandidates(
   pool: string,
   org: string | null,
   offer: { jobId: string; generation: number } | null,
+  trustedOnly: boolean,
 ): Promise<{ id: string; run_id: string }[]> {
   // A host bound to an org serves that org alone: the pool's shared ranking (across orgs) would
   // keep offering it other orgs' jobs. Within one org, tiers first, then the oldest.
@@ -186,10 +232,11 @@ async function chooseCandidates(
       SELECT id, run_id FROM job_run
       WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND org_id = ${org}::uuid
         AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+        AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
       ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
   }
   if (cfg.dispatchPolicy === "fair") {
-    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1);
+    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1, trustedOnly);
     return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
   }
   const hinted = offer
@@ -202,6 +249,7 @@ async function chooseCandidates(
     SELECT id, run_id FROM job_run
     WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
       AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+      AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
@@ -209,21 +257,26 @@ async function chooseCandidates(
 // A session's pool never changes: remembered per process (per credential, when one is given, so
 // a cached answer never stands in for a credential check), one query less per claim (bounded).
 // Revocation is not cached: the claim transaction re-checks it on every claim.
-const sessionPools = new Map<string, { pool: string; org: string | null }>();
+const sessionPools = new Map<string, { pool: string; org: string | null; isolation: string | null }>();
 
 async function poolOfSession(
   sql: SqlPool,
   sessionId: string,
   credential: string | null,
-): Promise<{ pool: string; org: string | null }> {
+): Promise<{ pool: string; org: string | null; isolation: string | null }> {
   const cacheKey = `${sessionId}:${credential ?? ""}`;
   const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;
-  const rows = await sql.query<{ token: "live" | "revoked" | null; pool: string | null; org: string | null }>({
-    name: "session-pool-2",
+  const rows = await sql.query<{
+    token: "live" | "revoked" | null;
+    pool: string | null;
+    org: string | null;
+    isolation: string | null;
+  }>({
+    name: "session-pool-3",
     text: `SELECT CASE WHEN $2::text IS NULL THEN 'live'
                        ELSE (SELECT CASE WHEN revoked_at IS NULL THEN 'live' ELSE 'revoked' END FROM agent_token WHERE token_hash = $2) END AS token,
-                  s.pool, t.org_id AS org
+                  s.pool, t.org_id AS org, s.labels->>'isolation' AS isolation
            FROM (SELECT 1) AS one
              LEFT JOIN agent_session s ON s.id = $1::uuid
                AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2))
@@ -235,7 +288,7 @@ async function poolOfSession(
   if (row.token === "revoked") throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
   if (row.pool === null) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   if (sessionPools.size >= 10_000) sessionPools.clear();
-  const found = { pool: row.pool, org: row.org };
+  const found = { pool: row.pool, org: row.org, isolation: row.isolation };
   sessionPools.set(cacheKey, found);
   return found;
 }
@@ -282,8 +335,14 @@ async function tryClaim(
   });
   const run = runs.rows[0];
   if (!run) return { ok: false, reason: "not_ready" };
-  // A host bound to an org (an org-owned pool) runs nothing else, whatever the pool's queue offers.
-  if (session.token_org !== null && run.org_id !== session.token_org) return { ok: false, reason: "other_org" };
+  // Placement (ADR 0022), on the run row this transaction holds and the pool row it read: a host bound
+  // to an org runs nothing else, untrusted work needs microVM isolation unless the pool says otherwise,
+  // and a process host of a shared pool serves one org. A refusal skips the candidate, like a lost race.
+  const placement = decidePlacement(sessionPolicy(session), hostFacts(session.isolation, session.token_org), {
+    orgId: run.org_id,
+    trustClass: run.trust_class,
+  });
+  if (!placement.ok) return { ok: false, reason: placement.refusal };
   const jobs = await c.query<{
     id: string;
     status: JobStatus;
@@ -494,4 +553,28 @@ export async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, att
       cache: def.cache ?? null,
     },
   };
+}
+
+// The pool policy for candidate filtering only, per process, for a second: a claim loop should not
+// read it on every call, and the transaction re-reads it anyway.
+const policyCache = new Map<string, { at: number; policy: ReturnType<typeof poolPolicyFromRow> }>();
+
+async function cachedPoolPolicy(sql: SqlPool, pool: string): Promise<ReturnType<typeof poolPolicyFromRow>> {
+  const hit = policyCache.get(pool);
+  if (hit && performance.now() - hit.at < 1_000) return hit.policy;
+  const rows = await sql.query<{
+    min_isolation: IsolationClass;
+    admits_untrusted: boolean;
+    untrusted_on_process: boolean;
+    owner_org_id: string | null;
+    development: boolean;
+  }>({
+    name: "claim-pool-policy",
+    text: `SELECT min_isolation, admits_untrusted, untrusted_on_process, owner_org_id, development FROM pool WHERE name = $1`,
+    values: [pool],
+  });
+  const policy = poolPolicyFromRow(pool, rows.rows[0]);
+  if (policyCache.size >= 1_000) policyCache.clear();
+  policyCache.set(pool, { at: performance.now(), policy });
+  return policy;
 }

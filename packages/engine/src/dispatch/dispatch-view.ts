@@ -46,11 +46,16 @@ export async function takeCandidates(
   policy: dispatch.DispatchPolicy,
   maxAgeMs: number,
   max: number,
+  /** Only jobs of trusted runs: the view of hosts that may not run untrusted work (ADR 0022). */
+  trustedOnly = false,
 ): Promise<Pick[]> {
   let pools = byDb.get(db);
   if (!pools) byDb.set(db, (pools = new Map()));
-  let entry = pools.get(pool);
-  if (!entry) pools.set(pool, (entry = { view: null, loading: null, loadingSince: 0, staleBefore: 0 }));
+  // Hosts that may not take untrusted jobs rank their own view: picking such a job and refusing it
+  // would mark it started in a view shared with the hosts that may.
+  const key = trustedOnly ? `${pool}\u0000trusted` : pool;
+  let entry = pools.get(key);
+  if (!entry) pools.set(key, (entry = { view: null, loading: null, loadingSince: 0, staleBefore: 0 }));
 
   const v = entry.view;
   const fresh = v && v.loadedAt >= entry.staleBefore && performance.now() - v.loadedAt <= maxAgeMs ? v : null;
@@ -58,15 +63,21 @@ export async function takeCandidates(
     const picks = take(fresh, max);
     if (picks.length > 0) return picks;
   }
-  return take(await reload(db, entry, pool, policy), max);
+  return take(await reload(db, entry, pool, policy, trustedOnly), max);
 }
 
-function reload(db: Db, entry: PoolEntry, pool: string, policy: dispatch.DispatchPolicy): Promise<View> {
+function reload(
+  db: Db,
+  entry: PoolEntry,
+  pool: string,
+  policy: dispatch.DispatchPolicy,
+  trustedOnly: boolean,
+): Promise<View> {
   // Joining a load already in flight is fine unless the view was invalidated after it started.
   if (entry.loading && entry.loadingSince >= entry.staleBefore) return entry.loading;
   const started = performance.now();
   const loading = (async () => {
-    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG });
+    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG, trustedOnly });
     // Claimers have free slots even when sessions' announced capacity lags: never rank as "full"
     // (preemption is the reconciler's business, not a claim's).
     const scheduler = dispatch.PoolScheduler.fromState(

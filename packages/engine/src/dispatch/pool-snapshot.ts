@@ -7,6 +7,8 @@ import { dispatch } from "@kiln/domain";
 export interface SnapshotOptions {
   /** Queued jobs loaded per org (candidate selection needs only each org's head). */
   perOrg?: number;
+  /** Queue only jobs of trusted runs (the view of hosts that may not run untrusted work). */
+  trustedOnly?: boolean;
 }
 
 export async function loadPoolState(
@@ -34,6 +36,8 @@ export async function loadPoolState(
                row_number() OVER (PARTITION BY j.org_id ORDER BY
                  CASE j.tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, j.ready_at, j.id) AS rn
         FROM job_run j WHERE j.status = 'ready' AND j.pool = ${pool}
+          AND (NOT ${opts.trustedOnly ?? false}
+               OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = j.run_id AND r.trust_class = 'trusted'))
       ) w WHERE w.rn <= ${perOrg}
     ),
     -- Progress once per run (not once per queued job): a 256-job run was otherwise counted 256 times.

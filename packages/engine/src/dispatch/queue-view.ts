@@ -1,13 +1,16 @@
 import { withTx, type Db } from "@kiln/db";
 import { dispatch } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
+import { placementReasonsForRun } from "./placement-view.ts";
 import { loadPoolState } from "./pool-snapshot.ts";
 
 export interface QueueInfo {
   /** 1-based order in which the pool is expected to start it; null while it cannot be placed. */
   position: number | null;
   estimated_start_at: string | null;
-  reason: "ready" | "org_cap" | "no_capacity" | "waiting_for_predecessor" | "backoff";
+  reason: "ready" | "org_cap" | "no_capacity" | "waiting_for_predecessor" | "backoff" | "no_eligible_host";
+  /** Set with `no_eligible_host`: why no connected host may take the job (issue 15), in words and as a code. */
+  waiting?: { code: string; message: string };
 }
 
 // When an org has no recent history, assume a minute per job rather than nothing.
@@ -29,7 +32,9 @@ export async function queueInfoForRun(db: Db, cfg: EngineConfig, runId: string):
     if (j.status === "pending")
       out.set(j.id, { position: null, estimated_start_at: null, reason: "waiting_for_predecessor" });
   }
-  const pools = [...new Set(jobs.filter((j) => j.status === "ready").map((j) => j.pool))];
+  const ready = jobs.filter((j) => j.status === "ready");
+  const placement = ready.length > 0 ? await placementReasonsForRun(db, runId, null) : new Map();
+  const pools = [...new Set(ready.map((j) => j.pool))];
   for (const pool of pools) {
     // Read-only, but one snapshot: a repeatable-read transaction sees a consistent pool.
     const plan = await withTx(
@@ -53,6 +58,11 @@ export async function queueInfoForRun(db: Db, cfg: EngineConfig, runId: string):
     for (const j of jobs.filter((x) => x.status === "ready" && x.pool === pool)) {
       const est = plan.get(j.id);
       const backoff = j.next_attempt_at !== null && j.next_attempt_at.getTime() > j.now.getTime();
+      const blocked = placement.get(j.id);
+      if (blocked) {
+        out.set(j.id, { position: null, estimated_start_at: null, reason: "no_eligible_host", waiting: blocked });
+        continue;
+      }
       out.set(j.id, {
         position: est ? est.position : null,
         estimated_start_at: est && Number.isFinite(est.etaMs) ? new Date(est.etaMs).toISOString() : null,

@@ -1,29 +1,38 @@
 import type { Db } from "@kiln/db";
-import { DomainError } from "@kiln/domain";
-import { z } from "zod";
+import { type agentProtocol, DomainError, isolationAtLeast } from "@kiln/domain";
+import type { z } from "zod";
 import type { EngineConfig } from "../shared/config.ts";
+import { poolPolicyFromRow } from "./pool-policy.ts";
 
-export const registerSessionBody = z
-  .object({
-    hostname: z.string().min(1).max(200),
-    capacity: z.number().int().min(1).max(1024),
-    labels: z
-      .object({
-        os: z.string().max(50),
-        arch: z.string().max(50),
-        resource_class: z.string().max(50),
-        isolation: z.enum(["microvm", "process"]),
-      })
-      .strict(),
-  })
-  .strict();
+type RegisterBody = z.infer<typeof agentProtocol.registerSessionRequest>;
 
-/** A host agent announces its pool labels and capacity; each process start is a new session. */
+/**
+ * A host agent announces its labels (isolation class included) and capacity; each process start is a
+ * new session. A host weaker than its pool's minimum isolation is refused here, at start, with the
+ * setting to change; the claim re-checks every placement rule anyway (the pool may change later).
+ */
 export async function registerSession(
   db: Db,
   cfg: EngineConfig,
-  input: { agentTokenId: string; pool: string; body: z.infer<typeof registerSessionBody> },
+  input: { agentTokenId: string; pool: string; body: RegisterBody },
 ): Promise<{ sessionId: string; pool: string; leaseTtlMs: number; heartbeatMs: number }> {
+  const pools = await db.$queryRaw<
+    {
+      min_isolation: "process" | "microvm";
+      admits_untrusted: boolean;
+      untrusted_on_process: boolean;
+      owner_org_id: string | null;
+      development: boolean;
+    }[]
+  >`SELECT min_isolation, admits_untrusted, untrusted_on_process, owner_org_id, development FROM pool WHERE name = ${input.pool}`;
+  const policy = poolPolicyFromRow(input.pool, pools[0]);
+  if (!isolationAtLeast(input.body.labels.isolation, policy.minIsolation))
+    throw new DomainError(
+      "POOL.ISOLATION_TOO_WEAK",
+      `pool ${input.pool} requires ${policy.minIsolation} isolation and this host reports ${input.body.labels.isolation}: ` +
+        `run the agent with KILN_SANDBOX_DRIVER=microvm, or (an operator, for a pool only one org or one operator uses) ` +
+        `npm run kiln -- pool set ${input.pool} --isolation process --org <org>|--development`,
+    );
   const rows = await db.$queryRaw<{ id: string }[]>`
     INSERT INTO agent_session (agent_token_id, pool, hostname, labels, capacity)
     VALUES (${input.agentTokenId}::uuid, ${input.pool}, ${input.body.hostname}, ${JSON.stringify(input.body.labels)}::jsonb, ${input.body.capacity})

@@ -42,7 +42,8 @@ async function runOne(
   trust: "trusted" | "untrusted" = "trusted",
   ref = "refs/heads/main",
 ): Promise<JobTicket> {
-  const s = await newSession(db, tenant);
+  // Untrusted work is placed on microVM hosts only (ADR 0022).
+  const s = await newSession(db, tenant, 100, "host", trust === "untrusted" ? "microvm" : "process");
   await seedFrozenRun(db, tenant, def(yaml), trust, ref);
   const tk = await claim(db, s);
   if (!tk) throw new Error("nothing claimed");

@@ -56,6 +56,14 @@ export interface PlatformOptions {
   /** Debian's docker-registry with Kiln's base image published to it (sets KILN_REGISTRIES and
    * KILN_POOL_IMAGES unless env has them). Default false; see registryAvailable(). */
   registry?: boolean;
+  /**
+   * A pool configured as one operator's development pool (process hosts admitted and serving several
+   * orgs; untrusted runs still need microVMs unless `untrustedOnProcess`), docs/adr/0022. Default
+   * "default", the pool `npm run up`, the e2e suites and the benches put their agents in; null: none.
+   */
+  developmentPool?: string | null;
+  /** With developmentPool: also admit untrusted runs on its process hosts (the hostile-tenant suite). */
+  untrustedOnProcess?: boolean;
   /** Environment of every process, on top of the platform's own (DATABASE_URL, REDIS_URL, S3_*). */
   env?: Record<string, string>;
   /** Environment of every host agent, on top of `env`. */
@@ -169,6 +177,8 @@ export class Platform {
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });
+    const devPool = o.developmentPool === undefined ? "default" : o.developmentPool;
+    if (devPool) await configureDevelopmentPool(this.db, devPool, o.untrustedOnProcess ?? false);
   }
 
   /** (Re)starts the embedded PostgreSQL on the same data directory and port. */
@@ -201,6 +211,9 @@ export class Platform {
       ...process.env,
       DATABASE_URL: this.dbUrl,
       KILN_DATA_DIR: path.join(this.dataDir, "data"),
+      // Local repositories (docs/adr/0017): the git server (loopback) and file:// repos under the
+      // data dir (npm run up's demo repo). Off by default in the apps themselves.
+      KILN_LOCAL_REPOS_ROOT: this.dataDir,
       NEXT_TELEMETRY_DISABLED: "1",
       // Names every PostgreSQL session after its process (pg_stat_activity.application_name).
       PGAPPNAME: name,
@@ -360,4 +373,26 @@ async function migrate(url: string, log: (m: string) => void): Promise<void> {
   const boss = new PgBoss({ connectionString: url, max: 2 });
   await boss.start();
   await boss.stop({ graceful: false, close: true });
+}
+
+/**
+ * Configures a development pool unless an operator already configured that pool (an existing row
+ * wins: a harness never overrides a real policy). Raw SQL because testkit sits below the engine; the
+ * change is audited in pool_change like the engine's setPoolPolicy.
+ */
+async function configureDevelopmentPool(db: Db, name: string, untrustedOnProcess: boolean): Promise<void> {
+  const after = JSON.stringify({
+    min_isolation: "process",
+    admits_untrusted: true,
+    untrusted_on_process: untrustedOnProcess,
+    owner_org_id: null,
+    development: true,
+  });
+  await sqlPool(db).query(
+    `WITH ins AS (
+       INSERT INTO pool (name, min_isolation, admits_untrusted, untrusted_on_process, development, updated_by)
+       VALUES ($1, 'process', true, $2, true, 'platform-harness') ON CONFLICT (name) DO NOTHING RETURNING name)
+     INSERT INTO pool_change (pool, actor, before, after) SELECT name, 'platform-harness', NULL, $3::jsonb FROM ins`,
+    [name, untrustedOnProcess, after],
+  );
 }

@@ -60,6 +60,15 @@ function JobDetail({
         {j.cause && j.outcome !== "success" ? (
           <code className="text-xs text-zinc-500 dark:text-zinc-400">{j.cause}</code>
         ) : null}
+        {data.waiting[j.id] ? (
+          <span
+            className="text-xs text-amber-800 dark:text-amber-300"
+            data-testid="waiting-reason"
+            title={data.waiting[j.id]?.code}
+          >
+            {data.waiting[j.id]?.message}
+          </span>
+        ) : null}
         <span className="ml-auto text-xs text-zinc-500 dark:text-zinc-400">
           {j.attempts.length > 1 ? `${j.attempts.length} attempts · ` : ""}
           <Elapsed

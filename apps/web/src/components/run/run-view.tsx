@@ -44,7 +44,11 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
             status: j.status,
             outcomeClass: d.job_classes[j.id] ?? null,
             href: `/orgs/${org}/runs/${r.id}/jobs/${j.id}`,
-            detail: j.attempts.length > 1 ? `${j.attempts.length} attempts` : undefined,
+            detail: d.waiting[j.id]
+              ? "no eligible host"
+              : j.attempts.length > 1
+                ? `${j.attempts.length} attempts`
+                : undefined,
           }))}
         />
         {r.jobs.length === 0 ? (

@@ -8,6 +8,7 @@ import { useNow } from "../time.tsx";
 import { CacheConflicts } from "./cache-conflicts.tsx";
 import { CapacityCard } from "./capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
+import { PoolsCard } from "./pools-card.tsx";
 import { RecentChanges } from "./recent-changes.tsx";
 
 /**
@@ -34,6 +35,7 @@ export function SettingsView({ org }: { org: string }) {
       </div>
       <CapacityCard org={org} rows={q.data.entitlements} admin={admin} />
       <EgressCard org={org} rules={q.data.egress} admin={admin} now={now} />
+      <PoolsCard org={org} />
       <RecentChanges changes={q.data.changes} now={now} />
       {admin ? <CacheConflicts conflicts={q.data.cache_conflicts} now={now} /> : null}
     </div>

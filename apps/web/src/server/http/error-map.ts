@@ -57,6 +57,9 @@ const STATUS: Record<DomainErrorCode, number> = {
   // Entitlements in shared pools are set by platform operators only (docs/scheduling.md).
   "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED": 403,
   "SESSION.NOT_FOUND": 404,
+  // Placement (issue 15): a pool policy the rules refuse; a host weaker than its pool requires.
+  "POOL.POLICY_REFUSED": 422,
+  "POOL.ISOLATION_TOO_WEAK": 403,
   "LOG.CONFLICT": 409,
   "LOG.OUT_OF_ORDER": 409,
   "LOG.INCOMPLETE": 409,

@@ -9,6 +9,7 @@ import { allowEgressHost } from "./tenants/allow-egress-host.procedure.ts";
 import { getCapacityRights } from "./tenants/get-capacity-rights.procedure.ts";
 import { getOrgSettings } from "./tenants/get-org-settings.procedure.ts";
 import { listOrgs } from "./tenants/list-orgs.procedure.ts";
+import { listPools } from "./tenants/list-pools.procedure.ts";
 import { lowerHardCap } from "./tenants/lower-hard-cap.procedure.ts";
 import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
@@ -18,6 +19,7 @@ export const appRouter = router({
   tenants: {
     list: listOrgs,
     settings: getOrgSettings,
+    pools: listPools,
     setEntitlement,
     lowerHardCap,
     capacityRights: getCapacityRights,

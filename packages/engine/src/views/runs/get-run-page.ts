@@ -1,5 +1,6 @@
 import type { Db } from "@kiln/db";
 import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
+import { placementReasonsForRun } from "../../dispatch/placement-view.ts";
 import { getRun, type RunView } from "../../runs/get-run.ts";
 import {
   orgCacheFigures,
@@ -40,6 +41,8 @@ export interface RunPageView {
   first_failure: FirstFailure | null;
   /** The run's own retry children, newest first, so a red run links to its re-runs. */
   retries: { id: string; status: string; outcome: string | null; created_at: string }[];
+  /** Keyed by job id: READY jobs no connected host may take, and why (issue 15 placement). */
+  waiting: Record<string, { code: string; message: string }>;
 }
 
 const cls = (o: string | null): OutcomeClass | null => (o !== null && isOutcome(o) ? classifyOutcome(o) : null);
@@ -51,7 +54,7 @@ const cls = (o: string | null): OutcomeClass | null => (o !== null && isOutcome(
  * empty extras, never another tenant's rows.
  */
 export async function getRunPage(db: Db, scope: TenantScope, input: { runId: string }): Promise<RunPageView> {
-  const [run, meta, artifacts, retries, caches, cacheOrg] = await Promise.all([
+  const [run, meta, artifacts, retries, caches, cacheOrg, waiting] = await Promise.all([
     getRun(db, { orgId: scope.orgId, runId: input.runId }),
     db.$queryRaw<{ repo_name: string; definition: WorkflowDefinition | null }[]>`
       SELECT repo.full_name AS repo_name, r.definition
@@ -74,6 +77,7 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
       ORDER BY created_at DESC LIMIT 10`,
     runCacheFigures(db, { orgId: scope.orgId, runId: input.runId }),
     orgCacheFigures(db, { orgId: scope.orgId, sinceDays: 30 }),
+    placementReasonsForRun(db, input.runId, scope.orgId),
   ]);
   const definition = meta[0]?.definition ?? null;
   const stepsByIndex = new Map((definition?.jobs ?? []).map((j) => [j.index, j.steps]));
@@ -101,5 +105,6 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
     cache_org: cacheOrg,
     first_failure: findFirstFailure(run.jobs, stepsByIndex),
     retries: retries.map((r) => ({ ...r, created_at: r.created_at.toISOString() })),
+    waiting: Object.fromEntries(waiting),
   };
 }
