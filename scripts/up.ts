@@ -3,7 +3,7 @@
 // KILN_DATA_DIR; applies migrations; seeds a demo org, repo and tokens; starts web, workers and
 // KILN_AGENTS host agents. Ctrl-C stops everything it started.
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { buildWebIfStale, registryAvailable, REPO_ROOT, startPlatform, type Platform } from "@kiln/testkit";
@@ -13,6 +13,7 @@ const PORT = Number(process.env.PORT ?? 3000);
 const DATA = path.resolve(process.env.KILN_DATA_DIR ?? path.join(REPO_ROOT, ".kiln-data"));
 const AGENTS = Number(process.env.KILN_AGENTS ?? 1);
 const log = (m: string) => console.log(`[up] ${m}`);
+const DRIVER = chooseDriver();
 let platform: Platform | null = null;
 
 async function main(): Promise<void> {
@@ -64,7 +65,19 @@ async function main(): Promise<void> {
   // The development sign-in refuses to start under NODE_ENV=production (what `next start` sets by
   // default) and on a non-loopback public URL; this is a local production build, so say so.
   await platform.startWeb("web", { port: PORT, healthTimeoutMs: 60_000, env: { NODE_ENV: "test" } });
-  for (let i = 0; i < AGENTS; i++) platform.startAgent(`agent-${i + 1}`, demo.agentToken);
+  log(`sandbox driver: ${DRIVER.driver} (${DRIVER.why})`);
+  log(
+    "pool default is a development pool (docs/adr/0022): one operator, so its process hosts may serve every org here; " +
+      "untrusted runs (fork PRs, non-members) still wait for a microVM host",
+  );
+  for (let i = 0; i < AGENTS; i++)
+    platform.startAgent(`agent-${i + 1}`, demo.agentToken, {
+      env: {
+        KILN_SANDBOX_DRIVER: DRIVER.driver,
+        // A warm guest per agent: a TCG boot takes seconds, a snapshot restore a fraction of one.
+        ...(DRIVER.driver === "microvm" ? { KILN_WARM_POOL_SIZE: process.env.KILN_WARM_POOL_SIZE ?? "1" } : {}),
+      },
+    });
 
   const base = platform.baseUrl();
   const trigger = await fetch(`${base}/v1/repos/${demo.repoId}/workflow-runs`, {
@@ -86,7 +99,8 @@ Kiln is up.
   Demo repo:       demo/app  id ${demo.repoId}  (${demo.cloneUrl})
   API token:       ${demo.apiToken}
   Webhook secret:  ${demo.webhookSecret}   (POST ${base}/v1/webhooks/github)
-  Host agents:     ${AGENTS}
+  Host agents:     ${AGENTS}, ${DRIVER.driver} driver (${DRIVER.why})
+  Pool default:    development pool (process hosts admitted; untrusted runs need microVM hosts)
   First demo run:  ${trigger.run_id ?? "(trigger failed)"}
 
   curl -s -H "Authorization: Bearer ${demo.apiToken}" ${base}/v1/workflow-runs/${trigger.run_id ?? "<run_id>"}
@@ -94,6 +108,28 @@ Kiln is up.
     -d '{"workflow_path":".kiln/workflow.yaml","commit_sha":"${demo.commitSha}"}' ${base}/v1/repos/${demo.repoId}/workflow-runs
 
 Ctrl-C stops everything.`);
+}
+
+/**
+ * The microvm driver (ADR 0011) when its Debian packages are here and no driver was asked for: every
+ * job in its own guest kernel, the isolation untrusted runs need (ADR 0022). Otherwise the process
+ * driver, and the reason.
+ */
+function chooseDriver(): { driver: "microvm" | "process"; why: string } {
+  const asked = process.env.KILN_SANDBOX_DRIVER;
+  if (asked === "microvm" || asked === "process") return { driver: asked, why: "KILN_SANDBOX_DRIVER" };
+  const missing = [
+    ["/usr/bin/qemu-system-x86_64", "qemu-system-x86"],
+    ["/bin/busybox", "busybox-static"],
+    ["/sbin/mkfs.ext4", "e2fsprogs"],
+  ].filter(([file]) => !existsSync(file ?? ""));
+  const kernel = existsSync("/boot") && readdirSync("/boot").some((n) => /^vmlinuz-.+-cloud-amd64$/.test(n));
+  const packages = [...missing.map(([, pkg]) => pkg), ...(kernel ? [] : ["linux-image-cloud-amd64"])];
+  if (packages.length === 0) return { driver: "microvm", why: "QEMU and the guest kernel are installed" };
+  return {
+    driver: "process",
+    why: `microVMs need ${packages.join(", ")} (apt-get install them, then restart): process isolation meanwhile`,
+  };
 }
 
 /** Session signing key for the dashboard, kept across restarts so sign-ins survive them. */
