@@ -1,6 +1,22 @@
 // The dependency rules of conventions.md (Layering 1-4), checked on the real import graph rather than
 // by grep. `npm run lint` runs it; docs/architecture.md draws the graph these rules allow.
 const DOMAIN_TEST = "^packages/domain/src/.*(\\.test\\.ts|/test-[a-z-]+\\.ts)$";
+const TEST_FILE = "(\\.test\\.tsx?$|/test-[a-z-]+\\.ts$|/testing/|-contract[a-z-]*\\.ts$)";
+
+/** One rule per package: its production files import only the listed packages' code. */
+function packageGraph(graph) {
+  return Object.entries(graph).map(([pkg, allowed]) => ({
+    name: `package-graph-${pkg}`,
+    comment: `packages/${pkg} may import only: ${allowed.length ? allowed.join(", ") : "no other workspace"}`,
+    severity: "error",
+    from: { path: `^packages/${pkg}/src/`, pathNot: TEST_FILE },
+    to: {
+      path: "^(apps|packages|scripts|bench|e2e|test)/",
+      pathNot: [`^packages/${pkg}/`, ...allowed.map((a) => `^packages/${a}/`)],
+    },
+  }));
+}
+
 const WS = "(apps/[^/]+|packages/[^/]+|e2e|scripts|bench|test)";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -54,6 +70,25 @@ module.exports = {
         path: "^(packages/[^/]+/src|apps/[^/]+/src)/([^/]+)/",
         pathNot: ["^$1/$2/", "^$1/[^/]+/index\\.tsx?$", "^$1/shared/", "\\.css$"],
       },
+    },
+    // The package graph (docs/architecture.md draws it): what each package's production code may import
+    // of the other workspaces. Tests may add @kiln/testkit and the engine's testing entry.
+    ...packageGraph({
+      domain: [],
+      logger: [],
+      ui: ["domain"],
+      oci: ["logger"],
+      db: ["domain"],
+      engine: ["domain", "db", "oci", "logger"],
+      testkit: ["db", "oci", "domain", "logger"],
+    }),
+    {
+      name: "testkit-only-in-tests",
+      comment:
+        "Test and development infrastructure never ships: production code of apps and packages does not import it.",
+      severity: "error",
+      from: { path: "^(apps|packages)/[^/]+/src/", pathNot: [TEST_FILE, "^packages/testkit/"] },
+      to: { path: "^packages/testkit/" },
     },
     {
       name: "no-circular",

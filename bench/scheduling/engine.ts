@@ -5,7 +5,7 @@ import {
   planQueue,
   type DecisionReason,
   type DispatchPolicy,
-} from "../../packages/domain/src/dispatch/index.ts";
+} from "@kiln/domain/dispatch";
 import { normalisedServiceJain, type OrgShareInput } from "./fairness.ts";
 import { EventHeap } from "./min-heap.ts";
 import type { Workload } from "./workload.ts";

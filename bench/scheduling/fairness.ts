@@ -1,4 +1,4 @@
-import { jainIndex } from "../../packages/domain/src/dispatch/index.ts";
+import { jainIndex } from "@kiln/domain/dispatch";
 
 export interface OrgShareInput {
   running: number;

@@ -1,4 +1,4 @@
-import { jainIndex, percentileOfSorted } from "../../packages/domain/src/dispatch/index.ts";
+import { jainIndex, percentileOfSorted } from "@kiln/domain/dispatch";
 import type { SimOutput } from "./engine.ts";
 import type { TenantClass, Workload } from "./workload.ts";
 

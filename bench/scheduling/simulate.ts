@@ -3,7 +3,7 @@
 //   tsx bench/scheduling/simulate.ts [--orgs 600] [--jobs 100000] [--seed 1] [--policy fair|fifo|both]
 //     [--hours 6] [--load 0.9] [--min-slots 1] [--eta-samples 11] [--json out.json]
 import { writeFileSync } from "node:fs";
-import type { DispatchPolicy } from "../../packages/domain/src/dispatch/index.ts";
+import type { DispatchPolicy } from "@kiln/domain/dispatch";
 import { simulate } from "./engine.ts";
 import { markdownTable, summarise, type PolicySummary } from "./report.ts";
 import { DEFAULT_PARAMS, generateWorkload } from "./workload.ts";

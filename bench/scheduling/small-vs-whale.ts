@@ -8,7 +8,7 @@ import {
   type DispatchPolicy,
   type Entitlement,
   type QueuedJob,
-} from "../../packages/domain/src/dispatch/index.ts";
+} from "@kiln/domain/dispatch";
 
 const CAPACITY = 40;
 const JOB_MS = 1_000;

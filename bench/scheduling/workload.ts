@@ -1,6 +1,6 @@
 // Synthetic tenants for the dispatch simulator: Zipf-skewed org sizes, 20x bursts, fan-out runs
 // with a final job that waits for the rest, lognormal durations. Everything derives from the seed.
-import type { Entitlement, Tier } from "../../packages/domain/src/dispatch/index.ts";
+import type { Entitlement, Tier } from "@kiln/domain/dispatch";
 
 export type TenantClass = "small" | "medium" | "large";
 
