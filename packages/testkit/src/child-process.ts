@@ -45,20 +45,3 @@ export async function killChild(
   await exited;
   clearTimeout(timer);
 }
-
-/** Polls `url` until it answers 2xx. */
-export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await fetch(url).then(
-      async (r) => {
-        await r.body?.cancel();
-        return r.ok;
-      },
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

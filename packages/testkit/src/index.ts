@@ -11,7 +11,6 @@ export {
 } from "./postgres.ts";
 export { startGitServer, runGit, gitEnv, type TestGitServer, type TestGitRepo } from "./git-server.ts";
 export { freePort } from "./free-port.ts";
-export { waitForHttp } from "./child-process.ts";
 export { startPostgres, type PostgresHandle } from "./embedded-postgres.ts";
 export { startRedis, type RedisHandle } from "./embedded-redis.ts";
 export { startS3, s3Env, type S3Handle } from "./embedded-s3.ts";

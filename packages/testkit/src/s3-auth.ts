@@ -76,7 +76,7 @@ function denied(code: string, message: string): never {
 }
 
 /** Throws an S3Error unless `req` is signed (AWS4-HMAC-SHA256) with `creds`. */
-export function verifySigV4(req: IncomingMessage, creds: S3Credentials, now: number): void {
+function verifySigV4(req: IncomingMessage, creds: S3Credentials, now: number): void {
   const [rawPath = "/", rawQuery = ""] = (req.url ?? "/").split("?", 2);
   const query = parseQuery(rawQuery);
   const signed = readSignature(req, query);

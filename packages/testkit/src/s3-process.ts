@@ -1,9 +1,11 @@
 // The embedded S3 store in a child process of its own, for benchmarks: the store must not share an
-// event loop (and its MD5 hashing) with the client being measured, as a real store would not.
+// event loop (and its MD5 hashing) with the client being measured, as a real store would not. This
+// file is also the child: run as a program, it starts the store and prints its endpoint and
+// credentials as one JSON line (node --import tsx s3-process.ts <dataDir> <bucket> [stock]).
 import { spawn } from "node:child_process";
-import path from "node:path";
+import S3rver from "s3rver";
 import { once } from "./child-process.ts";
-import type { S3Handle } from "./embedded-s3.ts";
+import { startS3, type S3Handle } from "./embedded-s3.ts";
 
 export async function startS3Process(opts: {
   dataDir: string;
@@ -14,14 +16,7 @@ export async function startS3Process(opts: {
   const bucket = opts.bucket ?? "kiln";
   const child = spawn(
     process.execPath,
-    [
-      "--import",
-      "tsx",
-      path.join(import.meta.dirname, "s3-process-main.ts"),
-      opts.dataDir,
-      bucket,
-      ...(opts.stock ? ["stock"] : []),
-    ],
+    ["--import", "tsx", import.meta.filename, opts.dataDir, bucket, ...(opts.stock ? ["stock"] : [])],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -40,4 +35,32 @@ export async function startS3Process(opts: {
     await exited;
   });
   return { ...info, pid: child.pid ?? 0, stop };
+}
+
+async function startStock(directory: string, name: string): Promise<S3Handle> {
+  const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory, configureBuckets: [{ name }] });
+  const { port } = await server.run();
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    region: "us-east-1",
+    // s3rver's published default pair: the stock row measures s3rver as shipped.
+    accessKeyId: "S3RVER",
+    secretAccessKey: "S3RVER",
+    bucket: name,
+    stop: async () => {
+      server.httpServer?.closeAllConnections();
+      await server.close();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const [dataDir, bucket = "kiln", mode] = process.argv.slice(2);
+  if (!dataDir) throw new Error("usage: s3-process.ts <dataDir> <bucket> [stock]");
+  const s3 = mode === "stock" ? await startStock(dataDir, bucket) : await startS3({ dataDir, bucket });
+  const { stop: _stop, ...info } = s3;
+  process.stdout.write(`${JSON.stringify(info)}\n`);
+  const stop = () => void s3.stop().then(() => process.exit(0));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
 }

@@ -81,10 +81,6 @@ export class ManagedProcesses {
     return p;
   }
 
-  has(name: string): boolean {
-    return this.procs.has(name);
-  }
-
   get(name: string): ManagedProc {
     const p = this.procs.get(name);
     if (!p) throw new Error(`no process named ${name}`);
