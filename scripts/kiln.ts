@@ -93,14 +93,19 @@ async function main(): Promise<number> {
       const [org, ...rest] = a.split("/");
       if (!org || rest.length === 0 || !values["clone-url"] || !values["webhook-secret"])
         throw new Error("repo add needs <org>/<name>, --clone-url and --webhook-secret");
-      const r = await addRepo(db, {
-        orgSlug: org,
-        name: a,
-        cloneUrl: values["clone-url"],
-        webhookSecret: values["webhook-secret"],
-        workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml",
-        ...(values["default-branch"] ? { defaultBranch: values["default-branch"] } : {}),
-      });
+      // docs/adr/0017: https:// clone URLs only, unless the operator enabled local repositories.
+      const r = await addRepo(
+        db,
+        {
+          orgSlug: org,
+          name: a,
+          cloneUrl: values["clone-url"],
+          webhookSecret: values["webhook-secret"],
+          workflowPath: values["workflow-path"] ?? ".kiln/workflow.yaml",
+          ...(values["default-branch"] ? { defaultBranch: values["default-branch"] } : {}),
+        },
+        { localReposRoot: process.env.KILN_LOCAL_REPOS_ROOT || null },
+      );
       out(`repo ${r.fullName} registered (id ${r.id})`, r);
     } else if (cmd === "member add" && a && b && values.role) {
       const forgeId = values["forge-id"];
@@ -187,7 +192,9 @@ async function main(): Promise<number> {
     }
     return 0;
   } catch (e) {
-    const msg = isDomainError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+    // A refused clone URL names its rule too (details.reason, e.g. SOURCE.SCHEME_NOT_ALLOWED).
+    const reason = isDomainError(e) && typeof e.details?.reason === "string" ? ` (${e.details.reason})` : "";
+    const msg = isDomainError(e) ? `${e.code}${reason}: ${e.message}` : e instanceof Error ? e.message : String(e);
     if (values.json)
       console.log(JSON.stringify({ error: { code: isDomainError(e) ? e.code : "CLI.ERROR", message: msg } }));
     else console.error(`kiln: ${msg}`);

@@ -125,13 +125,17 @@ async function main(): Promise<void> {
   const verifiedBy: string[] = [];
   try {
     const org = await createOrg(db, "bench");
-    const repo = await addRepo(db, {
-      orgSlug: "bench",
-      name: "bench/app",
-      cloneUrl: "file:///none",
-      webhookSecret: "bench-secret",
-      workflowPath: ".kiln/workflow.yaml",
-    });
+    const repo = await addRepo(
+      db,
+      {
+        orgSlug: "bench",
+        name: "bench/app",
+        cloneUrl: "file:///none",
+        webhookSecret: "bench-secret",
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      { localReposRoot: "/" },
+    );
     const agentToken = await createAgentToken(db, { pool: "bench" });
     const session = await registerSession(db, CFG, {
       agentTokenId: agentToken.id,

@@ -83,13 +83,17 @@ async function main(): Promise<void> {
     const repo = await git.createRepo("bench.git", {
       ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: one\n    steps: ["true"]\n',
     });
-    const r = await addRepo(stack.db, {
-      orgSlug: "bench",
-      name: "bench/app",
-      cloneUrl: repo.cloneUrl,
-      webhookSecret: "bench-secret",
-      workflowPath: ".kiln/workflow.yaml",
-    });
+    const r = await addRepo(
+      stack.db,
+      {
+        orgSlug: "bench",
+        name: "bench/app",
+        cloneUrl: repo.cloneUrl,
+        webhookSecret: "bench-secret",
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      git.sourcePolicy,
+    );
     const api = await createApiToken(stack.db, { orgSlug: "bench", role: "member" });
 
     // Warm up the server's route compilation and pools.

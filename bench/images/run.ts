@@ -138,7 +138,7 @@ const work = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-images-"));
 const registry = await startRegistry({ dataDir: path.join(work, "registry") });
 try {
   const base = await publishBaseImage({ registry: registry.host });
-  const client = new RegistryClient(registryEndpoint({}, registry.host));
+  const client = new RegistryClient(registryEndpoint({ [registry.host]: {} }, registry.host));
   const manifest = JSON.parse((await client.getManifest("kiln/base", base.manifestDigest)).bytes.toString("utf8")) as {
     layers: { digest: string; size: number }[];
   };
@@ -158,7 +158,16 @@ try {
   };
   baseInfo.unpacked = (await stat(BUSYBOX)).size; // the rest is symlinks and three small files
   const rows = [
-    await measure("kiln/base:1", registry.url, base.ref, "kiln/base", base.manifestDigest, baseInfo, {}, work),
+    await measure(
+      "kiln/base:1",
+      registry.url,
+      base.ref,
+      "kiln/base",
+      base.manifestDigest,
+      baseInfo,
+      { [registry.host]: {} },
+      work,
+    ),
     await measure(
       `synthetic ${MIB} MiB`,
       registry.url,
@@ -166,7 +175,7 @@ try {
       "kiln/bench",
       big.manifestDigest,
       bigInfo,
-      {},
+      { [registry.host]: {} },
       work,
     ),
   ];

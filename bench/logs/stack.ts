@@ -26,13 +26,17 @@ export class LogBenchStack {
     this.repo = await git.createRepo("bench.git", {
       ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: noop\n    steps: ["true"]\n',
     });
-    const r = await addRepo(this.stack.db, {
-      orgSlug: "bench",
-      name: "bench/app",
-      cloneUrl: this.repo.cloneUrl,
-      webhookSecret: "bench-secret",
-      workflowPath: ".kiln/workflow.yaml",
-    });
+    const r = await addRepo(
+      this.stack.db,
+      {
+        orgSlug: "bench",
+        name: "bench/app",
+        cloneUrl: this.repo.cloneUrl,
+        webhookSecret: "bench-secret",
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      git.sourcePolicy,
+    );
     this.repoId = r.id;
     this.apiToken = (await createApiToken(this.stack.db, { orgSlug: "bench", role: "member" })).token;
     this.agentToken = (await createAgentToken(this.stack.db, { pool: "default" })).token;

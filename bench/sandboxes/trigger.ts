@@ -54,13 +54,17 @@ export async function benchTriggerToFirstStep(opts: TriggerOptions): Promise<Tri
     const repo = await git.createRepo("sb.git", {
       ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: one\n    steps: ["echo s"]\n',
     });
-    const r = await addRepo(stack.db, {
-      orgSlug: "sb",
-      name: "sb/app",
-      cloneUrl: repo.cloneUrl,
-      webhookSecret: "sb-secret",
-      workflowPath: ".kiln/workflow.yaml",
-    });
+    const r = await addRepo(
+      stack.db,
+      {
+        orgSlug: "sb",
+        name: "sb/app",
+        cloneUrl: repo.cloneUrl,
+        webhookSecret: "sb-secret",
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      git.sourcePolicy,
+    );
     const api = await createApiToken(stack.db, { orgSlug: "sb", role: "member" });
     const agentToken = (await createAgentToken(stack.db, { pool: "default" })).token;
     const configs: Array<{ name: string; env: Record<string, string>; warm: boolean }> = [

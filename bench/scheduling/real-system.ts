@@ -29,6 +29,7 @@ async function scenario(policy: "fair" | "fifo") {
   const git = await startGitServer({ rootDir: gitRoot });
   await stack.start(await freePort(), {
     KILN_DISPATCH_POLICY: policy,
+    KILN_LOCAL_REPOS_ROOT: gitRoot, // the file:// repo below
     KILN_LEASE_TTL_MS: "30000",
     KILN_HEARTBEAT_MS: "5000",
   });
@@ -41,13 +42,17 @@ async function scenario(policy: "fair" | "fifo") {
     const tenants = [] as { token: string; repoId: string }[];
     for (const org of ["whale", "small"]) {
       await createOrg(stack.db, org);
-      const r = await addRepo(stack.db, {
-        orgSlug: org,
-        name: `${org}/app`,
-        cloneUrl,
-        webhookSecret: "secret-secret",
-        workflowPath: ".kiln/a.yaml",
-      });
+      const r = await addRepo(
+        stack.db,
+        {
+          orgSlug: org,
+          name: `${org}/app`,
+          cloneUrl,
+          webhookSecret: "secret-secret",
+          workflowPath: ".kiln/a.yaml",
+        },
+        git.sourcePolicy,
+      );
       tenants.push({ token: (await createApiToken(stack.db, { orgSlug: org, role: "member" })).token, repoId: r.id });
     }
     const sha = (await import("node:child_process"))

@@ -23,13 +23,17 @@ export async function seedTenant(
   await createOrg(db, slug);
   const repo = await git.createRepo(`${slug}.git`, files);
   const secret = opts.secret ?? `${slug}-secret`;
-  const r = await addRepo(db, {
-    orgSlug: slug,
-    name: `${slug}/app`,
-    cloneUrl: repo.cloneUrl,
-    webhookSecret: secret,
-    workflowPath: opts.workflowPath ?? ".kiln/workflow.yaml",
-  });
+  const r = await addRepo(
+    db,
+    {
+      orgSlug: slug,
+      name: `${slug}/app`,
+      cloneUrl: repo.cloneUrl,
+      webhookSecret: secret,
+      workflowPath: opts.workflowPath ?? ".kiln/workflow.yaml",
+    },
+    git.sourcePolicy,
+  );
   if (opts.member)
     await addMember(db, { orgSlug: slug, login: opts.member, role: "member", forgeId: forgeIdOf(opts.member) });
   const token = await createApiToken(db, { orgSlug: slug, role: "member" });

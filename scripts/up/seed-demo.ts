@@ -30,13 +30,17 @@ export async function seedDemo(db: Db, dataDir: string): Promise<Demo> {
   const secretFile = path.join(dataDir, "webhook-secret");
   if (!existsSync(secretFile)) await writeFile(secretFile, randomBytes(16).toString("hex"), { mode: 0o600 });
   const webhookSecret = (await readFile(secretFile, "utf8")).trim();
-  const repo = await addRepo(db, {
-    orgSlug: "demo",
-    name: "demo/app",
-    cloneUrl,
-    webhookSecret,
-    workflowPath: ".kiln/workflow.yaml",
-  });
+  const repo = await addRepo(
+    db,
+    {
+      orgSlug: "demo",
+      name: "demo/app",
+      cloneUrl,
+      webhookSecret,
+      workflowPath: ".kiln/workflow.yaml",
+    },
+    { localReposRoot: path.resolve(dataDir) },
+  );
   const api = await createApiToken(db, { orgSlug: "demo", role: "admin", name: "up" });
   const agent = await createAgentToken(db, { pool: "default" });
   return {

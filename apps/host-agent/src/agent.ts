@@ -50,6 +50,7 @@ export class HostAgent {
       cancelGraceMs: deps.env.KILN_CANCEL_GRACE_MS,
       // Beside the sandboxes like the image cache: teardown and leftover sweeps never touch it.
       gitMirrorDir: path.join(deps.env.KILN_WORK_DIR, ".git-mirrors"),
+      source: { localReposRoot: deps.env.KILN_LOCAL_REPOS_ROOT ?? null },
       images: new ImagePreparer({
         // Beside the sandboxes like the log spool: sandbox teardown and leftover sweeps never touch it.
         cacheDir: path.join(deps.env.KILN_WORK_DIR, ".images"),

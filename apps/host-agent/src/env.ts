@@ -63,9 +63,13 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Let allowed names resolve to loopback/private/link-local addresses (on-premises mirrors,
     // local development). Default false: DNS cannot turn an allowed name into the host's services.
     KILN_EGRESS_ALLOW_INTERNAL: optional(z.enum(["true", "false"]).default("false")),
+    // Local repositories (docs/adr/0017): an absolute directory file:// clone URLs may point under;
+    // setting it also admits clone URLs on loopback (the test git server). Unset (the default): only
+    // https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.
+    KILN_LOCAL_REPOS_ROOT: optional(z.string().startsWith("/").optional()),
     // Images (docs/adr/0012-images-by-digest.md). Registries as JSON keyed by host[:port], e.g.
     // {"registry.example.com":{"username":"ci","password":"..."}}: used to pull pinned images;
-    // unlisted hosts are pulled anonymously over https; plain http only for 127.0.0.1/localhost.
+    // unlisted registries are refused (docs/adr/0017); plain http only for 127.0.0.1/localhost.
     KILN_REGISTRIES: optional(z.string().optional()).transform((v, ctx) => {
       try {
         return parseRegistryConfig(v);

@@ -15,14 +15,20 @@ const schema = z.object({
   KILN_RELAY_POLL_MS: z.coerce.number().int().min(10).default(1_000),
   /** Where git mirrors for reading workflow files live. */
   KILN_DATA_DIR: z.string().default("./.kiln-data"),
+  /**
+   * Local repositories (docs/adr/0017): an absolute directory file:// clone URLs may point under;
+   * setting it also admits clone URLs on loopback (the test git server). Unset (the default): only
+   * https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.
+   */
+  KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
   /**
    * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.
    * {"registry.example.com":{"username":"ci","password":"..."},"127.0.0.1:5000":{}}. Freezing a run
-   * resolves image tags to digests with these credentials; hosts not listed are tried anonymously
-   * over https. Plain http only for 127.0.0.1/localhost. Default: none.
+   * resolves image tags to digests with these credentials; registries not listed are refused
+   * (docs/adr/0017). Plain http only for 127.0.0.1/localhost. Default: none.
    */
   KILN_REGISTRIES: z
     .preprocess((v) => (v === "" ? undefined : v), z.string().optional())

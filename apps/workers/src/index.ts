@@ -29,6 +29,7 @@ const deps: WorkerDeps = {
   boss,
   cfg,
   gitCacheDir: path.resolve(env.KILN_DATA_DIR, "git-cache"),
+  source: { localReposRoot: env.KILN_LOCAL_REPOS_ROOT ?? null },
   log,
   registries: env.KILN_REGISTRIES,
   poolImages: env.KILN_POOL_IMAGES,

@@ -12,7 +12,7 @@ import { freezeRun } from "../src/runs/freeze-run.ts";
 import { getRun } from "../src/runs/get-run.ts";
 import { retryRun } from "../src/runs/retry-run.ts";
 import { addMember } from "../src/tenants/admin.ts";
-import { runStatus, seedTenant, useTestDb, type Tenant } from "./support.ts";
+import { LOCAL_SOURCE, runStatus, seedTenant, useTestDb, type Tenant } from "./support.ts";
 
 const t = useTestDb();
 /** The recorded payloads' sender (GitHub's numeric user id of Codertocat). */
@@ -88,8 +88,12 @@ describe("POST /v1/webhooks/github", () => {
     expect(results.filter((r) => r.status === 202)).toHaveLength(1);
     expect(results.filter((r) => r.status === 200 && r.duplicate)).toHaveLength(19);
     const runId = [...runIds][0]!;
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, finalTry: false })).toBe("frozen");
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, finalTry: false })).toBe("not_pending");
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false })).toBe(
+      "frozen",
+    );
+    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false })).toBe(
+      "not_pending",
+    );
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId });
     expect(view).toMatchObject({
       status: "running",
@@ -232,7 +236,9 @@ describe("freezing", () => {
     const sha = await repoWithWorkflow(tenant, "version: 1\njobs:\n  - name: build\n    stepz: [echo]\n");
     const req = await signedPush(tenant, sha);
     const r = await admitGithubWebhook(t.db(), { ...req, event: "push", deliveryId: `bad-${tenant.slug}` });
-    expect(await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, finalTry: false })).toBe("invalid");
+    expect(
+      await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false }),
+    ).toBe("invalid");
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId! });
     expect(view).toMatchObject({ status: "completed", outcome: "user_failure", cause: "workflow.invalid" });
     expect(view.cause_message).toMatch(/line 4/);
@@ -247,7 +253,9 @@ describe("freezing", () => {
       event: "push",
       deliveryId: `miss-${tenant.slug}`,
     });
-    expect(await freezeRun(t.db(), { runId: missing.runId!, gitCacheDir: cacheDir, finalTry: false })).toBe("invalid");
+    expect(
+      await freezeRun(t.db(), { runId: missing.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false }),
+    ).toBe("invalid");
     expect(await runStatus(t.db(), missing.runId!)).toMatchObject({
       outcome: "user_failure",
       cause: "workflow.not_found",
@@ -260,9 +268,13 @@ describe("freezing", () => {
       event: "push",
       deliveryId: `down-${tenant.slug}`,
     });
-    expect(await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, finalTry: false })).toBe("retry_later");
+    expect(
+      await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false }),
+    ).toBe("retry_later");
     expect((await runStatus(t.db(), down.runId!)).status).toBe("pending");
-    expect(await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, finalTry: true })).toBe("gave_up");
+    expect(
+      await freezeRun(t.db(), { runId: down.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: true }),
+    ).toBe("gave_up");
     expect(await runStatus(t.db(), down.runId!)).toMatchObject({
       outcome: "platform_failure",
       cause: "source.unreachable",
@@ -280,7 +292,7 @@ describe("freezing", () => {
       event: "push",
       deliveryId: `pin-${tenant.slug}`,
     });
-    await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, finalTry: false });
+    await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false });
     const view = await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId! });
     expect(view.jobs.map((j) => j.name)).toEqual(["build", "test"]);
   });
@@ -428,7 +440,7 @@ describe("manual trigger and retry", () => {
     const sha = await repoWithWorkflow(tenant, GOOD);
     const req = await signedPush(tenant, sha, "s3cret-value", "not-a-member");
     const r = await admitGithubWebhook(t.db(), { ...req, event: "push", deliveryId: `rt-${tenant.slug}` });
-    await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, finalTry: false });
+    await freezeRun(t.db(), { runId: r.runId!, gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false });
     const caller = { tokenId: tenant.tokenId, orgId: tenant.orgId, role: "member" as const, name: "m" };
     await expect(retryRun(t.db(), { caller, runId: r.runId! })).rejects.toMatchObject({ code: "RUN.NOT_FINISHED" });
     await t.db()

@@ -13,6 +13,7 @@ import {
   registryEndpoint,
   writeTar,
   type RegistryConfig,
+  type SourcePolicy,
 } from "@kiln/oci";
 import {
   freePort,
@@ -39,14 +40,17 @@ let config: RegistryConfig;
 let published: PublishedImage;
 /** Nothing listens there: connection refused (fetch forbids "bad ports" such as 9 outright). */
 let dead: string;
+/** The test git server is on loopback: local repositories are enabled, as `npm run up` does. */
+let source: SourcePolicy;
 
 beforeAll(async () => {
   base = await mkdtemp(path.join(os.tmpdir(), "kiln-engine-images-"));
   registry = await startRegistry({ dataDir: path.join(base, "registry"), basicAuth: CREDS });
   git = await startGitServer({ rootDir: path.join(base, "git") });
-  config = { [registry.host]: CREDS };
-  published = await publishBaseImage({ registry: registry.host, config });
   dead = `127.0.0.1:${await freePort()}`;
+  config = { [registry.host]: CREDS, [dead]: {} };
+  published = await publishBaseImage({ registry: registry.host, config });
+  source = { localReposRoot: base };
 });
 afterAll(async () => {
   await registry?.stop();
@@ -63,10 +67,17 @@ describe("resolveImage", () => {
       pinned: `${registry.host}/kiln/base@${published.manifestDigest}`,
     });
     const pinned = `${registry.host}/kiln/nowhere@${published.manifestDigest}`;
-    // No registry call: even an unconfigured, unreachable registry resolves a pinned ref.
-    expect(await resolveImage({}, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({
+    // No registry call: even an unreachable registry resolves a pinned ref...
+    expect(await resolveImage(config, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({
       ok: true,
       digest: published.manifestDigest,
+    });
+    // ...but only on a configured registry: the agents would refuse it after dispatch otherwise.
+    expect(await resolveImage({}, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({
+      ok: false,
+      kind: "invalid",
+      cause: "image.not_allowed",
+      message: expect.stringContaining("KILN_REGISTRIES"),
     });
     expect(await resolveImage(config, pinned)).toMatchObject({ ok: true, digest: published.manifestDigest });
   });
@@ -119,12 +130,17 @@ describe("resolveImage", () => {
       kind: "invalid",
       cause: "image.invalid_ref",
     });
-    expect(await resolveImage({}, published.ref)).toMatchObject({
+    expect(await resolveImage({ [registry.host]: {} }, published.ref)).toMatchObject({
       ok: false,
       kind: "invalid",
       cause: "image.unauthorized",
     });
-    expect(await resolveImage({}, `${dead}/kiln/base:1`)).toMatchObject({
+    expect(await resolveImage({}, published.ref)).toMatchObject({
+      ok: false,
+      kind: "invalid",
+      cause: "image.not_allowed",
+    });
+    expect(await resolveImage(config, `${dead}/kiln/base:1`)).toMatchObject({
       ok: false,
       kind: "unreachable",
       cause: "image.unreachable",
@@ -154,9 +170,9 @@ describe("freezing pins images", () => {
 
   it("stores the digest beside the ref, and the ticket carries it", async () => {
     const { runId } = await pendingRun(workflow(published.ref));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
-      "frozen",
-    );
+    expect(
+      await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), source, finalTry: false, registries: config }),
+    ).toBe("frozen");
     const rows = await t.db().$queryRaw<
       { definition: WorkflowDefinition }[]
     >`SELECT definition FROM workflow_run WHERE id = ${runId}::uuid`;
@@ -181,6 +197,7 @@ describe("freezing pins images", () => {
       await freezeRun(t.db(), {
         runId,
         gitCacheDir: cacheDir(),
+        source,
         finalTry: false,
         registries: config,
         poolImages: { default: published.ref },
@@ -198,9 +215,9 @@ describe("freezing pins images", () => {
   it("an unknown tag fails the run as user_failure image.not_found naming the ref", async () => {
     const ref = `${registry.host}/kiln/base:does-not-exist`;
     const { runId } = await pendingRun(workflow(ref));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
-      "invalid",
-    );
+    expect(
+      await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), source, finalTry: false, registries: config }),
+    ).toBe("invalid");
     expect(await runStatus(t.db(), runId)).toMatchObject({
       status: "completed",
       outcome: "user_failure",
@@ -214,13 +231,13 @@ describe("freezing pins images", () => {
 
   it("an unreachable registry is retried, then a platform failure image.unreachable", async () => {
     const { runId } = await pendingRun(workflow(`${dead}/kiln/base:1`));
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: false, registries: config })).toBe(
-      "retry_later",
-    );
+    expect(
+      await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), source, finalTry: false, registries: config }),
+    ).toBe("retry_later");
     expect((await runStatus(t.db(), runId)).status).toBe("pending");
-    expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), finalTry: true, registries: config })).toBe(
-      "gave_up",
-    );
+    expect(
+      await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), source, finalTry: true, registries: config }),
+    ).toBe("gave_up");
     expect(await runStatus(t.db(), runId)).toMatchObject({ outcome: "platform_failure", cause: "image.unreachable" });
   });
 });

@@ -49,6 +49,9 @@ export interface Tenant {
   pool: string;
 }
 
+/** Tests use local repositories (file://, the loopback git server), as `npm run up` enables them. */
+export const LOCAL_SOURCE = { localReposRoot: "/" };
+
 let seq = 0;
 export async function seedTenant(
   db: Db,
@@ -57,13 +60,17 @@ export async function seedTenant(
   const slug = `org-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
   const org = await createOrg(db, slug);
   const repoName = `${slug}/app`;
-  const repo = await addRepo(db, {
-    orgSlug: slug,
-    name: repoName,
-    cloneUrl: opts.cloneUrl ?? "file:///nonexistent",
-    webhookSecret: opts.secret ?? "s3cret-value",
-    workflowPath: ".kiln/workflow.yaml",
-  });
+  const repo = await addRepo(
+    db,
+    {
+      orgSlug: slug,
+      name: repoName,
+      cloneUrl: opts.cloneUrl ?? "file:///nonexistent",
+      webhookSecret: opts.secret ?? "s3cret-value",
+      workflowPath: ".kiln/workflow.yaml",
+    },
+    LOCAL_SOURCE,
+  );
   if (opts.member)
     await addMember(db, { orgSlug: slug, login: opts.member, role: "member", forgeId: opts.forgeId ?? null });
   const tok = await createApiToken(db, { orgSlug: slug, role: "member" });

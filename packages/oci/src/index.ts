@@ -27,3 +27,19 @@ export {
 } from "./manifests.ts";
 export { writeTar, type TarEntry, type TarEntryType } from "./tar-writer.ts";
 export { buildImage, pushImage, type BuiltImage } from "./image-builder.ts";
+// Outbound policy for fetches made on a tenant's behalf (docs/adr/0017): addresses, clone URLs, git.
+export { classifyAddress, permittedClasses, type AddressClass } from "./outbound/address-policy.ts";
+export { AddressRefusedError, resolveChecked } from "./outbound/resolve-checked.ts";
+export {
+  checkCloneUrl,
+  prepareCloneUrl,
+  redactCredentials,
+  CloneUrlError,
+  isCloneUrlError,
+  type CloneUrlErrorCode,
+  type CheckedCloneUrl,
+  type GitProtocol,
+  type PreparedCloneUrl,
+  type SourcePolicy,
+} from "./outbound/clone-url.ts";
+export { gitEnvironment, runGit, GitError, type RunGitOptions } from "./outbound/git-process.ts";

@@ -4,6 +4,7 @@
 // anonymously), then resend with it. Tokens are cached per scope until they expire.
 import { ImageError } from "./errors.ts";
 import { isLoopbackHost } from "./reference.ts";
+import type { HostPolicy, RegistryFetch } from "./registry-fetch.ts";
 
 export interface Challenge {
   scheme: "basic" | "bearer";
@@ -51,7 +52,8 @@ export class TokenCache {
     challenge: Challenge,
     scope: string,
     creds: Credentials | null,
-    fetchImpl: typeof fetch,
+    fetchImpl: RegistryFetch,
+    hosts: HostPolicy,
   ): Promise<string> {
     const realm = challenge.params.realm;
     if (!realm) throw new ImageError("IMAGE.UNAUTHORIZED", "registry asked for a bearer token but named no realm");
@@ -71,6 +73,13 @@ export class TokenCache {
         `refusing token realm ${url.origin}: only https (or loopback http) may receive credentials`,
       );
     }
+    // The realm is named by the registry's answer: it gets the credentials and we act on its reply,
+    // so it must be a host the operator configured for this registry (its own, or an authHost).
+    if (!hosts(url))
+      throw new ImageError(
+        "IMAGE.HOST_NOT_ALLOWED",
+        `refusing token realm ${url.origin}: not a host configured for this registry (authHosts in KILN_REGISTRIES)`,
+      );
     if (challenge.params.service) url.searchParams.set("service", challenge.params.service);
     const wanted = challenge.params.scope ?? scope;
     if (wanted) url.searchParams.set("scope", wanted);
@@ -81,6 +90,7 @@ export class TokenCache {
         signal: AbortSignal.timeout(30_000),
       });
     } catch (err) {
+      if (err instanceof ImageError) throw err;
       throw new ImageError("IMAGE.UNREACHABLE", `token realm ${url.origin} unreachable: ${(err as Error).message}`);
     }
     if (res.status >= 500)

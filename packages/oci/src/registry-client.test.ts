@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { startRegistry, type RegistryHandle } from "../../../scripts/lib/oci-registry.ts";
+import { startRegistry, type RegistryHandle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildImage, pushImage } from "./image-builder.ts";
 import { parseChallenge } from "./registry-auth.ts";
@@ -23,6 +23,7 @@ let base: string;
 let basic: RegistryHandle;
 let tokenReg: RegistryHandle;
 let issuer: http.Server;
+let issuerHost: string;
 const tokenRequests: { scope: string | null; authorized: boolean }[] = [];
 const image = buildImage({ layers: [writeTar([{ path: "hello", type: "file", data: "hi" }])] });
 
@@ -93,7 +94,8 @@ beforeAll(async () => {
     "/CN=kiln-test-issuer",
   ]);
   issuer = await startIssuer(await readFile(keyFile, "utf8"), await readFile(certFile, "utf8"));
-  const realm = `http://127.0.0.1:${(issuer.address() as AddressInfo).port}/token`;
+  issuerHost = `127.0.0.1:${(issuer.address() as AddressInfo).port}`;
+  const realm = `http://${issuerHost}/token`;
   tokenReg = await startRegistry({
     dataDir: path.join(base, "token"),
     tokenAuth: { realm, service: "kiln-registry", issuer: "kiln-test-issuer", certFile },
@@ -124,7 +126,7 @@ describe("RegistryClient against docker-registry", () => {
     const m = await client.getManifest("kiln/basic", image.manifestDigest);
     expect(m.digest).toBe(image.manifestDigest);
     await expect(
-      new RegistryClient(registryEndpoint({}, basic.host)).getManifest("kiln/basic", "1"),
+      new RegistryClient(registryEndpoint({ [basic.host]: {} }, basic.host)).getManifest("kiln/basic", "1"),
     ).rejects.toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
     const wrong = new RegistryClient(
       registryEndpoint({ [basic.host]: { username: "ci", password: "nope" } }, basic.host),
@@ -134,7 +136,9 @@ describe("RegistryClient against docker-registry", () => {
 
   it("token auth: follows the Bearer challenge to the realm with the credentials, caches the token per scope", async () => {
     tokenRequests.length = 0;
-    const client = new RegistryClient(registryEndpoint({ [tokenReg.host]: USER }, tokenReg.host));
+    const client = new RegistryClient(
+      registryEndpoint({ [tokenReg.host]: { ...USER, authHosts: [issuerHost] } }, tokenReg.host),
+    );
     await pushImage(client, "kiln/token", "1", image);
     const top = await client.getManifest("kiln/token", "1");
     expect(top.digest).toBe(image.indexDigest);
@@ -143,12 +147,17 @@ describe("RegistryClient against docker-registry", () => {
     expect(tokenRequests.length).toBeGreaterThan(0);
     expect(tokenRequests.every((r) => r.authorized)).toBe(true);
     // One token per scope (push, pull), not one per request.
-    expect(new Set(tokenRequests.map((r) => r.scope))).toEqual(
+    // The registry names the actions in its challenge in no fixed order (push,pull or pull,push).
+    const sorted = (scope: string | null) =>
+      scope?.replace(/:([^:]+)$/, (_m, a: string) => `:${a.split(",").sort().join(",")}`);
+    expect(new Set(tokenRequests.map((r) => sorted(r.scope)))).toEqual(
       new Set(["repository:kiln/token:pull,push", "repository:kiln/token:pull"]),
     );
     expect(tokenRequests.length).toBe(2);
 
-    const anonymous = new RegistryClient(registryEndpoint({}, tokenReg.host));
+    const anonymous = new RegistryClient(
+      registryEndpoint({ [tokenReg.host]: { authHosts: [issuerHost] } }, tokenReg.host),
+    );
     await expect(anonymous.getManifest("kiln/token", "1")).rejects.toMatchObject({
       code: "IMAGE.UNAUTHORIZED",
       message: expect.stringContaining("refused (401)"),
@@ -162,7 +171,7 @@ describe("RegistryClient against docker-registry", () => {
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     const host = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
     try {
-      const client = new RegistryClient(registryEndpoint({}, host), { timeoutMs: 300 });
+      const client = new RegistryClient(registryEndpoint({ [host]: {} }, host), { timeoutMs: 300 });
       await expect(client.getManifest("kiln/x", "1")).rejects.toMatchObject({
         code: "IMAGE.UNREACHABLE",
         message: expect.stringContaining("no answer within 300 ms"),
@@ -180,7 +189,9 @@ describe("RegistryClient against docker-registry", () => {
     expect(() =>
       registryEndpoint({ "registry.example.com": { endpoint: "http://registry.example.com" } }, "registry.example.com"),
     ).toThrow(/only loopback/);
-    expect(registryEndpoint({}, "registry.example.com").baseUrl).toBe("https://registry.example.com");
-    expect(registryEndpoint({}, "localhost:5000").baseUrl).toBe("http://localhost:5000");
+    expect(registryEndpoint({ "registry.example.com": {} }, "registry.example.com").baseUrl).toBe(
+      "https://registry.example.com",
+    );
+    expect(registryEndpoint({ "localhost:5000": {} }, "localhost:5000").baseUrl).toBe("http://localhost:5000");
   });
 });

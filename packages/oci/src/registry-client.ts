@@ -6,6 +6,7 @@ import { ImageError } from "./errors.ts";
 import { MANIFEST_ACCEPT } from "./media-types.ts";
 import { basicHeader, parseChallenge, TokenCache, type Credentials } from "./registry-auth.ts";
 import type { RegistryEndpoint } from "./registry-config.ts";
+import { registryFetch, type RegistryFetch } from "./registry-fetch.ts";
 
 /** A manifest bigger than this is not an image manifest (the distribution registry caps at 4 MiB). */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -33,14 +34,14 @@ interface RequestOpts {
 export class RegistryClient {
   private readonly tokens = new TokenCache();
   private useBasic = false;
-  private readonly fetchImpl: typeof fetch;
+  private readonly fetchImpl: RegistryFetch;
   private readonly timeoutMs: number;
 
   constructor(
     readonly endpoint: RegistryEndpoint,
-    opts: { fetch?: typeof fetch; timeoutMs?: number } = {},
+    opts: { timeoutMs?: number } = {},
   ) {
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.fetchImpl = registryFetch(endpoint.hosts, `registry ${endpoint.registry}`);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
   }
 
@@ -148,14 +149,16 @@ export class RegistryClient {
     return `${this.endpoint.registry}/${repository}${reference.startsWith("sha256:") ? "@" : ":"}${reference}`;
   }
 
+  // The status only: an upstream error body is whatever the far side chose to say (an internal
+  // page, another service's answer after a redirect), and the message becomes a user-visible cause.
   private async expectOk(res: Response, what: string): Promise<void> {
     if (res.ok) return;
-    const text = (await res.text().catch(() => "")).slice(0, 300);
+    await res.body?.cancel().catch(() => undefined);
     if (res.status === 401 || res.status === 403)
-      throw new ImageError("IMAGE.UNAUTHORIZED", `${what}: ${res.status} ${text}`);
+      throw new ImageError("IMAGE.UNAUTHORIZED", `${what}: registry answered ${res.status}`);
     if (res.status >= 500 || res.status === 429)
-      throw new ImageError("IMAGE.UNREACHABLE", `${what}: ${res.status} ${text}`);
-    throw new ImageError("IMAGE.BAD_MANIFEST", `${what}: ${res.status} ${text}`);
+      throw new ImageError("IMAGE.UNREACHABLE", `${what}: registry answered ${res.status}`);
+    throw new ImageError("IMAGE.BAD_MANIFEST", `${what}: registry answered ${res.status}`);
   }
 
   /** One request; on a 401 it answers the challenge and tries once more. */
@@ -181,7 +184,7 @@ export class RegistryClient {
         return res;
       } catch (err) {
         clearTimeout(timer);
-        if (opts.signal?.aborted) throw err;
+        if (opts.signal?.aborted || err instanceof ImageError) throw err;
         throw new ImageError(
           "IMAGE.UNREACHABLE",
           `registry ${this.endpoint.registry} unreachable: ${limit.signal.aborted ? `no answer within ${this.timeoutMs} ms` : causeOf(err)}`,
@@ -207,7 +210,7 @@ export class RegistryClient {
       this.useBasic = true;
       auth = basicHeader(creds);
     } else {
-      auth = `Bearer ${await this.tokens.fetch(challenge, opts.scope, creds, this.fetchImpl)}`;
+      auth = `Bearer ${await this.tokens.fetch(challenge, opts.scope, creds, this.fetchImpl, this.endpoint.hosts)}`;
     }
     return send(auth);
   }

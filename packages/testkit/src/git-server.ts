@@ -35,7 +35,7 @@ export async function runGit(cwd: string, args: string[]): Promise<string> {
     return stdout.trim();
   } catch (err) {
     const e = err as Error & { stderr?: string };
-    throw new Error(`git ${args.join(" ")} failed in ${cwd}: ${e.stderr?.trim() || e.message}`);
+    throw new Error(`git ${args.join(" ")} failed in ${cwd}: ${e.stderr?.trim() || e.message}`, { cause: err });
   }
 }
 
@@ -49,6 +49,11 @@ export interface TestGitRepo {
 
 export interface TestGitServer {
   baseUrl: string;
+  /**
+   * The source policy under which its repos register and fetch (docs/adr/0017): local repositories
+   * enabled (it serves on loopback) under its root. Pass it to addRepo.
+   */
+  sourcePolicy: { localReposRoot: string };
   createRepo(name: string, files: Record<string, string>, opts?: { branch?: string }): Promise<TestGitRepo>;
   stop(): Promise<void>;
 }
@@ -256,5 +261,5 @@ export async function startGitServer(opts: { rootDir: string }): Promise<TestGit
       await Promise.all(workDirs.map((d) => rm(d, { recursive: true, force: true })));
     })());
 
-  return { baseUrl, createRepo, stop };
+  return { baseUrl, sourcePolicy: { localReposRoot: rootDir }, createRepo, stop };
 }

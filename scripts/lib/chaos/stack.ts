@@ -20,13 +20,17 @@ export class Stack extends Platform {
     await createOrg(this.db, slug);
     const repo = await git.createRepo(`${slug}.git`, files);
     const secret = `${slug}-secret`;
-    const r = await addRepo(this.db, {
-      orgSlug: slug,
-      name: `${slug}/app`,
-      cloneUrl: repo.cloneUrl,
-      webhookSecret: secret,
-      workflowPath: ".kiln/workflow.yaml",
-    });
+    const r = await addRepo(
+      this.db,
+      {
+        orgSlug: slug,
+        name: `${slug}/app`,
+        cloneUrl: repo.cloneUrl,
+        webhookSecret: secret,
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      git.sourcePolicy,
+    );
     const token = await createApiToken(this.db, { orgSlug: slug, role: "member" });
     const agent = await createAgentToken(this.db, { pool: "default" });
     return { repoId: r.id, repoName: `${slug}/app`, git: repo, secret, token: token.token, agentToken: agent.token };

@@ -2,6 +2,7 @@
 //   heartbeat + watchdog -> sandbox -> checkout -> steps -> destroy (always) -> report.
 // Interruptions (cancel, timeout, fencing, lost lease, agent shutdown) arrive as stop(reason) at
 // any point; the ranked reason, not the steps' exit codes, then decides what is reported.
+import { isCloneUrlError, type SourcePolicy } from "@kiln/oci";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
@@ -44,6 +45,8 @@ export interface AttemptDeps {
   egress?: EgressProxy;
   /** Host-local git mirrors for checkouts (source/git-checkout.ts); without it every checkout asks the forge. */
   gitMirrorDir?: string;
+  /** KILN_LOCAL_REPOS_ROOT: which clone URLs a checkout may fetch from (docs/adr/0017). */
+  source: SourcePolicy;
   /** Pulls and unpacks pinned job images (ADR 0012); without it images are not prepared. */
   images?: ImagePreparer;
   /** Build caches (issue 8); without it caches are restored and saved without a node-local tier. */
@@ -226,11 +229,15 @@ export class AttemptRun {
       await checkoutSource({
         dir: this.sandbox.hostWorkspaceDir,
         ...this.ticket.source,
+        source: this.deps.source,
         signal: this.abort.signal,
         ...(this.deps.gitMirrorDir ? { mirrorDir: this.deps.gitMirrorDir } : {}),
       });
     } catch (err) {
       if (this.abort.signal.aborted) return null;
+      // The repo's registration names a URL this host does not fetch from: no other host would either.
+      if (isCloneUrlError(err))
+        return { outcome: "user_failure", cause: "source.clone_url_refused", message: err.message, exitCode: null };
       return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
     }
     if (this.abort.signal.aborted) return null;

@@ -15,6 +15,11 @@ export function imageFailureVerdict(ref: string, err: unknown): Verdict {
         return { outcome: "user_failure", cause: "image.unsafe_layer", message, exitCode: null };
       case "IMAGE.TOO_LARGE":
         return { outcome: "user_failure", cause: "image.too_large", message, exitCode: null };
+      // Outbound policy (docs/adr/0017): the registry, a redirect or a realm is not configured here.
+      case "IMAGE.REGISTRY_NOT_ALLOWED":
+      case "IMAGE.HOST_NOT_ALLOWED":
+      case "IMAGE.ADDRESS_NOT_ALLOWED":
+        return { outcome: "user_failure", cause: "image.not_allowed", message, exitCode: null };
       case "IMAGE.INVALID_REF":
       case "IMAGE.BAD_MANIFEST":
       case "IMAGE.NO_PLATFORM":

@@ -127,7 +127,7 @@ describe("prepareImage against a real registry", () => {
     const anon = new ImagePreparer({
       cacheDir: path.join(base, "anon"),
       cacheBytes: 1 << 30,
-      registries: {},
+      registries: { [registry.host]: {} }, // listed, without the credentials it needs
       budget: { maxBytes: 1 << 30, maxEntries: 1000 },
       log: capturingLogger(),
     });
@@ -135,6 +135,22 @@ describe("prepareImage against a real registry", () => {
       .prepareImage({ ref: published.ref, digest: published.manifestDigest })
       .catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: "IMAGE.UNAUTHORIZED" });
+    // A registry this host's KILN_REGISTRIES does not list is never contacted (docs/adr/0017).
+    const unlisted = new ImagePreparer({
+      cacheDir: path.join(base, "unlisted"),
+      cacheBytes: 1 << 30,
+      registries: {},
+      budget: { maxBytes: 1 << 30, maxEntries: 1000 },
+      log: capturingLogger(),
+    });
+    const notAllowed = await unlisted
+      .prepareImage({ ref: published.ref, digest: published.manifestDigest })
+      .catch((e: unknown) => e);
+    expect(notAllowed).toMatchObject({ code: "IMAGE.REGISTRY_NOT_ALLOWED" });
+    expect(imageFailureVerdict(published.ref, notAllowed)).toMatchObject({
+      outcome: "user_failure",
+      cause: "image.not_allowed",
+    });
     expect(imageFailureVerdict(published.ref, refused)).toMatchObject({
       outcome: "platform_failure",
       cause: "image.pull_failed",

@@ -1,23 +1,22 @@
 // Puts the commit under test into the (still empty) workspace. Runs as the agent, outside the
 // sandbox, before any user code: `git init` + shallow fetch of exactly one commit + checkout.
-// Git gets a clean environment too: no agent tokens, no user/system git config (credential
-// helpers, url rewrites), no prompts, and only ordinary transports (never `ext::`).
-import { spawn } from "node:child_process";
+// The clone URL is checked against the source policy first (docs/adr/0017: https to public
+// addresses; file:// and loopback only when the operator enabled local repositories), and git runs
+// through @kiln/oci's runGit: a minimal environment (no agent token, no user/system git config), no
+// prompts, no redirects, DNS pinned to the checked addresses, only the URL's own transport.
 import { createHash } from "node:crypto";
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { redactUrlCredentials } from "@kiln/logger";
+import {
+  GitError,
+  isCloneUrlError,
+  prepareCloneUrl,
+  runGit,
+  type GitProtocol,
+  type PreparedCloneUrl,
+  type SourcePolicy,
+} from "@kiln/oci";
 
-const GIT_ENV = {
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-  HOME: "/nonexistent",
-  LC_ALL: "C",
-  GIT_TERMINAL_PROMPT: "0",
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_ALLOW_PROTOCOL: "http:https:ssh:git:file",
-};
-const STDERR_KEEP_BYTES = 2_000;
 const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
 
 export class CheckoutError extends Error {
@@ -28,6 +27,8 @@ export interface CheckoutSpec {
   dir: string;
   cloneUrl: string;
   commitSha: string;
+  /** KILN_LOCAL_REPOS_ROOT on this host: which clone URLs git may fetch from. */
+  source: SourcePolicy;
   signal?: AbortSignal;
   timeoutMs?: number;
   /**
@@ -38,20 +39,33 @@ export interface CheckoutSpec {
   mirrorDir?: string;
 }
 
+/**
+ * Throws CloneUrlError (from @kiln/oci, with a SOURCE.* code) when the URL is refused: the repo's
+ * registration is at fault, not this host. Other failures are CheckoutErrors with redacted text.
+ */
 export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
-  // Both values end up as git arguments: refuse anything git could read as an option.
-  if (spec.cloneUrl.startsWith("-") || spec.cloneUrl.length === 0) throw new CheckoutError("invalid clone URL");
   if (!/^[0-9a-f]{7,64}$/i.test(spec.commitSha))
     throw new CheckoutError(`invalid commit sha ${JSON.stringify(spec.commitSha.slice(0, 80))}`);
+  // Also refuses anything git could read as an option (a leading dash).
+  const remote = await prepareCloneUrl(spec.cloneUrl, spec.source).catch((err: unknown) => {
+    if (isCloneUrlError(err)) throw err;
+    throw new CheckoutError(`cannot reach the clone URL's host: ${errorText(err)}`);
+  });
   const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
   const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
-  const source = spec.mirrorDir
-    ? await mirrorWithCommit(spec.mirrorDir, spec.cloneUrl, spec.commitSha, signal)
-    : spec.cloneUrl;
+  // From the mirror, the workspace fetch is a local one: only the file transport, no remote config.
+  const [from, config, protocol]: [string, string[], GitProtocol] = spec.mirrorDir
+    ? [await mirrorWithCommit(spec.mirrorDir, remote, spec.commitSha, signal), [], "file"]
+    : [remote.url, remote.gitConfig, remote.protocol];
   // No template: git's sample hooks and description are copied on every init otherwise, and
   // were a third of a warm checkout's time here (docs/benchmarks.md).
   await git("init", ["init", "-q", "--template=", spec.dir], signal);
-  await git("fetch", ["-C", spec.dir, "fetch", "-q", "--depth", "1", "--", source, spec.commitSha], signal);
+  await git(
+    "fetch",
+    [...config, "-C", spec.dir, "fetch", "-q", "--depth", "1", "--", from, spec.commitSha],
+    signal,
+    protocol,
+  );
   await git("checkout", ["-C", spec.dir, "checkout", "-q", "FETCH_HEAD"], signal);
 }
 
@@ -67,11 +81,11 @@ function remember(key: string): void {
 
 async function mirrorWithCommit(
   mirrorDir: string,
-  cloneUrl: string,
+  remote: PreparedCloneUrl,
   sha: string,
   signal: AbortSignal,
 ): Promise<string> {
-  const dir = path.join(mirrorDir, `${createHash("sha256").update(cloneUrl).digest("hex").slice(0, 32)}.git`);
+  const dir = path.join(mirrorDir, `${createHash("sha256").update(remote.url).digest("hex").slice(0, 32)}.git`);
   // A commit this process put into (or found in) the mirror stays there: no mirror is ever pruned
   // while the agent runs, so one git process per checkout is saved.
   const known = `${dir}\0${sha}`;
@@ -107,8 +121,20 @@ async function mirrorWithCommit(
     // Kept under a ref of its own so the mirror's housekeeping never prunes it.
     await git(
       "fetch",
-      ["--git-dir", dir, "fetch", "-q", "--depth", "1", "--", cloneUrl, `+${sha}:refs/kiln/${sha}`],
+      [
+        ...remote.gitConfig,
+        "--git-dir",
+        dir,
+        "fetch",
+        "-q",
+        "--depth",
+        "1",
+        "--",
+        remote.url,
+        `+${sha}:refs/kiln/${sha}`,
+      ],
       signal,
+      remote.protocol,
     );
   });
   const tail = run.then(
@@ -124,44 +150,15 @@ async function mirrorWithCommit(
   return dir;
 }
 
-function git(what: string, args: string[], signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new CheckoutError("checkout aborted"));
-    // Own process group so an abort also stops git's helpers (git-remote-https, ...).
-    const child = spawn("git", args, { env: GIT_ENV, detached: true, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_KEEP_BYTES);
-    });
-    const onAbort = (): void => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already exited
-      }
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    child.once("error", (err) => {
-      signal.removeEventListener("abort", onAbort);
-      reject(new CheckoutError(`cannot run git: ${err.message}`));
-    });
-    child.once("close", (code, sig) => {
-      signal.removeEventListener("abort", onAbort);
-      if (code === 0) return resolve();
-      const why = signal.aborted
-        ? timedOut(signal)
-          ? "timed out"
-          : "aborted"
-        : sig
-          ? `killed by ${sig}`
-          : `exited with code ${code}`;
-      const detail = redactUrlCredentials(stderr.trim());
-      reject(new CheckoutError(`git ${what} ${why}${detail ? `: ${detail}` : ""}`));
-    });
-  });
+async function git(what: string, args: string[], signal: AbortSignal, protocol?: GitProtocol): Promise<void> {
+  try {
+    await runGit(args, { what, signal, protocols: protocol ? [protocol] : [], maxStdoutBytes: 64 * 1024 });
+  } catch (err) {
+    if (err instanceof GitError) throw new CheckoutError(err.message);
+    throw err;
+  }
 }
 
-function timedOut(signal: AbortSignal): boolean {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error && reason.name === "TimeoutError";
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

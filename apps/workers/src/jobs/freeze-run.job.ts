@@ -15,10 +15,11 @@ export const freezeRunJob = defineJob({
   expireInSeconds: 120,
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
-  handle: async ({ db, gitCacheDir, registries, poolImages, log }, data, job) => {
+  handle: async ({ db, gitCacheDir, source, registries, poolImages, log }, data, job) => {
     const outcome = await freezeRun(db, {
       runId: data.runId,
       gitCacheDir,
+      source,
       registries,
       poolImages,
       log: log.child({ queue: "run-freeze", job_id: job.id }),

@@ -1,7 +1,7 @@
 import type { Db } from "@kiln/db";
 import type { EngineConfig } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import type { RegistryConfig } from "@kiln/oci";
+import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import type { Job, PgBoss } from "pg-boss";
 import type { z } from "zod";
 
@@ -10,6 +10,8 @@ export interface WorkerDeps {
   boss: PgBoss;
   cfg: EngineConfig;
   gitCacheDir: string;
+  /** KILN_LOCAL_REPOS_ROOT: which clone URLs git may fetch from (docs/adr/0017). */
+  source: SourcePolicy;
   /** The workers' logger; handlers add the ids they have (queue, job, run). */
   log: Logger;
   /** KILN_REGISTRIES: where freezing resolves image tags (ADR 0012). */

@@ -32,6 +32,10 @@ const CAUSES: Record<ImageErrorCode, { kind: "not_found" | "unreachable" | "inva
   "IMAGE.UNAUTHORIZED": { kind: "invalid", cause: "image.unauthorized" },
   "IMAGE.INSECURE": { kind: "invalid", cause: "image.insecure" },
   "IMAGE.UNSAFE_LAYER": { kind: "invalid", cause: "image.unsafe_layer" },
+  // The outbound policy (docs/adr/0017): a registry, redirect or realm the operator did not configure.
+  "IMAGE.REGISTRY_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
+  "IMAGE.HOST_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
+  "IMAGE.ADDRESS_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
 };
 
 export async function resolveImage(
@@ -41,11 +45,13 @@ export async function resolveImage(
 ): Promise<ResolveImageResult> {
   try {
     const parsed = parseImageRef(ref);
+    // Refused here even when pinned: the agents would refuse it later, after a dispatch.
+    const endpoint = registryEndpoint(config, parsed.registry);
     // Already pinned by the author: nothing to resolve, and no reason to depend on the registry now.
     if (parsed.digest) return { ok: true, ref, digest: parsed.digest, pinned: pinnedRef(parsed, parsed.digest) };
     let client = clients.get(parsed.registry);
     if (!client) {
-      client = new RegistryClient(registryEndpoint(config, parsed.registry));
+      client = new RegistryClient(endpoint);
       clients.set(parsed.registry, client);
     }
     const top = await client.getManifest(parsed.repository, parsed.tag ?? "latest");

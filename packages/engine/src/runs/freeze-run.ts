@@ -1,7 +1,7 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
 import { silentLogger, type Logger } from "@kiln/logger";
-import type { RegistryConfig } from "@kiln/oci";
+import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
 import { recordTransition } from "../shared/journal.ts";
@@ -26,6 +26,8 @@ export async function freezeRun(
   input: {
     runId: string;
     gitCacheDir: string;
+    /** Which clone URLs git may fetch from (KILN_LOCAL_REPOS_ROOT; docs/adr/0017). */
+    source: SourcePolicy;
     finalTry: boolean;
     registries?: RegistryConfig;
     poolImages?: Record<string, string>;
@@ -55,6 +57,7 @@ export async function freezeRun(
     cloneUrl: run.clone_url,
     commitSha: run.commit_sha,
     filePath: run.workflow_path,
+    source: input.source,
   });
   const log = (input.log ?? silentLogger).child({ org_id: run.org_id, run_id: input.runId });
   if (!file.ok) {
@@ -66,7 +69,12 @@ export async function freezeRun(
       await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
       return "gave_up";
     }
-    const cause = file.kind === "not_found" ? "workflow.not_found" : "workflow.invalid";
+    const cause =
+      file.kind === "not_found"
+        ? "workflow.not_found"
+        : file.kind === "refused"
+          ? "source.clone_url_refused"
+          : "workflow.invalid";
     await failFreeze(db, input.runId, "user_failure", cause, file.message, null);
     return "invalid";
   }

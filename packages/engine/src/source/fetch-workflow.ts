@@ -1,16 +1,23 @@
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
-
-const run = promisify(execFile);
+import {
+  checkCloneUrl,
+  isCloneUrlError,
+  prepareCloneUrl,
+  redactCredentials,
+  runGit,
+  type PreparedCloneUrl,
+  type SourcePolicy,
+} from "@kiln/oci";
 
 export type FetchResult =
   | { ok: true; content: string; sha256: string }
   | { ok: false; kind: "not_found"; message: string }
   | { ok: false; kind: "unreachable"; message: string }
-  | { ok: false; kind: "too_large"; message: string };
+  | { ok: false; kind: "too_large"; message: string }
+  /** The clone URL is one Kiln does not fetch from (docs/adr/0017); `code` names the rule. */
+  | { ok: false; kind: "refused"; code: string; message: string };
 
 const MAX_WORKFLOW_BYTES = 256 * 1024;
 
@@ -51,9 +58,11 @@ function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Reads one file at an exact commit from the repo's git URL (file://, http(s)://). The bytes come
- * from the commit object, never from a branch, so a later push cannot change what a run means.
- * A mirror per repo under `cacheDir` keeps repeated fetches cheap.
+ * Reads one file at an exact commit from the repo's git URL (https://, or file:// and loopback when
+ * the operator enabled local repositories). The bytes come from the commit object, never from a
+ * branch, so a later push cannot change what a run means. A mirror per repo under `cacheDir` keeps
+ * repeated fetches cheap. Git runs with a minimal environment (never the app's: it holds
+ * DATABASE_URL and keys) and only the URL's own transport.
  */
 export async function fetchWorkflowFile(opts: {
   cacheDir: string;
@@ -61,17 +70,26 @@ export async function fetchWorkflowFile(opts: {
   cloneUrl: string;
   commitSha: string;
   filePath: string;
+  source: SourcePolicy;
   timeoutMs?: number;
 }): Promise<FetchResult> {
   const cacheKey = `${opts.repoId}\0${opts.cloneUrl}\0${opts.commitSha}\0${opts.filePath}`;
   const hit = found.get(cacheKey);
   if (hit) return hit;
+  const shown = redactCredentials(opts.cloneUrl);
+  try {
+    checkCloneUrl(opts.cloneUrl, opts.source); // even when the mirror already has the commit
+  } catch (e) {
+    if (isCloneUrlError(e)) return { ok: false, kind: "refused", code: e.code, message: e.message };
+    throw e;
+  }
   const dir = path.join(opts.cacheDir, `${opts.repoId}.git`);
-  const git = (args: string[]) =>
-    run("git", ["-C", dir, ...args], {
-      timeout: opts.timeoutMs ?? 30_000,
-      maxBuffer: MAX_WORKFLOW_BYTES * 4,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "/bin/false" },
+  const git = (args: string[], remote?: PreparedCloneUrl) =>
+    runGit([...(remote?.gitConfig ?? []), "-C", dir, ...args], {
+      what: args[0] ?? "",
+      protocols: remote ? [remote.protocol] : [],
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      maxStdoutBytes: MAX_WORKFLOW_BYTES * 4,
     });
   const hasCommit = () =>
     git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(
@@ -93,9 +111,22 @@ export async function fetchWorkflowFile(opts: {
         }
         // Checked again inside the queue: the fetch ahead of us may have brought this very commit.
         if (await hasCommit()) return null;
+        // Checked before every fetch, not only when the repo was registered: the rule or the
+        // name's DNS answer may have changed since, and git is pinned to the addresses checked here.
+        let remote: PreparedCloneUrl;
+        try {
+          remote = await prepareCloneUrl(opts.cloneUrl, opts.source);
+        } catch (e) {
+          if (isCloneUrlError(e)) return { ok: false, kind: "refused", code: e.code, message: e.message };
+          return {
+            ok: false,
+            kind: "unreachable",
+            message: `could not fetch ${shown}: ${redactCredentials(errText(e))}`,
+          };
+        }
         for (let tryNo = 0; ; tryNo++) {
           try {
-            await git(["fetch", "-q", "--no-tags", "--depth=1", opts.cloneUrl, opts.commitSha]);
+            await git(["fetch", "-q", "--no-tags", "--depth=1", "--", remote.url, opts.commitSha], remote);
             return null;
           } catch (e) {
             const msg = errText(e);
@@ -110,7 +141,10 @@ export async function fetchWorkflowFile(opts: {
               )
             ) {
               // Servers that refuse fetch-by-id still serve full history; the commit may be in it.
-              const full = await git(["fetch", "-q", "--no-tags", opts.cloneUrl, "+refs/*:refs/kiln/*"]).then(
+              const full = await git(
+                ["fetch", "-q", "--no-tags", "--", remote.url, "+refs/*:refs/kiln/*"],
+                remote,
+              ).then(
                 () => true,
                 () => false,
               );
@@ -118,20 +152,20 @@ export async function fetchWorkflowFile(opts: {
               return {
                 ok: false,
                 kind: "not_found",
-                message: `commit ${opts.commitSha} does not exist in ${opts.cloneUrl}`,
+                message: `commit ${opts.commitSha} does not exist in ${shown}`,
               };
             }
             return {
               ok: false,
               kind: "unreachable",
-              message: `could not fetch ${opts.cloneUrl}: ${msg.slice(0, 300)}`,
+              message: `could not fetch ${shown}: ${redactCredentials(msg).slice(0, 300)}`,
             };
           }
         }
       });
   if (missing) return missing;
   const size = await git(["cat-file", "-s", `${opts.commitSha}:${opts.filePath}`]).then(
-    (r) => Number(r.stdout.trim()),
+    (r) => Number(r.trim()),
     () => null,
   );
   if (size === null)
@@ -143,14 +177,13 @@ export async function fetchWorkflowFile(opts: {
       message: `${opts.filePath} is ${size} bytes; the limit is ${MAX_WORKFLOW_BYTES}`,
     };
   }
-  const blob = await git(["cat-file", "blob", `${opts.commitSha}:${opts.filePath}`]);
-  const content = blob.stdout;
+  const content = await git(["cat-file", "blob", `${opts.commitSha}:${opts.filePath}`]);
   const result = { ok: true as const, content, sha256: createHash("sha256").update(content).digest("hex") };
   remember(cacheKey, result);
   return result;
 }
 
+// A GitError's message already carries git's (redacted) stderr.
 function errText(e: unknown): string {
-  const o = e as { stderr?: string; message?: string };
-  return `${o.stderr ?? ""} ${o.message ?? ""}`.trim();
+  return e instanceof Error ? e.message : String(e);
 }

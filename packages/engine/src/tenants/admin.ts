@@ -1,7 +1,7 @@
 import { withTx, type Db } from "@kiln/db";
 import { DomainError, isBranchName, ROLES, type Role } from "@kiln/domain";
+import { checkCloneUrl, isCloneUrlError, type SourcePolicy } from "@kiln/oci";
 import { hashSecret, newSecret } from "../identity/tokens.ts";
-import { isBranchName } from "../runs/commit-on-ref.ts";
 
 // Tenant administration shared by the `kiln` CLI, `npm run up` and tests.
 
@@ -28,6 +28,12 @@ export async function createOrg(db: Db, slug: string): Promise<{ id: string; slu
   return { id: await orgIdOf(db, slug), slug, created: false };
 }
 
+/**
+ * Registers (or re-points) a repo. The clone URL is checked against the source policy here, so a
+ * refused URL is named at once (REPO.CLONE_URL_REFUSED, details.reason = the SOURCE.* rule); the
+ * workers and agents check it again before every git run. `source` is the operator's setting:
+ * without it only https:// URLs are accepted (docs/adr/0017).
+ */
 export async function addRepo(
   db: Db,
   input: {
@@ -39,11 +45,16 @@ export async function addRepo(
     /** A branch name (default "main"): manual triggers' default ref and every run's fallback cache ref. */
     defaultBranch?: string;
   },
+  source: SourcePolicy = { localReposRoot: null },
 ): Promise<{ id: string; fullName: string }> {
   if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(input.name))
     throw new DomainError("REQUEST.INVALID", "repo name must look like owner/name");
-  if (!/^(file|https?):\/\//.test(input.cloneUrl))
-    throw new DomainError("REQUEST.INVALID", "clone URL must be file://, http:// or https://");
+  try {
+    checkCloneUrl(input.cloneUrl, source);
+  } catch (err) {
+    if (isCloneUrlError(err)) throw new DomainError("REPO.CLONE_URL_REFUSED", err.message, { reason: err.code });
+    throw err;
+  }
   if (input.webhookSecret.length < 8)
     throw new DomainError("REQUEST.INVALID", "webhook secret must be at least 8 characters");
   if (input.workflowPath.startsWith("/") || input.workflowPath.split("/").includes(".."))

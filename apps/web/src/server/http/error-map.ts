@@ -48,6 +48,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   "IDEMPOTENCY.IN_FLIGHT": 409,
   "IDEMPOTENCY.KEY_REQUIRED": 400,
   "REPO.NOT_FOUND": 404,
+  // A clone URL outside the source policy (docs/adr/0017): the request is well-formed, the URL refused.
+  "REPO.CLONE_URL_REFUSED": 422,
   "REQUEST.INVALID": 400,
   "REQUEST.TOO_LARGE": 413,
   // A manual trigger's ref the repository does not have, or a commit that is not on it (issue 15).

@@ -38,7 +38,7 @@ export async function seedOrg(db: Db, slug: string, role: Role = "member"): Prom
   const repo = await addRepo(db, {
     orgSlug: slug,
     name: `${slug}/app`,
-    cloneUrl: "file:///nonexistent",
+    cloneUrl: `https://git.example.invalid/${slug}/app.git`, // never fetched: views read rows only
     webhookSecret: "s3cret-value",
     workflowPath: ".kiln/workflow.yaml",
   });
