@@ -2,10 +2,10 @@ import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const SCREENSHOTS = path.join(ROOT, "docs/screenshots");
+const SCREENSHOTS = path.join(ROOT, "docs/screenshots");
 
 /**
  * Real Chromium (Debian's /usr/bin/chromium, installed by CI; never a downloaded browser) driven by
@@ -70,4 +70,4 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-export type { Browser, Page };
+export type { Page };

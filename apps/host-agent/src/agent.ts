@@ -13,7 +13,7 @@ import type { Logger } from "@kiln/logger";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
 
-export const SHUTDOWN_BUDGET_MS = 5_000;
+const SHUTDOWN_BUDGET_MS = 5_000;
 
 export interface HostAgentDeps {
   env: AgentEnv;

@@ -122,7 +122,7 @@ export class FaultStack extends Platform {
   }
 }
 
-export function pushBody(repoName: string, sha: string): string {
+function pushBody(repoName: string, sha: string): string {
   return JSON.stringify({
     ref: "refs/heads/main",
     before: "0".repeat(40),

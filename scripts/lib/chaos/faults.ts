@@ -7,14 +7,6 @@ import type { Random } from "./random.ts";
 import { sleep, type Stack } from "./stack.ts";
 
 export type FaultKind = "kill-web" | "kill-workers" | "kill-agent" | "freeze-agent" | "terminate-db-sessions";
-export const FAULT_KINDS: readonly FaultKind[] = [
-  "kill-web",
-  "kill-workers",
-  "kill-agent",
-  "freeze-agent",
-  "terminate-db-sessions",
-];
-
 export interface FaultPlan {
   webs: string[];
   workers: string[];

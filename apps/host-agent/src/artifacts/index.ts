@@ -1,1 +1,1 @@
-export { ArtifactTransfer, type ArtifactTransferDeps } from "./artifact-transfer.ts";
+export { ArtifactTransfer } from "./artifact-transfer.ts";

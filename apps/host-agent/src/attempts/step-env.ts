@@ -3,7 +3,7 @@
 import type { JobTicket } from "../control-client.ts";
 import type { SandboxPaths } from "../sandboxes/index.ts";
 
-export const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
+const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
 
 export function buildStepEnv(ticket: JobTicket, paths: SandboxPaths): Record<string, string> {
   return {

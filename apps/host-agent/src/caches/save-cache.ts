@@ -11,7 +11,7 @@ import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
 import { packCache } from "./pack-cache.ts";
 
-export const UNTRUSTED_REFUSAL = "cache write refused: untrusted run";
+const UNTRUSTED_REFUSAL = "cache write refused: untrusted run";
 
 export type SaveOutcome =
   | { result: "saved" | "already_bound" | "conflict"; bytes: number; ms: number; key: string }

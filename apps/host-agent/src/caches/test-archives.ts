@@ -30,7 +30,7 @@ export function rawTar(members: RawMember[], end = true): Buffer {
 }
 
 /** The manifest an attacker who controls the whole archive would write for these members. */
-export function agreeingManifest(paths: string[], members: RawMember[]): Buffer {
+function agreeingManifest(paths: string[], members: RawMember[]): Buffer {
   const entries: CacheManifestEntry[] = members.map((m) => {
     const path = m.name.endsWith("/") ? m.name.slice(0, -1) : m.name;
     if (m.type === "5") return { type: "dir", path, mode: m.mode ?? 0o755 };

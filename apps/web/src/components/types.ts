@@ -3,11 +3,10 @@ import type { AppRouter } from "@/server/trpc/router.ts";
 
 type Out = inferRouterOutputs<AppRouter>;
 export type RunPageData = Out["runs"]["get"];
-export type RunData = RunPageData["run"];
+type RunData = RunPageData["run"];
 export type JobData = RunData["jobs"][number];
 export type OverviewData = Out["runs"]["overview"];
 export type RunRowData = Out["runs"]["list"]["runs"][number];
-export type JobHeaderData = Out["jobs"]["get"];
 export type Membership = Out["tenants"]["list"][number];
 export type OrgSettingsData = Out["tenants"]["settings"];
 export type PoolEntitlementData = OrgSettingsData["entitlements"][number];

@@ -42,7 +42,7 @@ interface Services {
   logs: () => LogServices;
 }
 
-export interface LogServices {
+interface LogServices {
   cfg: LogConfig;
   publisher: LogPublisher;
   follower: Omit<LogFollowerDeps, "db">;

@@ -32,7 +32,7 @@ export const gcArtifactsJob = defineJob({
 });
 
 /** One pass, in batches until nothing is left (each batch re-queries, so progress is never lost). */
-export async function runArtifactGc(db: Db, store: ArtifactStore, maxBatches = 50): Promise<ArtifactGcReport> {
+async function runArtifactGc(db: Db, store: ArtifactStore, maxBatches = 50): Promise<ArtifactGcReport> {
   const total: ArtifactGcReport = { abandoned: 0, abortedUploads: 0, deletedObjects: 0, abortUnsupported: 0 };
   for (let i = 0; i < maxBatches; i++) {
     const r = await collectArtifactGarbage(db, store, { limit: 100 });

@@ -503,7 +503,7 @@ function ticketFrom(cfg: EngineConfig, key: SigningKey, a: Claimed): JobTicket {
 }
 
 /** A ticket read back from the database: a retried claim (same claim_request_id) gets its original one. */
-export async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId: string): Promise<JobTicket> {
+async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId: string): Promise<JobTicket> {
   const rows = await db.$queryRaw<
     {
       id: string;

@@ -118,7 +118,7 @@ function verifyChunk(c: IncomingChunk): void {
 }
 
 /** Locks the attempt's log row, creating it on first use. Every log state change takes this lock. */
-export async function lockLog(c: SqlClient, attemptId: string): Promise<LockedLog> {
+async function lockLog(c: SqlClient, attemptId: string): Promise<LockedLog> {
   const q = {
     name: "log-lock",
     text: "SELECT state, next_seq, stdout_bytes, stderr_bytes FROM log_attempt WHERE attempt_id = $1 FOR UPDATE",

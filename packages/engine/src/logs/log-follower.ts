@@ -39,7 +39,7 @@ export interface FollowRequest {
   plan: Exclude<LogStreamPlan, { kind: "done" }>;
 }
 
-export function dataFrame(epoch: number, seq: number, stream: LogStream, offset: number, base64: string): string {
+function dataFrame(epoch: number, seq: number, stream: LogStream, offset: number, base64: string): string {
   return `id: ${encodeLogCursor({ epoch, kind: "chunk", seq })}\ndata: {"stream":"${stream}","offset":${offset},"data":"${base64}"}\n\n`;
 }
 

@@ -35,7 +35,7 @@ interface JobRow {
   pool: string;
 }
 
-export async function loadJobs(tx: Tx, runId: string): Promise<JobRow[]> {
+async function loadJobs(tx: Tx, runId: string): Promise<JobRow[]> {
   return tx.$queryRaw<JobRow[]>`
     SELECT id, job_index, name, needs, status, outcome, cause, pool FROM job_run WHERE run_id = ${runId}::uuid ORDER BY job_index`;
 }

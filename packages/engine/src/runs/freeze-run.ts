@@ -130,7 +130,7 @@ export async function freezeRun(
 }
 
 /** A job without `tier:` gets its trigger's: people waiting on a push, PR or click are interactive. */
-export function defaultTier(trigger: string): "interactive" | "scheduled" | "background" {
+function defaultTier(trigger: string): "interactive" | "scheduled" | "background" {
   return trigger === "schedule" ? "scheduled" : "interactive";
 }
 

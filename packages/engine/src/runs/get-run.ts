@@ -39,7 +39,7 @@ export interface JobView {
   queue: QueueInfo | null;
   attempts: AttemptView[];
 }
-export interface AttemptView {
+interface AttemptView {
   epoch: number;
   status: string;
   outcome: string | null;

@@ -12,9 +12,9 @@
 import { SseParser, type SseEvent } from "./sse-parser.ts";
 import type { LogStream } from "./log-lines.ts";
 
-export type LogTerminal = "sealed" | "truncated" | "gapped";
+type LogTerminal = "sealed" | "truncated" | "gapped";
 /** How the whole log ended: the last attempt's terminal, or "empty" when no attempt ever ran. */
-export type LogEnd = LogTerminal | "empty";
+type LogEnd = LogTerminal | "empty";
 
 export type SourceState =
   | { kind: "connecting" }
@@ -163,7 +163,7 @@ async function errorMessage(res: Response): Promise<string> {
 
 const fromBase64 = (Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array }).fromBase64;
 
-export function decodeBase64(b64: string): Uint8Array {
+function decodeBase64(b64: string): Uint8Array {
   if (fromBase64) return fromBase64(b64);
   const bin = atob(b64);
   const out = new Uint8Array(bin.length);

@@ -5,7 +5,7 @@ import { runFilters, type RunFilters } from "@kiln/domain";
 export type { RunFilters };
 
 /** URL values to filters, dropping (not failing on) any field that is not valid. */
-export function parseFilters(get: (key: string) => string | null): RunFilters {
+function parseFilters(get: (key: string) => string | null): RunFilters {
   const out: Record<string, string> = {};
   for (const [key, schema] of Object.entries(runFilters.shape)) {
     const v = get(key);

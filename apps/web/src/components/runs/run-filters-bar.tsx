@@ -26,7 +26,7 @@ function Field({ label, children }: { label: string; children: (id: string) => R
 }
 
 /** "main" means refs/heads/main; a full ref (refs/pull/12/merge) is used as typed. */
-export function normaliseRef(input: string): string | undefined {
+function normaliseRef(input: string): string | undefined {
   const v = input.trim();
   if (!v) return undefined;
   return v.startsWith("refs/") ? v : `refs/heads/${v}`;

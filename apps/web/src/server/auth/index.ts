@@ -3,7 +3,9 @@ import { cache } from "react";
 import { authConfig } from "./config.ts";
 
 // Lazy: the config (and its env validation) is built on the first request, not during `next build`.
-export const { handlers, auth, signIn, signOut } = NextAuth(() => authConfig());
+const nextAuth = NextAuth(() => authConfig());
+export const { handlers, signIn, signOut } = nextAuth;
+const { auth } = nextAuth;
 
 export interface SessionUser {
   id: string;

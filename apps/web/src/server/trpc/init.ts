@@ -44,7 +44,6 @@ function inputIssues(cause: unknown): { field: string; message: string }[] | nul
 }
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 /** Turns DomainErrors into tRPC errors with their mapped code (and the DB being down into 503). */
 const mapErrors = t.middleware(async ({ next }) => {
@@ -62,7 +61,7 @@ const mapErrors = t.middleware(async ({ next }) => {
   return res;
 });
 
-export const publicProcedure = t.procedure.use(mapErrors);
+const publicProcedure = t.procedure.use(mapErrors);
 
 export const authedProcedure = publicProcedure.use(({ ctx, next }) => {
   if (!ctx.user) throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to continue" });

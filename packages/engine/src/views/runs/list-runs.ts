@@ -88,7 +88,7 @@ export async function listRuns(
   };
 }
 
-export function toRow(r: Raw): RunRow {
+function toRow(r: Raw): RunRow {
   return {
     ...r,
     outcome_class: r.outcome ? classifyOutcome(r.outcome) : null,

@@ -27,7 +27,7 @@ export type SettingsChange =
   | { kind: "egress"; id: string; at: string; actor: string; pattern: string; action: "allow" | "remove" };
 
 /** A second cache writer whose bytes differed from the bound entry's (docs/adr/0014). */
-export interface CacheConflictView {
+interface CacheConflictView {
   id: string;
   at: string;
   repo: string;
@@ -49,7 +49,7 @@ export interface OrgSettingsView {
   changes: SettingsChange[];
 }
 
-export const RECENT_CHANGES = 20;
+const RECENT_CHANGES = 20;
 
 export async function getOrgSettings(
   db: DbOrTx,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { listRuns as listRunsView, runFilters } from "../engine-views.ts";
 import { readProcedure } from "../init.ts";
 
-export const listRunsInput = z.object({
+const listRunsInput = z.object({
   filters: runFilters.default({}),
   /** Opaque keyset cursor from the previous page's next_cursor. */
   cursor: z.string().max(200).nullish(),

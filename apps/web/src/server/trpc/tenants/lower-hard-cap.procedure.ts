@@ -2,7 +2,7 @@ import { lowerOwnHardCap } from "@kiln/engine";
 import { z } from "zod";
 import { adminProcedure } from "../init.ts";
 
-export const lowerHardCapInput = z.object({
+const lowerHardCapInput = z.object({
   pool: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "use lowercase letters, digits and dashes (up to 63)"),
   hardCap: z.number().int("must be a whole number").min(0, "must be 0 or more").max(100_000, "must be at most 100000"),
 });

@@ -2,7 +2,7 @@ import { setEntitlementAsPlatformAdmin } from "@kiln/engine";
 import { z } from "zod";
 import { authedProcedure } from "../init.ts";
 
-export const setEntitlementInput = z
+const setEntitlementInput = z
   .object({
     org: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "not an org slug"),
     pool: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "use lowercase letters, digits and dashes (up to 63)"),
