@@ -281,6 +281,23 @@ describe("build caches across runs and hosts", () => {
     expect(await jobLog(sixth.jobs[0].id, "stdout")).toMatch(/restored: built-by-/);
   }, 300_000);
 
+  it("a manual trigger names a ref its commit must be on (default: the default branch), else a 4xx with a code", async () => {
+    const trigger = (key: string, body: Record<string, unknown>) =>
+      p.api("POST", `/v1/repos/${tenant.repoId}/workflow-runs`, tenant.token, body, { "idempotency-key": key });
+    const base = { workflow_path: ".kiln/workflow.yaml", commit_sha: firstSha };
+    // The runs above named no ref: they ran (and cached) as the default branch.
+    const refs = await p.db.$queryRaw<{ ref: string | null }[]>`
+      SELECT DISTINCT ref FROM workflow_run WHERE repo_id = ${tenant.repoId}::uuid AND trigger = 'manual'`;
+    expect(refs).toEqual([{ ref: "refs/heads/main" }]);
+    const unknown = await trigger("ref-unknown", { ...base, ref: "no-such-branch" });
+    expect(unknown).toMatchObject({ status: 422, json: { error: { code: "REPO.REF_NOT_FOUND" } } });
+    // A commit from another repository's history (a fork's head, say) is not on main.
+    const elsewhere = await p.git.createRepo("caches-elsewhere.git", { "x.txt": "not ours\n" });
+    const foreign = await trigger("ref-foreign", { ...base, commit_sha: elsewhere.headSha });
+    expect(foreign).toMatchObject({ status: 422, json: { error: { code: "RUN.COMMIT_NOT_ON_REF" } } });
+    expect((await trigger("ref-bad", { ...base, ref: "refs/pull/1/head" })).status).toBe(400);
+  });
+
   it("a finished or stale epoch gets 409 on every cache call; bad bodies get 4xx, never a 500", async () => {
     const jobs = await p.db.$queryRaw<{ job_id: string; attempt_id: string }[]>`
       SELECT a.job_id, a.id AS attempt_id FROM attempt a JOIN workflow_run r ON r.id = a.run_id WHERE r.trust_class = 'trusted' ORDER BY a.claimed_at LIMIT 1`;
