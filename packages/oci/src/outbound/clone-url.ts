@@ -131,7 +131,8 @@ export function checkCloneUrl(raw: string, policy: SourcePolicy): CheckedCloneUr
       }
       if (!within(local, localPath))
         throw refuse("SOURCE.OUTSIDE_LOCAL_ROOT", raw, `is outside the local repository root ${local}`);
-      return { url: url.href, protocol: "file", localPath };
+      // The decoded, normalised path itself: `..` after a symlink would resolve elsewhere for git.
+      return { url: `file://${localPath}`, protocol: "file", localPath };
     }
     default:
       throw refuse(
@@ -171,7 +172,8 @@ export async function prepareCloneUrl(raw: string, policy: SourcePolicy): Promis
         raw,
         `resolves outside the local repository root ${policy.localReposRoot}`,
       );
-    return { ...checked, gitConfig };
+    // Git opens the path that was checked, not one a symlink could re-point in between.
+    return { ...checked, url: `file://${real}`, localPath: real, gitConfig };
   }
   const url = new URL(raw);
   const allowed = new Set([
