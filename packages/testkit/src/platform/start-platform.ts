@@ -75,7 +75,7 @@ export interface PlatformOptions {
   stopSignal?: NodeJS.Signals;
   /** Connections of `platform.db`. Default 4. */
   dbPoolSize?: number;
-  /** Start-up progress (embedded services, migrations, the base image). */
+  /** Start-up progress (migrations, the base image); which services it starts is the caller's to say. */
   log?: (message: string) => void;
 }
 
@@ -138,7 +138,6 @@ export class Platform {
     if (o.databaseUrl) {
       this.dbUrl = o.databaseUrl;
     } else {
-      log("starting embedded PostgreSQL");
       this.postgresPort = o.postgresPort ?? 0;
       await this.startPostgres();
       this.dbUrl = `postgresql://postgres:postgres@127.0.0.1:${this.postgresPort}/kiln`;
@@ -147,14 +146,12 @@ export class Platform {
     if (o.redis !== false) {
       if (typeof o.redis === "string") this.redisUrl = o.redis;
       else {
-        log("starting a local redis-server");
         const redis: RedisHandle = await startRedis({ dataDir: path.join(this.dataDir, "redis") });
         this.stops.push(redis.stop);
         this.redisUrl = redis.url;
       }
     }
     if (o.s3 !== false) {
-      log("starting the embedded S3 store");
       const dataDir = path.join(this.dataDir, "s3");
       const s3 =
         o.s3 === "own-process" ? await startS3Process({ dataDir }) : await startS3({ dataDir, bucket: "kiln" });
