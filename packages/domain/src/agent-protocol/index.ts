@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { OUTCOMES } from "../runs/outcomes.ts";
+import { OUTCOMES } from "../runs/index.ts";
 import { CACHE_RESTORE_RESULTS, CACHE_RESTORE_TIERS, CACHE_SAVE_RESULTS } from "../caches/index.ts";
 import { LOG_STREAMS, MAX_LOG_CHUNK_BYTES } from "../logs/index.ts";
 

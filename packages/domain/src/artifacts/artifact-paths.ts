@@ -2,7 +2,7 @@
 // (realpath, lstat). The agent does the I/O; these functions only compare strings, so the rules are
 // testable without a filesystem. Paths use "/" and are absolute.
 import type { ArtifactCause } from "./artifact-rules.ts";
-import { workspacePathProblem } from "../workflow/paths.ts";
+import { workspacePathProblem } from "../shared/paths.ts";
 
 export type SourceKind = "file" | "directory" | "symlink" | "other" | "missing";
 

@@ -1,6 +1,6 @@
 // Pure rules for artifact generations: who may open, extend, seal and read them (seed 000
 // sections 9 and 12). Handlers load state under locks, call these, and persist what they return.
-import type { AttemptStatus, RunStatus } from "../runs/run-state-machine.ts";
+import type { AttemptStatus, RunStatus } from "../runs/index.ts";
 import { DomainError } from "../shared/errors.ts";
 
 export const ARTIFACT_STATES = ["uploading", "sealed", "abandoned"] as const;

@@ -1,12 +1,13 @@
 import { DomainError } from "../shared/errors.ts";
-import { isAutoRetryable, type Outcome } from "../runs/outcomes.ts";
 import {
+  isAutoRetryable,
   JOB_TRANSITIONS,
   legalSources,
   type AttemptStatus,
   type JobStatus,
+  type Outcome,
   type RunStatus,
-} from "../runs/run-state-machine.ts";
+} from "../runs/index.ts";
 import { shouldRetryPlatformFailure } from "./retry-policy.ts";
 
 /** What the completion transaction loaded, under the run lock then the job lock. */

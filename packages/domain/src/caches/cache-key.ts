@@ -5,7 +5,7 @@
 // can never match across repositories or trust namespaces.
 //
 // The domain stays pure: the caller passes the SHA-256 function (node:crypto in the engine).
-import type { TrustClass } from "../tenants/trust-class.ts";
+import type { TrustClass } from "../tenants/index.ts";
 
 /** Bumped whenever the archive layout or manifest changes, so old entries simply stop matching. */
 const CACHE_FORMAT_VERSION = 1;

@@ -5,7 +5,7 @@
 // directory, checks each member against the manifest as it streams, and only after the archive
 // digest matches the entry's does anything move to where a step can see it.
 import { z } from "zod";
-import { workspacePathProblem } from "../workflow/paths.ts";
+import { workspacePathProblem } from "../shared/paths.ts";
 
 export const MANIFEST_NAME = "kiln-cache-manifest.json";
 /** The manifest itself is bounded before it is parsed: it is read into memory. */

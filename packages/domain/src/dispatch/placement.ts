@@ -1,4 +1,4 @@
-import type { TrustClass } from "../tenants/trust-class.ts";
+import type { TrustClass } from "../tenants/index.ts";
 
 // Placement (issue 15, docs/adr/0022): which host may run which job. Seed 002 wants a microVM for
 // every trust class and seed 000 section 11 says a kernel shared with other tenants is not

@@ -1,4 +1,4 @@
-import type { TrustClass } from "../tenants/trust-class.ts";
+import type { TrustClass } from "../tenants/index.ts";
 import {
   formatHostPattern,
   matchesHostPattern,

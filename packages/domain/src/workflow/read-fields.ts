@@ -1,8 +1,8 @@
 import { isMap } from "yaml";
-import { CACHE_KINDS, type CacheKind } from "../caches/cache-key.ts";
+import { CACHE_KINDS, type CacheKind } from "../caches/index.ts";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
-import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "./paths.ts";
+import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "../shared/paths.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { WorkflowJob } from "./types.ts";
 

@@ -1,4 +1,4 @@
-import type { CacheKind } from "../caches/cache-key.ts";
+import type { CacheKind } from "../caches/index.ts";
 
 export type Tier = "interactive" | "scheduled" | "background";
 

@@ -1,3 +1,7 @@
+// Lexical path rules applied by workflow parsing, artifacts and caches alike, so no one capability owns
+// them. In workflow/ they would close a runtime import cycle: caches -> workflow -> caches (the workflow
+// parser reads the cache kinds).
+
 // Control characters (C0 and DEL) in user-supplied names and paths: NUL truncates in C APIs, the rest
 // only hide tricks in logs and terminals. Matching them is the point, hence the rule exception.
 // eslint-disable-next-line no-control-regex

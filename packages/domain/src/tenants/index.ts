@@ -1,0 +1,2 @@
+// Public API of the tenants capability's pure rules (conventions 4).
+export * from "./trust-class.ts";
