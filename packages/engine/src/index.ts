@@ -11,25 +11,54 @@ export {
 export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journal.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
-export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody } from "./runs/admit-manual.ts";
+export {
+  admitManualRun,
+  manualTriggerBody,
+  type Caller,
+  type ManualTriggerBody,
+  freezeRun,
+  DEFAULT_POOL,
+  type FreezeOutcome,
+  cancelRun,
+  retryRun,
+  getRun,
+  type RunView,
+  type JobView,
+} from "./runs/index.ts";
 export { pinImages, resolveImage, type PinImagesResult, type ResolveImageResult } from "./images/index.ts";
-export { freezeRun, DEFAULT_POOL, type FreezeOutcome } from "./runs/freeze-run.ts";
-export { cancelRun } from "./runs/cancel-run.ts";
-export { retryRun } from "./runs/retry-run.ts";
-export { getRun, type RunView, type JobView } from "./runs/get-run.ts";
-export { claimJob, type ClaimRequest, type ClaimResult, type JobTicket } from "./dispatch/claim-job.ts";
-export { relayOutbox, nextDeferredDelayMs, type OutboxMessage } from "./dispatch/relay-outbox.ts";
-export { registerSession } from "./dispatch/register-session.ts";
-export { heartbeat, type HeartbeatResult } from "./attempts/heartbeat.ts";
-export { completeAttempt, type CompletionReport, type CompletionResult } from "./attempts/complete-attempt.ts";
-export { reconcile, type ReconcileReport } from "./attempts/reconcile.ts";
+export {
+  claimJob,
+  type ClaimRequest,
+  type ClaimResult,
+  type JobTicket,
+  relayOutbox,
+  nextDeferredDelayMs,
+  type OutboxMessage,
+  registerSession,
+  loadPoolState,
+  rankCandidates,
+  queueInfoForRun,
+  type QueueInfo,
+  setPoolPolicy,
+  listPools,
+  poolPolicyFromRow,
+  type PoolView,
+  type SetPoolInput,
+} from "./dispatch/index.ts";
+export {
+  heartbeat,
+  type HeartbeatResult,
+  completeAttempt,
+  type CompletionReport,
+  type CompletionResult,
+  reconcile,
+  type ReconcileReport,
+} from "./attempts/index.ts";
 export {
   authenticateApiToken,
   authenticateAgentToken,
   authenticateJobToken,
   agentCredentialHash,
-} from "./identity/authenticate.ts";
-export {
   newSecret,
   hashSecret,
   platformKey,
@@ -41,11 +70,29 @@ export {
   JOB_TOKEN_TTL_MS,
   type SigningKey,
   type JobTokenKeyring,
-} from "./identity/tokens.ts";
-export { listApiTokens, revokeApiToken, type ApiTokenView } from "./identity/api-tokens.ts";
-export { listAgentTokens, revokeAgentToken, type AgentTokenView } from "./identity/agent-tokens.ts";
-export { fetchWorkflowFile } from "./source/fetch-workflow.ts";
-export { createOrg, addRepo, addMember, createApiToken, createAgentToken } from "./tenants/admin.ts";
+  listApiTokens,
+  revokeApiToken,
+  type ApiTokenView,
+  listAgentTokens,
+  revokeAgentToken,
+  type AgentTokenView,
+} from "./identity/index.ts";
+export { fetchWorkflowFile } from "./source/index.ts";
+export {
+  createOrg,
+  addRepo,
+  addMember,
+  createApiToken,
+  createAgentToken,
+  setEntitlement,
+  setEntitlementAsPlatformAdmin,
+  lowerOwnHardCap,
+  listEntitlements,
+  type EntitlementRow,
+  setPlatformAdmin,
+  listPlatformAdmins,
+  isPlatformAdmin,
+} from "./tenants/index.ts";
 export { createObjectStore, type ObjectStoreConfig } from "./storage/index.ts";
 export {
   DEFAULT_ARTIFACT_SETTINGS,
@@ -102,23 +149,18 @@ export {
   type LogFollowerDeps,
   type FollowRequest,
 } from "./logs/index.ts";
-export {
-  setEntitlement,
-  setEntitlementAsPlatformAdmin,
-  lowerOwnHardCap,
-  listEntitlements,
-  type EntitlementRow,
-} from "./tenants/entitlements.ts";
-export { setPlatformAdmin, listPlatformAdmins, isPlatformAdmin } from "./tenants/platform-admins.ts";
-export { loadPoolState, rankCandidates } from "./dispatch/pool-snapshot.ts";
-export { queueInfoForRun, type QueueInfo } from "./dispatch/queue-view.ts";
 export * from "./views/index.ts";
-export * from "./egress/index.ts";
-export * from "./caches/index.ts";
 export {
-  setPoolPolicy,
-  listPools,
-  poolPolicyFromRow,
-  type PoolView,
-  type SetPoolInput,
-} from "./dispatch/pool-policy.ts";
+  allowEgressHost,
+  removeEgressHost,
+  listEgressRules,
+  type EgressRuleRow,
+  type EgressRuleInput,
+  egressPolicyForAttempt,
+  type EgressPolicy,
+  recordEgressEvents,
+  type EgressEventsReport,
+  listRunEgress,
+  type RunEgressEvent,
+} from "./egress/index.ts";
+export * from "./caches/index.ts";

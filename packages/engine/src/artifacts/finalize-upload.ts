@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { sqlPool, withTx, type Db, type DbOrTx } from "@kiln/db";
 import { decideArtifactSeal, decideStoreDigestCheck, DomainError, type ArtifactState } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
 import { completeMultipartUpload, headObject, readBack } from "./store-ops.ts";
 

@@ -1,7 +1,7 @@
 import { withTx, type Db } from "@kiln/db";
 import { DomainError, type ArtifactFormat } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { presignDownload } from "./store-ops.ts";
 
 export interface DownloadGrant {

@@ -1,9 +1,11 @@
 // Public API of the artifacts capability (issue 5, docs/adr/0007-artifacts.md).
 export { DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings, type ArtifactStore } from "./artifact-context.ts";
-export type { JobClaims } from "./artifact-attempt.ts";
+export type { JobClaims } from "../attempts/index.ts";
 export { openUpload, type OpenUploadRequest, type UploadSession } from "./open-upload.ts";
 export { recordPart, type PartReport } from "./record-part.ts";
 export { finalizeUpload, type SealedArtifact } from "./finalize-upload.ts";
 export { grantDownload, type DownloadGrant } from "./grant-download.ts";
 export { listJobArtifacts, artifactDownloadUrl, type JobArtifactView } from "./job-artifacts.ts";
+// Object-store operations the caches capability reuses for its own objects.
+export { objectExists, readBack, s3ErrorName } from "./store-ops.ts";
 export { collectArtifactGarbage, type ArtifactGcReport } from "./collect-garbage.ts";

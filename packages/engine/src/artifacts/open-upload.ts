@@ -9,7 +9,7 @@ import {
   type ArtifactState,
 } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
 import { abortMultipartUpload, createMultipartUpload, presignPart } from "./store-ops.ts";
 

@@ -1,6 +1,6 @@
 import { withTx, type Db } from "@kiln/db";
 import { decideArtifactPart, DomainError, expectedArtifactPartSize, type ArtifactState } from "@kiln/domain";
-import { lockCurrentAttempt, type JobClaims } from "./artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 
 export interface PartReport {
   partNumber: number;

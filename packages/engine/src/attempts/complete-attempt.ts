@@ -1,4 +1,4 @@
-import { invalidateDispatchViews } from "../dispatch/dispatch-view.ts";
+import { invalidateDispatchViews } from "../dispatch/index.ts";
 import { randomInt } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
@@ -15,9 +15,9 @@ import {
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { recordTransition } from "../shared/journal.ts";
-import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/advance-run.ts";
+import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
-import { endUnsealedLog } from "../logs/log-transitions.ts";
+import { endUnsealedLog } from "../logs/index.ts";
 
 // Guards from the transition tables: an attempt ends once, its job completes from running only.
 const ATTEMPT_ENDS_FROM = legalSources(ATTEMPT_TRANSITIONS, "ended", "completed");

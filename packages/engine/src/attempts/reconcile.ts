@@ -2,9 +2,9 @@ import { withTx, type Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
-import { advanceRun, finishRunIfDone, lockRun } from "../runs/advance-run.ts";
+import { advanceRun, finishRunIfDone, lockRun } from "../runs/index.ts";
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
-import { loadPoolState } from "../dispatch/pool-snapshot.ts";
+import { loadPoolState } from "../dispatch/index.ts";
 import { lockAttempt } from "./load-attempt.ts";
 
 // Guards from the transition tables: hints go to READY jobs, stop requests to running attempts.

@@ -12,8 +12,7 @@ import {
   type TrustClass,
   type WorkflowJob,
 } from "@kiln/domain";
-import { lockCurrentAttempt, type JobClaims } from "../artifacts/artifact-attempt.ts";
-import type { AttemptView } from "../attempts/load-attempt.ts";
+import { lockCurrentAttempt, type AttemptView, type JobClaims } from "../attempts/index.ts";
 
 export interface CacheScope extends CacheKey {
   attempt: AttemptView;

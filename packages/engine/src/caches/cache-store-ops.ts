@@ -2,8 +2,7 @@
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DomainError } from "@kiln/domain";
-import { DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/artifact-context.ts";
-import { objectExists, readBack, s3ErrorName } from "../artifacts/store-ops.ts";
+import { DEFAULT_ARTIFACT_SETTINGS, objectExists, readBack, s3ErrorName } from "../artifacts/index.ts";
 import type { CacheStore } from "./cache-context.ts";
 
 export function presignCachePut(store: CacheStore, key: string, sizeBytes: number): Promise<string> {

@@ -1,6 +1,6 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { decideCacheBind, decideCacheWrite, DomainError, type TrustClass } from "@kiln/domain";
-import { lockCurrentAttempt, type JobClaims } from "../artifacts/artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { lockBinding, recordConflict } from "./cache-bindings.ts";
 import type { CacheStore } from "./cache-context.ts";
 import { recordCacheTransition } from "./cache-journal.ts";

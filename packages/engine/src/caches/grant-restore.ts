@@ -1,6 +1,6 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { allowsPrefixFallback } from "@kiln/domain";
-import type { JobClaims } from "../artifacts/artifact-attempt.ts";
+import type { JobClaims } from "../attempts/index.ts";
 import type { CacheStore } from "./cache-context.ts";
 import { lockCacheScope } from "./cache-scope.ts";
 import { presignCacheGet } from "./cache-store-ops.ts";

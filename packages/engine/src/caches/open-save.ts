@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { cacheObjectKey, checkCacheArchive, decideCacheBind, decideCacheWrite, DomainError } from "@kiln/domain";
-import type { JobClaims } from "../artifacts/artifact-attempt.ts";
+import type { JobClaims } from "../attempts/index.ts";
 import { lockBinding, recordConflict, releaseLostBinding } from "./cache-bindings.ts";
 import type { CacheStore } from "./cache-context.ts";
 import { recordCacheTransition } from "./cache-journal.ts";

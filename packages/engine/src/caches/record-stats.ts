@@ -1,6 +1,5 @@
 import { withTx, type Db } from "@kiln/db";
-import type { JobClaims } from "../artifacts/artifact-attempt.ts";
-import { lockCurrentAttempt } from "../artifacts/artifact-attempt.ts";
+import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 
 export interface CacheStatsReport {
   restore?: {

@@ -16,10 +16,10 @@ import {
 import type { EngineConfig } from "../shared/config.ts";
 import type { SqlClient, SqlPool } from "../shared/sql-pool.ts";
 import { statusArrayLiteral } from "../shared/status-guard.ts";
-import { platformKey, signJobToken, type SigningKey } from "../identity/tokens.ts";
+import { platformKey, signJobToken, type SigningKey } from "../identity/index.ts";
 import { takeCandidates } from "./dispatch-view.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
-import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/egress-policy-for-attempt.ts";
+import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/index.ts";
 
 // The claim's guards, from the job table. Fixed at module load: the claim's statements stay
 // prepared with the same text on every call (ADR 0015).

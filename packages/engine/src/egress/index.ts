@@ -5,6 +5,6 @@ export {
   type EgressRuleRow,
   type EgressRuleInput,
 } from "./egress-rules.ts";
-export { egressPolicyForAttempt, type EgressPolicy } from "./egress-policy-for-attempt.ts";
+export { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "./egress-policy-for-attempt.ts";
 export { recordEgressEvents, type EgressEventsReport } from "./record-egress-events.ts";
 export { listRunEgress, type RunEgressEvent } from "./run-egress.ts";

@@ -1,6 +1,6 @@
 import { sqlPool, type Db } from "@kiln/db";
 import { DomainError, type Role } from "@kiln/domain";
-import type { Caller } from "../runs/admit-manual.ts";
+import type { Caller } from "../runs/index.ts";
 import { hashSecret, verifyJobTokenIn, type JobTokenClaims } from "./tokens.ts";
 
 function bearer(header: string | null): string {

@@ -3,7 +3,7 @@ import { initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type Wo
 import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
-import { fetchWorkflowFile } from "../source/fetch-workflow.ts";
+import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 

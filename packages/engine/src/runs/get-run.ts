@@ -1,6 +1,6 @@
 import type { Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
-import { queueInfoForRun, type QueueInfo } from "../dispatch/queue-view.ts";
+import { queueInfoForRun, type QueueInfo } from "../dispatch/index.ts";
 import type { EngineConfig } from "../shared/config.ts";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

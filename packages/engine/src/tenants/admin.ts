@@ -1,7 +1,7 @@
 import { withTx, type Db } from "@kiln/db";
 import { DomainError, isBranchName, ROLES, type Role } from "@kiln/domain";
 import { checkCloneUrl, isCloneUrlError, type SourcePolicy } from "@kiln/oci";
-import { hashSecret, newSecret } from "../identity/tokens.ts";
+import { hashSecret, newSecret } from "../identity/index.ts";
 
 // Tenant administration shared by the `kiln` CLI, `npm run up` and tests.
 

@@ -1,13 +1,8 @@
 import type { Db } from "@kiln/db";
 import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
-import { placementReasonsForRun } from "../../dispatch/placement-view.ts";
-import { getRun, type RunView } from "../../runs/get-run.ts";
-import {
-  orgCacheFigures,
-  runCacheFigures,
-  type JobCacheFigures,
-  type OrgCacheFigures,
-} from "../../caches/cache-figures.ts";
+import { placementReasonsForRun } from "../../dispatch/index.ts";
+import { getRun, type RunView } from "../../runs/index.ts";
+import { orgCacheFigures, runCacheFigures, type JobCacheFigures, type OrgCacheFigures } from "../../caches/index.ts";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { allowEgressHost, removeEgressHost } from "../../egress/egress-rules.ts";
-import { setEntitlement } from "../../tenants/entitlements.ts";
+import { allowEgressHost, removeEgressHost } from "../../egress/index.ts";
+import { setEntitlement } from "../../tenants/index.ts";
 import { seedOrg, useViewDb, type Org } from "../testing/view-fixtures.ts";
 import { getOrgSettings } from "./get-org-settings.ts";
 

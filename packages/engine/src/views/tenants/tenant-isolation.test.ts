@@ -1,6 +1,6 @@
 import { DomainError } from "@kiln/domain";
 import { beforeAll, describe, expect, it } from "vitest";
-import { addMember } from "../../tenants/admin.ts";
+import { addMember } from "../../tenants/index.ts";
 import { getJobHeader } from "../jobs/get-job-header.ts";
 import { getOrgOverview } from "../runs/get-org-overview.ts";
 import { getRunPage } from "../runs/get-run-page.ts";

@@ -4,7 +4,7 @@ import { createDb, type Db } from "@kiln/db";
 import type { Role } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, inject } from "vitest";
-import { addMember, addRepo, createOrg } from "../../tenants/admin.ts";
+import { addMember, addRepo, createOrg } from "../../tenants/index.ts";
 import { resolveTenant, type TenantScope } from "../tenants/resolve-tenant.ts";
 
 export function useViewDb(): () => Db {

@@ -1,7 +1,10 @@
 import type { Tx } from "@kiln/db";
 import { assertCurrentAttempt, DomainError, type WorkflowDefinition } from "@kiln/domain";
-import { lockAttempt, runIdOfAttempt, type AttemptView } from "../attempts/load-attempt.ts";
-import { lockRun } from "../runs/advance-run.ts";
+import { lockRun } from "../runs/index.ts";
+import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
+
+// The fence every job-token write goes through. It lives with the attempts it fences rather than in
+// artifacts: artifacts and caches both write through it, and it is about the attempt, not either of them.
 
 export interface JobClaims {
   attemptId: string;
@@ -19,7 +22,7 @@ export interface CurrentAttempt {
 /**
  * Loads the caller's attempt under the run's share lock (cancel and completion take it exclusively,
  * so neither can slip in between this check and the caller's write) and the job/attempt row locks,
- * then applies the fencing rule. Every artifact metadata write goes through here.
+ * then applies the fencing rule. Every artifact and cache metadata write goes through here.
  */
 export async function lockCurrentAttempt(tx: Tx, claims: JobClaims): Promise<CurrentAttempt> {
   const runId = await runIdOfAttempt(tx, claims.attemptId);

@@ -1,0 +1,8 @@
+// Public API of the runs capability (conventions 4).
+export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody } from "./admit-manual.ts";
+export { freezeRun, DEFAULT_POOL, type FreezeOutcome } from "./freeze-run.ts";
+export { cancelRun } from "./cancel-run.ts";
+export { retryRun } from "./retry-run.ts";
+export { getRun, type RunView, type JobView } from "./get-run.ts";
+// The run lock and run advancement, taken by attempt completion, reconcile and the attempt fence.
+export { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "./advance-run.ts";
