@@ -21,7 +21,14 @@ import {
   rotateJobTokenKey,
   setEntitlement,
 } from "@kiln/engine";
-import { allowEgressHost, listEgressRules, removeEgressHost } from "@kiln/engine";
+import {
+  allowEgressHost,
+  listEgressRules,
+  listPools,
+  removeEgressHost,
+  setPoolPolicy,
+  type PoolView,
+} from "@kiln/engine";
 
 const USAGE = `usage: npm run kiln -- <command> [--json]
   org create <slug>
@@ -42,7 +49,11 @@ const USAGE = `usage: npm run kiln -- <command> [--json]
   entitlement list [<org>]
   egress allow <org> <host-pattern>   (host, *.suffix, optional :port; audited)
   egress deny <org> <host-pattern>    (removes the entry: anything not listed is denied; audited)
-  egress list <org>`;
+  egress list <org>
+  pool set <name> --isolation microvm|process [--org <org>] [--development] [--no-untrusted] [--untrusted-on-process]
+      (the minimum isolation class of its hosts; --org: one org owns it; --development: one operator's own pool,
+       whose process hosts may serve several orgs; untrusted runs need microVMs unless an owned pool says otherwise)
+  pool list`;
 
 function databaseUrl(): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
@@ -75,6 +86,10 @@ async function main(): Promise<number> {
       slots: { type: "string" },
       weight: { type: "string" },
       cap: { type: "string" },
+      isolation: { type: "string" },
+      development: { type: "boolean", default: false },
+      "no-untrusted": { type: "boolean", default: false },
+      "untrusted-on-process": { type: "boolean", default: false },
     },
   });
   const [noun, verb, a, b] = positionals;
@@ -186,6 +201,25 @@ async function main(): Promise<number> {
       );
     } else if (noun === "egress" && verb && a) {
       await egressCommand(db, verb, a, b, out);
+    } else if (cmd === "pool set" && a && values.isolation) {
+      if (values.isolation !== "microvm" && values.isolation !== "process")
+        throw new Error("--isolation must be microvm or process");
+      const r = await setPoolPolicy(db, {
+        name: a,
+        minIsolation: values.isolation,
+        admitsUntrusted: !values["no-untrusted"],
+        untrustedOnProcess: values["untrusted-on-process"] ?? false,
+        ownerOrg: values.org ?? null,
+        development: values.development ?? false,
+        actor: `cli:${process.env.USER ?? "unknown"}`,
+      });
+      out(describePool(r), r);
+    } else if (cmd === "pool list") {
+      const rows = await listPools(db, null);
+      out(
+        rows.map(describePool).join("\n") || "(no pools configured: every pool is shared and needs microVM hosts)",
+        rows,
+      );
     } else {
       console.error(USAGE);
       return 2;
@@ -280,3 +314,14 @@ async function egressCommand(
 }
 
 process.exit(await main());
+
+function describePool(p: PoolView): string {
+  const x = p.policy;
+  const tenancy = p.ownerOrg ? `owned by ${p.ownerOrg}` : x.development ? "development (one operator)" : "shared";
+  const untrusted = !x.admitsUntrusted
+    ? "no untrusted runs"
+    : x.untrustedOnProcess
+      ? "untrusted also on process hosts"
+      : "untrusted on microVMs only";
+  return `${p.name}\tmin isolation ${x.minIsolation}\t${tenancy}\t${untrusted}`;
+}

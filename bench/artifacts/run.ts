@@ -25,6 +25,7 @@ import {
   claimJob,
   completeAttempt,
   createAgentToken,
+  setPoolPolicy,
   createObjectStore,
   createOrg,
   DEFAULT_ARTIFACT_SETTINGS,
@@ -136,6 +137,7 @@ async function main(): Promise<void> {
       },
       { localReposRoot: "/" },
     );
+    await setPoolPolicy(db, { name: "bench", minIsolation: "process", development: true, actor: "bench" });
     const agentToken = await createAgentToken(db, { pool: "bench" });
     const session = await registerSession(db, CFG, {
       agentTokenId: agentToken.id,

@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { sign } from "@octokit/webhooks-methods";
-import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "@kiln/engine";
+import { addMember, addRepo, createAgentToken, createApiToken, createOrg, setPoolPolicy } from "@kiln/engine";
 import { freePort, startGitServer } from "@kiln/testkit";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
@@ -227,6 +227,7 @@ async function main(): Promise<void> {
     const claims = [] as { claimsPerSec: number; floorReqPerSec: number; doubleClaims: number }[];
     for (let round = 0; round < rounds; round++) {
       const pool = `claim${round}`;
+      await setPoolPolicy(stack.db, { name: pool, minIsolation: "process", development: true, actor: "bench" });
       const agentTok = await createAgentToken(stack.db, { pool });
       const jobs = 2000;
       const yaml = `version: 1\njobs:\n${Array.from({ length: 256 }, (_, i) => `  - {name: j${i}, needs: [], steps: ["true"]}\n`).join("")}`;
