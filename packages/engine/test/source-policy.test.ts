@@ -2,6 +2,7 @@
 // repo names a refused URL at once (REPO.CLONE_URL_REFUSED with the SOURCE.* rule), and freezing
 // re-checks the stored URL before git runs (a row written before the rule, or by hand, is refused
 // as the user's failure, never fetched). A real git server on loopback stands for a local forge.
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -17,6 +18,7 @@ import { addRepo } from "../src/tenants/admin.ts";
 import { runStatus, seedTenant, useTestDb, type Tenant } from "./support.ts";
 
 const t = useTestDb();
+const ROOT = path.resolve(import.meta.dirname, "../../..");
 let base: string;
 let git: TestGitServer;
 const OFF: SourcePolicy = { localReposRoot: null };
@@ -76,6 +78,43 @@ describe("repo add", () => {
     await expect(add(`file://${base}/local/demo.git`, LOCAL)).resolves.toMatchObject({
       fullName: `${tenant.slug}/other`,
     });
+  });
+});
+
+describe("kiln repo add (the CLI)", () => {
+  /** Runs the CLI against this file's database with exactly the given operator environment. */
+  function kiln(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string }> {
+    const { KILN_LOCAL_REPOS_ROOT: _drop, ...inherited } = process.env;
+    return new Promise((resolve) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "scripts/kiln.ts", ...args],
+        { cwd: ROOT, env: { ...inherited, DATABASE_URL: t.url(), ...env } },
+        (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
+      ),
+    );
+  }
+
+  it("names the refusal and its rule, without the URL's credentials; local paths only with the operator's root", async () => {
+    const tenant = await seedTenant(t.db());
+    const add = (url: string, env?: Record<string, string>) =>
+      kiln(
+        ["repo", "add", `${tenant.slug}/cli`, "--clone-url", url, "--webhook-secret", "s3cret-value", "--json"],
+        env,
+      );
+    const refused = await add("ssh://tok:s3cret@github.com/acme/app.git");
+    expect(refused.code).toBe(1);
+    const err = (JSON.parse(refused.stdout) as { error: { code: string; message: string } }).error;
+    expect(err.code).toBe("REPO.CLONE_URL_REFUSED");
+    expect(err.message).toContain("SOURCE.SCHEME_NOT_ALLOWED");
+    expect(refused.stdout).not.toContain("s3cret");
+    const local = `file://${base}/local/cli.git`;
+    const off = await add(local);
+    expect(off.code).toBe(1);
+    expect(off.stdout).toContain("SOURCE.LOCAL_NOT_ENABLED");
+    const on = await add(local, { KILN_LOCAL_REPOS_ROOT: path.join(base, "local") });
+    expect(on.code).toBe(0);
+    expect(JSON.parse(on.stdout)).toMatchObject({ fullName: `${tenant.slug}/cli` });
   });
 });
 
