@@ -93,10 +93,9 @@ export function devLoginRefusal(e: {
   return null;
 }
 
-/** Throws at server start when the development sign-in is configured where it may not run. */
-export function assertDevLoginAllowed(): void {
-  const refusal = devLoginRefusal(process.env);
-  if (refusal) throw new Error(refusal);
+/** Why this server's environment may not run the development sign-in, or null (checked at start). */
+export function devLoginRefusalOfProcess(): string | null {
+  return devLoginRefusal(process.env);
 }
 
 export type AuthEnv = z.infer<typeof schema>;
