@@ -42,7 +42,6 @@ const entry = z
 
 export const registryConfigSchema = z.record(z.string().min(1), entry);
 export type RegistryConfig = z.infer<typeof registryConfigSchema>;
-export type RegistryEntry = z.infer<typeof entry>;
 
 /** Parses the env var's JSON text; empty/unset means no configured registries. */
 export function parseRegistryConfig(text: string | undefined): RegistryConfig {

@@ -11,7 +11,7 @@ import { ImageError } from "./errors.ts";
 import { classifyAddress, type AddressClass } from "./outbound/address-policy.ts";
 import { AddressRefusedError, checkedLookup } from "./outbound/resolve-checked.ts";
 
-export interface RegistryRequestInit {
+interface RegistryRequestInit {
   method?: string;
   headers?: Record<string, string>;
   body?: Uint8Array;

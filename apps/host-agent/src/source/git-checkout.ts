@@ -19,7 +19,7 @@ import {
 
 const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
 
-export class CheckoutError extends Error {
+class CheckoutError extends Error {
   override name = "CheckoutError";
 }
 
