@@ -14,7 +14,7 @@ import { constants } from "node:fs";
 import { chmod, link, lstat, mkdir, open, readdir, rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import { ImageError } from "@kiln/oci";
-import type { TarItem } from "../shared/tar-reader.ts";
+import type { TarItem } from "./tar-reader.ts";
 
 export interface UnpackBudget {
   maxBytes: number;
