@@ -13,7 +13,7 @@ import { createObjectStore } from "@kiln/engine";
 import { startS3Process } from "@kiln/testkit";
 import http from "node:http";
 import { createHash } from "node:crypto";
-import { downloadToFile } from "../../apps/host-agent/src/artifacts/http-transfer.ts";
+import { downloadToFile } from "@kiln/host-agent/artifacts";
 import { median } from "../lib/stats.ts";
 
 // The agent's former ranged download (4 x 16 MiB in flight, hashed and written in order), as it

@@ -36,12 +36,10 @@ import {
   type JobTicket,
 } from "@kiln/engine";
 import { startPostgres, startS3Process } from "@kiln/testkit";
-import { ControlClient } from "../../apps/host-agent/src/control-client.ts";
-import { freezeArtifact } from "../../apps/host-agent/src/artifacts/freeze.ts";
-import { restoreArtifact } from "../../apps/host-agent/src/artifacts/restore-artifact.ts";
-import { uploadArtifact } from "../../apps/host-agent/src/artifacts/upload-artifact.ts";
+import { freezeArtifact, restoreArtifact, uploadArtifact } from "@kiln/host-agent/artifacts";
+import { ControlClient } from "@kiln/host-agent/control-client";
 import { createLogger } from "@kiln/logger";
-import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
+import { createJobs } from "@kiln/engine/testing";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";
 

@@ -20,9 +20,7 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { createObjectStore } from "@kiln/engine";
 import { startS3Process } from "@kiln/testkit";
 import { createReadStream } from "node:fs";
-import { LocalCacheTier } from "../../apps/host-agent/src/caches/local-tier.ts";
-import { packCache } from "../../apps/host-agent/src/caches/pack-cache.ts";
-import { restoreEntry } from "../../apps/host-agent/src/caches/restore-cache.ts";
+import { LocalCacheTier, packCache, restoreEntry } from "@kiln/host-agent/caches";
 import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 

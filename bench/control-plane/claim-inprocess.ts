@@ -19,7 +19,7 @@ import {
   setPoolPolicy,
 } from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
-import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
+import { createJobs } from "@kiln/engine/testing";
 import { median, percentile } from "../lib/stats.ts";
 
 const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1] || 3) || 3;

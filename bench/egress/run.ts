@@ -11,9 +11,9 @@ import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { EgressProxy } from "../../apps/host-agent/src/egress/egress-proxy.ts";
+import { EgressProxy } from "@kiln/host-agent/egress";
 import { createLogger } from "@kiln/logger";
-import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
+import { createProcessDriver } from "@kiln/host-agent/sandboxes";
 import { ms, percentile } from "../lib/stats.ts";
 
 const arg = (name: string, fallback: string) =>

@@ -25,7 +25,7 @@ import {
   type TarEntry,
 } from "@kiln/oci";
 import { BUSYBOX, publishBaseImage, startRegistry } from "@kiln/testkit";
-import { ImagePreparer } from "../../apps/host-agent/src/images/index.ts";
+import { ImagePreparer } from "@kiln/host-agent/images";
 import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 

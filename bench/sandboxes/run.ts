@@ -17,9 +17,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createLogger } from "@kiln/logger";
-import { createMicrovmDriver, type MicrovmDriver } from "../../apps/host-agent/src/sandboxes/microvm/microvm-driver.ts";
-import { createProcessDriver } from "../../apps/host-agent/src/sandboxes/process/process-driver.ts";
-import type { SandboxDriver } from "../../apps/host-agent/src/sandboxes/sandbox-driver.ts";
+import {
+  createMicrovmDriver,
+  createProcessDriver,
+  type MicrovmDriver,
+  type SandboxDriver,
+} from "@kiln/host-agent/sandboxes";
 import { percentile } from "../lib/stats.ts";
 import { benchTriggerToFirstStep, triggerTable } from "./trigger.ts";
 

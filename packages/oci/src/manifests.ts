@@ -7,7 +7,7 @@ import { INDEX_TYPES, LAYER_TYPES, MANIFEST_TYPES } from "./media-types.ts";
 const digest = z.string().regex(DIGEST_RE, "a sha256 digest");
 const descriptor = z.object({ mediaType: z.string(), digest, size: z.number().int().min(0) });
 
-export const indexSchema = z.object({
+const indexSchema = z.object({
   schemaVersion: z.literal(2),
   mediaType: z.string().optional(),
   manifests: z.array(
@@ -16,13 +16,13 @@ export const indexSchema = z.object({
     }),
   ),
 });
-export const manifestSchema = z.object({
+const manifestSchema = z.object({
   schemaVersion: z.literal(2),
   mediaType: z.string().optional(),
   config: descriptor,
   layers: z.array(descriptor).max(256),
 });
-export const configSchema = z.object({
+const configSchema = z.object({
   architecture: z.string(),
   os: z.string(),
   rootfs: z.object({ type: z.literal("layers"), diff_ids: z.array(digest) }),

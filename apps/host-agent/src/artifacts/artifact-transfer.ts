@@ -9,7 +9,7 @@ import type { ControlClient, JobTicket } from "../control-client.ts";
 import type { Logger } from "@kiln/logger";
 import type { Sandbox } from "../sandboxes/index.ts";
 import { monotonicNow } from "../timing.ts";
-import { platformFailure, type StopReason, type Verdict } from "../attempts/verdict.ts";
+import { platformFailure, type StopReason, type Verdict } from "../shared/verdict.ts";
 import type { CallFailure } from "./control-calls.ts";
 import { freezeArtifact, type FrozenArtifact } from "./freeze.ts";
 import { restoreArtifact } from "./restore-artifact.ts";

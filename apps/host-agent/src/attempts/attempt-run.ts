@@ -10,10 +10,10 @@ import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../ca
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
-import { LogShipper, type LogShipperConfig } from "../logs/log-shipper.ts";
+import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
-import type { SandboxSpec } from "../sandboxes/sandbox-driver.ts";
-import { checkoutSource } from "../source/git-checkout.ts";
+import type { SandboxSpec } from "../sandboxes/index.ts";
+import { checkoutSource } from "../source/index.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
 import { reportCompletion } from "./completion-reporter.ts";
@@ -28,7 +28,7 @@ import {
   verdictForStop,
   type StopReason,
   type Verdict,
-} from "./verdict.ts";
+} from "../shared/verdict.ts";
 
 // setTimeout silently turns anything above 2^31-1 ms into 1 ms.
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,6 +1,6 @@
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import type { Logger } from "@kiln/logger";
-import type { CallFailure } from "../artifacts/control-calls.ts";
+import type { CallFailure } from "../artifacts/index.ts";
 import type { LocalCacheTier } from "./local-tier.ts";
 
 export interface CacheLimits {

@@ -8,7 +8,7 @@ import { cachePathProblem, decideCacheWrite } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
 import type { Sandbox } from "../sandboxes/index.ts";
-import type { StopReason } from "../attempts/verdict.ts";
+import type { StopReason } from "../shared/verdict.ts";
 import type { CacheFailure, CacheLimits, InputDigest } from "./cache-context.ts";
 import { hashCacheInputs } from "./hash-inputs.ts";
 import type { LocalCacheTier } from "./local-tier.ts";

@@ -14,7 +14,7 @@ import {
   type CacheManifest,
   type CacheManifestEntry,
 } from "@kiln/domain";
-import { checksumOk, cString, MAX_META_BYTES, numeric, parsePax, TYPES, type TarType } from "../images/tar-reader.ts";
+import { checksumOk, cString, MAX_META_BYTES, numeric, parsePax, TYPES, type TarType } from "../shared/tar-reader.ts";
 import { CacheRejected, type ExtractExpectation, type ExtractStats } from "./extract-types.ts";
 
 interface Header {

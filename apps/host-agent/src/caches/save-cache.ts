@@ -4,8 +4,8 @@
 // presigned URL, and ask the control plane to verify and bind it first-writer-wins.
 import { rm } from "node:fs/promises";
 import { decideCacheWrite } from "@kiln/domain";
-import { callControl } from "../artifacts/control-calls.ts";
-import { putFileRange } from "../artifacts/http-transfer.ts";
+import { callControl } from "../artifacts/index.ts";
+import { putFileRange } from "../artifacts/index.ts";
 import { errorMessage } from "@kiln/logger";
 import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";

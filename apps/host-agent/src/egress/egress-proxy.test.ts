@@ -12,9 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@kiln/logger";
-import { findForwarderTools } from "../sandboxes/process/egress-forwarder.ts";
-import { probeNamespaces } from "../sandboxes/process/namespace-probe.ts";
-import { ProcessDriver } from "../sandboxes/process/process-driver.ts";
+import { findForwarderTools, probeNamespaces, ProcessDriver } from "../sandboxes/index.ts";
 import { EgressProxy, type EgressDecisionEvent } from "./egress-proxy.ts";
 import { egressEndpointFor, egressSocketFor } from "./egress-registry.ts";
 

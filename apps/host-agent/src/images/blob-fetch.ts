@@ -2,6 +2,7 @@
 // sha256 matches its digest is renamed into place; a mismatch deletes it and tries once more
 // (the registry or a proxy may have served a bad copy), then fails with DIGEST_MISMATCH.
 import { createHash } from "node:crypto";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
@@ -11,7 +12,7 @@ import type { Logger } from "@kiln/logger";
 import type { ImageCache } from "./image-cache.ts";
 
 /** A blob download that receives nothing for this long is abandoned (and the attempt retried). */
-export const BLOB_IDLE_TIMEOUT_MS = 60_000;
+const BLOB_IDLE_TIMEOUT_MS = 60_000;
 
 export async function fetchBlob(
   cache: ImageCache,
@@ -28,10 +29,18 @@ export async function fetchBlob(
       const { body } = await client.openBlob(repository, desc.digest, signal);
       const hash = createHash("sha256");
       let received = 0;
-      let idle: NodeJS.Timeout | undefined;
+      // The idle timer is armed before the meter exists (it destroys the meter); `meter` is read only
+      // when the timer fires, by which time it is assigned.
+      const idle: NodeJS.Timeout = setTimeout(
+        () =>
+          meter.destroy(
+            new ImageError("IMAGE.UNREACHABLE", `blob ${desc.digest}: nothing received for ${BLOB_IDLE_TIMEOUT_MS} ms`),
+          ),
+        BLOB_IDLE_TIMEOUT_MS,
+      );
       const meter = new Transform({
         transform(chunk: Buffer, _enc, done) {
-          idle?.refresh();
+          idle.refresh();
           received += chunk.length;
           // The manifest says how big the blob is; a registry streaming more is not sending it.
           if (received > desc.size)
@@ -45,16 +54,9 @@ export async function fetchBlob(
           done(null, chunk);
         },
       });
-      idle = setTimeout(
-        () =>
-          meter.destroy(
-            new ImageError("IMAGE.UNREACHABLE", `blob ${desc.digest}: nothing received for ${BLOB_IDLE_TIMEOUT_MS} ms`),
-          ),
-        BLOB_IDLE_TIMEOUT_MS,
-      );
       try {
         await pipeline(
-          Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>),
+          Readable.fromWeb(body as WebReadableStream<Uint8Array>),
           meter,
           createWriteStream(tmp, { mode: 0o600 }),
           ...(signal ? ([{ signal }] as const) : []),

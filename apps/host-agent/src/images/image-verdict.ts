@@ -3,7 +3,7 @@
 // the platform's and the attempt is retried elsewhere.
 import { isImageError } from "@kiln/oci";
 import { errorMessage } from "@kiln/logger";
-import { platformFailure, type Verdict } from "../attempts/verdict.ts";
+import { platformFailure, type Verdict } from "../shared/verdict.ts";
 
 export function imageFailureVerdict(ref: string, err: unknown): Verdict {
   const message = `image ${ref}: ${errorMessage(err)}`;

@@ -29,7 +29,7 @@ import type { Logger } from "@kiln/logger";
 import { fetchBlob } from "./blob-fetch.ts";
 import { ImageCache } from "./image-cache.ts";
 import { LayerApplier, type UnpackBudget, type UnpackStats } from "./safe-unpack.ts";
-import { readTar } from "./tar-reader.ts";
+import { readTar } from "../shared/tar-reader.ts";
 
 export interface ImagePreparerConfig {
   /** <KILN_WORK_DIR>/.images */

@@ -8,7 +8,7 @@ import { writeTar, type TarEntry } from "@kiln/oci";
 import * as tar from "tar";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LayerApplier } from "./safe-unpack.ts";
-import { readTar } from "./tar-reader.ts";
+import { readTar } from "../shared/tar-reader.ts";
 
 const execFileAsync = promisify(execFile);
 let base: string;

@@ -14,7 +14,7 @@ import { constants } from "node:fs";
 import { chmod, link, lstat, mkdir, open, readdir, rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import { ImageError } from "@kiln/oci";
-import type { TarItem } from "./tar-reader.ts";
+import type { TarItem } from "../shared/tar-reader.ts";
 
 export interface UnpackBudget {
   maxBytes: number;
@@ -33,7 +33,7 @@ export interface UnpackStats {
   strippedSetid: number;
 }
 
-export function newStats(): UnpackStats {
+function newStats(): UnpackStats {
   return {
     entries: 0,
     bytes: 0,
@@ -54,7 +54,7 @@ const unsafe = (name: string, why: string) =>
   new ImageError("IMAGE.UNSAFE_LAYER", `layer entry ${JSON.stringify(name.slice(0, 200))} ${why}`);
 
 /** Splits a tar name into safe components, or throws UNSAFE_LAYER. "" / "." give []. */
-export function safeParts(name: string): string[] {
+function safeParts(name: string): string[] {
   if (name.includes("\0")) throw unsafe(name, "contains a NUL byte");
   if (name.startsWith("/")) throw unsafe(name, "is an absolute path");
   const parts = name.split("/").filter((p) => p !== "" && p !== ".");

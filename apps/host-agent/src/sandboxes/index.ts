@@ -6,7 +6,12 @@ import { createProcessDriver } from "./process/process-driver.ts";
 import type { SandboxDriver } from "./sandbox-driver.ts";
 
 export type { Sandbox, SandboxDriver, SandboxPaths, StepResult } from "./sandbox-driver.ts";
+export type { SandboxSpec } from "./sandbox-driver.ts";
 export { SandboxLostError } from "./sandbox-driver.ts";
+export { createProcessDriver, ProcessDriver } from "./process/process-driver.ts";
+export { createMicrovmDriver, type MicrovmDriver } from "./microvm/microvm-driver.ts";
+export { findForwarderTools } from "./process/egress-forwarder.ts";
+export { probeNamespaces } from "./process/namespace-probe.ts";
 
 export interface SandboxDriverConfig {
   workDir: string;

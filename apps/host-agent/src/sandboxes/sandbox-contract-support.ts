@@ -3,7 +3,7 @@
 import { readdir, readFile, readlink } from "node:fs/promises";
 import type { Sandbox, StepResult } from "./sandbox-driver.ts";
 
-export const STEP_PATH_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin" };
+const STEP_PATH_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin" };
 
 export interface Captured extends StepResult {
   stdout: Buffer;

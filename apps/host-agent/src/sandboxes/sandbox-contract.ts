@@ -18,7 +18,7 @@ import {
 import { plantAgentEnvVar } from "../env.ts";
 import type { Sandbox, SandboxDriver, StepResult } from "./sandbox-driver.ts";
 
-export type ContractCase =
+type ContractCase =
   | "steps"
   | "streams"
   | "chatty"
@@ -29,7 +29,7 @@ export type ContractCase =
   | "leftovers"
   | "agent-sigkill";
 
-export interface ContractTarget {
+interface ContractTarget {
   driver: SandboxDriver;
   workDir: string;
   /** A second driver on the same work dir: the agent restarted after a crash. */

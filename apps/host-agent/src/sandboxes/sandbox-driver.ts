@@ -10,7 +10,7 @@
 //   - kill signals whatever the current step left running; destroy removes every trace.
 
 /** What actually separates a step from the host, recorded per attempt. */
-export type IsolationLevel = "microvm" | "namespaces" | "none";
+type IsolationLevel = "microvm" | "namespaces" | "none";
 
 export interface SandboxIsolation {
   level: IsolationLevel;

@@ -12,7 +12,6 @@ import {
 import { parseWorkflow } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type {} from "../../../../test/global-setup.ts";
 import { services } from "./context.ts";
 import { parseWebEnv, webEngineConfig } from "./env.ts";
 

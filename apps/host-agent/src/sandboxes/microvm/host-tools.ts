@@ -31,7 +31,7 @@ export async function findTool(name: ToolName): Promise<string> {
 }
 
 /** True when an ELF64 binary names a dynamic loader (has a PT_INTERP program header). */
-export function hasElfInterpreter(elf: Buffer): boolean {
+function hasElfInterpreter(elf: Buffer): boolean {
   if (elf.length < 64 || elf.readUInt32BE(0) !== 0x7f454c46) return false;
   const phoff = Number(elf.readBigUInt64LE(0x20));
   const phentsize = elf.readUInt16LE(0x36);

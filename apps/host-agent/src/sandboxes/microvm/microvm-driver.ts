@@ -12,7 +12,7 @@ import {
   type SandboxIsolation,
   type SandboxSpec,
 } from "../sandbox-driver.ts";
-import { egressSocketFor } from "../../egress/egress-registry.ts";
+import { egressSocketFor } from "../../egress/index.ts";
 import { chooseAccel, hostTscKhz } from "./accel-probe.ts";
 import { installEgressRelay, linkEgress } from "./egress-relay.ts";
 import { findTool } from "./host-tools.ts";

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EgressProxy, type EgressDecisionEvent } from "../../egress/egress-proxy.ts";
+import { EgressProxy, type EgressDecisionEvent } from "../../egress/index.ts";
 import { createLogger } from "@kiln/logger";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";

@@ -5,7 +5,7 @@ export const VM_MEMORY = "256M";
 export const VM_CPUS = 1;
 
 /** tmpfs sizes inside the guest (all RAM-backed, so their sum may exceed RAM only because they are caps). */
-export const GUEST_LIMITS = {
+const GUEST_LIMITS = {
   ROOT_RW_SIZE: "64m", // writes to / (overlay upper layer over the read-only image)
   TMP_SIZE: "64m",
   WORKSPACE_SIZE: "128m",

@@ -15,7 +15,7 @@ import {
 } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
-import { egressProxyEnv } from "../../egress/egress-registry.ts";
+import { egressProxyEnv } from "../../egress/index.ts";
 import { GUEST_PATHS } from "./microvm-limits.ts";
 import { GUEST_PROXY_URL } from "./qemu-command.ts";
 import { guestWorkingDirectory, stepLauncher } from "./step-launcher.ts";

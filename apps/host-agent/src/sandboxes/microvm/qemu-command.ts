@@ -31,7 +31,7 @@ export interface EgressRelay {
 }
 
 /** What the guest dials for its proxy; the guest's HTTP(S)_PROXY points here. */
-export const GUEST_PROXY = { address: "10.0.2.100", port: 3128 } as const;
+const GUEST_PROXY = { address: "10.0.2.100", port: 3128 } as const;
 export const GUEST_PROXY_URL = `http://${GUEST_PROXY.address}:${GUEST_PROXY.port}`;
 /** Per-VM: the relay connects here; the driver points it at the attempt's egress socket at create(). */
 export const egressSocketLink = (runDir: string) => path.join(runDir, "egress.sock");

@@ -8,7 +8,7 @@ import { GUEST_PATHS } from "./microvm-limits.ts";
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function quote(s: string): string {
+function quote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 

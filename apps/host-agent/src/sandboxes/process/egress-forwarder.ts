@@ -13,7 +13,7 @@
 // kernel kills it with everything else there when that shell (pid 1) exits.
 import { access, constants } from "node:fs/promises";
 
-export const SANDBOX_PROXY_PORT = 3128;
+const SANDBOX_PROXY_PORT = 3128;
 export const SANDBOX_PROXY_URL = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
 
 export interface ForwarderTools {

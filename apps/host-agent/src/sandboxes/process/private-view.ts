@@ -29,7 +29,7 @@ import path from "node:path";
 
 export const EGRESS_SOCKET_IN_ROOT = ".egress.sock";
 /** Host uid/gid that in-sandbox id 0 maps to ("kil\0"); 65536 ids from here belong to sandboxes. */
-export const SANDBOX_HOST_ID_BASE = 0x6b696c00;
+const SANDBOX_HOST_ID_BASE = 0x6b696c00;
 /** The uid/gid a step runs as inside its user namespace (root agent). */
 export const SANDBOX_STEP_ID = 1000;
 /** Host uid/gid of a step's files and processes (root agent). */

@@ -5,7 +5,7 @@ import { access, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildStepEnv } from "../../attempts/step-env.ts";
+import { buildStepEnv } from "../../attempts/index.ts";
 import type { JobTicket } from "../../control-client.ts";
 import type { Sandbox, StepResult } from "../sandbox-driver.ts";
 import { createProcessDriver, type ProcessDriver } from "./process-driver.ts";

@@ -6,7 +6,7 @@ import { once } from "node:events";
 import path from "node:path";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
-import { egressProxyEnv, egressSocketFor } from "../../egress/egress-registry.ts";
+import { egressProxyEnv, egressSocketFor } from "../../egress/index.ts";
 import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
 import { DEFAULT_SANDBOX_LIMITS, dropPrivilegesArgv, EGRESS_SOCKET_IN_ROOT, privateViewArgv } from "./private-view.ts";

@@ -5,7 +5,7 @@ import { ImageError } from "@kiln/oci";
 
 export type TarType = "file" | "dir" | "symlink" | "hardlink" | "chardev" | "blockdev" | "fifo" | "other";
 
-export interface TarHeader {
+interface TarHeader {
   path: string;
   type: TarType;
   typeflag: string;
