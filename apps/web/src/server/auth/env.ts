@@ -111,3 +111,25 @@ export function authEnvProblem(): string | null {
   const r = schema.safeParse(process.env);
   return r.success ? null : r.error.issues.map((i) => i.message).join("; ");
 }
+
+/**
+ * The origin every state-changing dashboard request must come from (the proxy's Origin check):
+ * KILN_PUBLIC_URL, else AUTH_URL; null when neither is set, and then the origin the request was
+ * addressed to (its Host) stands in, which is what a local `npm run up` serves on.
+ */
+export function publicOrigin(): string | null {
+  for (const raw of [process.env.KILN_PUBLIC_URL, process.env.AUTH_URL]) {
+    if (!raw) continue;
+    try {
+      return new URL(raw).origin;
+    } catch {
+      // An unparsable URL is reported by authEnv(); the Host fallback keeps the check meaningful.
+    }
+  }
+  return null;
+}
+
+/** `next dev` needs 'unsafe-eval' in the CSP (React's dev tooling); a production build never does. */
+export function isNextDev(): boolean {
+  return process.env.NODE_ENV === "development";
+}

@@ -62,7 +62,7 @@ export function route<S extends z.ZodType | undefined>(def: {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-async function readLimited(req: Request, max: number): Promise<Uint8Array> {
+export async function readLimited(req: Request, max: number): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > max) throw new DomainError("REQUEST.TOO_LARGE", `body exceeds ${max} bytes`);
   if (!req.body) return new Uint8Array();

@@ -3,10 +3,18 @@ import { QueryClientProvider, type QueryClient } from "@tanstack/react-query";
 import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState, type ReactNode } from "react";
+import { z } from "zod";
 import { makeQueryClient } from "./query-client.ts";
 import type { AppRouter } from "./router.ts";
 
-export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+// Under the dashboard's CSP (no 'unsafe-eval'), zod's JIT probe (`new Function`) is refused and
+// reported as a violation although zod catches it. The browser parses only small inputs (filters),
+// so it parses without the JIT; the server, which parses agent traffic, keeps it. This module is
+// evaluated with the root layout, before any page parses anything.
+if (typeof window !== "undefined") z.config({ jitless: true });
+
+const { TRPCProvider, useTRPC: useTRPCContext } = createTRPCContext<AppRouter>();
+export const useTRPC = useTRPCContext;
 
 let browserClient: QueryClient | undefined;
 function getQueryClient(): QueryClient {

@@ -13,6 +13,8 @@ import { listPools } from "./tenants/list-pools.procedure.ts";
 import { lowerHardCap } from "./tenants/lower-hard-cap.procedure.ts";
 import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
+import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
+import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -28,6 +30,7 @@ export const appRouter = router({
   },
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
+  tokens: { list: listApiTokens, revoke: revokeApiToken },
 });
 
 export type AppRouter = typeof appRouter;

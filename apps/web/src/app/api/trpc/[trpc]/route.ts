@@ -1,11 +1,35 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { createTrpcContext } from "@/server/trpc/context.ts";
+import { toErrorResponse } from "@/server/http/error-map.ts";
+import { readLimited } from "@/server/http/route.ts";
 import { webLogger } from "@/server/logger.ts";
 import { appRouter } from "@/server/trpc/router.ts";
 
 export const dynamic = "force-dynamic";
 
-function handler(req: Request): Promise<Response> {
+/**
+ * Dashboard bodies are a few hundred bytes (a slug, an id, a host pattern); past this the request
+ * is refused (413 REQUEST.TOO_LARGE) before tRPC parses anything, so nobody can make the server
+ * buffer and parse megabytes of JSON with one cookie.
+ */
+const MAX_TRPC_BODY_BYTES = 1024 * 1024;
+
+async function handler(incoming: Request): Promise<Response> {
+  let req = incoming;
+  if (incoming.method === "POST") {
+    let body: Uint8Array;
+    try {
+      body = await readLimited(incoming, MAX_TRPC_BODY_BYTES);
+    } catch (e) {
+      return toErrorResponse(e);
+    }
+    req = new Request(incoming.url, {
+      method: "POST",
+      headers: incoming.headers,
+      body: Buffer.from(body),
+      signal: incoming.signal,
+    });
+  }
   return fetchRequestHandler({
     endpoint: "/api/trpc",
     req,
