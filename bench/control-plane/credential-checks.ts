@@ -23,7 +23,7 @@ import {
   setPoolPolicy,
 } from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
-import { createJobs } from "../../packages/engine/src/runs/freeze-run.ts";
+import { createJobs } from "@kiln/engine/testing";
 import { percentile } from "../lib/stats.ts";
 
 const iterations = Number(process.argv[process.argv.indexOf("--iterations") + 1] || 4000) || 4000;
