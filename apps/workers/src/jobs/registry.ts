@@ -3,6 +3,14 @@ import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
+import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 
 /** Every pg-boss job the workers run. */
-export const JOBS = [freezeRunJob, reconcileJob, gcArtifactsJob, archiveLogsJob, evictCachesJob] as const;
+export const JOBS = [
+  freezeRunJob,
+  reconcileJob,
+  gcArtifactsJob,
+  archiveLogsJob,
+  evictCachesJob,
+  rotateJobTokenKeyJob,
+] as const;
