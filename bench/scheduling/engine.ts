@@ -1,11 +1,6 @@
 // Discrete-event simulation of one pool. Every dispatch decision is the domain's PoolScheduler
 // (the same code chooseNext wraps), fed arrivals, completions and preemptions as events.
-import {
-  PoolScheduler,
-  planQueue,
-  type DecisionReason,
-  type DispatchPolicy,
-} from "@kiln/domain/dispatch";
+import { PoolScheduler, planQueue, type DecisionReason, type DispatchPolicy } from "@kiln/domain/dispatch";
 import { normalisedServiceJain, type OrgShareInput } from "./fairness.ts";
 import { EventHeap } from "./min-heap.ts";
 import type { Workload } from "./workload.ts";

@@ -2,13 +2,7 @@
 // one second later (and a variant at 1.5 s, when the pool is full). When do B's jobs start under fair vs fifo? Decisions come from the domain's
 // PoolScheduler; the ETA B is shown comes from planQueue over the same state.
 //   tsx bench/scheduling/small-vs-whale.ts
-import {
-  PoolScheduler,
-  planQueue,
-  type DispatchPolicy,
-  type Entitlement,
-  type QueuedJob,
-} from "@kiln/domain/dispatch";
+import { PoolScheduler, planQueue, type DispatchPolicy, type Entitlement, type QueuedJob } from "@kiln/domain/dispatch";
 
 const CAPACITY = 40;
 const JOB_MS = 1_000;

@@ -69,7 +69,7 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * and the e2e suites run the production build with NODE_ENV=test for this reason) or a public URL
  * other people can reach.
  */
-export function devLoginRefusal(e: {
+function devLoginRefusal(e: {
   KILN_DEV_LOGIN?: string | undefined;
   NODE_ENV?: string | undefined;
   KILN_PUBLIC_URL?: string | undefined;

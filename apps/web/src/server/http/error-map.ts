@@ -50,14 +50,14 @@ const STATUS: Record<DomainErrorCode, number> = {
   "REPO.NOT_FOUND": 404,
   // A clone URL outside the source policy (docs/adr/0017): the request is well-formed, the URL refused.
   "REPO.CLONE_URL_REFUSED": 422,
-  "REQUEST.INVALID": 400,
-  "REQUEST.TOO_LARGE": 413,
   // A manual trigger's ref the repository does not have, or a commit that is not on it (issue 15).
   "REPO.REF_NOT_FOUND": 422,
   "RUN.COMMIT_NOT_ON_REF": 422,
   "REPO.SOURCE_UNAVAILABLE": 503,
   // Entitlements in shared pools are set by platform operators only (docs/scheduling.md).
   "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED": 403,
+  "REQUEST.INVALID": 400,
+  "REQUEST.TOO_LARGE": 413,
   "SESSION.NOT_FOUND": 404,
   // Placement (issue 15): a pool policy the rules refuse; a host weaker than its pool requires.
   "POOL.POLICY_REFUSED": 422,
@@ -71,12 +71,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.ARCHIVE_UNAVAILABLE": 503,
 };
 
-export function errorResponse(
-  status: number,
-  code: string,
-  message: string,
-  details?: Record<string, unknown>,
-): Response {
+function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
   const headers: Record<string, string> = { "cache-control": "no-store" };
   // Back-pressure (e.g. LOG.JOURNAL_FULL) tells clients when to come back.
   if (typeof details?.retry_after_seconds === "number")
