@@ -53,6 +53,7 @@ export default tseslint.config(
       "**/next-env.d.ts",
       "**/*.js",
       "**/*.mjs",
+      "**/*.cjs",
     ],
   },
   js.configs.recommended,

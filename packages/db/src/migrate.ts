@@ -48,7 +48,7 @@ export async function migrateDatabase(url: string, log: (m: string) => void = ()
         await client.query("COMMIT");
       } catch (e) {
         await client.query("ROLLBACK");
-        throw new Error(`migration ${name} failed: ${e instanceof Error ? e.message : String(e)}`);
+        throw new Error(`migration ${name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
       applied.push(name);
       log(`applied migration ${name}`);

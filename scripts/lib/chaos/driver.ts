@@ -155,7 +155,7 @@ export class Driver {
       signal: AbortSignal.timeout(30_000),
     });
     const text = await r.text();
-    let json: any = null;
+    let json: any;
     try {
       json = text ? JSON.parse(text) : null;
     } catch {
