@@ -1,8 +1,11 @@
 // Issue 3 end to end: real web server, workers, a host agent and Debian's docker-registry with
 // htpasswd auth. A job naming the base image by tag is pinned to its digest at freeze, the agent
 // pulls and verifies it before the sandbox exists and reports image preparation as its own phase;
-// a digest that is not in the registry is the user's failure, named.
+// a digest that is not in the registry is the user's failure, named; a registry the operator did not
+// list is never contacted (docs/adr/0017).
 import { mkdtemp, readdir, rm } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { publishBaseImage, startRegistry, type PublishedImage, type RegistryHandle } from "@kiln/testkit";
@@ -73,5 +76,31 @@ describe("job images", () => {
     const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
     expect(run.jobs[0]).toMatchObject({ outcome: "user_failure", cause: "image.not_found" });
     expect(run.jobs[0].attempts).toHaveLength(1);
+  });
+
+  it("an image on a registry KILN_REGISTRIES does not list fails the run at freeze, and that registry hears nothing", async () => {
+    const heard: string[] = [];
+    const unlisted = http.createServer((req, res) => {
+      heard.push(req.url ?? "");
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => unlisted.listen(0, "127.0.0.1", r));
+    try {
+      const ref = `127.0.0.1:${(unlisted.address() as AddressInfo).port}/kiln/base:1`;
+      const sha = await t.git.commit({ ".kiln/workflow.yaml": workflow(ref) });
+      const r = await p.api(
+        "POST",
+        `/v1/repos/${t.repoId}/workflow-runs`,
+        t.token,
+        { workflow_path: ".kiln/workflow.yaml", commit_sha: sha },
+        { "idempotency-key": "img-3" },
+      );
+      expect(r.status).toBe(202);
+      const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
+      expect(run).toMatchObject({ outcome: "user_failure", cause: "image.not_allowed" });
+      expect(heard).toEqual([]);
+    } finally {
+      unlisted.close();
+    }
   });
 });
