@@ -19,7 +19,9 @@ export interface RefCheckSource {
 }
 
 // One check per mirror at a time in this process: git refuses, rather than waits, when another
-// fetch holds the mirror's ref locks.
+// fetch holds the mirror's ref locks. Another web process may hold them too: that is retried
+// briefly, since a sibling's lock says nothing about the forge.
+const LOCK_COLLISION = /\.lock': File exists|Unable to create .*\.lock|cannot lock ref|shallow\.lock/i;
 const queues = new Map<string, Promise<unknown>>();
 function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const next = (queues.get(dir) ?? Promise.resolve()).then(fn, fn);
@@ -72,10 +74,19 @@ export async function checkCommitOnRef(
     }
     // The tip as the forge has it now, under a private name, so an older fetch never answers.
     const local = `refs/kiln-ref-check/${ref.slice("refs/".length)}`;
-    try {
-      await git(["fetch", "-q", "--no-tags", "--force", "--", repo.cloneUrl, `+${ref}:${local}`], true);
-    } catch (e) {
-      const msg = errText(e);
+    for (let tryNo = 0; ; tryNo++) {
+      const msg = await git(
+        ["fetch", "-q", "--no-tags", "--force", "--", repo.cloneUrl, `+${ref}:${local}`],
+        true,
+      ).then(
+        () => null,
+        (e: unknown) => errText(e),
+      );
+      if (msg === null) break;
+      if (LOCK_COLLISION.test(msg) && tryNo < 5) {
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 150 * (tryNo + 1)));
+        continue;
+      }
       if (/couldn't find remote ref|no such remote ref|not our ref|invalid refspec/i.test(msg))
         throw new DomainError("REPO.REF_NOT_FOUND", `${ref} does not exist in ${shown}`, { ref });
       throw new DomainError("REPO.SOURCE_UNAVAILABLE", `could not fetch ${ref} from ${shown}: ${msg.slice(0, 300)}`);
