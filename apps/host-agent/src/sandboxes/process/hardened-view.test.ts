@@ -1,11 +1,14 @@
 // The process driver's hardened view layer by layer (private-view.ts, docs/adr/0019): who a step
 // is, what it holds, what of the host it sees, and its limits. Runs where the agent is root (the
 // case the id mapping exists for); an unprivileged agent's view is covered by the contract suite.
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { lstat, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chown, lstat, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Sandbox } from "../sandbox-driver.ts";
 import { DEFAULT_SANDBOX_LIMITS, SANDBOX_HOST_STEP_ID, SANDBOX_STEP_ID } from "./private-view.ts";
@@ -138,5 +141,37 @@ describe.runIf(process.getuid?.() === 0)("process driver: hardened view (root ag
     expect(r.out).toBe(
       `Max file size ${fileSizeBytes} ${fileSizeBytes} bytes \nMax core file size 0 0 bytes \nMax processes ${processes} ${processes} processes \n`,
     );
+  });
+});
+
+// What an unprivileged agent's step checks about itself (an unprivileged agent can map only its own uid).
+const STEP =
+  "id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status; [ -e /etc/shadow ] || echo no-shadow; [ -e /root ] || echo no-root; echo mine > mine && cat mine";
+
+describe.runIf(process.getuid?.() === 0)("process driver: hardened view (unprivileged agent)", () => {
+  it("runs its steps as root of a user namespace holding nothing: no capabilities, no_new_privs, the same root", {
+    timeout: 60_000,
+  }, async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "kiln-unprivileged-"));
+    try {
+      await chown(dir, 65534, 65534);
+      const child = fileURLToPath(new URL("./unprivileged-agent-child.ts", import.meta.url));
+      const { stdout } = await promisify(execFile)(
+        "/usr/bin/setpriv",
+        [
+          ...["--reuid", "65534", "--regid", "65534", "--clear-groups", "--", process.execPath, "--import", "tsx"],
+          ...[child, path.join(dir, "work"), STEP],
+        ],
+        // From the repository, where `--import tsx` resolves; the agent only writes its work dir.
+        { cwd: process.cwd(), env: { PATH: "/usr/bin:/bin", HOME: dir }, timeout: 50_000 },
+      ).catch((e: { stdout?: string; stderr?: string }) => {
+        throw new Error(`unprivileged agent failed: ${e.stdout ?? ""}${e.stderr ?? ""}`);
+      });
+      expect(stdout).toBe(
+        "0\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nno-shadow\nno-root\nmine\nexit=0\n",
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

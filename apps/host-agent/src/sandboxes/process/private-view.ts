@@ -207,17 +207,10 @@ export interface PrivateViewSpec {
  * uid/gid when the view maps ids, no supplementary groups, empty capability sets, no_new_privs.
  */
 export function dropPrivilegesArgv(setpriv: string, mapIds: boolean): string[] {
-  const ids = mapIds ? ["--reuid", String(SANDBOX_STEP_ID), "--regid", String(SANDBOX_STEP_ID)] : [];
-  return [
-    setpriv,
-    ...ids,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--ambient-caps=-all",
-    "--bounding-set=-all",
-    "--no-new-privs",
-    "--",
-  ];
+  // An unprivileged agent's user namespace denies setgroups (its map was written without
+  // CAP_SETGID): its steps keep the agent's groups, which show as nogroup inside.
+  const ids = mapIds ? ["--reuid", String(SANDBOX_STEP_ID), "--regid", String(SANDBOX_STEP_ID), "--clear-groups"] : [];
+  return [setpriv, ...ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"];
 }
 
 /** argv that sets the view up inside the step's (already unshared) namespaces, then execs argv. */
