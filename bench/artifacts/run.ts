@@ -34,12 +34,12 @@ import {
   type ArtifactStore,
   type JobClaims,
   type JobTicket,
+  createJobs,
 } from "@kiln/engine";
 import { startPostgres, startS3Process } from "@kiln/testkit";
 import { freezeArtifact, restoreArtifact, uploadArtifact } from "@kiln/host-agent/artifacts";
 import { ControlClient } from "@kiln/host-agent/control-client";
 import { createLogger } from "@kiln/logger";
-import { createJobs } from "@kiln/engine/testing";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";
 

@@ -17,9 +17,9 @@ import {
   DEFAULT_ENGINE_CONFIG,
   registerSession,
   setPoolPolicy,
+  createJobs,
 } from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
-import { createJobs } from "@kiln/engine/testing";
 import { median, percentile } from "../lib/stats.ts";
 
 const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1] || 3) || 3;

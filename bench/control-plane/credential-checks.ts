@@ -21,9 +21,9 @@ import {
   hashSecret,
   registerSession,
   setPoolPolicy,
+  createJobs,
 } from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
-import { createJobs } from "@kiln/engine/testing";
 import { percentile } from "../lib/stats.ts";
 
 const iterations = Number(process.argv[process.argv.indexOf("--iterations") + 1] || 4000) || 4000;

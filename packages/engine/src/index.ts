@@ -18,6 +18,8 @@ export {
   type ManualTriggerBody,
   freezeRun,
   DEFAULT_POOL,
+  // The job rows a freeze writes: benchmarks seed frozen runs with it (no git, no vitest).
+  createJobs,
   type FreezeOutcome,
   cancelRun,
   retryRun,

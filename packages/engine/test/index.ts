@@ -4,5 +4,3 @@
 export * from "./support.ts";
 export * from "./artifacts/support.ts";
 export * from "./logs/support.ts";
-// Benchmarks seed frozen runs directly (no git): the jobs rows a freeze would write.
-export { createJobs } from "../src/runs/freeze-run.ts";

@@ -11,6 +11,10 @@ export class Stack extends Platform {
       git: true,
       agentEnv: { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" },
       agentHostnames: true,
+      // The workload's pushes come from a non-member (untrusted runs) and its agents are process
+      // agents: one operator's development pool that admits untrusted work there (ADR 0022), so the
+      // soak keeps exercising both trust classes.
+      untrustedOnProcess: true,
     });
   }
 

@@ -8,7 +8,7 @@ import { defineJob } from "./job-definition.ts";
  * verifying for a job token's lifetime (JOB_TOKEN_TTL_MS, 26 h), so rotating never refuses a
  * running attempt; `npm run kiln -- job-key rotate` rotates at once (docs/adr/0018).
  */
-export const JOB_KEY_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
+const JOB_KEY_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
 
 /**
  * Issue 15: rotates the job-token key once it is older than JOB_KEY_MAX_AGE_MS. Idempotent and

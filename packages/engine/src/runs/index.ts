@@ -1,6 +1,6 @@
 // Public API of the runs capability (conventions 4).
 export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody } from "./admit-manual.ts";
-export { freezeRun, DEFAULT_POOL, type FreezeOutcome } from "./freeze-run.ts";
+export { freezeRun, createJobs, DEFAULT_POOL, type FreezeOutcome } from "./freeze-run.ts";
 export { cancelRun } from "./cancel-run.ts";
 export { retryRun } from "./retry-run.ts";
 export { getRun, type RunView, type JobView } from "./get-run.ts";

@@ -9,12 +9,10 @@ export const egressHostInput = z.object({
 });
 
 /** Adds an allow-list entry (audited; allowing an existing entry changes and records nothing). */
-export const allowEgressHost = adminProcedure
-  .input(egressHostInput)
-  .mutation(({ ctx, input }) =>
-    allowEgressHostUseCase(ctx.db, {
-      orgSlug: ctx.tenant.slug,
-      pattern: input.pattern,
-      actor: `web:${ctx.tenant.login}`,
-    }),
-  );
+export const allowEgressHost = adminProcedure.input(egressHostInput).mutation(({ ctx, input }) =>
+  allowEgressHostUseCase(ctx.db, {
+    orgSlug: ctx.tenant.slug,
+    pattern: input.pattern,
+    actor: `web:${ctx.tenant.login}`,
+  }),
+);
