@@ -135,11 +135,15 @@ describe.runIf(process.getuid?.() === 0)("process driver: hardened view (root ag
     expect(passwd.out).toBe("root\nkiln\nnobody\n");
   });
 
-  it("applies the process, file size and core dump limits", async () => {
-    const r = await run(sb, "grep -E '^Max (processes|file size|core file size) ' /proc/self/limits | tr -s ' '");
-    const { processes, fileSizeBytes } = DEFAULT_SANDBOX_LIMITS;
+  it("applies the process, file size, memory and core dump limits", async () => {
+    const r = await run(
+      sb,
+      "grep -E '^Max (processes|file size|data size|core file size) ' /proc/self/limits | tr -s ' '",
+    );
+    const { processes, fileSizeBytes, dataBytes } = DEFAULT_SANDBOX_LIMITS;
     expect(r.out).toBe(
-      `Max file size ${fileSizeBytes} ${fileSizeBytes} bytes \nMax core file size 0 0 bytes \nMax processes ${processes} ${processes} processes \n`,
+      `Max file size ${fileSizeBytes} ${fileSizeBytes} bytes \nMax data size ${dataBytes} ${dataBytes} bytes \n` +
+        `Max core file size 0 0 bytes \nMax processes ${processes} ${processes} processes \n`,
     );
   });
 });

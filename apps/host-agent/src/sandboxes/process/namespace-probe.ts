@@ -85,7 +85,7 @@ const CGROUP_CONTROLLERS = ["memory", "pids", "cpu", "io"];
  * are the only bounds).
  */
 async function describeLimits(): Promise<string> {
-  const rl = `rlimits (processes ${DEFAULT_SANDBOX_LIMITS.processes}, file size ${DEFAULT_SANDBOX_LIMITS.fileSizeBytes / 1024 ** 3} GiB, no core dumps)`;
+  const rl = `rlimits (processes ${DEFAULT_SANDBOX_LIMITS.processes}, file size ${DEFAULT_SANDBOX_LIMITS.fileSizeBytes / 1024 ** 3} GiB, writable memory ${DEFAULT_SANDBOX_LIMITS.dataBytes / 1024 ** 3} GiB per process, no core dumps)`;
   for (const mount of CGROUP_V2_MOUNTS) {
     const controllers = await readFile(path.join(mount, "cgroup.controllers"), "utf8").then(
       (t) => t.trim().split(/\s+/),

@@ -40,13 +40,23 @@ export interface SandboxLimits {
   processes: number;
   /** RLIMIT_FSIZE: the largest single file a step may write. */
   fileSizeBytes: number;
+  /**
+   * RLIMIT_DATA: the writable private memory (heap and anonymous mappings) one step process may hold.
+   * Without cgroup v2 this is the memory bound there is: per process, not per job. Reservations
+   * without write access (V8's cage, WebAssembly guards, a JVM's unused heap) do not count.
+   */
+  dataBytes: number;
 }
 
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { processes: 4096, fileSizeBytes: 16 * 1024 ** 3 };
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  processes: 4096,
+  fileSizeBytes: 16 * 1024 ** 3,
+  dataBytes: 8 * 1024 ** 3,
+};
 
 // No modules beyond strict/warnings: loading Config and POSIX alone cost about 12 ms per step here.
 const VIEW_SCRIPT = String.raw`use strict; use warnings;
-my ($arch, $root, $work, $sock, $mapIds, $nproc, $fsize, @argv) = @ARGV;
+my ($arch, $root, $work, $sock, $mapIds, $nproc, $fsize, $data, @argv) = @ARGV;
 sub fail { print STDERR "kiln: sandbox view: @_\n"; exit 125 }
 my %nr = (x86_64 => [165, 166, 155, 272, 302, 260, 117, 119, 3], aarch64 => [40, 39, 41, 97, 261, 54, 147, 149, 57]);
 my ($SYS_mount, $SYS_umount2, $SYS_pivot_root, $SYS_unshare, $SYS_prlimit, $SYS_fchownat, $SYS_setresuid, $SYS_setresgid, $SYS_close) = @{$nr{$arch} // fail("no syscall numbers for $arch")};
@@ -180,8 +190,8 @@ my $dot = ".";
 syscall($SYS_pivot_root, $dot, $dot) == 0 or fail("pivot_root: $!");
 syscall($SYS_umount2, $dot, 2) == 0 or fail("cannot detach the host tree: $!");
 chdir($cwd) or fail("cannot enter $cwd: $!");
-# RLIMIT_CORE 4, RLIMIT_FSIZE 1, RLIMIT_NPROC 6: soft = hard, so a step cannot raise them.
-for ([4, 0], [1, $fsize], [6, $nproc]) {
+# RLIMIT_CORE 4, RLIMIT_FSIZE 1, RLIMIT_DATA 2, RLIMIT_NPROC 6: soft = hard, so a step cannot raise them.
+for ([4, 0], [1, $fsize], [2, $data], [6, $nproc]) {
   syscall($SYS_prlimit, 0, $_->[0], pack("QQ", $_->[1], $_->[1]), 0) == 0 or fail("prlimit $_->[0]: $!");
 }
 exec { $argv[0] } @argv or fail("exec $argv[0]: $!");
@@ -228,6 +238,7 @@ export function privateViewArgv(spec: PrivateViewSpec, argv: string[]): string[]
     spec.mapIds ? String(SANDBOX_HOST_ID_BASE) : "",
     String(spec.limits.processes),
     String(spec.limits.fileSizeBytes),
+    String(spec.limits.dataBytes),
     ...argv,
   ];
 }
