@@ -31,6 +31,9 @@ export class FaultStack extends Platform {
       git: true,
       agentEnv: { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" },
       agentHostnames: true,
+      // Fault tests push as a non-member (untrusted runs) to process agents: one operator's
+      // development pool that admits them there (ADR 0022); the faults, not placement, are under test.
+      untrustedOnProcess: true,
     });
     s.cloned = cloned;
     await s.start();

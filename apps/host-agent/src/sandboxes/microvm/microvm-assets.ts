@@ -12,7 +12,7 @@ import { findCloudKernel, findTool, run } from "./host-tools.ts";
 
 const GUEST_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "guest");
 // Bump when the layout below changes in a way the inputs do not capture.
-const BUILDER_VERSION = "1";
+const BUILDER_VERSION = "2";
 const MODULES = [
   "virtio_ring",
   "virtio",
@@ -91,16 +91,22 @@ interface Inputs {
   hash: string;
   init: Buffer;
   agent: Buffer;
+  /** The CRNG reseed helper's source; compiled into the initramfs when a C compiler is present. */
+  reseed: Buffer;
+  cc: string | null;
 }
 
 async function readInputs(vmlinuz: string, modulesDir: string, busybox: string): Promise<Inputs> {
   const h = createHash("sha256").update(`kiln-microvm-assets/${BUILDER_VERSION}\0`);
   const init = await readFile(path.join(GUEST_DIR, "init.sh"));
   const agent = await readFile(path.join(GUEST_DIR, "agent.sh"));
-  for (const part of [init, agent, Buffer.from(limitsScript()), await readFile(vmlinuz), await readFile(busybox)])
+  const reseed = await readFile(path.join(GUEST_DIR, "reseed.c"));
+  const cc = await findCompiler();
+  for (const part of [init, agent, reseed, Buffer.from(cc ?? "no-cc"), Buffer.from(limitsScript())])
     h.update(part).update("\0");
+  for (const part of [await readFile(vmlinuz), await readFile(busybox)]) h.update(part).update("\0");
   for (const m of MODULES) h.update(await readFile(path.join(modulesDir, MODULE_PATHS[m]!))).update("\0");
-  return { hash: h.digest("hex").slice(0, 32), init, agent };
+  return { hash: h.digest("hex").slice(0, 32), init, agent, reseed, cc };
 }
 
 async function buildInitramfs(staging: string, inputs: Inputs, busybox: string, modulesDir: string): Promise<void> {
@@ -112,6 +118,15 @@ async function buildInitramfs(staging: string, inputs: Inputs, busybox: string, 
   await writeFile(path.join(root, "init"), inputs.init, { mode: 0o755 });
   await writeFile(path.join(root, "kiln/agent.sh"), inputs.agent, { mode: 0o755 });
   await writeFile(path.join(root, "kiln/limits.sh"), limitsScript());
+  if (inputs.cc) {
+    // Static: the guest has no libc. Without a compiler the guest still mixes the host's entropy in,
+    // and reseeds when the kernel's own timer says so (weaker; ADR 0011).
+    const src = path.join(staging, "reseed.c");
+    await writeFile(src, inputs.reseed);
+    // A compiler without a static libc (no libc6-dev) cannot link it: the guest then goes without.
+    await run(inputs.cc, ["-static", "-Os", "-s", "-o", path.join(root, "kiln/reseed"), src]).catch(() => undefined);
+    await rm(src);
+  }
   for (const m of MODULES)
     await copyFile(path.join(modulesDir, MODULE_PATHS[m]!), path.join(root, "lib/modules", `${m}.ko`));
   // newc cpio through busybox (no host cpio needed); file list on stdin.
@@ -159,4 +174,16 @@ export async function buildExt4(mkfs: string, dir: string, out: string): Promise
   const usedKb = Number((await run("/usr/bin/du", ["-sk", "--apparent-size", dir])).split("\t")[0] ?? "0");
   const sizeMb = Math.ceil((usedKb * 1.3) / 1024) + 16;
   await run(mkfs, ["-q", "-F", "-O", "^has_journal", "-E", "root_owner=0:0", "-d", dir, out, `${sizeMb}M`]);
+}
+
+/** A C compiler that can link statically (gcc with libc6-dev), or null. */
+async function findCompiler(): Promise<string | null> {
+  for (const cc of ["/usr/bin/cc", "/usr/bin/gcc"]) {
+    const ok = await stat(cc).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return cc;
+  }
+  return null;
 }

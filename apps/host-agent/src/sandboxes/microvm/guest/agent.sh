@@ -57,6 +57,9 @@ while IFS= read -r line <&3; do
     PREP)
       date -s "@$2" >/dev/null 2>&1
       echo "$3" | base64 -d > /dev/urandom
+      # A restored snapshot shares its CRNG state with every clone: reseed it from the pool that now
+      # holds this job's entropy (see reseed.c), so no two jobs read the same bytes.
+      [ -x /kiln/reseed ] && /kiln/reseed
       echo PREP-OK >&3 ;;
     PUT)
       if head -c "$2" <&4 | tar -x -C /newroot/workspace 2>/run/put.err; then echo PUT-OK >&3
