@@ -1,6 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { DomainError } from "@kiln/domain";
+import { MIRROR_LOCK_COLLISION, serialiseByKey } from "../shared/serialise-by-key.ts";
 import {
   checkCloneUrl,
   isCloneUrlError,
@@ -16,24 +17,6 @@ export interface RefCheckSource {
   gitCacheDir: string;
   policy: SourcePolicy;
   timeoutMs?: number;
-}
-
-// One check per mirror at a time in this process: git refuses, rather than waits, when another
-// fetch holds the mirror's ref locks. Another web process may hold them too: that is retried
-// briefly, since a sibling's lock says nothing about the forge.
-const LOCK_COLLISION = /\.lock': File exists|Unable to create .*\.lock|cannot lock ref|shallow\.lock/i;
-const queues = new Map<string, Promise<unknown>>();
-function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const next = (queues.get(dir) ?? Promise.resolve()).then(fn, fn);
-  const tail = next.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(dir, tail);
-  void tail.then(() => {
-    if (queues.get(dir) === tail) queues.delete(dir);
-  });
-  return next;
 }
 
 /**
@@ -65,7 +48,7 @@ export async function checkCommitOnRef(
       protocols: network ? [remote.protocol] : [],
       timeoutMs: source.timeoutMs ?? 30_000,
     });
-  await serialised(dir, async () => {
+  await serialiseByKey(dir, async () => {
     try {
       await stat(path.join(dir, "HEAD"));
     } catch {
@@ -83,7 +66,7 @@ export async function checkCommitOnRef(
         (e: unknown) => errText(e),
       );
       if (msg === null) break;
-      if (LOCK_COLLISION.test(msg) && tryNo < 5) {
+      if (MIRROR_LOCK_COLLISION.test(msg) && tryNo < 5) {
         await new Promise((r) => setTimeout(r, 50 + Math.random() * 150 * (tryNo + 1)));
         continue;
       }

@@ -10,6 +10,7 @@ import {
   type PreparedCloneUrl,
   type SourcePolicy,
 } from "@kiln/oci";
+import { MIRROR_LOCK_COLLISION, serialiseByKey } from "../shared/serialise-by-key.ts";
 
 export type FetchResult =
   | { ok: true; content: string; sha256: string }
@@ -25,9 +26,6 @@ const MAX_WORKFLOW_BYTES = 256 * 1024;
 // when another fetch holds them; a burst of runs of one new commit would then look "unreachable".
 // Fetches into one mirror are serialised in this process, and a collision with another process is
 // retried briefly: a lock held by a sibling says nothing about the forge.
-const mirrorQueues = new Map<string, Promise<unknown>>();
-const LOCK_COLLISION =
-  /shallow\.lock|\.lock': File exists|shallow file has changed|Unable to create .*\.lock|cannot lock ref/i;
 
 // A file's bytes at a commit never change, so found files are remembered per process: a burst of
 // runs of one commit (push + PR events, retries, a monorepo's many workflows) reads git once.
@@ -41,20 +39,6 @@ function remember(key: string, r: FetchResult & { ok: true }): void {
     if (!oldest.done) found.delete(oldest.value);
   }
   found.set(key, r);
-}
-
-function serialised<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const prev = mirrorQueues.get(dir) ?? Promise.resolve();
-  const next = prev.then(fn, fn);
-  const tail = next.then(
-    () => undefined,
-    () => undefined,
-  );
-  mirrorQueues.set(dir, tail);
-  void tail.then(() => {
-    if (mirrorQueues.get(dir) === tail) mirrorQueues.delete(dir);
-  });
-  return next;
 }
 
 /**
@@ -102,7 +86,7 @@ export async function fetchWorkflowFile(opts: {
   );
   const missing = known
     ? null
-    : await serialised(dir, async (): Promise<FetchResult | null> => {
+    : await serialiseByKey(dir, async (): Promise<FetchResult | null> => {
         try {
           await stat(path.join(dir, "HEAD"));
         } catch {
@@ -130,7 +114,7 @@ export async function fetchWorkflowFile(opts: {
             return null;
           } catch (e) {
             const msg = errText(e);
-            if (LOCK_COLLISION.test(msg) && tryNo < 8) {
+            if (MIRROR_LOCK_COLLISION.test(msg) && tryNo < 8) {
               await new Promise((r) => setTimeout(r, 50 + Math.random() * 150 * (tryNo + 1)));
               if (await hasCommit()) return null;
               continue;
