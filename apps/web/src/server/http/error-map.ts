@@ -24,6 +24,9 @@ const STATUS: Record<DomainErrorCode, number> = {
   "ARTIFACT.PARTS_INCOMPLETE": 409,
   "ARTIFACT.VERIFICATION_FAILED": 422,
   "ARTIFACT.STORE_UNAVAILABLE": 503,
+  // Its bytes no longer match its signed provenance (issue 17): kept for the audit, never served.
+  "ARTIFACT.QUARANTINED": 403,
+  "ATTESTATION.NOT_FOUND": 404,
   "CACHE.NOT_DECLARED": 422,
   "CACHE.WRITE_REFUSED": 403,
   "CACHE.TOO_LARGE": 413,
