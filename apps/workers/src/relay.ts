@@ -99,10 +99,18 @@ export class OutboxRelay {
           await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
         }
         pools.add(p.pool);
-      } else {
+      } else if (m.topic === "run.freeze") {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
         freezes++;
+      } else {
+        // Attestation work (issue 17): pg-boss singletons keyed like the outbox row, so a relay
+        // pass repeated after a crash queues no second copy while the first is waiting.
+        const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
+        await this.ensureQueue(queue);
+        const key = "jobId" in m.payload ? m.payload.jobId : "attestationId" in m.payload ? m.payload.attestationId : null;
+        await this.boss.send(queue, m.payload, key ? { singletonKey: key } : {});
+        this.onQueued(queue);
       }
     }
     if (freezes > 0) this.onQueued("run-freeze");
