@@ -21,6 +21,14 @@ const schema = z.object({
    * https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.
    */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /**
+   * The attestor's ECDSA P-256 private key (PKCS#8 PEM, mode 0600; issue 17, ADR 0027). Only the
+   * workers read it; host agents and sandboxes never get it. Unset (the default): nothing is signed
+   * and attestation jobs fail with that reason until it is set. `npm run up` creates one.
+   */
+  KILN_ATTESTATION_KEY_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /** This instance's public URL: provenance names the builder and each invocation under it. */
+  KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().default("http://localhost:3000")),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),

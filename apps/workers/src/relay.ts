@@ -104,12 +104,11 @@ export class OutboxRelay {
         await this.boss.send("run-freeze", m.payload);
         freezes++;
       } else {
-        // Attestation work (issue 17): pg-boss singletons keyed like the outbox row, so a relay
-        // pass repeated after a crash queues no second copy while the first is waiting.
+        // Attestation work (issue 17). A relay pass repeated after a crash may queue a second
+        // copy; both handlers are idempotent (one statement and one leaf per job).
         const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
         await this.ensureQueue(queue);
-        const key = "jobId" in m.payload ? m.payload.jobId : "attestationId" in m.payload ? m.payload.attestationId : null;
-        await this.boss.send(queue, m.payload, key ? { singletonKey: key } : {});
+        await this.boss.send(queue, m.payload);
         this.onQueued(queue);
       }
     }

@@ -1,9 +1,11 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
+import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { verifyAttestationJob } from "./verify-attestation.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -13,4 +15,6 @@ export const JOBS = [
   archiveLogsJob,
   evictCachesJob,
   rotateJobTokenKeyJob,
+  attestJobJob,
+  verifyAttestationJob,
 ] as const;

@@ -1,5 +1,5 @@
 // Public API of the attestation capability (issue 17, docs/adr/0027-control-plane-attestor.md).
-export { ATTESTATION_ALGORITHM, ensureAttestationKeyFile, keyIdOfSpki, loadFileSigner, type AttestationSigner } from "./signer.ts";
+export { ATTESTATION_ALGORITHM, keyIdOfSpki, loadFileSigner, type AttestationSigner } from "./signer.ts";
 export { verifyDsseSignature, verifyEcdsaP256, type SigEncoding } from "./ecdsa-verify.ts";
 export { signStatement, verifyAttestationEnvelope, type SignedStatement, type TrustedKey } from "./dsse-envelope.ts";
 export { attestJob, attestationIdFor, type AttestorDeps, type AttestResult } from "./attest-job.ts";

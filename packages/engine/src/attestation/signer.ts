@@ -1,9 +1,8 @@
 // The attestor's signing key (issue 17, ADR 0027). Only the workers process holds it: a 0600 PEM
 // file named by KILN_ATTESTATION_KEY_FILE. Host agents and sandboxes never get the variable or
 // the file (the testkit starts only the workers with it; e2e/provenance.test.ts attacks that).
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
-import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } from "node:crypto";
+import { readFile, stat } from "node:fs/promises";
 
 export const ATTESTATION_ALGORITHM = "ecdsa-p256-sha256";
 
@@ -46,18 +45,4 @@ export async function loadFileSigner(file: string): Promise<AttestationSigner> {
   if ((st.mode & 0o077) !== 0)
     throw new Error(`${file} is readable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
   return signerFromKey(createPrivateKey(await readFile(file, "utf8")));
-}
-
-/** Creates a fresh P-256 key file (mode 0600, directory 0700) unless one exists: `npm run up`, the testkit. */
-export async function ensureAttestationKeyFile(file: string): Promise<void> {
-  try {
-    await stat(file);
-    return;
-  } catch {
-    // absent: create below
-  }
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  await writeFile(file, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600, flag: "wx" });
-  await chmod(file, 0o600);
 }
