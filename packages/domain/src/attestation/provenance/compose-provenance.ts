@@ -20,6 +20,7 @@ export interface ProvenanceInput {
   logs: { stdoutSha256: string; stderrSha256: string } | null;
 }
 
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 const base = (u: string) => u.replace(/\/+$/, "");
 
 /** The builder: this instance running a sandbox of the given isolation class (process | microvm). */
@@ -37,8 +38,11 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
   const deps: ResourceDescriptor[] = [
     { uri: `git+${p.repo.cloneUrl}@${ref}`, digest: { gitCommit: p.run.commitSha } },
   ];
-  if (p.run.workflowSha256)
-    deps.push({ uri: `git+${p.repo.cloneUrl}@${p.run.commitSha}#${p.run.workflowPath}`, name: p.run.workflowPath, digest: { sha256: p.run.workflowSha256 } });
+  const workflowUri = `git+${p.repo.cloneUrl}@${p.run.commitSha}#${p.run.workflowPath}`;
+  // The freeze records the file's sha256; a run that never froze its file gets the path alone.
+  if (p.run.workflowSha256 && SHA256_HEX.test(p.run.workflowSha256))
+    deps.push({ uri: workflowUri, name: p.run.workflowPath, digest: { sha256: p.run.workflowSha256 } });
+  else deps.push({ uri: workflowUri, name: p.run.workflowPath });
   if (p.job.image?.digest) {
     const hex = p.job.image.digest.replace(/^sha256:/, "");
     deps.push({ uri: `oci://${p.job.image.ref}`, name: "image", digest: { sha256: hex } });
