@@ -29,7 +29,7 @@ describe("Wycheproof ecdsa_secp256r1_sha256_p1363 against Kiln's ECDSA verifier"
   const cases = file.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, pem: g.publicKeyPem })));
   it("has the whole suite", () => {
     expect(cases.length).toBe(file.numberOfTests);
-    expect(cases.filter((t) => t.result === "invalid").length).toBeGreaterThan(100);
+    expect(cases.filter((t) => t.result === "invalid").length).toBeGreaterThan(50);
   });
   it("accepts every valid signature and rejects every invalid one", () => {
     const wrong: string[] = [];
