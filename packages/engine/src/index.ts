@@ -166,3 +166,4 @@ export {
   type RunEgressEvent,
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
+export * from "./attestation/index.ts";
