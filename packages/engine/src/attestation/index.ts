@@ -15,3 +15,7 @@ export {
 export { findAttestations, listQuarantines, type AttestationQuery, type AttestationSummary, type QuarantineAlert } from "./find-attestations.ts";
 export { getProvenanceRecord, type ProvenanceRecord } from "./provenance-record.ts";
 export type { TlogInclusion, TlogPort } from "./tlog-port.ts";
+export { engineTlog } from "./tlog-adapter.ts";
+
+// The transparency log (./tlog, ADR 0026).
+export * from "./tlog/index.ts";
