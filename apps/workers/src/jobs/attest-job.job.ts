@@ -1,4 +1,5 @@
-import { attestJob } from "@kiln/engine";
+import { attestJob, type AttestorDeps } from "@kiln/engine";
+import type { Logger } from "@kiln/logger";
 import { z } from "zod";
 import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
@@ -10,22 +11,28 @@ import { defineJob } from "./job-definition.ts";
  * attestation id is derived from the job and epoch, the write happens under a per-job lock after
  * an existence check, and the log keeps one leaf per dedupe key (run-it-twice test beside this).
  */
+const payload = z.object({
+  jobId: z.uuid(),
+  runId: z.uuid(),
+  orgId: z.uuid(),
+  epoch: z.number().int().min(1),
+});
+
 export const attestJobJob = defineJob({
   name: "attest-job",
-  payload: z.object({
-    jobId: z.uuid(),
-    runId: z.uuid(),
-    orgId: z.uuid(),
-    epoch: z.number().int().min(1),
-  }),
+  payload,
   retryLimit: 10,
   retryDelaySeconds: 1,
   expireInSeconds: 120,
   concurrency: 4,
   handle: async ({ db, log }, data) => {
-    const rt = await attestorRuntimeFromEnv(db, log);
-    const r = await attestJob(rt.attestor, { jobId: data.jobId, epoch: data.epoch });
-    if (r.kind === "attested")
-      log.info("job attested", { job_id: data.jobId, run_id: data.runId, attestation_id: r.attestationId, tlog_index: String(r.tlogIndex) });
+    await runAttestJob((await attestorRuntimeFromEnv(db, log)).attestor, data, log);
   },
 });
+
+/** The handler's body with its runtime passed in (the run-it-twice test gives its own). */
+export async function runAttestJob(d: AttestorDeps, data: z.infer<typeof payload>, log: Logger): Promise<void> {
+  const r = await attestJob(d, { jobId: data.jobId, epoch: data.epoch });
+  if (r.kind === "attested")
+    log.info("job attested", { job_id: data.jobId, run_id: data.runId, attestation_id: r.attestationId, tlog_index: String(r.tlogIndex) });
+}
