@@ -1,5 +1,6 @@
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { bundleFromJSON } from "@sigstore/bundle";
+import { PublicKeyDetails } from "@sigstore/protobuf-specs";
 import { toSignedEntity, toTrustMaterial, Verifier } from "@sigstore/verify";
 import { createPublicKey } from "node:crypto";
 import { fromBase64Any, tlog } from "@kiln/domain";
@@ -45,7 +46,7 @@ function sigstoreVerify(b: AttestationBundle["bundle"], keyId: string, spkiPem: 
   const der = createPublicKey(spkiPem).export({ type: "spki", format: "der" });
   const trust = toTrustMaterial(
     { mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1", tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities: [] },
-    { [keyId]: { rawBytes: new Uint8Array(der), keyDetails: 5 /* PKIX_ECDSA_P256_SHA_256 */, validFor: { start: new Date(0) } } },
+    { [keyId]: { rawBytes: der, keyDetails: PublicKeyDetails.PKIX_ECDSA_P256_SHA_256, validFor: { start: new Date(0) } } },
   );
   const v = new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 });
   v.verify(toSignedEntity(bundleFromJSON(b)));
