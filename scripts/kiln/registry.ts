@@ -1,5 +1,6 @@
 // Every CLI command, in the order the usage lists them. Add a capability's module with one line here.
 import type { CliCommand } from "./command.ts";
+import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
@@ -10,4 +11,5 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...attestationCommands,
 ];

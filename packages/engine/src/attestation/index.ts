@@ -16,6 +16,7 @@ export { findAttestations, listQuarantines, type AttestationQuery, type Attestat
 export { getProvenanceRecord, type ProvenanceRecord } from "./provenance-record.ts";
 export type { TlogInclusion, TlogPort } from "./tlog-port.ts";
 export { engineTlog } from "./tlog-adapter.ts";
+export { verifyOffline, type OfflineInput, type OfflineResult } from "./verify-offline.ts";
 
 // The transparency log (./tlog, ADR 0026).
 export * from "./tlog/index.ts";
