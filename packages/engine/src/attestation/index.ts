@@ -16,6 +16,7 @@ export { findAttestations, listQuarantines, type AttestationQuery, type Attestat
 export { getProvenanceRecord, type ProvenanceRecord } from "./provenance-record.ts";
 export type { TlogInclusion, TlogPort } from "./tlog-port.ts";
 export { engineTlog } from "./tlog-adapter.ts";
+export { listRunTransitions, type TransitionView } from "./run-history.ts";
 export { verifyOffline, type OfflineInput, type OfflineResult } from "./verify-offline.ts";
 
 // The transparency log (./tlog, ADR 0026).

@@ -1,4 +1,8 @@
 import { getJob } from "./jobs/get-job.procedure.ts";
+import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
+import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
+import { listQuarantines } from "./provenance/list-quarantines.procedure.ts";
+import { searchProvenance } from "./provenance/search-provenance.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
 import { getRun } from "./runs/get-run.procedure.ts";
@@ -31,6 +35,7 @@ export const appRouter = router({
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  provenance: { search: searchProvenance, record: getProvenanceRecord, quarantines: listQuarantines, runHistory: getRunHistory },
 });
 
 export type AppRouter = typeof appRouter;
