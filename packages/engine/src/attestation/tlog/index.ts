@@ -14,7 +14,7 @@ export {
   type TlogConn,
 } from "./tlog-store.ts";
 export { signCheckpoint, latestCheckpoint, type StoredCheckpoint } from "./tlog-checkpoint.ts";
-export { logSigner, logVerifierKey, loadKeyEncryptionKey, kekId, type LogSigner } from "./tlog-key.ts";
+export { logSigner, logVerifierKey, loadKeyEncryptionKey, kekId, tlogOrigin, type LogSigner } from "./tlog-key.ts";
 export {
   sha256,
   tlogHasher,
