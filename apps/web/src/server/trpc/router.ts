@@ -1,3 +1,4 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
@@ -31,6 +32,7 @@ export const appRouter = router({
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;
