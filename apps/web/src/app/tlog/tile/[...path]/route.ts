@@ -11,13 +11,15 @@ export const dynamic = "force-dynamic";
  * `tile/entries/<N>[.p/<W>]` (entry bundles, uint16 length-prefixed), so standard monitors and
  * witnesses can follow the log. Full tiles never change and are cached as such.
  */
-export const GET = route({
-  handler: async ({ params }) => {
-    const raw = (params as unknown as { path?: string[] }).path ?? [];
-    const t = tlog.parseTilePath(["tile", ...raw].join("/"));
+const handler = route({
+  handler: async ({ req }) => {
+    // The tile path is read from the URL itself: the route builder's params are single strings.
+    const t = tlog.parseTilePath(new URL(req.url).pathname.replace(/^\/tlog\//, ""));
     if (!t) throw new DomainError("TLOG.TILE_NOT_FOUND", "not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])");
     const bytes = await readTile(services().db, t);
     if (!bytes) throw new DomainError("TLOG.TILE_NOT_FOUND", `the log does not hold ${tlog.tilePath(t)} yet`);
     return publicBytes(bytes, "application/octet-stream", t.width === tlog.TILE_WIDTH);
   },
 });
+
+export const GET = (req: Request) => handler(req, { params: Promise.resolve({}) });
