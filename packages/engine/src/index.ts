@@ -167,3 +167,12 @@ export {
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
 export * from "./attestation/index.ts";
+export {
+  recordAuditEvent,
+  recordAuditEventSql,
+  listAuditEvents,
+  type AuditEventInput,
+  type AuditEventRef,
+  type AuditEventView,
+  type ListAuditEventsInput,
+} from "./audit/index.ts";
