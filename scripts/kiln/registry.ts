@@ -5,6 +5,7 @@ import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { tenantCommands } from "./tenants.ts";
+import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -12,4 +13,5 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...attestationCommands,
+  ...tlogCommands,
 ];

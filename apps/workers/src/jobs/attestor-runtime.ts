@@ -45,7 +45,7 @@ async function build(db: Db, log: Logger): Promise<AttestorRuntime> {
       logs: { pool, archive: new LogArchiveReader(s3LogStore(s3, env.KILN_S3_BUCKET)) },
       signer,
       tlog: engineTlog,
-      instanceUri: env.KILN_PUBLIC_URL,
+      instanceUri: env.KILN_PUBLIC_URL ?? "http://localhost:3000",
     },
     store: { s3, bucket: env.KILN_S3_BUCKET, settings: artifactSettingsFromEnv(env) },
   };

@@ -1,3 +1,4 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
 import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
@@ -36,6 +37,7 @@ export const appRouter = router({
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
   provenance: { search: searchProvenance, record: getProvenanceRecord, quarantines: listQuarantines, runHistory: getRunHistory },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;

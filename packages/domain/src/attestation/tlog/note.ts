@@ -50,12 +50,11 @@ export function formatVerifierKey(sha256: Sha256, name: string, ed25519PublicKey
 
 /** Parses a verifier key and checks that its key hash is the one its name and key give. */
 export function parseVerifierKey(sha256: Sha256, text: string): Parsed<VerifierKey> {
-  // Split at the first two '+' only: the standard base64 key may itself contain '+' (Go's
-  // note.NewVerifier chops the same way).
-  const i = text.indexOf("+");
-  const j = i < 0 ? -1 : text.indexOf("+", i + 1);
-  if (i < 0 || j < 0) return { ok: false, reason: "verifier key must be <name>+<hash>+<key>" };
-  const [name, hashHex, keyB64] = [text.slice(0, i), text.slice(i + 1, j), text.slice(j + 1)];
+  // Split at the first two '+' only: the base64 key may contain '+' itself (Go's note does the same).
+  const a = text.indexOf("+");
+  const b = a < 0 ? -1 : text.indexOf("+", a + 1);
+  if (b < 0) return { ok: false, reason: "verifier key must be <name>+<hash>+<key>" };
+  const [name, hashHex, keyB64] = [text.slice(0, a), text.slice(a + 1, b), text.slice(b + 1)];
   if (!validKeyName(name)) return { ok: false, reason: "bad key name" };
   const keyHash = hashHex.length === 8 ? fromHex(hashHex) : null;
   if (!keyHash) return { ok: false, reason: "key hash must be 8 hex digits" };

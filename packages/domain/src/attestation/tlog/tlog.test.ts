@@ -44,11 +44,12 @@ describe("RFC 6962 proofs from stored perfect nodes", () => {
     }
   });
 
-  it("every consistency proof between sizes 0..40 verifies, and a swapped root fails", () => {
+  it("every consistency proof between sizes 1..40 verifies, a swapped root fails, and none from 0 counts", () => {
     for (let to = 1; to <= 40; to++) {
       const root2 = rootFromLeaves(h, leaves.slice(0, to));
-      for (let from = 0; from <= to; from++) {
-        const root1 = from === 0 ? h.emptyRoot() : rootFromLeaves(h, leaves.slice(0, from));
+      expect(verifyConsistency(h, 0n, BigInt(to), [], h.emptyRoot(), root2).ok).toBe(false);
+      for (let from = 1; from <= to; from++) {
+        const root1 = rootFromLeaves(h, leaves.slice(0, from));
         const proof = consistencyRanges(from, to).map(rangeHash);
         expect(verifyConsistency(h, BigInt(from), BigInt(to), proof, root1, root2)).toEqual({ ok: true });
         if (from > 0 && from < to)

@@ -50,12 +50,12 @@ export function inclusionRanges(index: number, size: number): LeafRange[] {
   return out;
 }
 
-/** RFC 6962 2.1.2 PROOF(m, D[n]) = SUBPROOF(m, D[n], true) as subtrees; empty when m = n or m = 0. */
+/** RFC 6962 2.1.2 PROOF(m, D[n]) = SUBPROOF(m, D[n], true) as subtrees, 0 < m <= n; empty when m = n. */
 export function consistencyRanges(from: number, to: number): LeafRange[] {
   checkSize("from", from);
   checkSize("to", to);
-  if (from > to) throw new RangeError(`from ${from} is above to ${to}`);
-  if (from === 0 || from === to) return [];
+  if (from === 0 || from > to) throw new RangeError(`no consistency proof from ${from} to ${to}`);
+  if (from === to) return [];
   const out: LeafRange[] = [];
   const sub = (m: number, lo: number, hi: number, whole: boolean): void => {
     const n = hi - lo;

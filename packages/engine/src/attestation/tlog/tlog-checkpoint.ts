@@ -2,7 +2,7 @@
 // checkpoint job calls signCheckpoint every second or so; GET /tlog/checkpoint serves the latest.
 import { withTx, type Db, type DbOrTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
-import type { LogSigner } from "./tlog-key.ts";
+import { logVerifierKey, type LogSigner } from "./tlog-key.ts";
 import { tlogSize, treeRoot } from "./tlog-store.ts";
 
 export interface StoredCheckpoint {
@@ -44,4 +44,17 @@ export async function latestCheckpoint(db: DbOrTx): Promise<StoredCheckpoint | n
     SELECT size, root_hash, note, created_at FROM tlog_checkpoint ORDER BY size DESC LIMIT 1`;
   const r = rows[0];
   return r ? { size: Number(r.size), rootHash: new Uint8Array(r.root_hash), note: r.note, createdAt: r.created_at } : null;
+}
+
+export interface TlogStatus {
+  /** Entries committed to the log (the next checkpoint will cover them). */
+  entries: number;
+  checkpoint: { size: number; rootHash: Uint8Array; createdAt: Date; note: string } | null;
+  verifierKey: string | null;
+}
+
+/** What the public transparency-log page shows; three primary-key reads. */
+export async function tlogStatus(db: DbOrTx): Promise<TlogStatus> {
+  const [entries, checkpoint, verifierKey] = await Promise.all([tlogSize(db), latestCheckpoint(db), logVerifierKey(db)]);
+  return { entries, checkpoint, verifierKey };
 }

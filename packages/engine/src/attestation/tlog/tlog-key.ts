@@ -18,6 +18,15 @@ export interface LogSigner {
 
 const KEK_BYTES = 32;
 
+/**
+ * The log's origin: KILN_TLOG_ORIGIN, else `<host of KILN_PUBLIC_URL>/tlog` (schema-less, as C2SP
+ * origins are), else `localhost/tlog` for a local platform.
+ */
+export function tlogOrigin(opts: { origin?: string | undefined; publicUrl?: string | undefined }): string {
+  if (opts.origin) return opts.origin;
+  return `${opts.publicUrl ? new URL(opts.publicUrl).host : "localhost"}/tlog`;
+}
+
 /** Names a KEK without revealing it, so a worker with the wrong one says so instead of failing to decrypt. */
 export function kekId(kek: Uint8Array): string {
   return tlog.toHex(sha256(tlog.concatBytes(new TextEncoder().encode("kiln tlog kek\n"), kek))).slice(0, 16);

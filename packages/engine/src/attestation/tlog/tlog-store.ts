@@ -146,6 +146,8 @@ export async function getConsistencyProof(c: TlogConn, from: number, to: number)
   checkIndex("from", from);
   await checkSize(c, to, "to");
   if (from > to) throw new DomainError("TLOG.INDEX_OUT_OF_RANGE", `from ${from} is above to ${to}`);
+  // Every tree extends the empty one: there is nothing to prove, and verifiers refuse such a proof.
+  if (from === 0) throw new DomainError("TLOG.INDEX_OUT_OF_RANGE", "a consistency proof starts at size 1 or more");
   return rangeHashes(c, tlog.consistencyRanges(from, to));
 }
 
