@@ -64,7 +64,13 @@ jobs:
 `;
 
 async function trigger(t: { repoId: string; token: string; git: { headSha: string } }, key: string): Promise<string> {
-  const r = await p.api("POST", `/v1/repos/${t.repoId}/workflow-runs`, t.token, { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha }, { "idempotency-key": key });
+  const r = await p.api(
+    "POST",
+    `/v1/repos/${t.repoId}/workflow-runs`,
+    t.token,
+    { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha },
+    { "idempotency-key": key },
+  );
   expect(r.status).toBe(202);
   return r.json.run_id as string;
 }
@@ -89,13 +95,23 @@ const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
   const { DATABASE_URL: _d, ...env } = process.env;
   return new Promise((resolve) =>
-    execFile(process.execPath, ["--import", "tsx", "scripts/kiln.ts", ...args], { cwd: path.resolve(import.meta.dirname, ".."), env }, (err, stdout) =>
-      resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "scripts/kiln.ts", ...args],
+      { cwd: path.resolve(import.meta.dirname, ".."), env },
+      (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
     ),
   );
 }
 
-let shared: { org: string; runId: string; compileJobId: string; artifactId: string; attestationId: string; quarantinedRun: string } | null = null;
+let shared: {
+  org: string;
+  runId: string;
+  compileJobId: string;
+  artifactId: string;
+  attestationId: string;
+  quarantinedRun: string;
+} | null = null;
 
 describe("provenance", () => {
   it("the winner of a fenced upload is attested against the stored bytes; the stale attempt never is", async () => {
@@ -119,11 +135,15 @@ describe("provenance", () => {
 
     // The listing names each artifact and its attestation state; it reaches verified on its own.
     let art: any = null;
-    await waitUntil(async () => {
-      const l = await p.api("GET", `/v1/jobs/${compile.id}/artifacts`, t.token);
-      art = l.json.artifacts?.[0];
-      return art?.attestation_state === "verified";
-    }, 60_000, 200);
+    await waitUntil(
+      async () => {
+        const l = await p.api("GET", `/v1/jobs/${compile.id}/artifacts`, t.token);
+        art = l.json.artifacts?.[0];
+        return art?.attestation_state === "verified";
+      },
+      60_000,
+      200,
+    );
     expect(art).toMatchObject({ name: "app", attempt_epoch: winner.epoch });
     expect(art.id).toMatch(/^[0-9a-f-]{36}$/);
 
@@ -132,22 +152,42 @@ describe("provenance", () => {
     expect(b.json.bundle.mediaType).toBe("application/vnd.dev.sigstore.bundle.v0.3+json");
     const st = JSON.parse(Buffer.from(b.json.bundle.dsseEnvelope.payload, "base64").toString("utf8"));
     // Subject digest = sha256 of the bytes object storage serves; invocation = this job, winning epoch.
-    const redirect = await fetch(`${p.base}/v1/jobs/${compile.id}/artifacts/app`, { headers: { authorization: `Bearer ${t.token}` }, redirect: "manual" });
+    const redirect = await fetch(`${p.base}/v1/jobs/${compile.id}/artifacts/app`, {
+      headers: { authorization: `Bearer ${t.token}` },
+      redirect: "manual",
+    });
     const jar = await bytesOf(redirect.headers.get("location")!);
     expect(st.subject).toEqual([{ name: "app", digest: { sha256: sha256(jar) } }]);
-    expect(st.predicate.runDetails.metadata.invocationId).toMatch(new RegExp(`/runs/${runId}/jobs/${compile.id}/attempts/${winner.epoch}$`));
-    const deps = st.predicate.buildDefinition.resolvedDependencies as { uri?: string; digest?: Record<string, string> }[];
+    expect(st.predicate.runDetails.metadata.invocationId).toMatch(
+      new RegExp(`/runs/${runId}/jobs/${compile.id}/attempts/${winner.epoch}$`),
+    );
+    const deps = st.predicate.buildDefinition.resolvedDependencies as {
+      uri?: string;
+      digest?: Record<string, string>;
+    }[];
     expect(deps[0]).toMatchObject({ digest: { gitCommit: t.git.headSha } });
     expect(deps[0]?.uri).toMatch(/^git\+/);
 
     // The consumer's statement lists the restored artifact with the producer's epoch.
     const testJob = run.jobs[1];
-    await waitUntil(async () => (await p.api("GET", `/v1/jobs/${testJob.id}/artifacts`, t.token)).json.artifacts?.[0]?.attestation_state === "verified", 60_000, 200);
+    await waitUntil(
+      async () =>
+        (await p.api("GET", `/v1/jobs/${testJob.id}/artifacts`, t.token)).json.artifacts?.[0]?.attestation_state ===
+        "verified",
+      60_000,
+      200,
+    );
     const digestArt = (await p.api("GET", `/v1/jobs/${testJob.id}/artifacts`, t.token)).json.artifacts[0];
     const tb = await p.api("GET", `/v1/artifacts/${digestArt.id}/attestation`, t.token);
     const tst = JSON.parse(Buffer.from(tb.json.bundle.dsseEnvelope.payload, "base64").toString("utf8"));
     expect(tst.predicate.buildDefinition.resolvedDependencies).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: "artifact:compile/app", digest: { sha256: sha256(jar) }, annotations: expect.objectContaining({ epoch: winner.epoch }) })]),
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: "artifact:compile/app",
+          digest: { sha256: sha256(jar) },
+          annotations: expect.objectContaining({ epoch: winner.epoch }),
+        }),
+      ]),
     );
 
     // The stale attempt's generation is in no statement, and stays out after it resumes.
@@ -155,17 +195,35 @@ describe("provenance", () => {
     const stale = await p.db.$queryRaw<{ n: bigint }[]>`
       SELECT count(*) AS n FROM attestation_subject s JOIN artifact_generation g ON g.id = s.generation_id WHERE g.run_id = ${runId}::uuid AND g.epoch = 1`;
     expect(Number(stale[0]?.n)).toBe(0);
-    const atts = await p.db.$queryRaw<{ epoch: number }[]>`SELECT epoch FROM attestation WHERE job_id = ${compile.id}::uuid`;
+    const atts = await p.db.$queryRaw<
+      { epoch: number }[]
+    >`SELECT epoch FROM attestation WHERE job_id = ${compile.id}::uuid`;
     expect(atts).toEqual([{ epoch: winner.epoch }]);
 
     // @sigstore/verify accepts it with the published key (public endpoint) and thresholds of 0.
-    const keys = await fetch(`${p.base}/v1/attestation/keys`).then((r) => r.json() as Promise<{ keys: { key_id: string; spki_pem: string }[] }>);
+    const keys = await fetch(`${p.base}/v1/attestation/keys`).then(
+      (r) => r.json() as Promise<{ keys: { key_id: string; spki_pem: string }[] }>,
+    );
     const k = keys.keys.find((x) => x.key_id === b.json.bundle.verificationMaterial.publicKey.hint)!;
     const trust = toTrustMaterial(
-      { mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1", tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities: [] },
-      { [k.key_id]: { rawBytes: createPublicKey(k.spki_pem).export({ type: "spki", format: "der" }), keyDetails: PublicKeyDetails.PKIX_ECDSA_P256_SHA_256, validFor: { start: new Date(0) } } },
+      {
+        mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+        tlogs: [],
+        certificateAuthorities: [],
+        ctlogs: [],
+        timestampAuthorities: [],
+      },
+      {
+        [k.key_id]: {
+          rawBytes: createPublicKey(k.spki_pem).export({ type: "spki", format: "der" }),
+          keyDetails: PublicKeyDetails.PKIX_ECDSA_P256_SHA_256,
+          validFor: { start: new Date(0) },
+        },
+      },
     );
-    new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }).verify(toSignedEntity(bundleFromJSON(b.json.bundle)));
+    new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }).verify(
+      toSignedEntity(bundleFromJSON(b.json.bundle)),
+    );
 
     // An auditor verifies offline with what the public endpoints serve.
     const f = (n: string) => path.join(work, n);
@@ -174,19 +232,48 @@ describe("provenance", () => {
     await writeFile(f("keys.json"), JSON.stringify(keys));
     await writeFile(f("log.key"), await fetch(`${p.base}/v1/tlog/verifier-key`).then((r) => r.text()));
     await writeFile(f("checkpoint"), await fetch(`${p.base}/tlog/checkpoint`).then((r) => r.text()));
-    const v = await kiln(["verify", f("app.jar"), "--bundle", f("bundle.json"), "--keys", f("keys.json"), "--log-key", f("log.key"), "--json"]);
+    const v = await kiln([
+      "verify",
+      f("app.jar"),
+      "--bundle",
+      f("bundle.json"),
+      "--keys",
+      f("keys.json"),
+      "--log-key",
+      f("log.key"),
+      "--json",
+    ]);
     expect(v.code, v.stdout).toBe(0);
     await writeFile(f("other.jar"), Buffer.concat([jar, Buffer.from("x")]));
-    const bad = await kiln(["verify", f("other.jar"), "--bundle", f("bundle.json"), "--keys", f("keys.json"), "--log-key", f("log.key"), "--json"]);
+    const bad = await kiln([
+      "verify",
+      f("other.jar"),
+      "--bundle",
+      f("bundle.json"),
+      "--keys",
+      f("keys.json"),
+      "--log-key",
+      f("log.key"),
+      "--json",
+    ]);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout)).toMatchObject({ rule: "subject.digest" });
 
     const found = await p.api("GET", `/v1/attestations?subject_digest=sha256:${sha256(jar)}`, t.token);
     expect(found.json.attestations).toHaveLength(1);
     const other = await p.seedTenant("prov-other", { ".kiln/workflow.yaml": PIPELINE });
-    expect((await p.api("GET", `/v1/attestations?subject_digest=sha256:${sha256(jar)}`, other.token)).json.attestations).toEqual([]);
+    expect(
+      (await p.api("GET", `/v1/attestations?subject_digest=sha256:${sha256(jar)}`, other.token)).json.attestations,
+    ).toEqual([]);
     expect((await p.api("GET", `/v1/artifacts/${art.id}/attestation`, other.token)).status).toBe(404);
-    shared = { org: "prov-headline", runId, compileJobId: compile.id, artifactId: art.id, attestationId: found.json.attestations[0].id, quarantinedRun: "" };
+    shared = {
+      org: "prov-headline",
+      runId,
+      compileJobId: compile.id,
+      artifactId: art.id,
+      attestationId: found.json.attestations[0].id,
+      quarantinedRun: "",
+    };
   }, 480_000);
 
   it("a stored object altered after sealing is quarantined: downloads refused, never deleted", async () => {
@@ -205,13 +292,24 @@ describe("provenance", () => {
       jobId = run.jobs[0].id;
       const key = await p.db.$queryRaw<{ object_key: string }[]>`
         SELECT g.object_key FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id WHERE b.job_id = ${jobId}::uuid`;
-      const client = createObjectStore({ endpoint: s3.endpoint, region: "us-east-1", accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey });
+      const client = createObjectStore({
+        endpoint: s3.endpoint,
+        region: "us-east-1",
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+      });
       await client.send(new PutObjectCommand({ Bucket: "kiln", Key: key[0]!.object_key, Body: "tampered\n" }));
       client.destroy();
     } finally {
       await p.signal("workers", "SIGCONT");
     }
-    await waitUntil(async () => (await p.api("GET", `/v1/jobs/${jobId}/artifacts`, t.token)).json.artifacts?.[0]?.attestation_state === "quarantined", 60_000, 200);
+    await waitUntil(
+      async () =>
+        (await p.api("GET", `/v1/jobs/${jobId}/artifacts`, t.token)).json.artifacts?.[0]?.attestation_state ===
+        "quarantined",
+      60_000,
+      200,
+    );
     const dl = await p.api("GET", `/v1/jobs/${jobId}/artifacts/out`, t.token);
     expect(dl.status).toBe(403);
     expect(dl.json.error.code).toBe("ARTIFACT.QUARANTINED");
@@ -225,7 +323,10 @@ describe("provenance", () => {
   it("the signing key never reaches a host agent or a sandbox", async () => {
     const keyFile = p.attestationKeyFile;
     const pem = readFileSync(keyFile, "utf8");
-    const body = pem.split("\n").filter((l) => l && !l.startsWith("-----")).join("");
+    const body = pem
+      .split("\n")
+      .filter((l) => l && !l.startsWith("-----"))
+      .join("");
     for (const name of ["agent-a", "agent-b", "agent-t", "web"]) {
       const pid = p.proc(name).child.pid!;
       const environ = readFileSync(`/proc/${pid}/environ`, "utf8");
@@ -239,7 +340,9 @@ describe("provenance", () => {
     await p.startAgent("agent-h", t.agentToken);
     const runId = await trigger(t, "steal-1");
     const run = await p.waitForRun(runId, t.token, (x) => x.status === "completed", 120_000);
-    const logs = await fetch(`${p.base}/v1/jobs/${run.jobs[0].id}/logs/raw?stream=stdout`, { headers: { authorization: `Bearer ${t.token}` } }).then((r) => r.text());
+    const logs = await fetch(`${p.base}/v1/jobs/${run.jobs[0].id}/logs/raw?stream=stdout`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    }).then((r) => r.text());
     expect(logs).not.toContain(body.slice(0, 40));
     expect(logs).not.toContain("BEGIN PRIVATE KEY");
   }, 240_000);
@@ -262,7 +365,9 @@ describe("provenance", () => {
       const dl = page.waitForEvent("download");
       await page.getByTestId("download-bundle").click();
       const file = await (await dl).path();
-      expect(JSON.parse(readFileSync(file, "utf8")).bundle.mediaType).toBe("application/vnd.dev.sigstore.bundle.v0.3+json");
+      expect(JSON.parse(readFileSync(file, "utf8")).bundle.mediaType).toBe(
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+      );
       await screenshot(page, "provenance-record");
 
       // Search: empty, then a digest that matches nothing, then the run; keyboard only.

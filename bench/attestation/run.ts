@@ -55,7 +55,11 @@ jobs:
 `;
 const progress = (m: string) => process.stderr.write(`${m}\n`);
 
-async function seedJobs(db: Db, n: number, ctx: { orgId: string; repoId: string; sessionId: string }): Promise<JobTicket[]> {
+async function seedJobs(
+  db: Db,
+  n: number,
+  ctx: { orgId: string; repoId: string; sessionId: string },
+): Promise<JobTicket[]> {
   const parsed = parseWorkflow(WORKFLOW);
   if (!parsed.ok) throw new Error(parsed.error.message);
   const def = parsed.definition;
@@ -82,13 +86,21 @@ async function seedJobs(db: Db, n: number, ctx: { orgId: string; repoId: string;
 }
 
 const complete = (db: Db, t: JobTicket) =>
-  completeAttempt(db, CFG, { attemptId: t.attemptId, jobId: t.jobId, epoch: t.epoch, outcome: "success", sandboxDestroyed: true });
+  completeAttempt(db, CFG, {
+    attemptId: t.attemptId,
+    jobId: t.jobId,
+    epoch: t.epoch,
+    outcome: "success",
+    sandboxDestroyed: true,
+  });
 
 async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
 }
 
 async function main(): Promise<void> {
@@ -100,23 +112,52 @@ async function main(): Promise<void> {
   const db = createDb({ url, max: 10 });
   const sqlPool = new pg.Pool({ connectionString: url, max: 4 });
   const keyFile = path.join(root, "attestation-key.pem");
-  await writeFile(keyFile, generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+  await writeFile(
+    keyFile,
+    generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }),
+    { mode: 0o600 },
+  );
   await chmod(keyFile, 0o600);
   const signer = await loadFileSigner(keyFile);
   // Logs are never read here (the jobs wrote none); the reader needs a store object all the same.
-  const s3 = createObjectStore({ endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKeyId: "x", secretAccessKey: "x" });
-  const deps: AttestorDeps = { db, logs: { pool: sqlPool, archive: new LogArchiveReader(s3LogStore(s3, "kiln")) }, signer, tlog: engineTlog, instanceUri: "https://kiln.bench" };
+  const s3 = createObjectStore({
+    endpoint: "http://127.0.0.1:9",
+    region: "us-east-1",
+    accessKeyId: "x",
+    secretAccessKey: "x",
+  });
+  const deps: AttestorDeps = {
+    db,
+    logs: { pool: sqlPool, archive: new LogArchiveReader(s3LogStore(s3, "kiln")) },
+    signer,
+    tlog: engineTlog,
+    instanceUri: "https://kiln.bench",
+  };
   const boss = new PgBoss({ connectionString: url, max: 4 });
   let relay: OutboxRelay | null = null;
   try {
     const org = await createOrg(db, "bench");
-    const repo = await addRepo(db, { orgSlug: "bench", name: "bench/app", cloneUrl: "file:///none", webhookSecret: "bench-secret", workflowPath: ".kiln/workflow.yaml" }, { localReposRoot: "/" });
+    const repo = await addRepo(
+      db,
+      {
+        orgSlug: "bench",
+        name: "bench/app",
+        cloneUrl: "file:///none",
+        webhookSecret: "bench-secret",
+        workflowPath: ".kiln/workflow.yaml",
+      },
+      { localReposRoot: "/" },
+    );
     await setPoolPolicy(db, { name: "bench", minIsolation: "process", development: true, actor: "bench" });
     const token = await createAgentToken(db, { pool: "bench" });
     const session = await registerSession(db, CFG, {
       agentTokenId: token.id,
       pool: "bench",
-      body: { hostname: "bench", capacity: 100_000, labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" } },
+      body: {
+        hostname: "bench",
+        capacity: 100_000,
+        labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+      },
     });
     const ctx = { orgId: org.id, repoId: repo.id, sessionId: session.sessionId };
 
@@ -125,11 +166,28 @@ async function main(): Promise<void> {
     const tickets = await seedJobs(db, JOBS, ctx);
     for (const t of tickets) await complete(db, t);
     const sample: ProvenanceInput = {
-      instanceUri: "https://kiln.bench", org: { id: org.id, slug: "bench" }, repo: { fullName: "bench/app", cloneUrl: "file:///none" },
-      run: { id: randomUUID(), ref: "refs/heads/main", commitSha: "b".repeat(40), workflowPath: ".kiln/workflow.yaml", workflowSha256: "c".repeat(64), inputs: {}, trustClass: "trusted" },
+      instanceUri: "https://kiln.bench",
+      org: { id: org.id, slug: "bench" },
+      repo: { fullName: "bench/app", cloneUrl: "file:///none" },
+      run: {
+        id: randomUUID(),
+        ref: "refs/heads/main",
+        commitSha: "b".repeat(40),
+        workflowPath: ".kiln/workflow.yaml",
+        workflowSha256: "c".repeat(64),
+        inputs: {},
+        trustClass: "trusted",
+      },
       job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
-      startedOn: new Date(), finishedOn: new Date(), subjects: [{ name: "app", sha256: "d".repeat(64) }, { name: "sbom", sha256: "e".repeat(64) }],
-      restored: [], caches: [], logs: null,
+      startedOn: new Date(),
+      finishedOn: new Date(),
+      subjects: [
+        { name: "app", sha256: "d".repeat(64) },
+        { name: "sbom", sha256: "e".repeat(64) },
+      ],
+      restored: [],
+      caches: [],
+      logs: null,
     };
     let t0 = performance.now();
     await pool(tickets, CONCURRENCY, () => signStatement(signer, composeProvenance(sample)));
@@ -150,13 +208,17 @@ async function main(): Promise<void> {
     // Commit to commit, on this process's clock: completeAttempt returned / the handler returned.
     const completedAt = new Map<string, number>();
     const attestedAt = new Map<string, number>();
-    const workerId = await boss.work("attest-job", { batchSize: 2, pollingIntervalSeconds: 0.5, localConcurrency: CONCURRENCY }, async (jobs) => {
-      for (const j of jobs) {
-        const data = j.data as { jobId: string; runId: string; orgId: string; epoch: number };
-        await runAttestJob(deps, data, log);
-        if (!attestedAt.has(data.jobId)) attestedAt.set(data.jobId, performance.now());
-      }
-    });
+    const workerId = await boss.work(
+      "attest-job",
+      { batchSize: 2, pollingIntervalSeconds: 0.5, localConcurrency: CONCURRENCY },
+      async (jobs) => {
+        for (const j of jobs) {
+          const data = j.data as { jobId: string; runId: string; orgId: string; epoch: number };
+          await runAttestJob(deps, data, log);
+          if (!attestedAt.has(data.jobId)) attestedAt.set(data.jobId, performance.now());
+        }
+      },
+    );
     relay = new OutboxRelay(db, boss, url, 1_000, false, log, () => boss.notifyWorker(workerId));
     await relay.start();
     const startedAt = Date.now();
@@ -168,7 +230,9 @@ async function main(): Promise<void> {
     }
     const ids = late.map((t) => t.jobId);
     for (let waited = 0; waited < 120_000; waited += 100) {
-      const n = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attestation WHERE job_id = ANY(${ids}::uuid[])`;
+      const n = await db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM attestation WHERE job_id = ANY(${ids}::uuid[])`;
       if (Number(n[0]?.n) === ids.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -185,7 +249,14 @@ async function main(): Promise<void> {
       attest_and_append_per_s: Math.round(attestRate),
       ratio_attest_to_sign: Number((attestRate / signRate).toFixed(2)),
       leaves: Number(leaves[0]?.n),
-      latency: { completions: COMPLETIONS, rate_per_s: RATE, attested: ms.length, p50_ms: Math.round(median(ms)), p95_ms: Math.round(percentile(ms, 95)), max_ms: Math.round(Math.max(...ms)) },
+      latency: {
+        completions: COMPLETIONS,
+        rate_per_s: RATE,
+        attested: ms.length,
+        p50_ms: Math.round(median(ms)),
+        p95_ms: Math.round(percentile(ms, 95)),
+        max_ms: Math.round(Math.max(...ms)),
+      },
     };
     console.log(JSON.stringify(report, null, 2));
   } finally {

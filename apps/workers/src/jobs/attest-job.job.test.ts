@@ -54,7 +54,9 @@ describe("attest-job", () => {
     expect(first).toHaveLength(1);
     await runAttestJob(d, payload, log);
     expect(await snapshot(p.jobId)).toEqual(first);
-    const leaves = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${first[0]!.id}`;
+    const leaves = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${first[0]!.id}`;
     expect(Number(leaves[0]?.n)).toBe(1);
   });
 });
@@ -78,13 +80,17 @@ describe("verify-attestation", () => {
     const { payload, p, generationId } = await succeededProducer();
     await runAttestJob(attestorDeps(t.db(), pool(), s3.store(), signer()), payload, log);
     const [a] = await snapshot(p.jobId);
-    const key = await t.db().$queryRaw<{ object_key: string }[]>`SELECT object_key FROM artifact_generation WHERE id = ${generationId}::uuid`;
+    const key = await t.db().$queryRaw<
+      { object_key: string }[]
+    >`SELECT object_key FROM artifact_generation WHERE id = ${generationId}::uuid`;
     await s3.store().s3.send(new PutObjectCommand({ Bucket: s3.store().bucket, Key: key[0]!.object_key, Body: "x" }));
     await checkpoint(t.db());
     const d = { db: t.db(), store: s3.store(), tlog: engineTlog };
     await runVerifyAttestation(d, a!.id, log);
     await runVerifyAttestation(d, a!.id, log);
-    const q = await t.db().$queryRaw<{ reason: string }[]>`SELECT reason FROM artifact_quarantine WHERE generation_id = ${generationId}::uuid`;
+    const q = await t.db().$queryRaw<
+      { reason: string }[]
+    >`SELECT reason FROM artifact_quarantine WHERE generation_id = ${generationId}::uuid`;
     expect(q).toEqual([{ reason: "object.digest_mismatch" }]);
     expect((await snapshot(p.jobId))[0]?.state).toBe("mismatch");
   });

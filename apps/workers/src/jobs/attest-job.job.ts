@@ -34,5 +34,10 @@ export const attestJobJob = defineJob({
 export async function runAttestJob(d: AttestorDeps, data: z.infer<typeof payload>, log: Logger): Promise<void> {
   const r = await attestJob(d, { jobId: data.jobId, epoch: data.epoch });
   if (r.kind === "attested")
-    log.info("job attested", { job_id: data.jobId, run_id: data.runId, attestation_id: r.attestationId, tlog_index: String(r.tlogIndex) });
+    log.info("job attested", {
+      job_id: data.jobId,
+      run_id: data.runId,
+      attestation_id: r.attestationId,
+      tlog_index: String(r.tlogIndex),
+    });
 }

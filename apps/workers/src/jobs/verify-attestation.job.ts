@@ -32,5 +32,6 @@ export async function runVerifyAttestation(
 ): Promise<void> {
   const r = await verifyAttestation(d, attestationId);
   if (r.kind === "waiting_for_checkpoint") throw new Error("no signed checkpoint covers the entry yet");
-  if (r.kind === "mismatch") log.warn("artifact quarantined", { attestation_id: attestationId, reason: r.reason, quarantined: r.quarantined });
+  if (r.kind === "mismatch")
+    log.warn("artifact quarantined", { attestation_id: attestationId, reason: r.reason, quarantined: r.quarantined });
 }

@@ -35,7 +35,15 @@ export async function grantDownload(
       );
     }
     const rows = await tx.$queryRaw<
-      { id: string; epoch: number; size_bytes: bigint; sha256: string; format: ArtifactFormat; object_key: string; quarantine: string | null }[]
+      {
+        id: string;
+        epoch: number;
+        size_bytes: bigint;
+        sha256: string;
+        format: ArtifactFormat;
+        object_key: string;
+        quarantine: string | null;
+      }[]
     >`
       SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine
       FROM job_run p

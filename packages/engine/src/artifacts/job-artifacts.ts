@@ -19,7 +19,15 @@ export interface JobArtifactView {
 export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: string }): Promise<JobArtifactView[]> {
   await assertJobVisible(db, input);
   const rows = await db.$queryRaw<
-    { id: string; name: string; size_bytes: bigint; sha256: string; epoch: number; state: "logged" | "verified" | "mismatch" | null; reason: string | null }[]
+    {
+      id: string;
+      name: string;
+      size_bytes: bigint;
+      sha256: string;
+      epoch: number;
+      state: "logged" | "verified" | "mismatch" | null;
+      reason: string | null;
+    }[]
   >`
     SELECT g.id, b.name, g.size_bytes, g.sha256, g.epoch, a.state, q.reason
     FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id
@@ -66,5 +74,9 @@ async function assertJobVisible(db: Db, input: { orgId: string; jobId: string })
 
 /** The stored bytes disagree with their signed provenance: kept for the audit, never handed out. */
 export function quarantined(reason: string): DomainError {
-  return new DomainError("ARTIFACT.QUARANTINED", `this artifact is quarantined (${reason}): its stored bytes do not match its attestation`, { reason });
+  return new DomainError(
+    "ARTIFACT.QUARANTINED",
+    `this artifact is quarantined (${reason}): its stored bytes do not match its attestation`,
+    { reason },
+  );
 }

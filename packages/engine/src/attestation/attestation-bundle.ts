@@ -11,7 +11,11 @@ export const SIGSTORE_BUNDLE_V03 = "application/vnd.dev.sigstore.bundle.v0.3+jso
 
 export interface SigstoreBundleV03 {
   mediaType: typeof SIGSTORE_BUNDLE_V03;
-  verificationMaterial: { publicKey: { hint: string }; tlogEntries: never[]; timestampVerificationData: { rfc3161Timestamps: never[] } };
+  verificationMaterial: {
+    publicKey: { hint: string };
+    tlogEntries: never[];
+    timestampVerificationData: { rfc3161Timestamps: never[] };
+  };
   dsseEnvelope: DsseEnvelope;
 }
 
@@ -24,14 +28,24 @@ export interface AttestationBundle {
     log_index: string;
     leaf_hash: string;
     /** Null until the first checkpoint covering the entry is signed (within seconds). */
-    inclusion_proof: { log_index: string; tree_size: string; root_hash: string; hashes: string[]; checkpoint: string } | null;
+    inclusion_proof: {
+      log_index: string;
+      tree_size: string;
+      root_hash: string;
+      hashes: string[];
+      checkpoint: string;
+    } | null;
   };
 }
 
 export function toSigstoreBundle(envelope: DsseEnvelope, keyId: string): SigstoreBundleV03 {
   return {
     mediaType: SIGSTORE_BUNDLE_V03,
-    verificationMaterial: { publicKey: { hint: keyId }, tlogEntries: [], timestampVerificationData: { rfc3161Timestamps: [] } },
+    verificationMaterial: {
+      publicKey: { hint: keyId },
+      tlogEntries: [],
+      timestampVerificationData: { rfc3161Timestamps: [] },
+    },
     dsseEnvelope: envelope,
   };
 }
@@ -71,7 +85,9 @@ export async function attestationBundleForArtifact(
   tlog: TlogPort,
   input: { orgId: string; artifactId: string },
 ): Promise<AttestationBundle> {
-  const rows = await db.$queryRaw<{ id: string; key_id: string; envelope: string; tlog_index: bigint; state: string }[]>`
+  const rows = await db.$queryRaw<
+    { id: string; key_id: string; envelope: string; tlog_index: bigint; state: string }[]
+  >`
     SELECT a.id, a.key_id, a.envelope, a.tlog_index, a.state
     FROM attestation_subject s JOIN attestation a ON a.id = s.attestation_id
     WHERE s.generation_id = ${input.artifactId}::uuid AND a.org_id = ${input.orgId}::uuid`;

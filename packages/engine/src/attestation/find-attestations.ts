@@ -30,7 +30,12 @@ interface Row {
   subjects: { artifact_id: string; name: string; sha256: string; quarantined: boolean }[];
 }
 
-export async function findAttestations(db: Db, orgId: string, q: AttestationQuery, limit = 100): Promise<AttestationSummary[]> {
+export async function findAttestations(
+  db: Db,
+  orgId: string,
+  q: AttestationQuery,
+  limit = 100,
+): Promise<AttestationSummary[]> {
   const digest = "subjectSha256" in q ? q.subjectSha256 : null;
   const commit = "commit" in q ? q.commit : null;
   const runId = "runId" in q ? q.runId : null;
@@ -71,7 +76,9 @@ export interface QuarantineAlert {
 
 /** The org home's alert: every quarantined artifact, newest first. */
 export async function listQuarantines(db: Db, orgId: string, limit = 50): Promise<QuarantineAlert[]> {
-  const rows = await db.$queryRaw<{ generation_id: string; name: string; run_id: string; job_id: string; reason: string; detected_at: Date }[]>`
+  const rows = await db.$queryRaw<
+    { generation_id: string; name: string; run_id: string; job_id: string; reason: string; detected_at: Date }[]
+  >`
     SELECT q.generation_id, g.name, q.run_id, q.job_id, q.reason, q.detected_at
     FROM artifact_quarantine q JOIN artifact_generation g ON g.id = q.generation_id
     WHERE q.org_id = ${orgId}::uuid ORDER BY q.detected_at DESC LIMIT ${limit}`;

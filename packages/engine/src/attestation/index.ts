@@ -12,7 +12,13 @@ export {
   type AttestationBundle,
   type SigstoreBundleV03,
 } from "./attestation-bundle.ts";
-export { findAttestations, listQuarantines, type AttestationQuery, type AttestationSummary, type QuarantineAlert } from "./find-attestations.ts";
+export {
+  findAttestations,
+  listQuarantines,
+  type AttestationQuery,
+  type AttestationSummary,
+  type QuarantineAlert,
+} from "./find-attestations.ts";
 export { getProvenanceRecord, type ProvenanceRecord } from "./provenance-record.ts";
 export type { TlogInclusion, TlogPort } from "./tlog-port.ts";
 export { engineTlog } from "./tlog-adapter.ts";

@@ -87,7 +87,15 @@ export async function loadProvenanceRecords(
       JOIN artifact_generation g ON g.id = b.generation_id
       WHERE p.run_id = ${j.run_id}::uuid AND p.name = ${r.fromJob}`;
     const g = b[0];
-    if (g) restored.push({ name: r.name, fromJob: r.fromJob, sha256: g.sha256, runId: g.run_id, jobId: g.job_id, epoch: g.epoch });
+    if (g)
+      restored.push({
+        name: r.name,
+        fromJob: r.fromJob,
+        sha256: g.sha256,
+        runId: g.run_id,
+        jobId: g.job_id,
+        epoch: g.epoch,
+      });
   }
   const caches = await db.$queryRaw<{ cache_key: string; sha256: string; entry_id: string }[]>`
     SELECT cache_key, sha256, entry_id FROM cache_restore_grant WHERE attempt_id = ${j.attempt_id}::uuid ORDER BY granted_at`;

@@ -28,7 +28,9 @@ export async function getProvenanceRecord(
   tlog: TlogPort,
   input: { orgId: string; attestationId: string },
 ): Promise<ProvenanceRecord> {
-  const rows = await db.$queryRaw<{ id: string; key_id: string; envelope: string; tlog_index: bigint; state: string; run_id: string }[]>`
+  const rows = await db.$queryRaw<
+    { id: string; key_id: string; envelope: string; tlog_index: bigint; state: string; run_id: string }[]
+  >`
     SELECT id, key_id, envelope, tlog_index, state, run_id FROM attestation
     WHERE id = ${input.attestationId}::uuid AND org_id = ${input.orgId}::uuid`;
   const a = rows[0];

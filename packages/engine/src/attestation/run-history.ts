@@ -15,12 +15,25 @@ export interface TransitionView {
   data: unknown;
 }
 
-export async function listRunTransitions(db: Db, input: { orgId: string; runId: string; limit?: number }): Promise<TransitionView[]> {
+export async function listRunTransitions(
+  db: Db,
+  input: { orgId: string; runId: string; limit?: number },
+): Promise<TransitionView[]> {
   const run = await db.$queryRaw<{ id: string }[]>`
     SELECT id FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid`;
   if (!run[0]) throw new DomainError("RUN.NOT_FOUND", "run not found");
   const rows = await db.$queryRaw<
-    { id: bigint; at: Date; entity: string; job_id: string | null; attempt_id: string | null; from_state: string | null; to_state: string; reason: string; data: unknown }[]
+    {
+      id: bigint;
+      at: Date;
+      entity: string;
+      job_id: string | null;
+      attempt_id: string | null;
+      from_state: string | null;
+      to_state: string;
+      reason: string;
+      data: unknown;
+    }[]
   >`
     SELECT id, at, entity, job_id, attempt_id, from_state, to_state, reason, data FROM transition_event
     WHERE run_id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid ORDER BY id LIMIT ${input.limit ?? 2000}`;

@@ -29,7 +29,9 @@ export async function verifyAttestation(
   d: { db: Db; store: ArtifactStore; tlog: TlogPort },
   attestationId: string,
 ): Promise<VerifyResult> {
-  const rows = await d.db.$queryRaw<{ id: string; org_id: string; state: string; envelope: string; tlog_index: bigint }[]>`
+  const rows = await d.db.$queryRaw<
+    { id: string; org_id: string; state: string; envelope: string; tlog_index: bigint }[]
+  >`
     SELECT id, org_id, state, envelope, tlog_index FROM attestation WHERE id = ${attestationId}::uuid`;
   const a = rows[0];
   if (!a) return { kind: "not_found" };
@@ -44,7 +46,12 @@ export async function verifyAttestation(
     if (!inc) return { kind: "waiting_for_checkpoint" };
     const key = await d.tlog.verifierKey(d.db);
     const cp = d.tlog.verifyCheckpoint(inc.checkpoint, key);
-    if (!cp || cp.rootHash !== inc.rootHash || cp.size !== inc.treeSize || !d.tlog.verifyInclusion(d.tlog.leafHash(leaf), inc))
+    if (
+      !cp ||
+      cp.rootHash !== inc.rootHash ||
+      cp.size !== inc.treeSize ||
+      !d.tlog.verifyInclusion(d.tlog.leafHash(leaf), inc)
+    )
       problems.push({ generationId: null, reason: "tlog.inclusion_failed", expected: "", observed: null });
   }
 
@@ -54,9 +61,15 @@ export async function verifyAttestation(
     WHERE s.attestation_id = ${attestationId}::uuid ORDER BY s.name`;
   for (const s of subjects) {
     const got = await readBack(d.store, s.object_key);
-    if (got.sizeBytes < 0) problems.push({ generationId: s.generation_id, reason: "object.missing", expected: s.sha256, observed: null });
+    if (got.sizeBytes < 0)
+      problems.push({ generationId: s.generation_id, reason: "object.missing", expected: s.sha256, observed: null });
     else if (got.sha256 !== s.sha256)
-      problems.push({ generationId: s.generation_id, reason: "object.digest_mismatch", expected: s.sha256, observed: got.sha256 });
+      problems.push({
+        generationId: s.generation_id,
+        reason: "object.digest_mismatch",
+        expected: s.sha256,
+        observed: got.sha256,
+      });
   }
 
   return withTx(d.db, "verify-attestation", async (tx) => {

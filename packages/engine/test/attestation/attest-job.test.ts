@@ -16,7 +16,17 @@ import { logVerifierKey } from "../../src/attestation/tlog/tlog-key.ts";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import { reconcile } from "../../src/attempts/reconcile.ts";
 import { artifactDownloadUrl, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
-import { bytes, claim, claimsOf, expireLease, MiB, PRODUCER_CONSUMER, publish, sha256, useS3 } from "../artifacts/support.ts";
+import {
+  bytes,
+  claim,
+  claimsOf,
+  expireLease,
+  MiB,
+  PRODUCER_CONSUMER,
+  publish,
+  sha256,
+  useS3,
+} from "../artifacts/support.ts";
 import { useJournalPool } from "../logs/support.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import { attestorDeps, checkpoint, useSigner } from "./support.ts";
@@ -45,8 +55,20 @@ async function producedRun(data: Buffer) {
 function sigstoreVerify(b: AttestationBundle["bundle"], keyId: string, spkiPem: string): void {
   const der = createPublicKey(spkiPem).export({ type: "spki", format: "der" });
   const trust = toTrustMaterial(
-    { mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1", tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities: [] },
-    { [keyId]: { rawBytes: der, keyDetails: PublicKeyDetails.PKIX_ECDSA_P256_SHA_256, validFor: { start: new Date(0) } } },
+    {
+      mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+      tlogs: [],
+      certificateAuthorities: [],
+      ctlogs: [],
+      timestampAuthorities: [],
+    },
+    {
+      [keyId]: {
+        rawBytes: der,
+        keyDetails: PublicKeyDetails.PKIX_ECDSA_P256_SHA_256,
+        validFor: { start: new Date(0) },
+      },
+    },
   );
   const v = new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 });
   v.verify(toSignedEntity(bundleFromJSON(b)));
@@ -61,14 +83,19 @@ describe("the attestor", () => {
     expect(outbox.map((o) => o.payload)).toEqual([expect.objectContaining({ jobId: producer.jobId, epoch: 1 })]);
 
     // Run it twice, and twice at once: one attestation row, one log leaf.
-    const [a, b] = await Promise.all([attestJob(deps(), { jobId: producer.jobId, epoch: 1 }), attestJob(deps(), { jobId: producer.jobId, epoch: 1 })]);
+    const [a, b] = await Promise.all([
+      attestJob(deps(), { jobId: producer.jobId, epoch: 1 }),
+      attestJob(deps(), { jobId: producer.jobId, epoch: 1 }),
+    ]);
     const again = await attestJob(deps(), { jobId: producer.jobId, epoch: 1 });
     expect([a.kind, b.kind].sort()).toEqual(["already", "attested"]);
     expect(again.kind).toBe("already");
     const rows = await t.db().$queryRaw<{ id: string; envelope: string; tlog_index: bigint }[]>`
       SELECT id, envelope, tlog_index FROM attestation WHERE job_id = ${producer.jobId}::uuid`;
     expect(rows).toHaveLength(1);
-    const leaves = await t.db().$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${rows[0]!.id}`;
+    const leaves = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${rows[0]!.id}`;
     expect(Number(leaves[0]?.n)).toBe(1);
     const leaf = await engineTlog.entry(t.db(), rows[0]!.tlog_index);
     expect(Buffer.from(leaf!).toString("utf8")).toBe(rows[0]!.envelope);
@@ -77,21 +104,38 @@ describe("the attestor", () => {
     const env = JSON.parse(rows[0]!.envelope) as { payload: string };
     const st = JSON.parse(Buffer.from(fromBase64Any(env.payload)!).toString("utf8"));
     expect(st.subject).toEqual([{ name: "app", digest: { sha256: sha256(data) } }]);
-    expect(st.predicate.runDetails.metadata.invocationId).toBe(`https://kiln.test/runs/${runId}/jobs/${producer.jobId}/attempts/1`);
-    expect(st.predicate.buildDefinition.internalParameters).toMatchObject({ org: tenant.orgId, trustClass: "trusted", run: runId });
+    expect(st.predicate.runDetails.metadata.invocationId).toBe(
+      `https://kiln.test/runs/${runId}/jobs/${producer.jobId}/attempts/1`,
+    );
+    expect(st.predicate.buildDefinition.internalParameters).toMatchObject({
+      org: tenant.orgId,
+      trustClass: "trusted",
+      run: runId,
+    });
 
     // Until a checkpoint covers it the verifier waits; then it verifies.
-    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe("waiting_for_checkpoint");
+    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe(
+      "waiting_for_checkpoint",
+    );
     await checkpoint(t.db());
-    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe("verified");
-    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe("already");
+    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe(
+      "verified",
+    );
+    expect((await verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, rows[0]!.id)).kind).toBe(
+      "already",
+    );
 
     // The bundle: @sigstore/verify accepts it with the published key; a tampered payload is refused.
-    const bundle = await attestationBundleForArtifact(t.db(), engineTlog, { orgId: tenant.orgId, artifactId: generationId });
+    const bundle = await attestationBundleForArtifact(t.db(), engineTlog, {
+      orgId: tenant.orgId,
+      artifactId: generationId,
+    });
     expect(bundle.bundle.verificationMaterial.publicKey.hint).toBe(signer().keyId);
     sigstoreVerify(bundle.bundle, signer().keyId, signer().spkiPem);
     const forged = structuredClone(bundle.bundle);
-    forged.dsseEnvelope.payload = Buffer.from(JSON.stringify({ ...st, subject: [{ name: "app", digest: { sha256: "0".repeat(64) } }] })).toString("base64");
+    forged.dsseEnvelope.payload = Buffer.from(
+      JSON.stringify({ ...st, subject: [{ name: "app", digest: { sha256: "0".repeat(64) } }] }),
+    ).toString("base64");
     expect(() => sigstoreVerify(forged, signer().keyId, signer().spkiPem)).toThrow();
 
     // Its inclusion proof verifies, with the log's own rules, against the checkpoint it names.
@@ -102,7 +146,16 @@ describe("the attestor", () => {
     const leafHash = tlogHasher.leaf(new TextEncoder().encode(rows[0]!.envelope));
     expect(Buffer.from(leafHash).toString("base64")).toBe(bundle.transparency_log.leaf_hash);
     const proof = inc.hashes.map((h) => tlog.fromBase64(h)!);
-    expect(tlog.verifyInclusion(tlogHasher, BigInt(inc.log_index), opened.checkpoint.size, leafHash, proof, opened.checkpoint.rootHash).ok).toBe(true);
+    expect(
+      tlog.verifyInclusion(
+        tlogHasher,
+        BigInt(inc.log_index),
+        opened.checkpoint.size,
+        leafHash,
+        proof,
+        opened.checkpoint.rootHash,
+      ).ok,
+    ).toBe(true);
 
     // Search by digest, commit and run, in this org only; the record page re-verifies everything.
     expect(await findAttestations(t.db(), tenant.orgId, { subjectSha256: sha256(data) })).toHaveLength(1);
@@ -110,7 +163,9 @@ describe("the attestor", () => {
     expect(await findAttestations(t.db(), tenant.orgId, { runId })).toHaveLength(1);
     const other = await seedTenant(t.db());
     expect(await findAttestations(t.db(), other.orgId, { subjectSha256: sha256(data) })).toEqual([]);
-    await expect(attestationBundleForArtifact(t.db(), engineTlog, { orgId: other.orgId, artifactId: generationId })).rejects.toMatchObject({ code: "ATTESTATION.NOT_FOUND" });
+    await expect(
+      attestationBundleForArtifact(t.db(), engineTlog, { orgId: other.orgId, artifactId: generationId }),
+    ).rejects.toMatchObject({ code: "ATTESTATION.NOT_FOUND" });
     const rec = await getProvenanceRecord(t.db(), engineTlog, { orgId: tenant.orgId, attestationId: rows[0]!.id });
     expect(rec.signature).toMatchObject({ verified: true, failed_rule: null });
     expect(rec.log).toMatchObject({ leaf_matches: true, checkpoint_verified: true, inclusion_verified: true });
@@ -149,20 +204,35 @@ describe("the attestor", () => {
     const { producer, generationId, tenant } = await producedRun(data);
     const r = await attestJob(deps(), { jobId: producer.jobId, epoch: 1 });
     expect(r.kind).toBe("attested");
-    const key = await t.db().$queryRaw<{ object_key: string }[]>`SELECT object_key FROM artifact_generation WHERE id = ${generationId}::uuid`;
+    const key = await t.db().$queryRaw<
+      { object_key: string }[]
+    >`SELECT object_key FROM artifact_generation WHERE id = ${generationId}::uuid`;
     const store = s3.store();
-    await store.s3.send(new PutObjectCommand({ Bucket: store.bucket, Key: key[0]!.object_key, Body: Buffer.from("evil bytes") }));
+    await store.s3.send(
+      new PutObjectCommand({ Bucket: store.bucket, Key: key[0]!.object_key, Body: Buffer.from("evil bytes") }),
+    );
     await checkpoint(t.db());
-    const v = await verifyAttestation({ db: t.db(), store, tlog: engineTlog }, r.kind === "attested" ? r.attestationId : "");
+    const v = await verifyAttestation(
+      { db: t.db(), store, tlog: engineTlog },
+      r.kind === "attested" ? r.attestationId : "",
+    );
     expect(v).toMatchObject({ kind: "mismatch", reason: "object.digest_mismatch", quarantined: 1 });
-    await expect(artifactDownloadUrl(t.db(), store, { orgId: tenant.orgId, jobId: producer.jobId, name: "app" })).rejects.toMatchObject({
+    await expect(
+      artifactDownloadUrl(t.db(), store, { orgId: tenant.orgId, jobId: producer.jobId, name: "app" }),
+    ).rejects.toMatchObject({
       code: "ARTIFACT.QUARANTINED",
     });
     const list = await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: producer.jobId });
     expect(list[0]).toMatchObject({ attestation_state: "quarantined", quarantine_reason: "object.digest_mismatch" });
     // The database refuses to lift or delete a quarantine, or to rewrite the signed statement.
-    await expect(t.db().$executeRaw`DELETE FROM artifact_quarantine WHERE generation_id = ${generationId}::uuid`).rejects.toThrow(/permanent/);
-    await expect(t.db().$executeRaw`UPDATE attestation SET envelope = '{}' WHERE job_id = ${producer.jobId}::uuid`).rejects.toThrow(/immutable/);
-    await expect(t.db().$executeRaw`UPDATE attestation SET state = 'verified' WHERE job_id = ${producer.jobId}::uuid`).rejects.toThrow(/immutable/);
+    await expect(
+      t.db().$executeRaw`DELETE FROM artifact_quarantine WHERE generation_id = ${generationId}::uuid`,
+    ).rejects.toThrow(/permanent/);
+    await expect(
+      t.db().$executeRaw`UPDATE attestation SET envelope = '{}' WHERE job_id = ${producer.jobId}::uuid`,
+    ).rejects.toThrow(/immutable/);
+    await expect(
+      t.db().$executeRaw`UPDATE attestation SET state = 'verified' WHERE job_id = ${producer.jobId}::uuid`,
+    ).rejects.toThrow(/immutable/);
   });
 });

@@ -75,7 +75,10 @@ describe("DSSE spec test vector (protocol.md: ECDSA P-256, raw r||s)", () => {
 describe("GitHub's happy-path-intoto-in-dsse-v3 statement (sigstore-conformance)", () => {
   it("passes the in-toto and SLSA rules", () => {
     const bundle = JSON.parse(
-      readFileSync(vectorPath("sigstore-conformance/test/assets/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"), "utf8"),
+      readFileSync(
+        vectorPath("sigstore-conformance/test/assets/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"),
+        "utf8",
+      ),
     ) as { dsseEnvelope: { payload: string } };
     const st = validateStatement(JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, "base64").toString("utf8")));
     expect(st).toMatchObject({ ok: true });
@@ -106,11 +109,24 @@ describe("the key file signer", () => {
       const { envelope } = await signStatement(signer, st);
       const keys = [{ keyId: signer.keyId, spkiPem: signer.spkiPem }];
       expect(verifyAttestationEnvelope(envelope, keys)).toMatchObject({ ok: true });
-      const other = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString();
-      expect(verifyAttestationEnvelope(envelope, [{ keyId: signer.keyId, spkiPem: other }])).toMatchObject({ ok: false, rule: "dsse.signature" });
-      const tampered = { ...envelope, payload: Buffer.from(JSON.stringify({ ...st, subject: [{ name: "a", digest: { sha256: "b".repeat(64) } }] })).toString("base64") };
+      const other = generateKeyPairSync("ec", { namedCurve: "P-256" })
+        .publicKey.export({ type: "spki", format: "pem" })
+        .toString();
+      expect(verifyAttestationEnvelope(envelope, [{ keyId: signer.keyId, spkiPem: other }])).toMatchObject({
+        ok: false,
+        rule: "dsse.signature",
+      });
+      const tampered = {
+        ...envelope,
+        payload: Buffer.from(
+          JSON.stringify({ ...st, subject: [{ name: "a", digest: { sha256: "b".repeat(64) } }] }),
+        ).toString("base64"),
+      };
       expect(verifyAttestationEnvelope(tampered, keys)).toMatchObject({ ok: false, rule: "dsse.signature" });
-      expect(verifyAttestationEnvelope({ ...envelope, payloadType: "application/json" }, keys)).toMatchObject({ ok: false, rule: "dsse.payload_type" });
+      expect(verifyAttestationEnvelope({ ...envelope, payloadType: "application/json" }, keys)).toMatchObject({
+        ok: false,
+        rule: "dsse.payload_type",
+      });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -40,7 +40,9 @@ function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
 }
 
 describe("kiln verify", () => {
-  it("accepts the artifact with its bundle, and names the rule each tampering breaks", { timeout: 120_000 }, async () => {
+  it("accepts the artifact with its bundle, and names the rule each tampering breaks", {
+    timeout: 120_000,
+  }, async () => {
     const tenant = await seedTenant(t.db());
     const s = await newSession(t.db(), tenant);
     await seedFrozenRun(t.db(), tenant, def(PRODUCER_CONSUMER));
@@ -50,7 +52,10 @@ describe("kiln verify", () => {
     await completeAttempt(t.db(), TEST_CFG, { ...claimsOf(p), outcome: "success", sandboxDestroyed: true });
     await attestJob(attestorDeps(t.db(), pool(), s3.store(), signer()), { jobId: p.jobId, epoch: 1 });
     await checkpoint(t.db());
-    const bundle = await attestationBundleForArtifact(t.db(), engineTlog, { orgId: tenant.orgId, artifactId: generationId });
+    const bundle = await attestationBundleForArtifact(t.db(), engineTlog, {
+      orgId: tenant.orgId,
+      artifactId: generationId,
+    });
 
     const f = (n: string) => path.join(dir, n);
     await writeFile(f("app.jar"), data);
@@ -59,7 +64,8 @@ describe("kiln verify", () => {
     await writeFile(f("log.key"), `${await logVerifierKey(t.db())}\n`);
     await writeFile(f("checkpoint"), bundle.transparency_log.inclusion_proof!.checkpoint);
     const common = ["--keys", f("keys.json"), "--log-key", f("log.key"), "--json"];
-    const verify = (file: string, b = f("bundle.json"), extra: string[] = []) => kiln(["verify", file, "--bundle", b, ...common, ...extra]);
+    const verify = (file: string, b = f("bundle.json"), extra: string[] = []) =>
+      kiln(["verify", file, "--bundle", b, ...common, ...extra]);
 
     const ok = await verify(f("app.jar"), f("bundle.json"), ["--checkpoint", f("checkpoint")]);
     expect(ok.code, ok.stdout).toBe(0);
@@ -84,22 +90,44 @@ describe("kiln verify", () => {
     };
     const payload = JSON.parse(Buffer.from(bundle.bundle.dsseEnvelope.payload, "base64").toString("utf8"));
     payload.subject[0].digest.sha256 = "0".repeat(64);
-    const forged = await write("forged.json", tampered((b) => {
-      b.bundle.dsseEnvelope.payload = Buffer.from(JSON.stringify(payload)).toString("base64");
-    }));
+    const forged = await write(
+      "forged.json",
+      tampered((b) => {
+        b.bundle.dsseEnvelope.payload = Buffer.from(JSON.stringify(payload)).toString("base64");
+      }),
+    );
     expect(await rule(verify(f("app.jar"), forged))).toBe("dsse.signature");
-    const badProof = await write("proof.json", tampered((b) => {
-      const h = Buffer.from(b.transparency_log.leaf_hash, "base64");
-      h[0] = (h[0] ?? 0) ^ 1;
-      b.transparency_log.leaf_hash = h.toString("base64");
-    }));
+    const badProof = await write(
+      "proof.json",
+      tampered((b) => {
+        const h = Buffer.from(b.transparency_log.leaf_hash, "base64");
+        h[0] = (h[0] ?? 0) ^ 1;
+        b.transparency_log.leaf_hash = h.toString("base64");
+      }),
+    );
     expect(await rule(verify(f("app.jar"), badProof))).toBe("tlog.leaf_hash");
-    const badCp = await write("cp.json", tampered((b) => {
-      b.transparency_log.inclusion_proof!.checkpoint = b.transparency_log.inclusion_proof!.checkpoint.replace(/\n(\d+)\n/, (_m, n) => `\n${Number(n) + 1}\n`);
-    }));
+    const badCp = await write(
+      "cp.json",
+      tampered((b) => {
+        b.transparency_log.inclusion_proof!.checkpoint = b.transparency_log.inclusion_proof!.checkpoint.replace(
+          /\n(\d+)\n/,
+          (_m, n) => `\n${Number(n) + 1}\n`,
+        );
+      }),
+    );
     expect(await rule(verify(f("app.jar"), badCp))).toBe("tlog.checkpoint");
     await writeFile(f("other-keys.json"), JSON.stringify({ keys: [] }));
-    const noKey = await kiln(["verify", f("app.jar"), "--bundle", f("bundle.json"), "--keys", f("other-keys.json"), "--log-key", f("log.key"), "--json"]);
+    const noKey = await kiln([
+      "verify",
+      f("app.jar"),
+      "--bundle",
+      f("bundle.json"),
+      "--keys",
+      f("other-keys.json"),
+      "--log-key",
+      f("log.key"),
+      "--json",
+    ]);
     expect(JSON.parse(noKey.stdout)).toMatchObject({ ok: false, rule: "key.unknown" });
   });
 });

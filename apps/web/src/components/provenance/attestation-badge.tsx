@@ -1,11 +1,31 @@
 import { cn } from "@kiln/ui";
 
 const STYLE: Record<string, { label: string; cls: string; title: string }> = {
-  pending: { label: "signing", cls: "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-300", title: "the attestor has not signed it yet (seconds)" },
-  logged: { label: "logged", cls: "bg-blue-50 text-blue-800 dark:bg-blue-950 dark:text-blue-200", title: "signed and in the transparency log; the verifier has not re-checked the bytes yet" },
-  verified: { label: "verified", cls: "bg-emerald-50 text-emerald-800 dark:bg-emerald-950 dark:text-emerald-200", title: "signed, logged, and the stored bytes match the signed digest" },
-  quarantined: { label: "quarantined", cls: "bg-red-50 text-red-800 dark:bg-red-950 dark:text-red-200", title: "the stored bytes do not match the signed provenance: downloads are refused" },
-  none: { label: "none", cls: "bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400", title: "no attestation" },
+  pending: {
+    label: "signing",
+    cls: "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-300",
+    title: "the attestor has not signed it yet (seconds)",
+  },
+  logged: {
+    label: "logged",
+    cls: "bg-blue-50 text-blue-800 dark:bg-blue-950 dark:text-blue-200",
+    title: "signed and in the transparency log; the verifier has not re-checked the bytes yet",
+  },
+  verified: {
+    label: "verified",
+    cls: "bg-emerald-50 text-emerald-800 dark:bg-emerald-950 dark:text-emerald-200",
+    title: "signed, logged, and the stored bytes match the signed digest",
+  },
+  quarantined: {
+    label: "quarantined",
+    cls: "bg-red-50 text-red-800 dark:bg-red-950 dark:text-red-200",
+    title: "the stored bytes do not match the signed provenance: downloads are refused",
+  },
+  none: {
+    label: "none",
+    cls: "bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400",
+    title: "no attestation",
+  },
 };
 
 /** An artifact's attestation state (issue 17), in words and colour, with the reason on hover. */

@@ -23,7 +23,10 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
     },
   });
   const bundleHref = useMemo(
-    () => (q.data ? `data:application/json;charset=utf-8,${encodeURIComponent(JSON.stringify(q.data.bundle, null, 2))}` : "#"),
+    () =>
+      q.data
+        ? `data:application/json;charset=utf-8,${encodeURIComponent(JSON.stringify(q.data.bundle, null, 2))}`
+        : "#",
     [q.data],
   );
   if (q.isPending) return <LoadingBlock label="Loading provenance record" rows={8} />;
@@ -49,11 +52,16 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
       </div>
       <p className="text-sm text-zinc-600 dark:text-zinc-400">
         Run{" "}
-        <Link className="font-mono text-blue-700 hover:underline dark:text-blue-300" href={`/orgs/${org}/runs/${s.run_id}`}>
+        <Link
+          className="font-mono text-blue-700 hover:underline dark:text-blue-300"
+          href={`/orgs/${org}/runs/${s.run_id}`}
+        >
           {s.run_id.slice(0, 8)}
         </Link>{" "}
         at commit <span className="font-mono">{shortSha(s.commit_sha)}</span>. Verify offline with{" "}
-        <code className="text-xs">npm run kiln -- verify &lt;file&gt; --bundle &lt;bundle.json&gt; --keys … --log-key …</code>
+        <code className="text-xs">
+          npm run kiln -- verify &lt;file&gt; --bundle &lt;bundle.json&gt; --keys … --log-key …
+        </code>
       </p>
       <Card title="Verification (server-side, now)" id="verification">
         <ul className="space-y-1.5">
@@ -65,13 +73,19 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
             Log entry #{d.log.index} holds exactly this envelope
           </Check>
           <Check ok={d.log.checkpoint_verified} testId="check-checkpoint">
-            {d.log.tree_size ? `Latest checkpoint (tree of ${d.log.tree_size}) signed by the log key` : "No signed checkpoint covers the entry yet"}
+            {d.log.tree_size
+              ? `Latest checkpoint (tree of ${d.log.tree_size}) signed by the log key`
+              : "No signed checkpoint covers the entry yet"}
           </Check>
           <Check ok={d.log.inclusion_verified} testId="check-inclusion">
             Inclusion proof of entry #{d.log.index} against that checkpoint
           </Check>
           <Check ok={!quarantined} testId="check-bytes">
-            {s.state === "logged" ? "Stored bytes: the verifier has not re-read them yet" : quarantined ? "Stored bytes do NOT match: quarantined" : "Stored bytes match the signed digests"}
+            {s.state === "logged"
+              ? "Stored bytes: the verifier has not re-read them yet"
+              : quarantined
+                ? "Stored bytes do NOT match: quarantined"
+                : "Stored bytes match the signed digests"}
           </Check>
         </ul>
       </Card>
@@ -79,9 +93,15 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
         <table className="w-full text-left text-sm">
           <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
             <tr>
-              <th scope="col" className="py-1.5 pr-4 font-medium">Name</th>
-              <th scope="col" className="py-1.5 pr-4 font-medium">SHA-256</th>
-              <th scope="col" className="py-1.5 font-medium">State</th>
+              <th scope="col" className="py-1.5 pr-4 font-medium">
+                Name
+              </th>
+              <th scope="col" className="py-1.5 pr-4 font-medium">
+                SHA-256
+              </th>
+              <th scope="col" className="py-1.5 font-medium">
+                State
+              </th>
             </tr>
           </thead>
           <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
@@ -90,7 +110,9 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
                 <td className="py-1.5 pr-4 font-medium">{x.name}</td>
                 <td className="break-all py-1.5 pr-4 font-mono text-xs">{x.sha256}</td>
                 <td className="py-1.5">
-                  <AttestationBadge state={x.quarantined ? "quarantined" : s.state === "mismatch" ? "quarantined" : s.state} />
+                  <AttestationBadge
+                    state={x.quarantined ? "quarantined" : s.state === "mismatch" ? "quarantined" : s.state}
+                  />
                 </td>
               </tr>
             ))}
@@ -98,7 +120,11 @@ export function ProvenanceRecordView({ org, attestationId }: { org: string; atte
         </table>
       </Card>
       <Card title="Statement (decoded)" id="statement">
-        <pre className="max-h-[32rem] overflow-auto rounded bg-zinc-50 p-3 text-xs dark:bg-zinc-950" data-testid="statement" tabIndex={0}>
+        <pre
+          className="max-h-[32rem] overflow-auto rounded bg-zinc-50 p-3 text-xs dark:bg-zinc-950"
+          data-testid="statement"
+          tabIndex={0}
+        >
           {JSON.stringify(d.statement, null, 2)}
         </pre>
       </Card>

@@ -43,7 +43,12 @@ export function ProvenanceSearch({ org }: { org: string }) {
       >
         <label className="flex flex-col gap-1 text-xs font-medium text-zinc-700 dark:text-zinc-300">
           Search by
-          <select className={`${inputClasses} w-44`} value={draftBy} onChange={(e) => setDraftBy(e.target.value as By)} name="by">
+          <select
+            className={`${inputClasses} w-44`}
+            value={draftBy}
+            onChange={(e) => setDraftBy(e.target.value as By)}
+            name="by"
+          >
             {BY.map((b) => (
               <option key={b.value} value={b.value}>
                 {b.label}
@@ -75,7 +80,10 @@ export function ProvenanceSearch({ org }: { org: string }) {
         ) : res.isError ? (
           <QueryError error={res.error} what="Provenance" onRetry={() => void res.refetch()} />
         ) : res.data.length === 0 ? (
-          <EmptyState title="No attestations">Nothing in this org matches {by === "digest" ? "that digest" : by === "commit" ? "that commit" : "that run"}.</EmptyState>
+          <EmptyState title="No attestations">
+            Nothing in this org matches {by === "digest" ? "that digest" : by === "commit" ? "that commit" : "that run"}
+            .
+          </EmptyState>
         ) : (
           <ul className="divide-y divide-zinc-100 dark:divide-zinc-800" data-testid="provenance-results">
             {res.data.map((a) => (
@@ -93,7 +101,10 @@ export function ProvenanceSearch({ org }: { org: string }) {
                 <span className="flex flex-wrap gap-2">
                   {a.subjects.map((s) => (
                     <span key={s.artifact_id} className="font-mono text-xs" title={s.sha256}>
-                      {s.name} {shortSha(s.sha256)} <AttestationBadge state={s.quarantined ? "quarantined" : a.state === "mismatch" ? "quarantined" : a.state} />
+                      {s.name} {shortSha(s.sha256)}{" "}
+                      <AttestationBadge
+                        state={s.quarantined ? "quarantined" : a.state === "mismatch" ? "quarantined" : a.state}
+                      />
                     </span>
                   ))}
                 </span>

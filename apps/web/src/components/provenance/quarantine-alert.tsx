@@ -13,9 +13,14 @@ export function QuarantineAlert({ org }: { org: string }) {
   const q = useQuery({ ...trpc.provenance.quarantines.queryOptions({ org }), refetchInterval: 15_000 });
   if (!q.data || q.data.length === 0) return null;
   return (
-    <div role="alert" className="rounded-lg border border-red-300 bg-red-50 p-4 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100" data-testid="quarantine-alert">
+    <div
+      role="alert"
+      className="rounded-lg border border-red-300 bg-red-50 p-4 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100"
+      data-testid="quarantine-alert"
+    >
       <p className="font-semibold">
-        {q.data.length === 1 ? "1 artifact is" : `${q.data.length} artifacts are`} quarantined: the stored bytes do not match their signed provenance.
+        {q.data.length === 1 ? "1 artifact is" : `${q.data.length} artifacts are`} quarantined: the stored bytes do not
+        match their signed provenance.
       </p>
       <ul className="mt-2 space-y-1">
         {q.data.slice(0, 5).map((a) => (

@@ -20,8 +20,13 @@ export function RunHistory({ org, runId }: { org: string; runId: string }) {
           </time>
           <span className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">{e.entity}</span>
           <span>
-            <span className="font-mono text-xs">{e.from ?? "∅"} → {e.to}</span> <span className="text-zinc-600 dark:text-zinc-400">({e.reason})</span>
-            {e.data && typeof e.data === "object" && "epoch" in e.data ? <span className="ml-1 text-xs text-zinc-500">epoch {String((e.data as { epoch: unknown }).epoch)}</span> : null}
+            <span className="font-mono text-xs">
+              {e.from ?? "∅"} → {e.to}
+            </span>{" "}
+            <span className="text-zinc-600 dark:text-zinc-400">({e.reason})</span>
+            {e.data && typeof e.data === "object" && "epoch" in e.data ? (
+              <span className="ml-1 text-xs text-zinc-500">epoch {String((e.data as { epoch: unknown }).epoch)}</span>
+            ) : null}
           </span>
         </li>
       ))}

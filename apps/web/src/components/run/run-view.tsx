@@ -28,7 +28,9 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
       const d = query.state.data;
       if (!d) return 2_000;
       if (d.run.status !== "completed") return 2_000;
-      return d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged") ? 2_000 : false;
+      return d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged")
+        ? 2_000
+        : false;
     },
   });
   const now = useNow(1000);

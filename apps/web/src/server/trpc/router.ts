@@ -36,7 +36,12 @@ export const appRouter = router({
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
-  provenance: { search: searchProvenance, record: getProvenanceRecord, quarantines: listQuarantines, runHistory: getRunHistory },
+  provenance: {
+    search: searchProvenance,
+    record: getProvenanceRecord,
+    quarantines: listQuarantines,
+    runHistory: getRunHistory,
+  },
   tlog: { status: getTlogStatus },
 });
 

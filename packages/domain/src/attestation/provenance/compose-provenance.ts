@@ -10,8 +10,23 @@ export interface ProvenanceInput {
   instanceUri: string;
   org: { id: string; slug: string };
   repo: { fullName: string; cloneUrl: string };
-  run: { id: string; ref: string | null; commitSha: string; workflowPath: string; workflowSha256: string | null; inputs: unknown; trustClass: string };
-  job: { id: string; name: string; pool: string; epoch: number; isolation: string; image: { ref: string; digest: string | null } | null };
+  run: {
+    id: string;
+    ref: string | null;
+    commitSha: string;
+    workflowPath: string;
+    workflowSha256: string | null;
+    inputs: unknown;
+    trustClass: string;
+  };
+  job: {
+    id: string;
+    name: string;
+    pool: string;
+    epoch: number;
+    isolation: string;
+    image: { ref: string; digest: string | null } | null;
+  };
   startedOn: Date | null;
   finishedOn: Date | null;
   subjects: { name: string; sha256: string }[];
@@ -35,9 +50,7 @@ export function invocationId(instanceUri: string, runId: string, jobId: string, 
 
 export function composeProvenance(p: ProvenanceInput): StatementV1 {
   const ref = p.run.ref ?? p.run.commitSha;
-  const deps: ResourceDescriptor[] = [
-    { uri: `git+${p.repo.cloneUrl}@${ref}`, digest: { gitCommit: p.run.commitSha } },
-  ];
+  const deps: ResourceDescriptor[] = [{ uri: `git+${p.repo.cloneUrl}@${ref}`, digest: { gitCommit: p.run.commitSha } }];
   const workflowUri = `git+${p.repo.cloneUrl}@${p.run.commitSha}#${p.run.workflowPath}`;
   // The freeze records the file's sha256; a run that never froze its file gets the path alone.
   if (p.run.workflowSha256 && SHA256_HEX.test(p.run.workflowSha256))
@@ -55,7 +68,11 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
       annotations: { kind: "artifact", run: r.runId, job: r.jobId, epoch: r.epoch },
     });
   for (const c of p.caches)
-    deps.push({ name: `cache:${c.key}`, digest: { sha256: c.sha256 }, annotations: { kind: "cache", entry: c.entryId } });
+    deps.push({
+      name: `cache:${c.key}`,
+      digest: { sha256: c.sha256 },
+      annotations: { kind: "cache", entry: c.entryId },
+    });
 
   const byproducts: ResourceDescriptor[] = p.logs
     ? [
@@ -63,7 +80,9 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
         { name: "stderr", digest: { sha256: p.logs.stderrSha256 }, annotations: { mediaType: "text/plain" } },
       ]
     : [];
-  const metadata: Record<string, unknown> = { invocationId: invocationId(p.instanceUri, p.run.id, p.job.id, p.job.epoch) };
+  const metadata: Record<string, unknown> = {
+    invocationId: invocationId(p.instanceUri, p.run.id, p.job.id, p.job.epoch),
+  };
   if (p.startedOn) metadata.startedOn = p.startedOn.toISOString();
   if (p.finishedOn) metadata.finishedOn = p.finishedOn.toISOString();
 

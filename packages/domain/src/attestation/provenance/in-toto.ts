@@ -84,7 +84,8 @@ function checkDescriptors(list: unknown, where: string): { rule: string; message
 /** SLSA Provenance v1's required fields and shapes, after the statement rules passed. */
 export function validateSlsaProvenance(s: StatementV1): RuleResult<StatementV1> {
   const bad = (rule: string, message: string): RuleResult<StatementV1> => ({ ok: false, rule, message });
-  if (s.predicateType !== SLSA_PROVENANCE_V1) return bad("slsa.predicateType", `predicateType must be ${SLSA_PROVENANCE_V1}`);
+  if (s.predicateType !== SLSA_PROVENANCE_V1)
+    return bad("slsa.predicateType", `predicateType must be ${SLSA_PROVENANCE_V1}`);
   const bd = s.predicate.buildDefinition;
   if (!isObject(bd)) return bad("slsa.buildDefinition", "buildDefinition is missing");
   if (typeof bd.buildType !== "string" || !/^[a-z][a-z0-9+.-]*:/.test(bd.buildType))

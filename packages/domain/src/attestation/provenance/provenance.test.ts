@@ -40,7 +40,10 @@ describe("base64 in envelopes", () => {
       expect(p.ok).toBe(true);
       if (p.ok) expect(dec(p.payload)).toBe("hello world");
     }
-    expect(parseEnvelope({ payload: "aGVsbG8", payloadType: "x", signatures: [] })).toMatchObject({ ok: false, rule: "dsse.signatures" });
+    expect(parseEnvelope({ payload: "aGVsbG8", payloadType: "x", signatures: [] })).toMatchObject({
+      ok: false,
+      rule: "dsse.signatures",
+    });
   });
 });
 
@@ -57,8 +60,16 @@ describe("in-toto Statement v1 rules", () => {
     ["bad _type", S({ _type: "https://in-toto.io/Statement/v0.1" }), "statement._type"],
     ["empty subject", S({ subject: [] }), "statement.subject"],
     ["subject without digest", S({ subject: [{ name: "a" }] }), "statement.subject.digest"],
-    ["31-byte sha256", S({ subject: [{ name: "a", digest: { sha256: "ab".repeat(31) } }] }), "statement.subject.digest.sha256"],
-    ["non-hex sha256", S({ subject: [{ name: "a", digest: { sha256: "g".repeat(64) } }] }), "statement.subject.digest.sha256"],
+    [
+      "31-byte sha256",
+      S({ subject: [{ name: "a", digest: { sha256: "ab".repeat(31) } }] }),
+      "statement.subject.digest.sha256",
+    ],
+    [
+      "non-hex sha256",
+      S({ subject: [{ name: "a", digest: { sha256: "g".repeat(64) } }] }),
+      "statement.subject.digest.sha256",
+    ],
     ["empty predicateType", S({ predicateType: "" }), "statement.predicateType"],
     ["no predicate", { ...S({}), predicate: undefined }, "statement.predicate"],
   ])("rejects %s", (_name, st, rule) => {
@@ -81,7 +92,14 @@ const INPUT: ProvenanceInput = {
     inputs: { flavour: "release" },
     trustClass: "trusted",
   },
-  job: { id: "00000000-0000-4000-8000-000000000003", name: "compile", pool: "default", epoch: 2, isolation: "microvm", image: { ref: "r.example/base:1", digest: `sha256:${"e".repeat(64)}` } },
+  job: {
+    id: "00000000-0000-4000-8000-000000000003",
+    name: "compile",
+    pool: "default",
+    epoch: 2,
+    isolation: "microvm",
+    image: { ref: "r.example/base:1", digest: `sha256:${"e".repeat(64)}` },
+  },
   startedOn: new Date("2026-01-01T00:00:00Z"),
   finishedOn: new Date("2026-01-01T00:01:00Z"),
   subjects: [{ name: "app", sha256: "f".repeat(64) }],
@@ -96,7 +114,10 @@ describe("composeProvenance", () => {
     const v = validateStatement(JSON.parse(canonicalJson(st)));
     expect(v.ok).toBe(true);
     if (v.ok) expect(validateSlsaProvenance(v.value).ok).toBe(true);
-    const pred = st.predicate as { runDetails: { metadata: { invocationId: string }; builder: { id: string } }; buildDefinition: { resolvedDependencies: { uri?: string; digest?: Record<string, string> }[] } };
+    const pred = st.predicate as {
+      runDetails: { metadata: { invocationId: string }; builder: { id: string } };
+      buildDefinition: { resolvedDependencies: { uri?: string; digest?: Record<string, string> }[] };
+    };
     expect(pred.runDetails.metadata.invocationId).toBe(invocationId(INPUT.instanceUri, INPUT.run.id, INPUT.job.id, 2));
     expect(pred.runDetails.metadata.invocationId).toMatch(/\/jobs\/00000000-0000-4000-8000-000000000003\/attempts\/2$/);
     expect(pred.runDetails.builder.id).toBe("https://kiln.example/builders/microvm");

@@ -114,7 +114,11 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
     job_steps: jobSteps,
     artifacts: artifacts.map(({ att_state, ...a }) => ({
       ...a,
-      attestation_state: attestationStateOf({ jobSucceeded: true, attestation: att_state, quarantined: a.quarantine_reason !== null }),
+      attestation_state: attestationStateOf({
+        jobSucceeded: true,
+        attestation: att_state,
+        quarantined: a.quarantine_reason !== null,
+      }),
       size_bytes: a.size_bytes === null ? null : Number(a.size_bytes),
       sealed_at: a.sealed_at ? a.sealed_at.toISOString() : null,
     })),

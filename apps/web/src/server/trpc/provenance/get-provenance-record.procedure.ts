@@ -5,4 +5,6 @@ import { readProcedure } from "../init.ts";
 /** One provenance record, its signature and log inclusion verified on the server at read time. */
 export const getProvenanceRecord = readProcedure
   .input(z.object({ attestationId: z.uuid() }))
-  .query(({ ctx, input }) => getRecord(ctx.db, engineTlog, { orgId: ctx.tenant.orgId, attestationId: input.attestationId }));
+  .query(({ ctx, input }) =>
+    getRecord(ctx.db, engineTlog, { orgId: ctx.tenant.orgId, attestationId: input.attestationId }),
+  );

@@ -13,6 +13,9 @@ export const GET = route({
   handler: async ({ req, params }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
-    return json(200, await attestationBundleForArtifact(db, engineTlog, { orgId: caller.orgId, artifactId: params.artifactId ?? "" }));
+    return json(
+      200,
+      await attestationBundleForArtifact(db, engineTlog, { orgId: caller.orgId, artifactId: params.artifactId ?? "" }),
+    );
   },
 });

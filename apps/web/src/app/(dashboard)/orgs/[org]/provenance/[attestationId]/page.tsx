@@ -5,7 +5,11 @@ import { getQueryClient, HydrateClient, trpc } from "@/server/trpc/server.tsx";
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Provenance record · Kiln" };
 
-export default async function ProvenanceRecordPage({ params }: { params: Promise<{ org: string; attestationId: string }> }) {
+export default async function ProvenanceRecordPage({
+  params,
+}: {
+  params: Promise<{ org: string; attestationId: string }>;
+}) {
   const { org, attestationId } = await params;
   await requireUser(`/orgs/${org}/provenance/${attestationId}`);
   // A malformed id is the client's NOT_FOUND state; prefetch only what can exist.
