@@ -25,7 +25,10 @@ CREATE TABLE "attestation" (
     "key_id" TEXT NOT NULL REFERENCES "attestation_key"("key_id"),
     -- The canonical JSON of the DSSE envelope: exactly the transparency log's leaf bytes.
     "envelope" TEXT NOT NULL,
-    "tlog_index" BIGINT NOT NULL,
+    -- Set by the same transaction, as its last write: the log's sequencer lock is held from the
+    -- append to the commit, so the append comes after every other write (docs/adr/0026). A
+    -- deferred check below refuses a commit without it.
+    "tlog_index" BIGINT,
     -- logged -> verified | mismatch (the verifier job); a mismatch quarantines the artifacts.
     "state" TEXT NOT NULL DEFAULT 'logged' CHECK ("state" IN ('logged','verified','mismatch')),
     "verified_at" TIMESTAMPTZ(3),
@@ -44,7 +47,8 @@ BEGIN
   IF TG_OP = 'DELETE' THEN
     RAISE EXCEPTION 'attestation % is append-only', OLD."id" USING ERRCODE = 'check_violation';
   END IF;
-  IF NEW."envelope" IS DISTINCT FROM OLD."envelope" OR NEW."tlog_index" IS DISTINCT FROM OLD."tlog_index"
+  IF NEW."envelope" IS DISTINCT FROM OLD."envelope"
+     OR (OLD."tlog_index" IS NOT NULL AND NEW."tlog_index" IS DISTINCT FROM OLD."tlog_index")
      OR NEW."job_id" IS DISTINCT FROM OLD."job_id" OR NEW."key_id" IS DISTINCT FROM OLD."key_id"
      OR (OLD."state" <> 'logged' AND NEW."state" IS DISTINCT FROM OLD."state") THEN
     RAISE EXCEPTION 'attestation % is immutable once signed and verified', OLD."id" USING ERRCODE = 'check_violation';
@@ -53,6 +57,16 @@ BEGIN
 END $$;
 CREATE TRIGGER "attestation_immutable" BEFORE UPDATE OR DELETE ON "attestation"
     FOR EACH ROW EXECUTE FUNCTION "attestation_immutable"();
+-- No attestation commits without its log entry.
+CREATE FUNCTION "attestation_logged_at_commit"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM "attestation" WHERE "id" = NEW."id" AND "tlog_index" IS NULL) THEN
+    RAISE EXCEPTION 'attestation % committed without a transparency-log index', NEW."id" USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER "attestation_logged_at_commit" AFTER INSERT ON "attestation"
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "attestation_logged_at_commit"();
 
 CREATE TABLE "attestation_subject" (
     "attestation_id" UUID NOT NULL REFERENCES "attestation"("id"),

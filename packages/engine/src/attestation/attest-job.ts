@@ -52,16 +52,18 @@ export async function attestJob(d: AttestorDeps, ref: { jobId: string; epoch: nu
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`attest:${ref.jobId}`}, 0))`;
     const again = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM attestation WHERE job_id = ${ref.jobId}::uuid`;
     if (again[0]) return { kind: "already" as const, attestationId: again[0].id };
-    const { index } = await d.tlog.append(tx, { kind: "dsse", bytes: utf8(signed.envelopeJson), dedupeKey: id });
     await tx.$executeRaw`
-      INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope, tlog_index)
+      INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope)
       VALUES (${id}::uuid, ${rec.orgId}::uuid, ${rec.runId}::uuid, ${ref.jobId}::uuid, ${rec.attemptId}::uuid, ${ref.epoch},
-              ${rec.input.run.commitSha}, ${d.signer.keyId}, ${signed.envelopeJson}, ${index})`;
-    for (const s of rec.subjects)
-      await tx.$executeRaw`
-        INSERT INTO attestation_subject (attestation_id, generation_id, name, sha256)
-        VALUES (${id}::uuid, ${s.generationId}::uuid, ${s.name}, ${s.sha256})`;
+              ${rec.input.run.commitSha}, ${d.signer.keyId}, ${signed.envelopeJson})`;
+    await tx.$executeRaw`
+      INSERT INTO attestation_subject (attestation_id, generation_id, name, sha256)
+      SELECT ${id}::uuid, g, n, s FROM unnest(${rec.subjects.map((x) => x.generationId)}::uuid[],
+        ${rec.subjects.map((x) => x.name)}::text[], ${rec.subjects.map((x) => x.sha256)}::text[]) AS t(g, n, s)`;
     await enqueueOutbox(tx, "attestation.verify", { attestationId: id }, { dedupeKey: id });
+    // Last: the append takes the log's one-writer lock, held until this transaction commits.
+    const { index } = await d.tlog.append(tx, { kind: "dsse", bytes: utf8(signed.envelopeJson), dedupeKey: id });
+    await tx.$executeRaw`UPDATE attestation SET tlog_index = ${index} WHERE id = ${id}::uuid`;
     return { kind: "attested" as const, attestationId: id, tlogIndex: index };
   });
 }
