@@ -84,9 +84,6 @@ export function failFastVictims(jobs: readonly (JobNode & { failFast?: boolean }
     .map((j) => j.jobIndex);
 }
 
-/** Cause recorded on a sibling cancelled by fail_fast. */
-export const FAIL_FAST_CAUSE = "matrix.fail_fast";
-
 export function allJobsCompleted(jobs: readonly { status: string }[]): boolean {
   return jobs.every((j) => j.status === "completed");
 }
