@@ -350,3 +350,26 @@ describe("flaky jobs", () => {
     expect(await listFlakyJobs(t.db(), { orgId: tenant.orgId, repoId: tenant.repoId })).toEqual([]);
   });
 });
+
+describe("the sixth outcome", () => {
+  it("a job blocked by policy ends so at once: no retry, not a platform failure, and re-run runs it again", async () => {
+    const tenant = await seedTenant(t.db());
+    const session = await newSession(t.db(), tenant);
+    const runId = await seedFrozenRun(t.db(), tenant, def("version: 1\njobs:\n  - name: a\n    steps: [x]\n"));
+    const [a] = await claimAll(session);
+    const r = await completeAttempt(t.db(), TEST_CFG, {
+      attemptId: a?.attemptId ?? "",
+      jobId: a?.jobId ?? "",
+      epoch: 1,
+      outcome: "blocked_by_policy",
+      cause: "image.not_allowed",
+      sandboxDestroyed: true,
+    });
+    expect(r).toEqual({ accepted: true, jobOutcome: "blocked_by_policy" });
+    const rows = await t.db().$queryRaw<{ outcome: string; platform_retries: number; status: string }[]>`
+      SELECT outcome, platform_retries, status FROM job_run WHERE run_id = ${runId}::uuid`;
+    expect(rows).toEqual([{ outcome: "blocked_by_policy", platform_retries: 0, status: "completed" }]);
+    expect(await runStatus(t.db(), runId)).toMatchObject({ outcome: "blocked_by_policy", cause: "image.not_allowed" });
+    expect(await claimAll(session)).toEqual([]);
+  });
+});

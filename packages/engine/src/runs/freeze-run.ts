@@ -91,7 +91,9 @@ export async function freezeRun(
         : file.kind === "refused"
           ? "source.clone_url_refused"
           : "workflow.invalid";
-    await failFreeze(db, input.runId, "user_failure", cause, file.message, null);
+    // A clone URL the operator's source policy refuses is policy, not the file's fault (issue 20).
+    const outcome = file.kind === "refused" ? "blocked_by_policy" : "user_failure";
+    await failFreeze(db, input.runId, outcome, cause, file.message, null);
     return "invalid";
   }
   // Matrix expansion and `${{ inputs.* }}` happen here, once: the expanded jobs are what is frozen.
@@ -117,7 +119,11 @@ export async function freezeRun(
     await failFreeze(
       db,
       input.runId,
-      images.kind === "unreachable" ? "platform_failure" : "user_failure",
+      images.kind === "unreachable"
+        ? "platform_failure"
+        : images.kind === "policy"
+          ? "blocked_by_policy"
+          : "user_failure",
       images.cause,
       images.message,
       file.sha256,
@@ -232,7 +238,7 @@ export async function createJobs(
 async function failFreeze(
   db: Db,
   runId: string,
-  outcome: "user_failure" | "platform_failure",
+  outcome: "user_failure" | "platform_failure" | "blocked_by_policy",
   cause: string,
   message: string,
   workflowHash: string | null,
