@@ -371,5 +371,7 @@ describe("the sixth outcome", () => {
     expect(rows).toEqual([{ outcome: "blocked_by_policy", platform_retries: 0, status: "completed" }]);
     expect(await runStatus(t.db(), runId)).toMatchObject({ outcome: "blocked_by_policy", cause: "image.not_allowed" });
     expect(await claimAll(session)).toEqual([]);
+    const again = await rerunFailedJobs(t.db(), { caller: member(tenant), runId });
+    expect(again.rerun.map((j) => j.name)).toEqual(["a"]);
   });
 });

@@ -6,6 +6,7 @@ import { useState } from "react";
 import { useOrg } from "../org-context.tsx";
 import { Elapsed } from "../time.tsx";
 import type { JobData, RunPageData } from "../types.ts";
+import { FlakyBadge, ReusedFrom } from "./job-flags.tsx";
 
 /** Per job: outcome, cause, steps and the attempt timeline. Native <details> for keyboard use. */
 export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
@@ -57,6 +58,8 @@ function JobDetail({
         </span>
         <span className="font-medium">{j.name}</span>
         <StatusBadge status={j.status} outcomeClass={data.job_classes[j.id] ?? null} />
+        <FlakyBadge flaky={j.flaky} repoId={data.run.repo_id} />
+        <ReusedFrom from={j.reused_from} />
         {j.cause && j.outcome !== "success" ? (
           <code className="text-xs text-zinc-500 dark:text-zinc-400">{j.cause}</code>
         ) : null}
