@@ -27,6 +27,8 @@ export {
   type RerunResult,
   listFlakyJobs,
   type FlakyJob,
+  rerunFailedJobsAsOperator,
+  listFlakyJobsOfRepo,
   getRun,
   type RunView,
   type JobView,

@@ -8,3 +8,4 @@ export { getRun, type RunView, type JobView } from "./get-run.ts";
 // The run lock and run advancement, taken by attempt completion, reconcile and the attempt fence.
 export { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "./advance-run.ts";
 export { listFlakyJobs, flakyJobsOfRun, type FlakyJob } from "./flaky-jobs.ts";
+export { rerunFailedJobsAsOperator, listFlakyJobsOfRepo } from "./operator-runs.ts";
