@@ -30,10 +30,13 @@ interface FlakyRow {
   last_run_id: string;
 }
 
-/** GET /v1/repos/{repo_id}/flaky-jobs: the repo's flaky jobs, most recently seen first. */
+/**
+ * GET /v1/repos/{repo_id}/flaky-jobs: the repo's flaky jobs, most recently seen first, over the runs
+ * created in the last `days` (30): bounds the scan of a busy repo, and flakiness is a recent fact.
+ */
 export async function listFlakyJobs(
   db: Db,
-  input: { orgId: string; repoId: string; limit?: number },
+  input: { orgId: string; repoId: string; limit?: number; days?: number },
 ): Promise<FlakyJob[]> {
   const repo = await db.$queryRaw<{ id: string }[]>`
     SELECT id FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${input.orgId}::uuid`;
@@ -45,6 +48,7 @@ export async function listFlakyJobs(
       JOIN job_run j ON j.run_id = r.id
       JOIN attempt a ON a.job_id = j.id
       WHERE r.repo_id = ${input.repoId}::uuid AND r.org_id = ${input.orgId}::uuid AND r.workflow_hash IS NOT NULL
+        AND r.created_at >= now() - make_interval(days => ${input.days ?? 30}::int)
         AND a.outcome IN ('success', 'user_failure')
     ), pairs AS (
       SELECT commit_sha, workflow_hash, name, matrix_values, count(*) AS attempts, max(finished_at) AS last_seen,
