@@ -125,7 +125,7 @@ function expansionName(template: string, values: ExpressionValues, matrix: Workf
  * combination an exclude entry matches on all of its keys; then each include entry is merged into
  * every combination it does not contradict on an axis value, or added as a new one if it fits none.
  */
-export function combinationsOf(reader: Reader, draft: JobDraft, s: Strategy): MatrixCombination[] {
+function combinationsOf(reader: Reader, draft: JobDraft, s: Strategy): MatrixCombination[] {
   const product = s.axes.reduce((n, a) => n * a.values.length, s.axes.length > 0 ? 1 : 0);
   const tooLarge = (n: number, what: string): never =>
     reader.fail(

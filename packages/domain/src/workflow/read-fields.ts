@@ -20,7 +20,7 @@ export interface RestoreSite {
 }
 
 /** Job and artifact names end up in storage keys and URLs, hence the tight alphabet. */
-export function readName(reader: Reader, at: Located, given?: string): string {
+function readName(reader: Reader, at: Located, given?: string): string {
   const name = given ?? reader.text(at, "a name");
   const max = WORKFLOW_LIMITS.maxNameLength;
   if (name.length === 0 || name.length > max || !NAME_PATTERN.test(name) || /^\.+$/.test(name)) {
@@ -81,10 +81,6 @@ export function readDisplayName(reader: Reader, at: Located): string {
 }
 
 /** Returns where the ref was written too: an expression in it is checked again once substituted. */
-export function readImage(reader: Reader, at: Located): { ref: string } {
-  return { ref: readImageRef(reader, at).ref };
-}
-
 export function readImageRef(reader: Reader, at: Located): { ref: string; refAt: Located } {
   const expected = 'an image reference or {ref: "..."}';
   const refAt = isMap(at.node) ? reader.required(reader.mapping(at, ["ref"], expected), "ref", at) : at;

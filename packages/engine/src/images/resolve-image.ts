@@ -20,7 +20,7 @@ export type ResolveImageResult =
   | { ok: false; kind: ImageFailureKind; cause: string; message: string };
 
 /** "policy": the operator's outbound policy refused the image; the run is blocked_by_policy (issue 20). */
-export type ImageFailureKind = "not_found" | "unreachable" | "invalid" | "policy";
+type ImageFailureKind = "not_found" | "unreachable" | "invalid" | "policy";
 
 /** Cause codes recorded on the run when freezing fails on an image. */
 const CAUSES: Record<ImageErrorCode, { kind: ImageFailureKind; cause: string }> = {
