@@ -4,6 +4,7 @@ import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
 
@@ -14,4 +15,5 @@ export const commands: CliCommand[] = [
   ...egressCommands,
   ...attestationCommands,
   ...tlogCommands,
+  ...runCommands,
 ];

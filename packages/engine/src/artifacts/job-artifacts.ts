@@ -15,7 +15,10 @@ export interface JobArtifactView {
   quarantine_reason: string | null;
 }
 
-/** GET /v1/jobs/{job_id}/artifacts: the job's bound artifacts. Another org's job is a 404. */
+/**
+ * GET /v1/jobs/{job_id}/artifacts: the job's bound artifacts (a job a re-run pinned shows those of
+ * the job it reuses). Another org's job is a 404.
+ */
 export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: string }): Promise<JobArtifactView[]> {
   await assertJobVisible(db, input);
   const rows = await db.$queryRaw<
@@ -30,11 +33,12 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
     }[]
   >`
     SELECT g.id, b.name, g.size_bytes, g.sha256, g.epoch, a.state, q.reason
-    FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id
+    FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
+    JOIN artifact_generation g ON g.id = b.generation_id
     LEFT JOIN attestation_subject s ON s.generation_id = g.id
     LEFT JOIN attestation a ON a.id = s.attestation_id
     LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
-    WHERE b.job_id = ${input.jobId}::uuid ORDER BY b.name`;
+    WHERE j.id = ${input.jobId}::uuid AND j.org_id = ${input.orgId}::uuid ORDER BY b.name`;
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
@@ -55,10 +59,10 @@ export async function artifactDownloadUrl(
 ): Promise<string> {
   const rows = await db.$queryRaw<{ object_key: string; quarantine: string | null }[]>`
     SELECT g.object_key, q.reason AS quarantine
-    FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
-    JOIN job_run j ON j.id = b.job_id
+    FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
+    JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
     LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
-    WHERE b.job_id = ${input.jobId}::uuid AND b.name = ${input.name} AND j.org_id = ${input.orgId}::uuid`;
+    WHERE j.id = ${input.jobId}::uuid AND b.name = ${input.name} AND j.org_id = ${input.orgId}::uuid`;
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
   if (g.quarantine) throw quarantined(g.quarantine);

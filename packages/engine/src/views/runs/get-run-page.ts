@@ -26,6 +26,8 @@ export interface ArtifactView {
   attestation_state: AttestationState;
   attestation_id: string | null;
   quarantine_reason: string | null;
+  /** The run that produced it when the job was pinned by a re-run ("reused from run X"). */
+  reused_from_run_id: string | null;
 }
 
 export interface JobStepsView {
@@ -75,10 +77,10 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
         att_state: "logged" | "verified" | "mismatch" | null;
       })[]
     >`
-      SELECT g.id, j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at,
+      SELECT g.id, j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at, j.reused_from_run_id,
              s.attestation_id, a.state AS att_state, q.reason AS quarantine_reason
       FROM job_run j
-      JOIN artifact_binding b ON b.job_id = j.id
+      JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
       JOIN artifact_generation g ON g.id = b.generation_id
       LEFT JOIN attestation_subject s ON s.generation_id = g.id
       LEFT JOIN attestation a ON a.id = s.attestation_id AND a.org_id = ${scope.orgId}::uuid
