@@ -239,7 +239,8 @@ describe("the attestor", () => {
     ).rejects.toThrow(/immutable/);
     // Nothing commits an attestation without its log entry (the append is the transaction's last write).
     await expect(
-      t.db().$executeRaw`INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope)
+      t.db()
+        .$executeRaw`INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope)
         SELECT gen_random_uuid(), a.org_id, a.run_id, j.id, a.attempt_id, a.epoch, a.commit_sha, a.key_id, '{}'
         FROM attestation a JOIN job_run j ON j.run_id = a.run_id AND j.id <> a.job_id WHERE a.job_id = ${producer.jobId}::uuid`,
     ).rejects.toThrow(/without a transparency-log index/);
