@@ -70,7 +70,13 @@ const schema = z.object({
    * name. Default `<KILN_PUBLIC_URL host>/tlog`, else `localhost/tlog`. Fixed for the log's life:
    * a worker configured with another origin than the stored key's refuses to sign.
    */
-  KILN_TLOG_ORIGIN: z.preprocess((v) => (v === "" ? undefined : v), z.string().regex(/^[^\s+]+$/).optional()),
+  KILN_TLOG_ORIGIN: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .regex(/^[^\s+]+$/)
+      .optional(),
+  ),
   /**
    * Key-encryption key (base64 of 32 bytes) sealing the log's Ed25519 key in the database. Unset:
    * generated once into `<KILN_DATA_DIR>/keys/tlog-kek` (mode 0600); workers on several hosts must

@@ -84,7 +84,13 @@ describe("transparency log storage", () => {
       const proof = await getInclusionProof(t.db(), i, n);
       expect(tlog.verifyInclusion(tlogHasher, BigInt(i), BigInt(n), leaves[i]!, proof, root)).toEqual({ ok: true });
     }
-    for (const [from, to] of [[1, n], [7, 13], [16, 32], [31, n], [n, n]] as const) {
+    for (const [from, to] of [
+      [1, n],
+      [7, 13],
+      [16, 32],
+      [31, n],
+      [n, n],
+    ] as const) {
       const proof = await getConsistencyProof(t.db(), from, to);
       const r1 = await treeRoot(t.db(), from);
       const r2 = await treeRoot(t.db(), to);
@@ -112,7 +118,9 @@ describe("transparency log storage", () => {
     expect(await readTile(t.db(), { level: 0, index: 0, width: n + 1 })).toBeNull();
     expect(await readTile(t.db(), { level: 1, index: 0, width: 1 })).toBeNull();
     const bundle = await readTile(t.db(), { level: null, index: 0, width: 3 });
-    expect(tlog.decodeEntryBundle(bundle!)?.map((b) => Buffer.from(b).toString())).toEqual([0, 1, 2].map((i) => `{"statement":${i}}`));
+    expect(tlog.decodeEntryBundle(bundle!)?.map((b) => Buffer.from(b).toString())).toEqual(
+      [0, 1, 2].map((i) => `{"statement":${i}}`),
+    );
   });
 
   it("the database refuses UPDATE, DELETE and TRUNCATE of the log, and a sequencer that does not count by one", async () => {
@@ -128,7 +136,9 @@ describe("transparency log storage", () => {
       `DELETE FROM tlog_sequencer`,
       `INSERT INTO tlog_entry (idx, kind, dedupe_key, body) VALUES (0, 'x', 'dup-index', '\\x01')`,
     ])
-      await expect(db.$executeRawUnsafe(sql), sql).rejects.toThrow(/append-only|counts up|duplicate key|tlog_entry_pkey/);
+      await expect(db.$executeRawUnsafe(sql), sql).rejects.toThrow(
+        /append-only|counts up|duplicate key|tlog_entry_pkey/,
+      );
     expect(await tlogSize(db)).toBe(leaves.length);
     expect((await getTlogEntry(db, 0)).leafHash).toEqual(leaves[0]);
   });
