@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http, { type Server } from "node:http";
@@ -16,7 +16,7 @@ import { TestBrowser } from "./support/browser.ts";
 // endpoints, a new checkpoint within 5 s of new entries, and Go's golang.org/x/mod/sumdb/note and
 // sumdb/tlog (Debian's golang-golang-x-mod-dev, GOPATH mode, no network) accepting every served
 // checkpoint, proof and tile and rejecting each with one bit flipped. The public page in Chromium.
-const dbName = uniqueDatabaseName("e2e-tlog");
+const dbName = uniqueDatabaseName("e2e_tlog");
 let platform: Platform;
 let base = "";
 let browser: TestBrowser;
@@ -41,7 +41,7 @@ afterAll(async () => {
 async function get(p: string): Promise<{ status: number; type: string | null; bytes: Buffer; json: any }> {
   const r = await fetch(`${base}${p}`);
   const bytes = Buffer.from(await r.arrayBuffer());
-  let json: any = null;
+  let json: any;
   try {
     json = JSON.parse(bytes.toString("utf8"));
   } catch {
@@ -231,19 +231,29 @@ describe("kiln tlog monitor", { timeout: 300_000 }, () => {
   });
   afterAll(() => new Promise<void>((r) => hostile.close(() => r())));
 
-  function monitor(url: string): { status: number | null; out: any } {
-    const r = spawnSync(
-      process.execPath,
-      ["--import", "tsx", "scripts/kiln.ts", "tlog", "monitor", "--state", state, "--url", url, "--json"],
-      { cwd: ROOT, encoding: "utf8", env: { ...process.env } },
-    );
-    let out: any = null;
-    try {
-      out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "");
-    } catch {
-      out = { raw: r.stdout, err: r.stderr };
-    }
-    return { status: r.status, out };
+  // Spawned asynchronously: the hostile server runs in this process and must keep answering.
+  function monitor(url: string): Promise<{ status: number | null; out: any }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", "scripts/kiln.ts", "tlog", "monitor", "--state", state, "--url", url, "--json"],
+        { cwd: ROOT, env: { ...process.env } },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+      child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+      child.on("error", reject);
+      child.on("close", (status) => {
+        let out: any;
+        try {
+          out = JSON.parse(stdout.trim().split("\n").pop() ?? "");
+        } catch {
+          out = { raw: stdout, err: stderr };
+        }
+        resolve({ status, out });
+      });
+    });
   }
 
   /** A checkpoint signed with the log's real key (the hostile operator has it) for any size and root. */
@@ -259,11 +269,11 @@ describe("kiln tlog monitor", { timeout: 300_000 }, () => {
   const remembered = () => JSON.parse(readFileSync(state, "utf8")).size as string;
 
   it("pins the key on first use, then follows the log as it grows", async () => {
-    const first = monitor(base);
+    const first = await monitor(base);
     expect([first.status, first.out]).toMatchObject([0, { ok: true, size: "305" }]);
     await appendEntries(305, 315);
     await waitForCheckpoint(315, 5_000);
-    const next = monitor(base);
+    const next = await monitor(base);
     expect([next.status, next.out]).toMatchObject([0, { ok: true, size: "315", grew: "10" }]);
   });
 
@@ -271,25 +281,25 @@ describe("kiln tlog monitor", { timeout: 300_000 }, () => {
     const real = (await get("/tlog/checkpoint")).bytes.toString();
     const sigAt = real.lastIndexOf(" ") + 10;
     serveCheckpoint = () => real.slice(0, sigAt) + (real[sigAt] === "A" ? "B" : "A") + real.slice(sigAt + 1);
-    expect(monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" } });
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" } });
 
     const fork = await forged(315, new Uint8Array(randomBytes(32)));
     serveCheckpoint = () => fork;
-    expect(monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.FORK" } });
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.FORK" } });
 
     await appendEntries(315, 320);
     await waitForCheckpoint(320, 5_000);
     const rewritten = await forged(320, new Uint8Array(randomBytes(32)));
     serveCheckpoint = () => rewritten;
-    expect(monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CONSISTENCY" } });
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CONSISTENCY" } });
 
     const older = await forged(300, new Uint8Array(randomBytes(32)));
     serveCheckpoint = () => older;
-    expect(monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.SIZE_DECREASED" } });
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.SIZE_DECREASED" } });
     expect(remembered()).toBe("315");
 
     serveCheckpoint = null;
-    expect(monitor(hostileBase)).toMatchObject({ status: 0, out: { ok: true, size: "320", grew: "5" } });
+    expect(await monitor(hostileBase)).toMatchObject({ status: 0, out: { ok: true, size: "320", grew: "5" } });
     expect(remembered()).toBe("320");
   });
 });
