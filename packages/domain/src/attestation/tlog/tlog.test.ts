@@ -116,6 +116,8 @@ describe("C2SP checkpoints and signed notes", () => {
     expect(openSignedNote(forged, [verifier]).ok).toBe(false);
     expect(openSignedNote(formatSignedNote(body, [witness]), [verifier]).ok).toBe(false);
     expect(openSignedNote(`${body}\n`, [verifier]).ok).toBe(false);
+    // A carriage return or other control character would let two readers see two texts.
+    expect(openSignedNote(note.replace("\n", "\r\n"), [verifier]).ok).toBe(false);
     expect(
       parseVerifierKey(sha256, formatVerifierKey(sha256, name, pub).replace(/\+[0-9a-f]{8}\+/, "+00000000+")).ok,
     ).toBe(false);
