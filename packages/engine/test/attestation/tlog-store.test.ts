@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { withTx } from "@kiln/db";
+import { sqlPool, withTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import {
@@ -61,6 +61,19 @@ describe("transparency log storage", () => {
     expect(await tlogSize(t.db())).toBe(50);
   });
 
+  it("appends through a plain node-postgres transaction too (the hot-path driver), with the same dedupe", async () => {
+    const pool = sqlPool(t.db());
+    const r = await withTx(pool, "pg-append", (c) =>
+      appendTlogEntry(c, { kind: "test", bytes: enc.encode("via pg"), dedupeKey: "via-pg" }),
+    );
+    expect(r).toEqual({ index: 50, created: true, sameBytes: true });
+    const again = await withTx(pool, "pg-append", (c) =>
+      appendTlogEntry(c, { kind: "test", bytes: enc.encode("via pg"), dedupeKey: "via-pg" }),
+    );
+    expect(again).toEqual({ index: 50, created: false, sameBytes: true });
+    leaves.push(tlogHasher.leaf(enc.encode("via pg")));
+  });
+
   it("a rolled-back append leaves no gap", async () => {
     await expect(
       withTx(t.db(), "rollback", async (tx) => {
@@ -69,7 +82,7 @@ describe("transparency log storage", () => {
       }),
     ).rejects.toThrow("caller failed");
     const r = await append(1000);
-    expect(r.index).toBe(50);
+    expect(r.index).toBe(51);
     leaves.push(tlogHasher.leaf(entry(1000)));
   });
 
