@@ -72,6 +72,8 @@ function defaultUrl(): string | undefined {
 /** One monitoring pass; throws MonitorFailure naming the rule, returns the new state. */
 async function monitor(url: string, prev: MonitorState | null, pinnedKey: string | undefined) {
   const base = url.replace(/\/+$/, "");
+  if (prev && pinnedKey && pinnedKey.trim() !== prev.verifier_key)
+    throw new UsageError("--key differs from the key this state file pinned; use a new state file for another log");
   // Trust on first use unless --key pins one: the key is remembered and never re-read from the server.
   const key =
     prev?.verifier_key ??
