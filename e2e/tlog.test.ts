@@ -1,10 +1,13 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http, { type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { withTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
-import { appendTlogEntry } from "@kiln/engine";
+import { appendTlogEntry, loadKeyEncryptionKey, logSigner } from "@kiln/engine";
 import { cloneDatabase, dropDatabase, startPlatform, uniqueDatabaseName, type Platform } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TestBrowser } from "./support/browser.ts";
@@ -13,7 +16,7 @@ import { TestBrowser } from "./support/browser.ts";
 // endpoints, a new checkpoint within 5 s of new entries, and Go's golang.org/x/mod/sumdb/note and
 // sumdb/tlog (Debian's golang-golang-x-mod-dev, GOPATH mode, no network) accepting every served
 // checkpoint, proof and tile and rejecting each with one bit flipped. The public page in Chromium.
-const dbName = uniqueDatabaseName("e2e-tlog");
+const dbName = uniqueDatabaseName("e2e_tlog");
 let platform: Platform;
 let base = "";
 let browser: TestBrowser;
@@ -38,7 +41,7 @@ afterAll(async () => {
 async function get(p: string): Promise<{ status: number; type: string | null; bytes: Buffer; json: any }> {
   const r = await fetch(`${base}${p}`);
   const bytes = Buffer.from(await r.arrayBuffer());
-  let json: any = null;
+  let json: any;
   try {
     json = JSON.parse(bytes.toString("utf8"));
   } catch {
@@ -59,7 +62,8 @@ async function waitForCheckpoint(size: number, timeoutMs: number): Promise<strin
   for (;;) {
     const r = await get("/tlog/checkpoint");
     if (r.status === 200 && r.bytes.toString().split("\n")[1] === String(size)) return r.bytes.toString();
-    if (Date.now() > deadline) throw new Error(`no checkpoint of size ${size}: ${r.status} ${r.bytes}\n${platform.logs()}`);
+    if (Date.now() > deadline)
+      throw new Error(`no checkpoint of size ${size}: ${r.status} ${r.bytes}\n${platform.logs()}`);
     await new Promise((res) => setTimeout(res, 50));
   }
 }
@@ -95,7 +99,7 @@ describe("transparency log over HTTP", { timeout: 300_000 }, () => {
     const vk = await get("/v1/tlog/verifier-key");
     expect(vk.status).toBe(200);
     expect(vk.json).toMatchObject({ origin: "localhost/tlog", algorithm: "ed25519" });
-    expect(vk.json.verifier_key).toMatch(/^localhost\/tlog\+[0-9a-f]{8}\+[A-Za-z0-9+/]{43}=$/);
+    expect(vk.json.verifier_key).toMatch(/^localhost\/tlog\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
   });
 
   it("serves exactly the leaf bytes, entry bundles with uint16 framing, and hash tiles", async () => {
@@ -196,5 +200,106 @@ describe("transparency log over HTTP", { timeout: 300_000 }, () => {
     await page.getByRole("button", { name: "Copied" }).waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(vk);
     await page.close();
+  });
+});
+
+// The monitor (what a witness does) against the real log, then against a hostile log server that
+// holds the real signing key (a compromised operator): it serves a forged signature, a fork at the
+// same size, a rewritten history at a larger size, and an older checkpoint. Each must fail with its
+// rule named, and the state file must keep the last good checkpoint.
+describe("kiln tlog monitor", { timeout: 300_000 }, () => {
+  const ROOT = path.resolve(import.meta.dirname, "..");
+  const state = path.join(work, "monitor-state.json");
+  let hostile: Server;
+  let hostileBase = "";
+  let serveCheckpoint: (() => string) | null = null;
+
+  beforeAll(async () => {
+    hostile = http.createServer((req, res) => {
+      void (async () => {
+        if (req.url === "/tlog/checkpoint" && serveCheckpoint) {
+          res.writeHead(200, { "content-type": "text/plain" }).end(serveCheckpoint());
+          return;
+        }
+        const r = await fetch(`${base}${req.url}`);
+        res.writeHead(r.status, { "content-type": r.headers.get("content-type") ?? "application/octet-stream" });
+        res.end(Buffer.from(await r.arrayBuffer()));
+      })();
+    });
+    await new Promise<void>((r) => hostile.listen(0, "127.0.0.1", () => r()));
+    hostileBase = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => hostile.close(() => r())));
+
+  // Spawned asynchronously: the hostile server runs in this process and must keep answering.
+  function monitor(url: string): Promise<{ status: number | null; out: any }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", "scripts/kiln.ts", "tlog", "monitor", "--state", state, "--url", url, "--json"],
+        { cwd: ROOT, env: { ...process.env } },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+      child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+      child.on("error", reject);
+      child.on("close", (status) => {
+        let out: any;
+        try {
+          out = JSON.parse(stdout.trim().split("\n").pop() ?? "");
+        } catch {
+          out = { raw: stdout, err: stderr };
+        }
+        resolve({ status, out });
+      });
+    });
+  }
+
+  /** A checkpoint signed with the log's real key (the hostile operator has it) for any size and root. */
+  async function forged(size: number, root: Uint8Array): Promise<string> {
+    const kek = loadKeyEncryptionKey({ file: path.join(platform.dataDir, "data/keys/tlog-kek") });
+    const signer = await logSigner(platform.db, { origin: "localhost/tlog", kek });
+    const body = tlog.formatCheckpoint({ origin: signer.origin, size, rootHash: root });
+    return tlog.formatSignedNote(body, [
+      { name: signer.origin, keyHash: signer.keyHash, signature: signer.sign(enc.encode(body)) },
+    ]);
+  }
+
+  const remembered = () => JSON.parse(readFileSync(state, "utf8")).size as string;
+
+  it("pins the key on first use, then follows the log as it grows", async () => {
+    const first = await monitor(base);
+    expect([first.status, first.out]).toMatchObject([0, { ok: true, size: "305" }]);
+    await appendEntries(305, 315);
+    await waitForCheckpoint(315, 5_000);
+    const next = await monitor(base);
+    expect([next.status, next.out]).toMatchObject([0, { ok: true, size: "315", grew: "10" }]);
+  });
+
+  it("names the rule when the log forges, forks, rewrites or rolls back, and keeps the last good state", async () => {
+    const real = (await get("/tlog/checkpoint")).bytes.toString();
+    const sigAt = real.lastIndexOf(" ") + 10;
+    serveCheckpoint = () => real.slice(0, sigAt) + (real[sigAt] === "A" ? "B" : "A") + real.slice(sigAt + 1);
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" } });
+
+    const fork = await forged(315, new Uint8Array(randomBytes(32)));
+    serveCheckpoint = () => fork;
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.FORK" } });
+
+    await appendEntries(315, 320);
+    await waitForCheckpoint(320, 5_000);
+    const rewritten = await forged(320, new Uint8Array(randomBytes(32)));
+    serveCheckpoint = () => rewritten;
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CONSISTENCY" } });
+
+    const older = await forged(300, new Uint8Array(randomBytes(32)));
+    serveCheckpoint = () => older;
+    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.SIZE_DECREASED" } });
+    expect(remembered()).toBe("315");
+
+    serveCheckpoint = null;
+    expect(await monitor(hostileBase)).toMatchObject({ status: 0, out: { ok: true, size: "320", grew: "5" } });
+    expect(remembered()).toBe("320");
   });
 });

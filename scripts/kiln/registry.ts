@@ -14,6 +14,6 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...attestationCommands,
-  ...tlogCommands,
   ...runCommands,
+  ...tlogCommands,
 ];

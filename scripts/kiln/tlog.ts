@@ -72,11 +72,13 @@ function defaultUrl(): string | undefined {
 /** One monitoring pass; throws MonitorFailure naming the rule, returns the new state. */
 async function monitor(url: string, prev: MonitorState | null, pinnedKey: string | undefined) {
   const base = url.replace(/\/+$/, "");
+  if (prev && pinnedKey && pinnedKey.trim() !== prev.verifier_key)
+    throw new UsageError("--key differs from the key this state file pinned; use a new state file for another log");
   // Trust on first use unless --key pins one: the key is remembered and never re-read from the server.
   const key =
     prev?.verifier_key ??
     pinnedKey ??
-    ((JSON.parse(await fetchText(`${base}/v1/tlog/verifier-key`)) as { verifier_key: string }).verifier_key);
+    (JSON.parse(await fetchText(`${base}/v1/tlog/verifier-key`)) as { verifier_key: string }).verifier_key;
   const note = await fetchText(`${base}/tlog/checkpoint`);
   const opened = openCheckpoint(note, key);
   if (!opened.ok) throw new MonitorFailure(opened.rule, opened.reason);
@@ -84,7 +86,8 @@ async function monitor(url: string, prev: MonitorState | null, pinnedKey: string
   if (prev) {
     const oldSize = BigInt(prev.size);
     const oldRoot = tlog.fromBase64(prev.root_hash) ?? new Uint8Array();
-    if (size < oldSize) throw new MonitorFailure("TLOG.SIZE_DECREASED", `size ${size} is below the ${oldSize} seen before`);
+    if (size < oldSize)
+      throw new MonitorFailure("TLOG.SIZE_DECREASED", `size ${size} is below the ${oldSize} seen before`);
     if (size === oldSize && !tlog.bytesEqual(rootHash, oldRoot))
       throw new MonitorFailure("TLOG.FORK", `two checkpoints of size ${size} with different roots`);
     if (size > oldSize && oldSize > 0n) {
@@ -98,7 +101,10 @@ async function monitor(url: string, prev: MonitorState | null, pinnedKey: string
           ? tlog.verifyConsistency(tlogHasher, oldSize, size, proof, oldRoot, rootHash)
           : { ok: false as const, reason: "the proof is not a list of base64 hashes" };
       if (!check.ok)
-        throw new MonitorFailure("TLOG.CONSISTENCY", `checkpoint ${size} does not extend checkpoint ${oldSize}: ${check.reason}`);
+        throw new MonitorFailure(
+          "TLOG.CONSISTENCY",
+          `checkpoint ${size} does not extend checkpoint ${oldSize}: ${check.reason}`,
+        );
     }
   }
   const state: MonitorState = {
@@ -133,7 +139,13 @@ export const tlogCommands: CliCommand[] = [
         renameSync(tmp, file);
         ctx.out(
           `ok: ${url} checkpoint ${r.state.size} (${prev ? `+${r.grew} since the last check` : "first seen; key pinned"})`,
-          { ok: true, size: r.state.size, root_hash: r.state.root_hash, grew: r.grew.toString(), unknown_signatures: r.witnesses },
+          {
+            ok: true,
+            size: r.state.size,
+            root_hash: r.state.root_hash,
+            grew: r.grew.toString(),
+            unknown_signatures: r.witnesses,
+          },
         );
         return 0;
       } catch (e) {

@@ -52,7 +52,10 @@ describe("checkpoints and the log key", () => {
     const tampered = cp.note.replace(/\n5\n/, "\n6\n");
     expect(openCheckpoint(tampered, vk)).toMatchObject({ ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" });
     const sig = cp.note.split("\n\n")[1]!;
-    const flipped = cp.note.replace(sig, sig.replace(/[A-Za-z](?=[^ ]*\n$)/, (c) => (c === "A" ? "B" : "A")));
+    const flipped = cp.note.replace(
+      sig,
+      sig.replace(/[A-Za-z](?=[^ ]*\n$)/, (c) => (c === "A" ? "B" : "A")),
+    );
     expect(openCheckpoint(flipped, vk).ok).toBe(false);
     const otherKey = tlog.formatVerifierKey(sha256, ORIGIN, new Uint8Array(32).fill(9));
     expect(openCheckpoint(cp.note, otherKey)).toMatchObject({ ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { withTx } from "@kiln/db";
+import { sqlPool, withTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import {
@@ -61,6 +61,19 @@ describe("transparency log storage", () => {
     expect(await tlogSize(t.db())).toBe(50);
   });
 
+  it("appends through a plain node-postgres transaction too (the hot-path driver), with the same dedupe", async () => {
+    const pool = sqlPool(t.db());
+    const r = await withTx(pool, "pg-append", (c) =>
+      appendTlogEntry(c, { kind: "test", bytes: enc.encode("via pg"), dedupeKey: "via-pg" }),
+    );
+    expect(r).toEqual({ index: 50, created: true, sameBytes: true });
+    const again = await withTx(pool, "pg-append", (c) =>
+      appendTlogEntry(c, { kind: "test", bytes: enc.encode("via pg"), dedupeKey: "via-pg" }),
+    );
+    expect(again).toEqual({ index: 50, created: false, sameBytes: true });
+    leaves.push(tlogHasher.leaf(enc.encode("via pg")));
+  });
+
   it("a rolled-back append leaves no gap", async () => {
     await expect(
       withTx(t.db(), "rollback", async (tx) => {
@@ -69,7 +82,7 @@ describe("transparency log storage", () => {
       }),
     ).rejects.toThrow("caller failed");
     const r = await append(1000);
-    expect(r.index).toBe(50);
+    expect(r.index).toBe(51);
     leaves.push(tlogHasher.leaf(entry(1000)));
   });
 
@@ -84,7 +97,13 @@ describe("transparency log storage", () => {
       const proof = await getInclusionProof(t.db(), i, n);
       expect(tlog.verifyInclusion(tlogHasher, BigInt(i), BigInt(n), leaves[i]!, proof, root)).toEqual({ ok: true });
     }
-    for (const [from, to] of [[1, n], [7, 13], [16, 32], [31, n], [n, n]] as const) {
+    for (const [from, to] of [
+      [1, n],
+      [7, 13],
+      [16, 32],
+      [31, n],
+      [n, n],
+    ] as const) {
       const proof = await getConsistencyProof(t.db(), from, to);
       const r1 = await treeRoot(t.db(), from);
       const r2 = await treeRoot(t.db(), to);
@@ -112,7 +131,9 @@ describe("transparency log storage", () => {
     expect(await readTile(t.db(), { level: 0, index: 0, width: n + 1 })).toBeNull();
     expect(await readTile(t.db(), { level: 1, index: 0, width: 1 })).toBeNull();
     const bundle = await readTile(t.db(), { level: null, index: 0, width: 3 });
-    expect(tlog.decodeEntryBundle(bundle!)?.map((b) => Buffer.from(b).toString())).toEqual([0, 1, 2].map((i) => `{"statement":${i}}`));
+    expect(tlog.decodeEntryBundle(bundle!)?.map((b) => Buffer.from(b).toString())).toEqual(
+      [0, 1, 2].map((i) => `{"statement":${i}}`),
+    );
   });
 
   it("the database refuses UPDATE, DELETE and TRUNCATE of the log, and a sequencer that does not count by one", async () => {
@@ -128,7 +149,9 @@ describe("transparency log storage", () => {
       `DELETE FROM tlog_sequencer`,
       `INSERT INTO tlog_entry (idx, kind, dedupe_key, body) VALUES (0, 'x', 'dup-index', '\\x01')`,
     ])
-      await expect(db.$executeRawUnsafe(sql), sql).rejects.toThrow(/append-only|counts up|duplicate key|tlog_entry_pkey/);
+      await expect(db.$executeRawUnsafe(sql), sql).rejects.toThrow(
+        /append-only|counts up|duplicate key|tlog_entry_pkey/,
+      );
     expect(await tlogSize(db)).toBe(leaves.length);
     expect((await getTlogEntry(db, 0)).leafHash).toEqual(leaves[0]);
   });

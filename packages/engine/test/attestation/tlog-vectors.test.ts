@@ -56,7 +56,9 @@ function rekorVerifierKeys(dir: string): string[] {
   const root = JSON.parse(readFileSync(path.join(dir, "trusted_root.json"), "utf8"));
   return root.tlogs
     .filter((l: any) => l.publicKey.keyDetails === "PKIX_ED25519")
-    .map((l: any) => tlog.formatVerifierKey(sha256, new URL(l.baseUrl).host, new Uint8Array(b64(l.publicKey.rawBytes)).slice(-32)));
+    .map((l: any) =>
+      tlog.formatVerifierKey(sha256, new URL(l.baseUrl).host, new Uint8Array(b64(l.publicKey.rawBytes)).slice(-32)),
+    );
 }
 
 function rekorEntry(dir: string): any {
@@ -90,18 +92,21 @@ describe("sigstore-conformance Rekor v2 checkpoints and inclusion proofs", () =>
   });
 
   const withProofs = cases.filter((d) => rekorEntry(path.join(BUNDLES, d)).inclusionProof);
-  it.each(withProofs)("%s: the entry's inclusion proof verifies against its root, and not with a bit flipped", (name) => {
-    const e = rekorEntry(path.join(BUNDLES, name));
-    const p = e.inclusionProof;
-    const leaf = tlogHasher.leaf(b64(e.canonicalizedBody));
-    const proof = proofOf(p.hashes);
-    const args = [BigInt(p.logIndex), BigInt(p.treeSize), leaf, proof, new Uint8Array(b64(p.rootHash))] as const;
-    expect(tlog.verifyInclusion(tlogHasher, ...args)).toEqual({ ok: true });
-    const flipped = proof.map((h) => new Uint8Array(h));
-    flipped[0]![5]! ^= 0x10;
-    expect(tlog.verifyInclusion(tlogHasher, args[0], args[1], leaf, flipped, args[4]).ok).toBe(false);
-    expect(tlog.verifyInclusion(tlogHasher, args[0] + 1n, args[1], leaf, proof, args[4]).ok).toBe(false);
-  });
+  it.each(withProofs)(
+    "%s: the entry's inclusion proof verifies against its root, and not with a bit flipped",
+    (name) => {
+      const e = rekorEntry(path.join(BUNDLES, name));
+      const p = e.inclusionProof;
+      const leaf = tlogHasher.leaf(b64(e.canonicalizedBody));
+      const proof = proofOf(p.hashes);
+      const args = [BigInt(p.logIndex), BigInt(p.treeSize), leaf, proof, new Uint8Array(b64(p.rootHash))] as const;
+      expect(tlog.verifyInclusion(tlogHasher, ...args)).toEqual({ ok: true });
+      const flipped = proof.map((h) => new Uint8Array(h));
+      flipped[0]![5]! ^= 0x10;
+      expect(tlog.verifyInclusion(tlogHasher, args[0], args[1], leaf, flipped, args[4]).ok).toBe(false);
+      expect(tlog.verifyInclusion(tlogHasher, args[0] + 1n, args[1], leaf, proof, args[4]).ok).toBe(false);
+    },
+  );
 
   it("covers every Rekor v2 bundle that carries an inclusion proof", () => {
     expect(withProofs.length).toBe(cases.length - 1);

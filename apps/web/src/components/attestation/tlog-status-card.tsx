@@ -29,8 +29,16 @@ export function TlogStatusCard() {
   return (
     <div className="space-y-4" data-testid="tlog-status">
       <div className="grid gap-4 sm:grid-cols-3">
-        <Stat label="Tree size" value={<span data-testid="tlog-size">{checkpoint.size}</span>} hint={pending > 0 ? `${pending} entries awaiting the next checkpoint` : "every entry is checkpointed"} />
-        <Stat label="Last checkpoint" value={<RelativeTime iso={checkpoint.signedAt} now={now} />} hint="signed with Ed25519 (C2SP signed note)" />
+        <Stat
+          label="Tree size"
+          value={<span data-testid="tlog-size">{checkpoint.size}</span>}
+          hint={pending > 0 ? `${pending} entries awaiting the next checkpoint` : "every entry is checkpointed"}
+        />
+        <Stat
+          label="Last checkpoint"
+          value={<RelativeTime iso={checkpoint.signedAt} now={now} />}
+          hint="signed with Ed25519 (C2SP signed note)"
+        />
         <Stat label="Entries" value={entries} hint="append-only; never edited or deleted" />
       </div>
       <Card title="Root hash" id="tlog-root">

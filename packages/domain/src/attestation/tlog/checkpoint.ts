@@ -17,7 +17,12 @@ export type CheckpointParse = { ok: true; checkpoint: Checkpoint } | { ok: false
 
 const U64_MAX = (1n << 64n) - 1n;
 
-export function formatCheckpoint(c: { origin: string; size: bigint | number; rootHash: Uint8Array; extensions?: string[] }): string {
+export function formatCheckpoint(c: {
+  origin: string;
+  size: bigint | number;
+  rootHash: Uint8Array;
+  extensions?: string[];
+}): string {
   if (!validOrigin(c.origin)) throw new RangeError("origin must be a non-empty line");
   if (c.rootHash.length !== HASH_SIZE) throw new RangeError("root hash must be 32 bytes");
   const ext = (c.extensions ?? []).map((e) => `${e}\n`).join("");

@@ -83,7 +83,11 @@ export function formatSignedNote(body: string, signatures: NoteSignature[]): str
 /** Splits a note into body and signatures; every signature line must be well formed. */
 export function parseSignedNote(text: string): Parsed<{ body: string; signatures: NoteSignature[] }> {
   // Control characters other than newline are refused: they would let two readers see two texts.
-  if (/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/.test(text)) return { ok: false, reason: "note contains control characters" };
+  for (const ch of text) {
+    const c = ch.codePointAt(0) ?? 0;
+    if ((c < 0x20 && c !== 0x0a) || (c >= 0x7f && c <= 0x9f))
+      return { ok: false, reason: "note contains control characters" };
+  }
   const split = text.lastIndexOf("\n\n");
   if (split < 0) return { ok: false, reason: "note has no signature block" };
   const body = text.slice(0, split + 1);

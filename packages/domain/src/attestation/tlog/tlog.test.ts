@@ -4,7 +4,14 @@ import { fromBase64, toBase64 } from "./bytes.ts";
 import { formatCheckpoint, parseCheckpoint } from "./checkpoint.ts";
 import { merkleHasher } from "./hash.ts";
 import { openSignedNote, formatSignedNote, parseVerifierKey, formatVerifierKey } from "./note.ts";
-import { decodeEntryBundle, encodeEntryBundle, encodeTileIndex, parseTilePath, tilePath, tileWidthAt } from "./tiles.ts";
+import {
+  decodeEntryBundle,
+  encodeEntryBundle,
+  encodeTileIndex,
+  parseTilePath,
+  tilePath,
+  tileWidthAt,
+} from "./tiles.ts";
 import {
   consistencyRanges,
   foldNodes,
@@ -76,7 +83,12 @@ describe("C2SP checkpoints and signed notes", () => {
     expect(body).toBe(`example.com/tlog\n5\n${toBase64(root)}\n`);
     expect(parseCheckpoint(body)).toMatchObject({ ok: true, checkpoint: { origin: "example.com/tlog", size: 5n } });
     expect(parseCheckpoint(`${body}ext line\n`)).toMatchObject({ ok: true, checkpoint: { extensions: ["ext line"] } });
-    for (const bad of ["example.com/tlog\n05\nx\n", "example.com/tlog\n5\n", `5\n${toBase64(root)}\n`, body.slice(0, -1)])
+    for (const bad of [
+      "example.com/tlog\n05\nx\n",
+      "example.com/tlog\n5\n",
+      `5\n${toBase64(root)}\n`,
+      body.slice(0, -1),
+    ])
       expect(parseCheckpoint(bad).ok).toBe(false);
   });
 
@@ -87,7 +99,11 @@ describe("C2SP checkpoints and signed notes", () => {
     if (!vk.ok) throw new Error(vk.reason);
     // A stand-in signature scheme: the point is which lines count, not Ed25519 (tested in the engine).
     const sign = (m: Uint8Array) => sha256(m);
-    const verifier = { name, keyHash: vk.value.keyHash, verify: (m: Uint8Array, s: Uint8Array) => toBase64(sign(m)) === toBase64(s) };
+    const verifier = {
+      name,
+      keyHash: vk.value.keyHash,
+      verify: (m: Uint8Array, s: Uint8Array) => toBase64(sign(m)) === toBase64(s),
+    };
     const body = formatCheckpoint({ origin: name, size: 5, rootHash: root });
     const witness = { name: "witness.example", keyHash: new Uint8Array([1, 2, 3, 4]), signature: new Uint8Array(72) };
     const good = { name, keyHash: vk.value.keyHash, signature: sign(new TextEncoder().encode(body)) };
@@ -100,7 +116,11 @@ describe("C2SP checkpoints and signed notes", () => {
     expect(openSignedNote(forged, [verifier]).ok).toBe(false);
     expect(openSignedNote(formatSignedNote(body, [witness]), [verifier]).ok).toBe(false);
     expect(openSignedNote(`${body}\n`, [verifier]).ok).toBe(false);
-    expect(parseVerifierKey(sha256, formatVerifierKey(sha256, name, pub).replace(/\+[0-9a-f]{8}\+/, "+00000000+")).ok).toBe(false);
+    // A carriage return or other control character would let two readers see two texts.
+    expect(openSignedNote(note.replace("\n", "\r\n"), [verifier]).ok).toBe(false);
+    expect(
+      parseVerifierKey(sha256, formatVerifierKey(sha256, name, pub).replace(/\+[0-9a-f]{8}\+/, "+00000000+")).ok,
+    ).toBe(false);
   });
 
   it("base64 decoding is strict", () => {
@@ -119,7 +139,14 @@ describe("C2SP tiles", () => {
     expect(tilePath({ level: null, index: 3, width: 17 })).toBe("tile/entries/003.p/17");
     expect(parseTilePath("tile/1/x001/x234/067.p/9")).toEqual({ level: 1, index: 1234067, width: 9 });
     expect(parseTilePath("tile/entries/000")).toEqual({ level: null, index: 0, width: 256 });
-    for (const bad of ["tile/0/5", "tile/0/x000/005", "tile/0/005.p/256", "tile/0/005.p/0", "tile/01/005", "tile/0/005/"])
+    for (const bad of [
+      "tile/0/5",
+      "tile/0/x000/005",
+      "tile/0/005.p/256",
+      "tile/0/005.p/0",
+      "tile/01/005",
+      "tile/0/005/",
+    ])
       expect(parseTilePath(bad)).toBeNull();
   });
 

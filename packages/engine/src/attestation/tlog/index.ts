@@ -13,7 +13,13 @@ export {
   type TlogEntry,
   type TlogConn,
 } from "./tlog-store.ts";
-export { signCheckpoint, latestCheckpoint, tlogStatus, type StoredCheckpoint, type TlogStatus } from "./tlog-checkpoint.ts";
+export {
+  signCheckpoint,
+  latestCheckpoint,
+  tlogStatus,
+  type StoredCheckpoint,
+  type TlogStatus,
+} from "./tlog-checkpoint.ts";
 export { logSigner, logVerifierKey, loadKeyEncryptionKey, kekId, tlogOrigin, type LogSigner } from "./tlog-key.ts";
 export {
   sha256,

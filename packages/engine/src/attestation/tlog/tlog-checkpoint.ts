@@ -43,7 +43,9 @@ export async function latestCheckpoint(db: DbOrTx): Promise<StoredCheckpoint | n
   const rows = await db.$queryRaw<{ size: bigint; root_hash: Uint8Array; note: string; created_at: Date }[]>`
     SELECT size, root_hash, note, created_at FROM tlog_checkpoint ORDER BY size DESC LIMIT 1`;
   const r = rows[0];
-  return r ? { size: Number(r.size), rootHash: new Uint8Array(r.root_hash), note: r.note, createdAt: r.created_at } : null;
+  return r
+    ? { size: Number(r.size), rootHash: new Uint8Array(r.root_hash), note: r.note, createdAt: r.created_at }
+    : null;
 }
 
 export interface TlogStatus {
@@ -55,6 +57,10 @@ export interface TlogStatus {
 
 /** What the public transparency-log page shows; three primary-key reads. */
 export async function tlogStatus(db: DbOrTx): Promise<TlogStatus> {
-  const [entries, checkpoint, verifierKey] = await Promise.all([tlogSize(db), latestCheckpoint(db), logVerifierKey(db)]);
+  const [entries, checkpoint, verifierKey] = await Promise.all([
+    tlogSize(db),
+    latestCheckpoint(db),
+    logVerifierKey(db),
+  ]);
   return { entries, checkpoint, verifierKey };
 }

@@ -50,7 +50,15 @@ export function noteVerifier(verifierKey: string): tlog.Parsed<tlog.NoteVerifier
 
 export type OpenedCheckpoint =
   | { ok: true; checkpoint: tlog.Checkpoint; note: tlog.OpenedNote }
-  | { ok: false; rule: "TLOG.BAD_VERIFIER_KEY" | "TLOG.CHECKPOINT_SIGNATURE" | "TLOG.CHECKPOINT_MALFORMED" | "TLOG.CHECKPOINT_ORIGIN"; reason: string };
+  | {
+      ok: false;
+      rule:
+        | "TLOG.BAD_VERIFIER_KEY"
+        | "TLOG.CHECKPOINT_SIGNATURE"
+        | "TLOG.CHECKPOINT_MALFORMED"
+        | "TLOG.CHECKPOINT_ORIGIN";
+      reason: string;
+    };
 
 /**
  * Opens a checkpoint note: the signature of the pinned key must verify (witness cosignatures and
@@ -64,6 +72,10 @@ export function openCheckpoint(noteText: string, verifierKey: string): OpenedChe
   const c = tlog.parseCheckpoint(opened.value.body);
   if (!c.ok) return { ok: false, rule: "TLOG.CHECKPOINT_MALFORMED", reason: c.reason };
   if (c.checkpoint.origin !== v.value.name)
-    return { ok: false, rule: "TLOG.CHECKPOINT_ORIGIN", reason: `origin ${c.checkpoint.origin} is not the key's ${v.value.name}` };
+    return {
+      ok: false,
+      rule: "TLOG.CHECKPOINT_ORIGIN",
+      reason: `origin ${c.checkpoint.origin} is not the key's ${v.value.name}`,
+    };
   return { ok: true, checkpoint: c.checkpoint, note: opened.value };
 }

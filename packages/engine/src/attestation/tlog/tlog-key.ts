@@ -127,7 +127,8 @@ export async function logSigner(db: Db, opts: { origin: string; kek: Uint8Array 
     throw new DomainError("TLOG.KEY_UNAVAILABLE", `the log key was sealed under KEK ${row.kek_id}, not this one`);
   const seed = unseal(opts.kek, row.key_hash, row.sealed_private_key);
   const publicKey = new Uint8Array(row.public_key);
-  if (!tlog.bytesEqual(ed25519PublicFromPrivate(seed), publicKey)) throw new Error("the unsealed log key does not match its public key");
+  if (!tlog.bytesEqual(ed25519PublicFromPrivate(seed), publicKey))
+    throw new Error("the unsealed log key does not match its public key");
   const signer: LogSigner = {
     origin: row.origin,
     keyHash: tlog.fromHex(row.key_hash) as Uint8Array,
@@ -140,7 +141,9 @@ export async function logSigner(db: Db, opts: { origin: string; kek: Uint8Array 
 
 /** `<origin>+<hex key hash>+<base64(0x01 || public key)>`, or null before the first checkpoint. */
 export async function logVerifierKey(db: DbOrTx): Promise<string | null> {
-  const rows = await db.$queryRaw<{ origin: string; public_key: Uint8Array }[]>`SELECT origin, public_key FROM tlog_key`;
+  const rows = await db.$queryRaw<
+    { origin: string; public_key: Uint8Array }[]
+  >`SELECT origin, public_key FROM tlog_key`;
   const r = rows[0];
   return r ? tlog.formatVerifierKey(sha256, r.origin, new Uint8Array(r.public_key)) : null;
 }

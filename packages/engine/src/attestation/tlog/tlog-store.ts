@@ -82,11 +82,18 @@ export async function getTlogEntry(c: TlogConn, index: number): Promise<TlogEntr
   );
   const r = rows[0];
   if (!r) throw new DomainError("TLOG.ENTRY_NOT_FOUND", `no entry ${index} in the log`);
-  return { index, kind: r.kind, bytes: new Uint8Array(r.body), leafHash: new Uint8Array(r.hash), createdAt: r.created_at };
+  return {
+    index,
+    kind: r.kind,
+    bytes: new Uint8Array(r.body),
+    leafHash: new Uint8Array(r.hash),
+    createdAt: r.created_at,
+  };
 }
 
 function checkIndex(name: string, v: number): void {
-  if (!Number.isSafeInteger(v) || v < 0) throw new DomainError("REQUEST.INVALID", `${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw new DomainError("REQUEST.INVALID", `${name} must be a non-negative integer`);
 }
 
 /** Stored perfect-node hashes, keyed "level/index". Missing nodes mean the tree is smaller. */

@@ -13,7 +13,8 @@ export const dynamic = "force-dynamic";
 export const GET = route({
   handler: async () => {
     const cp = await latestCheckpoint(services().db);
-    if (!cp) throw new DomainError("TLOG.NO_CHECKPOINT", "the log has not signed a checkpoint yet (are the workers running?)");
+    if (!cp)
+      throw new DomainError("TLOG.NO_CHECKPOINT", "the log has not signed a checkpoint yet (are the workers running?)");
     return new Response(cp.note, {
       status: 200,
       headers: {

@@ -15,7 +15,11 @@ const handler = route({
   handler: async ({ req }) => {
     // The tile path is read from the URL itself: the route builder's params are single strings.
     const t = tlog.parseTilePath(new URL(req.url).pathname.replace(/^\/tlog\//, ""));
-    if (!t) throw new DomainError("TLOG.TILE_NOT_FOUND", "not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])");
+    if (!t)
+      throw new DomainError(
+        "TLOG.TILE_NOT_FOUND",
+        "not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])",
+      );
     const bytes = await readTile(services().db, t);
     if (!bytes) throw new DomainError("TLOG.TILE_NOT_FOUND", `the log does not hold ${tlog.tilePath(t)} yet`);
     return publicBytes(bytes, "application/octet-stream", t.width === tlog.TILE_WIDTH);

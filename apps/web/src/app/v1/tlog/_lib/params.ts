@@ -4,12 +4,17 @@ import { DomainError } from "@kiln/domain";
  * A tree index or size from the query or path: decimal digits only (no sign, exponent or hex), at
  * most 2^53-1. Anything else is REQUEST.INVALID, never a 500 or a silently rounded number.
  */
-export function treeNumber(raw: string | null | undefined, name: string, opts: { optional?: boolean } = {}): number | null {
+export function treeNumber(
+  raw: string | null | undefined,
+  name: string,
+  opts: { optional?: boolean } = {},
+): number | null {
   if (raw === null || raw === undefined || raw === "") {
     if (opts.optional) return null;
     throw new DomainError("REQUEST.INVALID", `${name} is required`);
   }
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(raw)) throw new DomainError("REQUEST.INVALID", `${name} must be a non-negative integer`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(raw))
+    throw new DomainError("REQUEST.INVALID", `${name} must be a non-negative integer`);
   const n = Number(raw);
   if (!Number.isSafeInteger(n)) throw new DomainError("REQUEST.INVALID", `${name} is too large`);
   return n;

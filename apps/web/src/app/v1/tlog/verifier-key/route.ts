@@ -13,7 +13,11 @@ export const dynamic = "force-dynamic";
 export const GET = route({
   handler: async () => {
     const key = await logVerifierKey(services().db);
-    if (!key) throw new DomainError("TLOG.KEY_UNAVAILABLE", "the log has no key yet (the workers create it on their first checkpoint)");
+    if (!key)
+      throw new DomainError(
+        "TLOG.KEY_UNAVAILABLE",
+        "the log has no key yet (the workers create it on their first checkpoint)",
+      );
     const [origin, keyId] = key.split("+") as [string, string];
     return json(200, { verifier_key: key, origin, key_id: keyId, algorithm: "ed25519" });
   },
