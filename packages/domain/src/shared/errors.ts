@@ -60,7 +60,14 @@ export type DomainErrorCode =
   | "LOG.ENDED"
   | "LOG.LIMIT_EXCEEDED"
   | "LOG.JOURNAL_FULL"
-  | "LOG.ARCHIVE_UNAVAILABLE";
+  | "LOG.ARCHIVE_UNAVAILABLE"
+  | "SECRET.NOT_FOUND"
+  | "SECRET.INVALID_NAME"
+  | "SECRET.VALUE_TOO_LARGE"
+  | "SECRET.KEK_UNAVAILABLE"
+  | "SECRET.KEK_MISMATCH"
+  | "SECRET.DECRYPT_FAILED"
+  | "ORG.NOT_FOUND";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

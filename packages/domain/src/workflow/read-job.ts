@@ -9,12 +9,26 @@ import {
   readEnv,
   readImage,
   readName,
+  readSecretNames,
+  readSecretsRequired,
   type RestoreSite,
 } from "./read-fields.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
 
-const JOB_KEYS = ["name", "image", "steps", "needs", "env", "timeout_minutes", "tier", "cache", "artifacts"] as const;
+const JOB_KEYS = [
+  "name",
+  "image",
+  "steps",
+  "needs",
+  "env",
+  "timeout_minutes",
+  "tier",
+  "cache",
+  "artifacts",
+  "secrets",
+  "secrets_required",
+] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
 const DEFAULT_TIMEOUT_MINUTES = 60;
 
@@ -44,6 +58,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
   const cacheAt = fields.get("cache");
   const artifactsAt = fields.get("artifacts");
   const needsAt = fields.get("needs") ?? null;
+  const secretsAt = fields.get("secrets");
+  const secretsRequiredAt = fields.get("secrets_required");
   const { artifacts, restoreSites } = artifactsAt
     ? readArtifacts(reader, artifactsAt)
     : { artifacts: { publish: [], restore: [] }, restoreSites: [] };
@@ -67,6 +83,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     tier: tierAt ? readTier(reader, tierAt) : null,
     cache: cacheAt ? readCache(reader, cacheAt) : null,
     artifacts,
+    secrets: secretsAt ? readSecretNames(reader, secretsAt) : [],
+    secretsRequired: secretsRequiredAt ? readSecretsRequired(reader, secretsRequiredAt) : false,
   };
   return { job, nameAt, needs: needsAt ? readNeeds(reader, needsAt) : null, needsAt, restoreSites };
 }

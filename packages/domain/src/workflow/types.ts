@@ -27,6 +27,13 @@ export interface WorkflowJob {
     publish: { name: string; path: string }[];
     restore: { fromJob: string; name: string; path: string }[];
   };
+  /**
+   * Secret names the job declares (issue 16); only these are ever delivered, each into the step
+   * environment under its own name. Frozen with the definition like every other field.
+   */
+  secrets: string[];
+  /** With it, an untrusted run ends blocked_by_policy instead of running without its secrets. */
+  secretsRequired: boolean;
 }
 
 export interface WorkflowDefinition {

@@ -69,6 +69,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.LIMIT_EXCEEDED": 413,
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
+  // Secrets (issue 16, ADR 0025). Another org's secret is SECRET.NOT_FOUND, like one never set.
+  "SECRET.NOT_FOUND": 404,
+  "SECRET.INVALID_NAME": 422,
+  "SECRET.VALUE_TOO_LARGE": 413,
+  // This process's key-encryption key does not open the org's data key (a rotation not yet
+  // installed here, or no KEK configured): retriable once the operator installs the file.
+  "SECRET.KEK_UNAVAILABLE": 503,
+  "SECRET.KEK_MISMATCH": 503,
+  "SECRET.DECRYPT_FAILED": 503,
+  "ORG.NOT_FOUND": 404,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
