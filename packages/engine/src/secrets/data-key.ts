@@ -10,7 +10,8 @@ import type { Kek, KekSource } from "./kek.ts";
 export async function assertActiveKek(tx: Tx, kek: Kek): Promise<void> {
   // ON CONFLICT without a target also absorbs the one-active index: another active KEK means ours is foreign.
   await tx.$executeRaw`INSERT INTO secret_kek (id, state) VALUES (${kek.id}, 'active') ON CONFLICT DO NOTHING`;
-  const rows = await tx.$queryRaw<{ state: string }[]>`SELECT state FROM secret_kek WHERE id = ${kek.id}`;
+  // FOR SHARE: a rotation (which locks the row FOR UPDATE) waits for this transaction's new DEK and rewraps it too.
+  const rows = await tx.$queryRaw<{ state: string }[]>`SELECT state FROM secret_kek WHERE id = ${kek.id} FOR SHARE`;
   const state = rows[0]?.state;
   if (state === "active") return;
   throw new DomainError(
