@@ -201,4 +201,7 @@ export {
   type RotateKekResult,
   deliverSecrets,
   type DeliveredSecrets,
+  adminSecretTarget,
+  callerOrg,
+  type OrgCaller,
 } from "./secrets/index.ts";

@@ -6,4 +6,5 @@ export { KekSource, readKekFile, parseKek, kekIdOf, generateKekText, type Kek } 
 export { setSecret, deleteSecret, listSecrets, secretEnvelope, type SecretView, type SecretEnvelope } from "./secret-store.ts";
 export { targetById, targetBySlug, type SecretTarget } from "./secret-target.ts";
 export { rotateKek, type RotateKekResult } from "./rotate-kek.ts";
+export { adminSecretTarget, callerOrg, type OrgCaller } from "./authorize-secrets.ts";
 export { deliverSecrets, type DeliveredSecrets } from "./deliver-secrets.ts";

@@ -97,9 +97,10 @@ export async function deleteSecret(
 /** Names, versions, who changed them and when; never values. Scoped by org in the query. */
 export async function listSecrets(
   db: DbOrTx,
-  input: { orgId: string; repoId?: string | null },
+  /** `scope` narrows to one scope (`org`, `repo:<id>`); without it every scope of the org is listed. */
+  input: { orgId: string; scope?: string },
 ): Promise<SecretView[]> {
-  const scope = input.repoId ? `repo:${input.repoId}` : null;
+  const scope = input.scope ?? null;
   const rows = await db.$queryRaw<
     { name: string; scope: string; version: number; updated_by: string; updated_at: Date; created_at: Date }[]
   >`

@@ -3,7 +3,8 @@
 // optionally a git server and an OCI registry with the base image, and the production web server,
 // the workers and host agents as child processes started by path (never imported).
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, sqlPool, type Db } from "@kiln/db";
@@ -173,9 +174,21 @@ export class Platform {
       this.env.KILN_POOL_IMAGES ??= JSON.stringify({ default: this.baseImage.ref });
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
+    await this.ensureSecretsKek();
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });
     const devPool = o.developmentPool === undefined ? "default" : o.developmentPool;
     if (devPool) await configureDevelopmentPool(this.db, devPool, o.untrustedOnProcess ?? false);
+  }
+
+  /**
+   * The secrets KEK (ADR 0025): 32 random bytes, base64, mode 0600, in the data directory unless
+   * KILN_SECRETS_KEK_FILE is given; kept across restarts of a durable data directory.
+   */
+  private async ensureSecretsKek(): Promise<void> {
+    if (this.env.KILN_SECRETS_KEK_FILE) return;
+    const file = path.join(this.dataDir, "secrets.kek");
+    if (!existsSync(file)) await writeFile(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+    this.env.KILN_SECRETS_KEK_FILE = file;
   }
 
   /** (Re)starts the embedded PostgreSQL on the same data directory and port. */
