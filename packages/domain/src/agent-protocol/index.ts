@@ -87,6 +87,9 @@ export const jobTicket = z.object({
       })
       .nullable()
       .optional(),
+    /** Declared secret names (issue 16): the agent asks the broker only when there are some. */
+    secrets: z.array(z.string()).optional(),
+    secretsRequired: z.boolean().optional(),
   }),
 });
 export type JobTicketWire = z.infer<typeof jobTicket>;
