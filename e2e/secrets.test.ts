@@ -154,13 +154,20 @@ describe("secrets", () => {
     const set = await kiln(["secret", "set", "secrets", "DEPLOY_TOKEN", "--json"], `${VALUE}\n`);
     expect(set.code, set.stderr).toBe(0);
     expect(JSON.parse(set.stdout)).toMatchObject({ name: "DEPLOY_TOKEN", scope: "org", version: 1 });
-    const put = await p.api("PUT", `/v1/repos/${tenant.repoId}/secrets/OTHER_ONE`, admin, { value: "repo-level-value" });
+    const put = await p.api("PUT", `/v1/repos/${tenant.repoId}/secrets/OTHER_ONE`, admin, {
+      value: "repo-level-value",
+    });
     expect(put.status).toBe(200);
     expect(put.json).toMatchObject({ name: "OTHER_ONE", version: 1, updated_by: expect.stringMatching(/^token:/) });
     const list = await p.api("GET", "/v1/orgs/secrets/secrets", admin);
     expect(list.status).toBe(200);
     expect(list.json.secrets).toEqual([
-      expect.objectContaining({ name: "DEPLOY_TOKEN", scope: "org", version: 1, updated_by: expect.stringMatching(/^cli:/) }),
+      expect.objectContaining({
+        name: "DEPLOY_TOKEN",
+        scope: "org",
+        version: 1,
+        updated_by: expect.stringMatching(/^cli:/),
+      }),
     ]);
     expect(JSON.stringify(list.json)).not.toContain(VALUE);
     const repoList = await p.api("GET", `/v1/repos/${tenant.repoId}/secrets`, admin);
@@ -193,7 +200,9 @@ describe("secrets", () => {
     expect(stdout).not.toContain(B64);
     expect(await rawLog(strict.id, "stdout")).toContain(`strict ran with ${VALUE.length} characters`);
     const stderr = await rawLog(deploy.id, "stderr");
-    expect(stderr).toContain("[kiln] cache not saved: CACHE.CONTAINS_SECRET: the archive contains a secret value of this job");
+    expect(stderr).toContain(
+      "[kiln] cache not saved: CACHE.CONTAINS_SECRET: the archive contains a secret value of this job",
+    );
   }, 180_000);
 
   it("the archived log in object storage holds the mask and not the value", async () => {
@@ -231,7 +240,12 @@ describe("secrets", () => {
         name: "DEPLOY_TOKEN",
         version: 1,
       });
-    expect((await audit("secret.")).map((e: any) => e.kind)).toEqual(["secret.set", "secret.set", "secret.read", "secret.read"]);
+    expect((await audit("secret.")).map((e: any) => e.kind)).toEqual([
+      "secret.set",
+      "secret.set",
+      "secret.read",
+      "secret.read",
+    ]);
     const future = new Date(Date.now() + 60_000).toISOString();
     const none = await p.api("GET", `/v1/orgs/secrets/audit-events?since=${encodeURIComponent(future)}`, admin);
     expect(none.json.events).toEqual([]);
@@ -311,4 +325,3 @@ describe("secrets", () => {
     expect(await rawLog(deploy.id, "stdout")).toContain(`len=${VALUE.length}`);
   }, 180_000);
 });
-

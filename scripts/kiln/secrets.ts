@@ -32,7 +32,9 @@ async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   // One trailing newline is the shell's (`echo v | kiln secret set ...`), not the value's.
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
 /** Installs `source`'s contents at `target` atomically (same directory, mode 0600). */

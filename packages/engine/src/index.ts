@@ -170,6 +170,7 @@ export {
   recordAuditEvent,
   recordAuditEventSql,
   listAuditEvents,
+  listRecentAuditEvents,
   type AuditEventInput,
   type AuditEventRef,
   type AuditEventView,

@@ -28,7 +28,9 @@ describe("archiveContainsSecret", () => {
   const secret = "npm_Zq9sEcReT-value-0042";
 
   it("finds a value inside a file of the archive, also deep inside a large random one", async () => {
-    expect(await archiveContainsSecret(await packed({ ".npmrc": `//registry/:_authToken=${secret}\n` }), [secret])).toBe(true);
+    expect(
+      await archiveContainsSecret(await packed({ ".npmrc": `//registry/:_authToken=${secret}\n` }), [secret]),
+    ).toBe(true);
     // 3 MiB of noise with the value at an offset that straddles gzip's and the reader's block edges.
     const noise = randomBytes(3 * 1024 * 1024);
     const at = 2 * 1024 * 1024 - 7;

@@ -52,7 +52,11 @@ export async function fetchJobSecrets(deps: {
   if (missing.length > 0) {
     const message = `secrets not set: ${missing.join(", ")}`;
     deps.writeLogLine(`[kiln] ${SECRET_NOT_SET}: ${message}${required ? "" : " (the steps run without them)"}`);
-    if (required) return { kind: "blocked", verdict: { outcome: "blocked_by_policy", cause: SECRET_NOT_SET, message, exitCode: null } };
+    if (required)
+      return {
+        kind: "blocked",
+        verdict: { outcome: "blocked_by_policy", cause: SECRET_NOT_SET, message, exitCode: null },
+      };
   }
   // Only what the job declared, even if a broker answered more (defence in depth against a bad peer).
   const allowed = new Set(declared);

@@ -25,7 +25,11 @@ export function maskFormsOf(value: string): string[] {
   forms.add(uri.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
   forms.add(JSON.stringify(value).slice(1, -1));
   // Many JSON writers (Python's json.dumps by default) escape every non-ASCII character.
-  forms.add(JSON.stringify(value).slice(1, -1).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+  forms.add(
+    JSON.stringify(value)
+      .slice(1, -1)
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+  );
   for (const line of value.split(/\r?\n/)) if (line.trim().length >= 8) forms.add(line);
   return [...forms].filter((f) => f.length >= MIN_FORM_LENGTH);
 }

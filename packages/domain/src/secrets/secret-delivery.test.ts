@@ -9,12 +9,14 @@ describe("decideSecretDelivery", () => {
     { name: "UNDECLARED", scope: "org" as const, version: 1 },
   ];
   it("delivers declared names only, the repo's over the org's, and names the missing", () => {
-    expect(decideSecretDelivery({ trustClass: "trusted", declared: ["A", "B", "C"], required: false, stored })).toEqual({
-      kind: "deliver",
-      picks: [stored[1], stored[2]],
-      missing: ["C"],
-      required: false,
-    });
+    expect(decideSecretDelivery({ trustClass: "trusted", declared: ["A", "B", "C"], required: false, stored })).toEqual(
+      {
+        kind: "deliver",
+        picks: [stored[1], stored[2]],
+        missing: ["C"],
+        required: false,
+      },
+    );
   });
   it("withholds everything from an untrusted run, with the named reason", () => {
     expect(decideSecretDelivery({ trustClass: "untrusted", declared: ["A"], required: true, stored })).toEqual({
@@ -26,6 +28,8 @@ describe("decideSecretDelivery", () => {
     expect(SECRET_WITHHELD_MESSAGE).toBe("secrets withheld: untrusted run (fork or non-member)");
   });
   it("has nothing to do for a job that declares nothing", () => {
-    expect(decideSecretDelivery({ trustClass: "trusted", declared: [], required: true, stored })).toEqual({ kind: "none" });
+    expect(decideSecretDelivery({ trustClass: "trusted", declared: [], required: true, stored })).toEqual({
+      kind: "none",
+    });
   });
 });

@@ -28,7 +28,12 @@ export function decideSecretDelivery(input: {
 }): SecretDelivery {
   if (input.declared.length === 0) return { kind: "none" };
   if (input.trustClass !== "trusted")
-    return { kind: "withheld", cause: SECRET_WITHHELD_UNTRUSTED, message: SECRET_WITHHELD_MESSAGE, required: input.required };
+    return {
+      kind: "withheld",
+      cause: SECRET_WITHHELD_UNTRUSTED,
+      message: SECRET_WITHHELD_MESSAGE,
+      required: input.required,
+    };
   const declared = new Set(input.declared);
   const picks: StoredSecretRef[] = [];
   const missing: string[] = [];

@@ -166,6 +166,7 @@ export function readSecretNames(reader: Reader, at: Located): string[] {
 /** `secrets_required: true|false`; a plain YAML boolean, nothing else. */
 export function readSecretsRequired(reader: Reader, at: Located): boolean {
   const value = reader.text(at, "true or false");
-  if (value !== "true" && value !== "false") reader.fail(at, `${label(at)} must be true or false (got ${quote(value)})`);
+  if (value !== "true" && value !== "false")
+    reader.fail(at, `${label(at)} must be true or false (got ${quote(value)})`);
   return value === "true";
 }

@@ -11,7 +11,8 @@ export interface OrgCaller {
 }
 
 function requireRole(caller: OrgCaller, roles: readonly Role[], what: string): void {
-  if (!roles.includes(caller.role)) throw new DomainError("AUTH.FORBIDDEN", `${what} needs the ${roles.join(" or ")} role`);
+  if (!roles.includes(caller.role))
+    throw new DomainError("AUTH.FORBIDDEN", `${what} needs the ${roles.join(" or ")} role`);
 }
 
 /** The caller's org when `slug` names it; ORG.NOT_FOUND otherwise. */

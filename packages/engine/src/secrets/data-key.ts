@@ -57,6 +57,9 @@ async function loadWrapped(tx: Tx, orgId: string): Promise<WrappedRow | null> {
 function openWrapped(keks: KekSource, orgId: string, row: WrappedRow): Buffer {
   // A rotation rewraps every DEK before it disables the old KEK, so this means a broken rotation.
   if (row.kek_state !== "active")
-    throw new DomainError("SECRET.KEK_MISMATCH", `org ${orgId}'s data key is wrapped only under disabled KEK ${row.kek_id}`);
+    throw new DomainError(
+      "SECRET.KEK_MISMATCH",
+      `org ${orgId}'s data key is wrapped only under disabled KEK ${row.kek_id}`,
+    );
   return unwrapDek(keks.forId(row.kek_id), orgId, Buffer.from(row.wrapped_dek));
 }

@@ -46,7 +46,8 @@ export async function deliverSecrets(
         AND a.status = 'running' AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
       FOR SHARE OF a`;
     const ctx = rows[0];
-    if (!ctx) throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${claims.epoch} is not the job's current, live attempt`);
+    if (!ctx)
+      throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${claims.epoch} is not the job's current, live attempt`);
     const declared = ctx.declared ?? [];
     const required = ctx.required === true;
     const stored =
@@ -68,7 +69,11 @@ export async function deliverSecrets(
         const row = stored.find((s) => s.name === pick.name && s.scope === pick.scope);
         if (!row) throw new Error(`picked secret ${pick.name} has no row`);
         // Decrypt before the record: a value that does not open rolls the whole delivery back.
-        const value = openSecret(dek, { orgId: ctx.org_id, scope: row.scope, name: row.name, version: row.version }, Buffer.from(row.ciphertext));
+        const value = openSecret(
+          dek,
+          { orgId: ctx.org_id, scope: row.scope, name: row.name, version: row.version },
+          Buffer.from(row.ciphertext),
+        );
         await recordAuditEvent(tx, {
           orgId: ctx.org_id,
           kind: "secret.read",

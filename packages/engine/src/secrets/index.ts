@@ -3,7 +3,14 @@
 export { gcmEncrypt, gcmDecrypt, gcmSeal, gcmOpen, GCM_NONCE_BYTES, GCM_TAG_BYTES } from "./aead.ts";
 export { dekAad, secretAad, type SecretScope } from "./envelope.ts";
 export { KekSource, readKekFile, parseKek, kekIdOf, generateKekText, type Kek } from "./kek.ts";
-export { setSecret, deleteSecret, listSecrets, secretEnvelope, type SecretView, type SecretEnvelope } from "./secret-store.ts";
+export {
+  setSecret,
+  deleteSecret,
+  listSecrets,
+  secretEnvelope,
+  type SecretView,
+  type SecretEnvelope,
+} from "./secret-store.ts";
 export { targetById, targetBySlug, type SecretTarget } from "./secret-target.ts";
 export { rotateKek, type RotateKekResult } from "./rotate-kek.ts";
 export { adminSecretTarget, callerOrg, type OrgCaller } from "./authorize-secrets.ts";

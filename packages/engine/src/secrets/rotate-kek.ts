@@ -34,7 +34,10 @@ export async function rotateKek(db: Db, input: { oldKek: Kek; newKek: Kek; actor
         SELECT org_id, kek_id, wrapped_dek FROM org_secret_key ORDER BY org_id FOR UPDATE`;
       for (const r of rows) {
         if (r.kek_id !== oldKek.id)
-          throw new DomainError("SECRET.KEK_MISMATCH", `org ${r.org_id}'s data key is under ${r.kek_id}, not ${oldKek.id}`);
+          throw new DomainError(
+            "SECRET.KEK_MISMATCH",
+            `org ${r.org_id}'s data key is under ${r.kek_id}, not ${oldKek.id}`,
+          );
         const dek = unwrapDek(oldKek, r.org_id, Buffer.from(r.wrapped_dek));
         const rewrapped = wrapDek(newKek, r.org_id, dek);
         dek.fill(0);

@@ -132,9 +132,14 @@ export interface SecretEnvelope {
  * the KEK alone (ADR 0025): the wrapped DEK, the ciphertext (base64) and both AADs. No plaintext,
  * and no key is needed to produce it.
  */
-export async function secretEnvelope(db: DbOrTx, input: { target: SecretTarget; name: string }): Promise<SecretEnvelope> {
+export async function secretEnvelope(
+  db: DbOrTx,
+  input: { target: SecretTarget; name: string },
+): Promise<SecretEnvelope> {
   const { target, name } = input;
-  const rows = await db.$queryRaw<{ kek_id: string; wrapped_dek: Uint8Array; ciphertext: Uint8Array; version: number }[]>`
+  const rows = await db.$queryRaw<
+    { kek_id: string; wrapped_dek: Uint8Array; ciphertext: Uint8Array; version: number }[]
+  >`
     SELECT k.kek_id, k.wrapped_dek, s.ciphertext, s.version
     FROM secret s JOIN org_secret_key k ON k.org_id = s.org_id
     WHERE s.org_id = ${target.orgId}::uuid AND s.scope = ${target.scope} AND s.name = ${name} AND s.deleted_at IS NULL`;

@@ -72,19 +72,37 @@ describe("secret storage", () => {
   it("stores only ciphertext, versions every set, lists without values and audits set/delete", async () => {
     const tenant = await seedTenant(t.db());
     const org = await targetById(t.db(), tenant.orgId, null);
-    const v1 = await setSecret(t.db(), keks, { target: org, name: "DEPLOY_TOKEN", value: "first-value-1", actor: "cli:alice" });
-    const v2 = await setSecret(t.db(), keks, { target: org, name: "DEPLOY_TOKEN", value: "second-value-2", actor: "cli:bob" });
+    const v1 = await setSecret(t.db(), keks, {
+      target: org,
+      name: "DEPLOY_TOKEN",
+      value: "first-value-1",
+      actor: "cli:alice",
+    });
+    const v2 = await setSecret(t.db(), keks, {
+      target: org,
+      name: "DEPLOY_TOKEN",
+      value: "second-value-2",
+      actor: "cli:bob",
+    });
     expect([v1.version, v2.version]).toEqual([1, 2]);
     const listed = await listSecrets(t.db(), { orgId: tenant.orgId });
-    expect(listed).toEqual([expect.objectContaining({ name: "DEPLOY_TOKEN", scope: "org", version: 2, updated_by: "cli:bob" })]);
+    expect(listed).toEqual([
+      expect.objectContaining({ name: "DEPLOY_TOKEN", scope: "org", version: 2, updated_by: "cli:bob" }),
+    ]);
     expect(JSON.stringify(listed)).not.toContain("second-value-2");
-    const raw = await t.db().$queryRaw<{ c: Uint8Array }[]>`SELECT ciphertext AS c FROM secret WHERE org_id = ${tenant.orgId}::uuid`;
+    const raw = await t.db().$queryRaw<
+      { c: Uint8Array }[]
+    >`SELECT ciphertext AS c FROM secret WHERE org_id = ${tenant.orgId}::uuid`;
     expect(Buffer.from(raw[0]?.c ?? []).includes(Buffer.from("second-value-2"))).toBe(false);
     await deleteSecret(t.db(), { target: org, name: "DEPLOY_TOKEN", actor: "cli:carol" });
     expect(await listSecrets(t.db(), { orgId: tenant.orgId })).toEqual([]);
-    expect(await codeOf(deleteSecret(t.db(), { target: org, name: "DEPLOY_TOKEN", actor: "x" }))).toBe("SECRET.NOT_FOUND");
+    expect(await codeOf(deleteSecret(t.db(), { target: org, name: "DEPLOY_TOKEN", actor: "x" }))).toBe(
+      "SECRET.NOT_FOUND",
+    );
     // A set after a delete continues the sequence: (name, version) names one value forever.
-    expect((await setSecret(t.db(), keks, { target: org, name: "DEPLOY_TOKEN", value: "third", actor: "x" })).version).toBe(3);
+    expect(
+      (await setSecret(t.db(), keks, { target: org, name: "DEPLOY_TOKEN", value: "third", actor: "x" })).version,
+    ).toBe(3);
     const audit = await listAuditEvents(t.db(), { orgSlug: tenant.slug, kind: "secret." });
     expect(audit.map((e) => [e.kind, e.actor, e.data.version])).toEqual([
       ["secret.set", "cli:alice", 1],
@@ -100,11 +118,15 @@ describe("secret storage", () => {
     const other = await seedTenant(t.db());
     const org = await targetById(t.db(), tenant.orgId, null);
     for (const name of ["1ABC", "KILN_TOKEN", "A-B", "x".repeat(101)])
-      expect(await codeOf(setSecret(t.db(), keks, { target: org, name, value: "v", actor: "x" })), name).toBe("SECRET.INVALID_NAME");
-    expect(await codeOf(setSecret(t.db(), keks, { target: org, name: "A", value: "", actor: "x" }))).toBe("REQUEST.INVALID");
-    expect(await codeOf(setSecret(t.db(), keks, { target: org, name: "A", value: "x".repeat(49 * 1024), actor: "x" }))).toBe(
-      "SECRET.VALUE_TOO_LARGE",
+      expect(await codeOf(setSecret(t.db(), keks, { target: org, name, value: "v", actor: "x" })), name).toBe(
+        "SECRET.INVALID_NAME",
+      );
+    expect(await codeOf(setSecret(t.db(), keks, { target: org, name: "A", value: "", actor: "x" }))).toBe(
+      "REQUEST.INVALID",
     );
+    expect(
+      await codeOf(setSecret(t.db(), keks, { target: org, name: "A", value: "x".repeat(49 * 1024), actor: "x" })),
+    ).toBe("SECRET.VALUE_TOO_LARGE");
     expect(await codeOf(targetById(t.db(), tenant.orgId, other.repoId))).toBe("REPO.NOT_FOUND");
     expect(await codeOf(targetBySlug(t.db(), `${tenant.slug}/nope`))).toBe("REPO.NOT_FOUND");
     expect((await targetBySlug(t.db(), `${tenant.slug}/app`)).repoId).toBe(tenant.repoId);
@@ -138,21 +160,34 @@ describe("secret storage", () => {
     const stale = new KekSource(kekFile);
     const fresh = await seedTenant(t.db());
     expect(
-      await codeOf(setSecret(t.db(), stale, { target: await targetById(t.db(), fresh.orgId, null), name: "A", value: "v", actor: "x" })),
+      await codeOf(
+        setSecret(t.db(), stale, {
+          target: await targetById(t.db(), fresh.orgId, null),
+          name: "A",
+          value: "v",
+          actor: "x",
+        }),
+      ),
     ).toBe("SECRET.KEK_MISMATCH");
-    expect(
-      await codeOf(setSecret(t.db(), stale, { target: repo, name: "NPM_TOKEN", value: "v2", actor: "x" })),
-    ).toBe("SECRET.KEK_UNAVAILABLE");
+    expect(await codeOf(setSecret(t.db(), stale, { target: repo, name: "NPM_TOKEN", value: "v2", actor: "x" }))).toBe(
+      "SECRET.KEK_UNAVAILABLE",
+    );
     // A process that re-reads its KEK file after the new key was installed there carries on.
     writeFileSync(kekFile, readFileText(newFile));
     await new Promise((res) => setTimeout(res, 1_050));
-    expect((await setSecret(t.db(), keks, { target: repo, name: "NPM_TOKEN", value: "v2", actor: "x" })).version).toBe(2);
-    const kekRows = await t.db().$queryRaw<{ id: string; state: string }[]>`SELECT id, state FROM secret_kek ORDER BY activated_at`;
+    expect((await setSecret(t.db(), keks, { target: repo, name: "NPM_TOKEN", value: "v2", actor: "x" })).version).toBe(
+      2,
+    );
+    const kekRows = await t.db().$queryRaw<
+      { id: string; state: string }[]
+    >`SELECT id, state FROM secret_kek ORDER BY activated_at`;
     expect(kekRows).toEqual([
       { id: oldKek.id, state: "disabled" },
       { id: r.new_kek_id, state: "active" },
     ]);
-    expect(await codeOf(rotateKek(t.db(), { oldKek: readKekFile(newFile), newKek: oldKek, actor: "x" }))).toBe("REQUEST.INVALID");
+    expect(await codeOf(rotateKek(t.db(), { oldKek: readKekFile(newFile), newKek: oldKek, actor: "x" }))).toBe(
+      "REQUEST.INVALID",
+    );
   });
 });
 
@@ -169,7 +204,12 @@ describe("the secret broker", () => {
     await setSecret(t.db(), keks, { target: org, name: "DEPLOY_TOKEN", value: "org-deploy", actor: "x" });
     await setSecret(t.db(), keks, { target: repo, name: "DEPLOY_TOKEN", value: "repo-deploy", actor: "x" });
     await setSecret(t.db(), keks, { target: org, name: "UNDECLARED", value: "never-delivered", actor: "x" });
-    await setSecret(t.db(), keks, { target: await targetById(t.db(), other.orgId, null), name: "REPO_ONLY", value: "other-org", actor: "x" });
+    await setSecret(t.db(), keks, {
+      target: await targetById(t.db(), other.orgId, null),
+      name: "REPO_ONLY",
+      value: "other-org",
+      actor: "x",
+    });
     const tk = await claim(tenant, "trusted");
     const got = await deliverSecrets(t.db(), keks, claimsOf(tk), { epoch: tk.epoch });
     expect(got).toEqual({
@@ -199,7 +239,12 @@ describe("the secret broker", () => {
 
   it("withholds everything from an untrusted run with the named reason and writes no audit record", async () => {
     const tenant = await seedTenant(t.db());
-    await setSecret(t.db(), keks, { target: await targetById(t.db(), tenant.orgId, null), name: "DEPLOY_TOKEN", value: "v", actor: "x" });
+    await setSecret(t.db(), keks, {
+      target: await targetById(t.db(), tenant.orgId, null),
+      name: "DEPLOY_TOKEN",
+      value: "v",
+      actor: "x",
+    });
     const tk = await claim(tenant, "untrusted", WORKFLOW("    secrets_required: true\n"));
     const got = await deliverSecrets(t.db(), keks, claimsOf(tk), { epoch: tk.epoch });
     expect(got).toEqual({
@@ -213,9 +258,16 @@ describe("the secret broker", () => {
 
   it("refuses an ended attempt, a superseded epoch and a body naming another epoch, with no record", async () => {
     const tenant = await seedTenant(t.db());
-    await setSecret(t.db(), keks, { target: await targetById(t.db(), tenant.orgId, null), name: "DEPLOY_TOKEN", value: "v", actor: "x" });
+    await setSecret(t.db(), keks, {
+      target: await targetById(t.db(), tenant.orgId, null),
+      name: "DEPLOY_TOKEN",
+      value: "v",
+      actor: "x",
+    });
     const tk = await claim(tenant, "trusted");
-    expect(await codeOf(deliverSecrets(t.db(), keks, claimsOf(tk), { epoch: tk.epoch + 1 }))).toBe("ATTEMPT.STALE_EPOCH");
+    expect(await codeOf(deliverSecrets(t.db(), keks, claimsOf(tk), { epoch: tk.epoch + 1 }))).toBe(
+      "ATTEMPT.STALE_EPOCH",
+    );
     // Another job's attempt id with this job's id: the attempt/job pair is checked in the query.
     expect(
       await codeOf(deliverSecrets(t.db(), keks, { ...claimsOf(tk), attemptId: randomUUID() }, { epoch: tk.epoch })),
@@ -231,7 +283,12 @@ describe("the secret broker", () => {
 
   it("a job that declares nothing gets nothing, even when the org has secrets", async () => {
     const tenant = await seedTenant(t.db());
-    await setSecret(t.db(), keks, { target: await targetById(t.db(), tenant.orgId, null), name: "DEPLOY_TOKEN", value: "v", actor: "x" });
+    await setSecret(t.db(), keks, {
+      target: await targetById(t.db(), tenant.orgId, null),
+      name: "DEPLOY_TOKEN",
+      value: "v",
+      actor: "x",
+    });
     const tk = await claim(tenant, "trusted", "version: 1\njobs:\n  - name: a\n    steps: [echo]\n");
     expect(await deliverSecrets(t.db(), keks, claimsOf(tk), { epoch: tk.epoch })).toEqual({
       delivered: [],

@@ -15,6 +15,10 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
+import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
+import { listSecrets } from "./secrets/list-secrets.procedure.ts";
+import { setSecret } from "./secrets/set-secret.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -31,6 +35,8 @@ export const appRouter = router({
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
+  audit: { list: listAuditEvents },
 });
 
 export type AppRouter = typeof appRouter;

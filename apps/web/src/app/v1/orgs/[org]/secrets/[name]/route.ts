@@ -13,7 +13,10 @@ export const PUT = route({
     const { db, keks } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
     const target = await adminSecretTarget(db, caller, { orgSlug: params.org ?? "" });
-    return json(200, await setSecret(db, keks, { target, name: params.name ?? "", value: body.value, actor: caller.name }));
+    return json(
+      200,
+      await setSecret(db, keks, { target, name: params.name ?? "", value: body.value, actor: caller.name }),
+    );
   },
 });
 

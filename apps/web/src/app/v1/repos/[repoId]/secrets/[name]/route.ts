@@ -14,7 +14,10 @@ export const PUT = route({
     const { db, keks } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
     const target = await adminSecretTarget(db, caller, { repoId: params.repoId ?? "" });
-    return json(200, await setSecret(db, keks, { target, name: params.name ?? "", value: body.value, actor: caller.name }));
+    return json(
+      200,
+      await setSecret(db, keks, { target, name: params.name ?? "", value: body.value, actor: caller.name }),
+    );
   },
 });
 
