@@ -7,6 +7,7 @@ import { callControl, type CallFailure } from "../artifacts/index.ts";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import type { Logger } from "@kiln/logger";
 import type { Verdict } from "../shared/verdict.ts";
+import { monotonicNow, wireMs } from "../timing.ts";
 
 export interface JobSecrets {
   /** Step environment entries, under each secret's own name. */
@@ -32,16 +33,19 @@ export async function fetchJobSecrets(deps: {
   const { client, ticket, log, signal } = deps;
   const declared = ticket.job.secrets ?? [];
   if (declared.length === 0) return { kind: "ready", secrets: NO_SECRETS };
+  const started = monotonicNow();
   const res = await callControl(
     "fetch secrets",
     (s) => client.fetchSecrets(ticket.jobId, ticket.jobToken, ticket.epoch, { timeoutMs: 15_000, signal: s }),
     { signal, log, attempts: 4 },
   );
+  // The broker's answer time at job start (bench/secrets reads it from this agent's log).
+  const brokerMs = wireMs(monotonicNow() - started);
   if (!res.ok) return { kind: "failed", failure: res.failure };
   const { delivered, withheld, missing, required } = res.data;
   if (withheld) {
     deps.writeLogLine(`[kiln] ${withheld.cause}: ${withheld.message}`);
-    log.info("secrets withheld", { cause: withheld.cause, required });
+    log.info("secrets withheld", { cause: withheld.cause, required, broker_ms: brokerMs });
     if (required)
       return {
         kind: "blocked",
@@ -62,6 +66,10 @@ export async function fetchJobSecrets(deps: {
   const allowed = new Set(declared);
   const env: Record<string, string> = {};
   for (const s of delivered) if (allowed.has(s.name)) env[s.name] = s.value;
-  log.info("secrets delivered", { names: Object.keys(env), versions: delivered.map((s) => s.version) });
+  log.info("secrets delivered", {
+    names: Object.keys(env),
+    versions: delivered.map((s) => s.version),
+    broker_ms: brokerMs,
+  });
   return { kind: "ready", secrets: { env, values: Object.values(env) } };
 }
