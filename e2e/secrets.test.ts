@@ -201,7 +201,7 @@ describe("secrets", () => {
     expect(await rawLog(strict.id, "stdout")).toContain(`strict ran with ${VALUE.length} characters`);
     const stderr = await rawLog(deploy.id, "stderr");
     expect(stderr).toContain(
-      "[kiln] cache not saved: CACHE.CONTAINS_SECRET: the archive contains a secret value of this job",
+      "[kiln] cache write refused: CACHE.CONTAINS_SECRET: the archive contains a secret value of this job",
     );
   }, 180_000);
 

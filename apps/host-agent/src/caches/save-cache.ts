@@ -37,7 +37,7 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
     if (await archiveContainsSecret(spoolFile, ctx.secretValues))
       return {
         result: "refused",
-        reason: `${CACHE_REFUSED_SECRET}: the archive contains a secret value of this job`,
+        reason: `cache write refused: ${CACHE_REFUSED_SECRET}: the archive contains a secret value of this job`,
         bytes: 0,
         ms: ms(),
       };
