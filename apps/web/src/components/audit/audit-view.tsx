@@ -130,13 +130,13 @@ export function AuditView({ org }: { org: string }) {
             <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
               {events.map((e) => (
                 <tr key={e.id} data-kind={e.kind}>
-                  <td className="py-2 whitespace-nowrap tabular-nums">
+                  <td className="py-2 pr-4 whitespace-nowrap tabular-nums">
                     <time dateTime={e.at} suppressHydrationWarning>
                       {formatTimestamp(e.at)}
                     </time>
                   </td>
-                  <td className="py-2 font-mono">{e.kind}</td>
-                  <td className="py-2 font-mono text-xs">{e.actor}</td>
+                  <td className="py-2 pr-4 font-mono">{e.kind}</td>
+                  <td className="py-2 pr-4 font-mono text-xs">{e.actor}</td>
                   <td className="py-2 font-mono text-xs break-all text-zinc-600 dark:text-zinc-400">{facts(e.data)}</td>
                 </tr>
               ))}
