@@ -97,9 +97,7 @@ describe("secrets dashboard", { timeout: 120_000 }, () => {
     ]);
     await admin.getByLabel("Kind").selectOption({ label: "Secret deleted" });
     await admin.getByRole("button", { name: "Apply" }).click();
-    await admin.waitForFunction(
-      () => document.querySelectorAll("[data-testid='audit-table'] tbody tr").length === 1,
-    );
+    await admin.waitForFunction(() => document.querySelectorAll("[data-testid='audit-table'] tbody tr").length === 1);
     expect(await rows.first().textContent()).toContain("name=REPO_KEY");
     await screenshot(admin, "audit-trail");
     const stored = await listAuditEvents(p.db, { orgSlug: "vault", kind: "secret." });
@@ -137,7 +135,9 @@ describe("secrets dashboard", { timeout: 120_000 }, () => {
       await signIn(dev, p.base, "dev", "/orgs/vault/audit");
       await dev.getByText("Admins and auditors only").waitFor();
       const res = await dev.evaluate(async () => {
-        const list = await fetch(`/api/trpc/secrets.list?input=${encodeURIComponent(JSON.stringify({ org: "vault" }))}`);
+        const list = await fetch(
+          `/api/trpc/secrets.list?input=${encodeURIComponent(JSON.stringify({ org: "vault" }))}`,
+        );
         const trail = await fetch(`/api/trpc/audit.list?input=${encodeURIComponent(JSON.stringify({ org: "vault" }))}`);
         const set = await fetch("/api/trpc/secrets.set", {
           method: "POST",

@@ -20,8 +20,7 @@ const ROUNDS = arg("rounds", 3);
 const JOBS = arg("jobs", 10);
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
-const workflow = (secrets: string) =>
-  `version: 1\njobs:\n  - name: one\n${secrets}    steps: ["echo s"]\n`;
+const workflow = (secrets: string) => `version: 1\njobs:\n  - name: one\n${secrets}    steps: ["echo s"]\n`;
 const CONFIGS = [
   { name: "without secrets", path: ".kiln/plain.yaml" },
   { name: "with 3 secrets", path: ".kiln/secrets.yaml" },
@@ -48,7 +47,13 @@ async function main(): Promise<void> {
     });
     const r = await addRepo(
       stack.db,
-      { orgSlug: "sec", name: "sec/app", cloneUrl: repo.cloneUrl, webhookSecret: "sec-secret", workflowPath: CONFIGS[0].path },
+      {
+        orgSlug: "sec",
+        name: "sec/app",
+        cloneUrl: repo.cloneUrl,
+        webhookSecret: "sec-secret",
+        workflowPath: CONFIGS[0].path,
+      },
       git.sourcePolicy,
     );
     const kekFile = stack.platform.env.KILN_SECRETS_KEK_FILE;
@@ -60,14 +65,18 @@ async function main(): Promise<void> {
     const api = await createApiToken(stack.db, { orgSlug: "sec", role: "member" });
     const agentToken = (await createAgentToken(stack.db, { pool: "default" })).token;
     const lines: LogLine[] = [];
-    agent = stack.spawnAgent(agentToken, { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "1", KILN_CLAIM_WAIT_MS: "20000" }, (l) => {
-      if (!l.startsWith("{")) return;
-      try {
-        lines.push(JSON.parse(l) as LogLine);
-      } catch {
-        // not one of the agent's JSON lines
-      }
-    });
+    agent = stack.spawnAgent(
+      agentToken,
+      { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "1", KILN_CLAIM_WAIT_MS: "20000" },
+      (l) => {
+        if (!l.startsWith("{")) return;
+        try {
+          lines.push(JSON.parse(l) as LogLine);
+        } catch {
+          // not one of the agent's JSON lines
+        }
+      },
+    );
     await until(() => lines.some((l) => l.msg === "host agent starting"), 120_000, "agent start");
     await new Promise((res) => setTimeout(res, 1000));
     const perConfig = CONFIGS.map(() => ({ rounds: [] as { p50: number; p95: number }[], all: [] as number[] }));
@@ -93,7 +102,9 @@ async function main(): Promise<void> {
         perConfig[k]?.rounds.push({ p50: percentile(s, 50), p95: percentile(s, 95) });
         perConfig[k]?.all.push(...s);
       }
-      progress(`round ${round + 1}: ${CONFIGS.map((c, k) => `${c.name} p50 ${Math.round(percentile(samples[k] ?? [], 50))} ms`).join(", ")}`);
+      progress(
+        `round ${round + 1}: ${CONFIGS.map((c, k) => `${c.name} p50 ${Math.round(percentile(samples[k] ?? [], 50))} ms`).join(", ")}`,
+      );
     }
     const p50 = perConfig.map((c) => median(c.rounds.map((x) => x.p50)));
     const p95 = perConfig.map((c) => median(c.rounds.map((x) => x.p95)));
@@ -138,7 +149,11 @@ async function triggerOnce(
   });
   if (res.status !== 202) throw new Error(`trigger failed: ${res.status} ${await res.text()}`);
   const runId = ((await res.json()) as { run_id: string }).run_id;
-  await until(() => lines.some((l) => l.msg === "first step output" && l.run_id === runId), 120_000, `first output of ${runId}`);
+  await until(
+    () => lines.some((l) => l.msg === "first step output" && l.run_id === runId),
+    120_000,
+    `first output of ${runId}`,
+  );
   const at = Date.parse(lines.find((l) => l.msg === "first step output" && l.run_id === runId)?.ts ?? "");
   await waitRunCompleted(stack.base, token, runId);
   return { ms: at - t0, runId };

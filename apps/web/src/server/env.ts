@@ -32,7 +32,13 @@ const schema = z.object({
    * (SECRET.KEK_UNAVAILABLE, 503); `npm run up` and the test platform generate one. Re-read after a rotation. */
   KILN_SECRETS_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
   /** The KEK's id; default the first 8 hex characters of the SHA-256 of its 32 bytes. */
-  KILN_SECRETS_KEK_ID: z.preprocess((v) => (v === "" ? undefined : v), z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional()),
+  KILN_SECRETS_KEK_ID: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
+  ),
 });
 
 export type WebEnv = z.infer<typeof schema>;

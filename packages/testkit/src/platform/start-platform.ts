@@ -187,7 +187,8 @@ export class Platform {
   private async ensureSecretsKek(): Promise<void> {
     if (this.env.KILN_SECRETS_KEK_FILE) return;
     const file = path.join(this.dataDir, "secrets.kek");
-    if (!existsSync(file)) await writeFile(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+    if (!existsSync(file))
+      await writeFile(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
     this.env.KILN_SECRETS_KEK_FILE = file;
   }
 
