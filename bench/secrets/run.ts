@@ -4,7 +4,8 @@
 // side in the same run: triggers alternate between a job that declares no secret (the agent makes no
 // call) and the same job declaring three set secrets. Real web, workers, embedded PostgreSQL
 // (durable) and one process-driver agent; one job at a time, each run finished before the next.
-// Usage: npm run bench -- secrets   (or: tsx bench/secrets/run.ts [--rounds 3] [--jobs 10])
+// Part 2 (broker-inprocess.ts): the broker transaction alone, with and without secrets.
+// Usage: npm run bench -- secrets   (or: tsx bench/secrets/run.ts [--rounds 3] [--jobs 10] [--broker 200])
 import os from "node:os";
 import path from "node:path";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -13,11 +14,13 @@ import { addRepo, createAgentToken, createApiToken, createOrg, KekSource, setSec
 import { freePort, startGitServer } from "@kiln/testkit";
 import { median, percentile } from "../lib/stats.ts";
 import { BenchStack } from "../control-plane/stack.ts";
+import { benchBrokerInProcess, brokerLines } from "./broker-inprocess.ts";
 
 const arg = (name: string, fallback: number) =>
   Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || fallback) || fallback;
 const ROUNDS = arg("rounds", 3);
 const JOBS = arg("jobs", 10);
+const BROKER_N = arg("broker", 200);
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 const workflow = (secrets: string) => `version: 1\njobs:\n  - name: one\n${secrets}    steps: ["echo s"]\n`;
@@ -121,6 +124,11 @@ async function main(): Promise<void> {
       `Added by secrets, p50: ${Math.round((p50[1] ?? 0) - (p50[0] ?? 0))} ms (ratio ${((p50[1] ?? 0) / (p50[0] ?? 1)).toFixed(2)}x); p95: ${Math.round((p95[1] ?? 0) - (p95[0] ?? 0))} ms.`,
       `Broker delivery (agent's round trip, 3 values, 3 audit rows), n=${broker.length}: p50 ${percentile(broker, 50)} ms, p95 ${percentile(broker, 95)} ms, max ${Math.max(...broker)} ms.`,
     ];
+    // The agent is stopped first: it would claim the in-process part's jobs.
+    agent.kill("SIGTERM");
+    await new Promise((res) => setTimeout(res, 2000));
+    const broker2 = await benchBrokerInProcess(stack.db, keks, { id: org.id, repoId: r.id }, BROKER_N);
+    out.push("", ...brokerLines(broker2));
     console.log(out.join("\n"));
   } finally {
     agent?.kill("SIGTERM");
