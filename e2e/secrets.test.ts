@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { sign } from "@octokit/webhooks-methods";
-import { createApiToken, generateKekText } from "@kiln/engine";
+import { createApiToken, generateKekText, platformKey, signJobToken } from "@kiln/engine";
 import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Platform } from "./support/platform.ts";
@@ -293,6 +293,24 @@ describe("secrets", () => {
     expect(reads.filter((e: any) => e.data.run_id === runId)).toEqual([]);
     expect(reads).toHaveLength(2);
   }, 180_000);
+
+  it("the broker refuses a finished attempt's token, another job's token and a forged one, recording nothing", async () => {
+    const deploy = jobNamed(trustedRun, "deploy");
+    const strict = jobNamed(trustedRun, "strict");
+    const attempts = await p.db.$queryRaw<{ id: string }[]>`SELECT id FROM attempt WHERE job_id = ${deploy.id}::uuid`;
+    const key = await platformKey(p.db);
+    const finished = signJobToken(key, { jobId: deploy.id, attemptId: attempts[0]?.id ?? "", epoch: 1 });
+    const ask = (jobId: string, token: string, epoch = 1) =>
+      p.api("POST", `/v1/agent/jobs/${jobId}/secrets`, token, { epoch });
+    const late = await ask(deploy.id, finished);
+    expect([late.status, late.json.error?.code]).toEqual([409, "ATTEMPT.STALE_EPOCH"]);
+    expect((await ask(deploy.id, finished, 2)).status).toBe(409);
+    expect((await ask(strict.id, finished)).status).toBe(403);
+    expect((await ask(deploy.id, `${finished.slice(0, -4)}AAAA`)).status).toBe(401);
+    expect((await ask(deploy.id, tenant.token)).status).toBe(401);
+    expect(JSON.stringify(late.json)).not.toContain(VALUE);
+    expect(await audit("secret.read")).toHaveLength(2);
+  }, 30_000);
 
   it("the plaintext is nowhere in the database", async () => {
     const dump = await dumpDatabase();
