@@ -2,6 +2,8 @@ import { withTx } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { listAuditEvents, recordAuditEvent } from "../src/audit/index.ts";
+import { allowEgressHost, removeEgressHost } from "../src/egress/index.ts";
+import { setEntitlement } from "../src/tenants/entitlements.ts";
 import { seedTenant, useTestDb } from "./support.ts";
 
 // The audit trail on real PostgreSQL: written with the change's transaction, read per org in commit
@@ -76,5 +78,19 @@ describe("audit trail", () => {
     expect(await code(listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: "1; DROP TABLE org" }))).toBe(
       "REQUEST.INVALID",
     );
+  });
+
+  it("records egress and entitlement changes with their actor", async () => {
+    const a = await seedTenant(t.db());
+    await allowEgressHost(t.db(), { orgSlug: a.slug, pattern: "registry.npmjs.org", actor: "cli:ops" });
+    await removeEgressHost(t.db(), { orgSlug: a.slug, pattern: "registry.npmjs.org", actor: "web:alice" });
+    await setEntitlement(t.db(), { orgSlug: a.slug, pool: a.pool, slots: 3, weight: 2, actor: "cli:ops" });
+    const rows = await listAuditEvents(t.db(), { orgSlug: a.slug });
+    expect(rows.map((r) => [r.kind, r.actor, r.subject])).toEqual([
+      ["egress.allow", "cli:ops", "registry.npmjs.org"],
+      ["egress.remove", "web:alice", "registry.npmjs.org"],
+      ["entitlement.changed", "cli:ops", a.pool],
+    ]);
+    expect(rows[2]?.data).toMatchObject({ before: null, after: { slots: 3, weight: 2, hard_cap: null } });
   });
 });
