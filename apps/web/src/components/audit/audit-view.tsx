@@ -16,6 +16,7 @@ const KINDS = [
   { value: "token.", label: "API tokens" },
   { value: "egress.", label: "Egress" },
   { value: "entitlement.", label: "Entitlements" },
+  { value: "pool.", label: "Pool policy" },
 ];
 
 const SINCE = [
