@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SecretMasker } from "../logs/secret-masker.ts";
+import { SecretMasker } from "../logs/index.ts";
 import { maskFormsOf, maskPatternsFor } from "./mask-forms.ts";
 
 const enc = new TextEncoder();
@@ -88,7 +88,7 @@ describe("masking delivered secrets in a stream", () => {
     });
     const fill = fc.string({ maxLength: 30, unit: fc.constantFrom("x", "y", " ", "\n", "=") });
     fc.assert(
-      fc.property(valueArb, fill, fill, fc.array(fc.nat(), { maxLength: 8 }), (v, pre, post) => {
+      fc.property(valueArb, fill, fill, (v, pre, post) => {
         const ps = maskPatternsFor([v]);
         const s = `${pre}${v}${post}${Buffer.from(v).toString("base64")}${pre}${JSON.stringify(v)}`;
         const b = enc.encode(s);

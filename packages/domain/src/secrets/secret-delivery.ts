@@ -1,7 +1,7 @@
 // The broker's decision (issue 16), pure: which of a job's declared secrets it receives. Trust
 // class is the run's, fixed at admission (ADR 0005); an untrusted run receives none, whatever it
 // declares. Undeclared secrets are never candidates: the caller passes only declared names' rows.
-import type { TrustClass } from "../tenants/trust-class.ts";
+import type { TrustClass } from "../tenants/index.ts";
 
 export const SECRET_WITHHELD_UNTRUSTED = "SECRET.WITHHELD_UNTRUSTED";
 export const SECRET_WITHHELD_MESSAGE = "secrets withheld: untrusted run (fork or non-member)";

@@ -3,7 +3,7 @@ import { CACHE_KINDS, type CacheKind } from "../caches/index.ts";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "../shared/paths.ts";
-import { secretNameProblem } from "../secrets/secret-names.ts";
+import { secretNameProblem } from "../secrets/index.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { WorkflowJob } from "./types.ts";
 
