@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdir, readFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -19,7 +19,9 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const VALUE = "kiln-e2e-Secret/Value+42=ok";
 const B64 = Buffer.from(VALUE).toString("base64");
 const PY = path.join(ROOT, "packages/engine/test/secrets/decrypt_envelope.py");
-const PYTHON = "/usr/bin/python3";
+// Debian's python3-cryptography where it is installed, else the python3 on PATH.
+const PYTHON =
+  spawnSync("/usr/bin/python3", ["-c", "import cryptography"]).status === 0 ? "/usr/bin/python3" : "python3";
 
 const WORKFLOW = `version: 1
 jobs:
