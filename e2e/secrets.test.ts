@@ -251,6 +251,10 @@ describe("secrets", () => {
     const future = new Date(Date.now() + 60_000).toISOString();
     const none = await p.api("GET", `/v1/orgs/secrets/audit-events?since=${encodeURIComponent(future)}`, admin);
     expect(none.json.events).toEqual([]);
+    // The CLI reads the same trail.
+    const cli = await kiln(["audit", "list", "secrets", "--kind", "secret.read", "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect((JSON.parse(cli.stdout) as any[]).map((e) => e.data.job_id).sort()).toEqual(jobIds);
     // Auditors read it too; members do not.
     const auditor = (await createApiToken(p.db, { orgSlug: "secrets", role: "auditor" })).token;
     expect((await audit("secret.read", auditor)).length).toBe(2);
