@@ -5,6 +5,7 @@ import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
+import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
 
 export const commands: CliCommand[] = [
@@ -14,4 +15,5 @@ export const commands: CliCommand[] = [
   ...egressCommands,
   ...secretCommands,
   ...auditCommands,
+  ...runCommands,
 ];
