@@ -7,6 +7,7 @@ import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
+import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -16,4 +17,5 @@ export const commands: CliCommand[] = [
   ...secretCommands,
   ...auditCommands,
   ...runCommands,
+  ...tlogCommands,
 ];

@@ -68,7 +68,15 @@ export type DomainErrorCode =
   | "SECRET.KEK_UNAVAILABLE"
   | "SECRET.KEK_MISMATCH"
   | "SECRET.DECRYPT_FAILED"
-  | "ORG.NOT_FOUND";
+  | "ORG.NOT_FOUND"
+  | "TLOG.ENTRY_INVALID"
+  | "TLOG.ENTRY_NOT_FOUND"
+  | "TLOG.INDEX_OUT_OF_RANGE"
+  | "TLOG.SIZE_BEYOND_LOG"
+  | "TLOG.TILE_NOT_FOUND"
+  | "TLOG.NO_CHECKPOINT"
+  | "TLOG.KEY_UNAVAILABLE"
+  | "TLOG.ORIGIN_CHANGED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

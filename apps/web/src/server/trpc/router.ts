@@ -1,3 +1,4 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
@@ -48,6 +49,7 @@ export const appRouter = router({
   tokens: { list: listApiTokens, revoke: revokeApiToken },
   secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
   audit: { list: listAuditEvents },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;
