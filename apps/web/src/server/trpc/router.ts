@@ -22,6 +22,10 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
+import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
+import { listSecrets } from "./secrets/list-secrets.procedure.ts";
+import { setSecret } from "./secrets/set-secret.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -53,6 +57,8 @@ export const appRouter = router({
     quarantines: listQuarantines,
     runHistory: getRunHistory,
   },
+  secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
+  audit: { list: listAuditEvents },
   tlog: { status: getTlogStatus },
 });
 
