@@ -78,6 +78,19 @@ export {
   listAgentTokens,
   revokeAgentToken,
   type AgentTokenView,
+  loadOrCreateIdentityKek,
+  readIdentityKek,
+  type IdentityKek,
+  idTokenJwks,
+  listIdTokenKeys,
+  rotateIdTokenKey,
+  type PublishedKey,
+  mintIdToken,
+  type MintedIdToken,
+  verifyIdToken,
+  introspectIdToken,
+  type IdTokenVerdict,
+  type IdTokenRefusal,
 } from "./identity/index.ts";
 export { fetchWorkflowFile } from "./source/index.ts";
 export {
