@@ -29,6 +29,7 @@ export function proxy(req: NextRequest): NextResponse {
 }
 
 export const config = {
-  // Static assets carry their headers from next.config.ts; /v1 and /healthz are machine paths.
-  matcher: ["/((?!v1/|v1$|healthz|_next/static|_next/image|favicon.ico).*)"],
+  // Static assets carry their headers from next.config.ts; /v1, /healthz and /.well-known (the
+  // OIDC discovery document and JWKS, fetched by relying parties, ADR 0024) are machine paths.
+  matcher: ["/((?!v1/|v1$|healthz|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
 };

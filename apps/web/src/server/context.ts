@@ -8,6 +8,8 @@ import {
   type ArtifactStore,
   type CacheStore,
   type EngineConfig,
+  type IdentityKek,
+  loadOrCreateIdentityKek,
 } from "@kiln/engine";
 import {
   LogArchiveReader,
@@ -22,7 +24,7 @@ import type { Logger } from "@kiln/logger";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { env, webEngineConfig, type WebEnv } from "./env.ts";
+import { env, identityKekFile, idTokenIssuer, webEngineConfig, type WebEnv } from "./env.ts";
 import { DispatchWaiter } from "./dispatch-waiter.ts";
 import { webLogger } from "./logger.ts";
 
@@ -40,6 +42,13 @@ interface Services {
   caches: () => CacheStore;
   /** Logs (issue 4): journal pool, Redis publisher + subscriber hub, archive reader; on first use. */
   logs: () => LogServices;
+  /** Workload identity (ADR 0024): the issuer and the KEK that opens the signing key, on first use. */
+  identity: () => IdentityServices;
+}
+
+interface IdentityServices {
+  issuer: string;
+  kek: Promise<IdentityKek>;
 }
 
 interface LogServices {
@@ -83,6 +92,7 @@ export function services(): Services {
       settings: cacheSettingsFromEnv(e),
     })),
     logs: lazy(() => createLogServices(e, log)),
+    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: loadOrCreateIdentityKek(identityKekFile(e)) })),
   };
   return g.__kiln;
 }
