@@ -31,6 +31,8 @@ export type LogSealRequest = z.input<typeof agentProtocol.logSealRequest>;
 export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
 export type EgressEventsRequest = z.input<typeof agentProtocol.egressEventsRequest>;
 export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsResponse>;
+export type IdTokenRequest = z.input<typeof agentProtocol.idTokenRequest>;
+export type IdTokenResponse = z.output<typeof agentProtocol.idTokenResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -257,6 +259,12 @@ export class ControlClient {
   ): Promise<ApiResult<EgressEventsResponse>> {
     const payload = agentProtocol.egressEventsRequest.parse(body);
     return this.post(`${jobPath(jobId)}/egress-events`, jobToken, payload, agentProtocol.egressEventsResponse, opts);
+  }
+
+  // Workload identity (docs/adr/0024): an ID token for a step of the attempt this job token names.
+  mintIdToken(jobId: string, jobToken: string, body: IdTokenRequest, opts: CallOptions): Promise<ApiResult<IdTokenResponse>> {
+    const payload = agentProtocol.idTokenRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/id-token`, jobToken, payload, agentProtocol.idTokenResponse, opts);
   }
 
   private post<T>(

@@ -5,7 +5,15 @@ import type { SandboxPaths } from "../sandboxes/index.ts";
 
 const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
 
-export function buildStepEnv(ticket: JobTicket, paths: SandboxPaths): Record<string, string> {
+/**
+ * `idTokenRequestToken`: the attempt's random request token for its ID token endpoint (docs/adr/0024);
+ * KILN_ID_TOKEN_URL comes from the driver with the proxy address the sandbox sees.
+ */
+export function buildStepEnv(
+  ticket: JobTicket,
+  paths: SandboxPaths,
+  idTokenRequestToken?: string,
+): Record<string, string> {
   return {
     PATH: STEP_PATH,
     HOME: paths.home,
@@ -19,5 +27,7 @@ export function buildStepEnv(ticket: JobTicket, paths: SandboxPaths): Record<str
     KILN_WORKSPACE: paths.workspace,
     // The workflow's own env comes last and may override the defaults above (as on other CI systems).
     ...ticket.job.env,
+    // Not overridable: a workflow value here could only break the endpoint for its own steps.
+    ...(idTokenRequestToken ? { KILN_ID_TOKEN_REQUEST_TOKEN: idTokenRequestToken } : {}),
   };
 }
