@@ -14,6 +14,7 @@ import {
   type AttemptStatus,
   type IdTokenClaims,
 } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 import { signEs256 } from "./es256-jws.ts";
 import type { IdentityKek } from "./identity-kek.ts";
 import { idTokenSigner, type IdTokenSigner } from "./id-token-keys.ts";
@@ -105,6 +106,27 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
     INSERT INTO id_token (jti, org_id, run_id, job_id, attempt_id, epoch, kid, audience, issued_at, expires_at)
     VALUES (${jti}::uuid, ${c.org_id}::uuid, ${c.run_id}::uuid, ${input.jobId}::uuid, ${input.attemptId}::uuid,
             ${input.epoch}, ${signer.kid}, ${input.audience}, to_timestamp(${window.iat}), to_timestamp(${window.exp}))`;
+  // The audit record commits with the token's row (ADR 0024): never the token itself, its facts.
+  await recordAuditEvent(tx, {
+    orgId: c.org_id,
+    kind: "id_token.minted",
+    actor: `agent:${input.attemptId}`,
+    subject: jti,
+    data: {
+      jti,
+      kid: signer.kid,
+      audience: input.audience,
+      run_id: c.run_id,
+      job_id: input.jobId,
+      attempt_id: input.attemptId,
+      epoch: input.epoch,
+      repository: c.repository,
+      ref: c.ref,
+      trust_class: c.trust_class,
+      iat: window.iat,
+      exp: window.exp,
+    },
+  });
   const claims = idTokenClaims(
     {
       org: c.org,
