@@ -3,6 +3,7 @@ import { mkdtemp, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { listAuditEvents } from "../src/audit/index.ts";
 import { completeAttempt } from "../src/attempts/complete-attempt.ts";
 import { reconcile } from "../src/attempts/reconcile.ts";
 import { claimJob, type JobTicket } from "../src/dispatch/claim-job.ts";
@@ -65,6 +66,12 @@ describe("minting", () => {
       SELECT attempt_id, epoch, expires_at FROM id_token WHERE jti = ${c.jti}::uuid`;
     expect(row[0]).toMatchObject({ attempt_id: tk.attemptId, epoch: 1 });
     expect(row[0]?.expires_at.getTime()).toBe(c.exp * 1000);
+    // The audit record committed with it: facts, never the token.
+    const audit = await listAuditEvents(t.db(), { orgSlug: tenant.slug, kind: "id_token.minted" });
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: `agent:${tk.attemptId}`, subject: c.jti });
+    expect(audit[0]?.data).toMatchObject({ jti: c.jti, audience: "sts.example", epoch: 1, trust_class: "trusted", exp: c.exp });
+    expect(JSON.stringify(audit[0])).not.toContain(m.value.split(".")[2] ?? "-");
   });
 
   it("caps at 10 minutes under a long lease", async () => {
