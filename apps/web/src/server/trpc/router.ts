@@ -7,6 +7,7 @@ import { listRuns } from "./runs/list-runs.procedure.ts";
 import { retryRun } from "./runs/retry-run.procedure.ts";
 import { allowEgressHost } from "./tenants/allow-egress-host.procedure.ts";
 import { getCapacityRights } from "./tenants/get-capacity-rights.procedure.ts";
+import { getIdentity } from "./tenants/get-identity.procedure.ts";
 import { getOrgSettings } from "./tenants/get-org-settings.procedure.ts";
 import { listOrgs } from "./tenants/list-orgs.procedure.ts";
 import { listPools } from "./tenants/list-pools.procedure.ts";
@@ -27,6 +28,7 @@ export const appRouter = router({
     capacityRights: getCapacityRights,
     allowEgressHost,
     removeEgressHost,
+    identity: getIdentity,
   },
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
