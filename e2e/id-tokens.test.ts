@@ -119,7 +119,9 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
   let token = "";
 
   it("publishes a discovery document and a JWKS outside the dashboard's CSP and Origin checks", async () => {
-    const r = await fetch(`${ISSUER}/.well-known/openid-configuration`, { headers: { origin: "https://evil.example" } });
+    const r = await fetch(`${ISSUER}/.well-known/openid-configuration`, {
+      headers: { origin: "https://evil.example" },
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-security-policy")).toBeNull();
     const config = await r.json();
@@ -130,7 +132,9 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
       subject_types_supported: ["public"],
       response_types_supported: ["id_token"],
     });
-    expect(config.claims_supported).toEqual(expect.arrayContaining(["sub", "trust_class", "attempt", "workflow_sha256"]));
+    expect(config.claims_supported).toEqual(
+      expect.arrayContaining(["sub", "trust_class", "attempt", "workflow_sha256"]),
+    );
     const keys = await fetch(config.jwks_uri);
     expect(keys.status).toBe(200);
     expect(Array.isArray((await keys.json()).keys)).toBe(true);
@@ -193,7 +197,10 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
   it("introspection is active while the attempt runs, for its own org only, and inactive once it ended", async () => {
     expect(await introspect(token, null)).toMatchObject({ status: 401 });
     const live = await introspect(token, tenant.token);
-    expect(live).toMatchObject({ status: 200, json: { active: true, sub: "repo:idt/app:ref:refs/heads/main", attempt: 1 } });
+    expect(live).toMatchObject({
+      status: 200,
+      json: { active: true, sub: "repo:idt/app:ref:refs/heads/main", attempt: 1 },
+    });
     await createOrg(p.db, "idt-other");
     const other = await createApiToken(p.db, { orgSlug: "idt-other", role: "admin" });
     expect((await introspect(token, other.token)).json).toEqual({ active: false });
@@ -232,7 +239,8 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
       }).then((r) => JSON.parse(r.stdout));
     const rotated = await cli("identity", "rotate-key");
     expect(rotated.retired).toBe(oldKid);
-    const served = async () => ((await (await fetch(`${ISSUER}/.well-known/jwks.json`)).json()).keys as { kid: string }[]).map((k) => k.kid);
+    const served = async () =>
+      ((await (await fetch(`${ISSUER}/.well-known/jwks.json`)).json()).keys as { kid: string }[]).map((k) => k.kid);
     expect(await served()).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
     const listed = await cli("identity", "keys");
     expect(listed.map((k: any) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));

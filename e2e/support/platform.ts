@@ -63,7 +63,10 @@ export class Platform {
     this.git = this.platform.git;
     this.platform.startWorkers();
     // A fixed port when the suite must know its public URL before the server starts (the ID-token issuer).
-    await this.platform.startWeb("web", { healthTimeoutMs: 60_000, ...(this.opts.webPort ? { port: this.opts.webPort } : {}) });
+    await this.platform.startWeb("web", {
+      healthTimeoutMs: 60_000,
+      ...(this.opts.webPort ? { port: this.opts.webPort } : {}),
+    });
     this.base = this.platform.baseUrl();
   }
 

@@ -9,7 +9,10 @@ import type { CliCommand } from "./command.ts";
  * does not have would stop every mint.
  */
 function kekFile(): string {
-  return process.env.KILN_IDENTITY_KEK_FILE || path.join(path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data"), "identity-kek");
+  return (
+    process.env.KILN_IDENTITY_KEK_FILE ||
+    path.join(path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data"), "identity-kek")
+  );
 }
 
 export const identityCommands: CliCommand[] = [
@@ -20,7 +23,9 @@ export const identityCommands: CliCommand[] = [
     async run(ctx) {
       const file = kekFile();
       const kek = await readIdentityKek(file).catch((err: unknown) => {
-        throw new Error(`cannot read the identity KEK ${file} (set KILN_IDENTITY_KEK_FILE to the web server's): ${String(err)}`);
+        throw new Error(
+          `cannot read the identity KEK ${file} (set KILN_IDENTITY_KEK_FILE to the web server's): ${String(err)}`,
+        );
       });
       const r = await rotateIdTokenKey(ctx.db, kek);
       ctx.out(
@@ -38,7 +43,9 @@ export const identityCommands: CliCommand[] = [
       const keys = await listIdTokenKeys(ctx.db);
       const line = (k: (typeof keys)[number]) =>
         `${k.kid}  created ${k.createdAt}  ${
-          k.retiredAt ? `retired ${k.retiredAt}  in JWKS until ${k.verifyUntil}${k.published ? "" : " (dropped)"}` : "signing"
+          k.retiredAt
+            ? `retired ${k.retiredAt}  in JWKS until ${k.verifyUntil}${k.published ? "" : " (dropped)"}`
+            : "signing"
         }`;
       ctx.out(keys.length ? keys.map(line).join("\n") : "no ID-token keys yet (the first mint creates one)", keys);
       return 0;

@@ -262,7 +262,12 @@ export class ControlClient {
   }
 
   // Workload identity (docs/adr/0024): an ID token for a step of the attempt this job token names.
-  mintIdToken(jobId: string, jobToken: string, body: IdTokenRequest, opts: CallOptions): Promise<ApiResult<IdTokenResponse>> {
+  mintIdToken(
+    jobId: string,
+    jobToken: string,
+    body: IdTokenRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<IdTokenResponse>> {
     const payload = agentProtocol.idTokenRequest.parse(body);
     return this.post(`${jobPath(jobId)}/id-token`, jobToken, payload, agentProtocol.idTokenResponse, opts);
   }

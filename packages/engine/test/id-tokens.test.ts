@@ -59,7 +59,9 @@ describe("minting", () => {
     });
     expect(c.nbf).toBe(c.iat);
     // TEST_CFG's lease is 60 s: the token ends with it, not 10 minutes later.
-    const lease = await t.db().$queryRaw<{ at: Date }[]>`SELECT lease_expires_at AS at FROM attempt WHERE id = ${tk.attemptId}::uuid`;
+    const lease = await t.db().$queryRaw<
+      { at: Date }[]
+    >`SELECT lease_expires_at AS at FROM attempt WHERE id = ${tk.attemptId}::uuid`;
     expect(c.exp).toBeLessThanOrEqual(Math.floor((lease[0]?.at.getTime() ?? 0) / 1000));
     expect(c.exp - c.iat).toBeGreaterThan(50);
     const row = await t.db().$queryRaw<{ attempt_id: string; epoch: number; expires_at: Date }[]>`
@@ -70,7 +72,13 @@ describe("minting", () => {
     const audit = await listAuditEvents(t.db(), { orgSlug: tenant.slug, kind: "id_token.minted" });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: `agent:${tk.attemptId}`, subject: c.jti });
-    expect(audit[0]?.data).toMatchObject({ jti: c.jti, audience: "sts.example", epoch: 1, trust_class: "trusted", exp: c.exp });
+    expect(audit[0]?.data).toMatchObject({
+      jti: c.jti,
+      audience: "sts.example",
+      epoch: 1,
+      trust_class: "trusted",
+      exp: c.exp,
+    });
     expect(JSON.stringify(audit[0])).not.toContain(m.value.split(".")[2] ?? "-");
   });
 
@@ -87,7 +95,13 @@ describe("minting", () => {
     await expect(mint(tk, "sts.example", 2)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
     await expect(mint(tk, "has space")).rejects.toMatchObject({ code: "REQUEST.INVALID" });
     await expect(mint(tk, "")).rejects.toMatchObject({ code: "REQUEST.INVALID" });
-    await completeAttempt(t.db(), TEST_CFG, { attemptId: tk.attemptId, jobId: tk.jobId, epoch: 1, outcome: "success", sandboxDestroyed: true });
+    await completeAttempt(t.db(), TEST_CFG, {
+      attemptId: tk.attemptId,
+      jobId: tk.jobId,
+      epoch: 1,
+      outcome: "success",
+      sandboxDestroyed: true,
+    });
     await expect(mint(tk)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
   });
 
@@ -113,14 +127,26 @@ describe("verification and introspection", () => {
     expect(await v(value, "sts.example", "https://evil.test")).toBe("wrong_issuer");
     const [h, p, s] = value.split(".") as [string, string, string];
     const claims = JSON.parse(Buffer.from(p, "base64url").toString()) as Record<string, unknown>;
-    const forged = Buffer.from(JSON.stringify({ ...claims, trust_class: "trusted", org: "other" })).toString("base64url");
+    const forged = Buffer.from(JSON.stringify({ ...claims, trust_class: "trusted", org: "other" })).toString(
+      "base64url",
+    );
     expect(await v(`${h}.${forged}.${s}`)).toBe("bad_signature");
-    const none = Buffer.from(JSON.stringify({ alg: "none", kid: JSON.parse(Buffer.from(h, "base64url").toString()).kid })).toString("base64url");
+    const none = Buffer.from(
+      JSON.stringify({ alg: "none", kid: JSON.parse(Buffer.from(h, "base64url").toString()).kid }),
+    ).toString("base64url");
     expect(await v(`${none}.${p}.`)).toBe("alg_not_allowed");
     expect(await v("not-a-jwt")).toBe("malformed");
     const unknownKid = Buffer.from(JSON.stringify({ alg: "ES256", kid: "ik-nope" })).toString("base64url");
     expect(await v(`${unknownKid}.${p}.${s}`)).toBe("unknown_kid");
-    expect(await v(value, "sts.example", ISSUER).then(() => verifyIdToken(t.db(), value, { audience: "sts.example", issuer: ISSUER, nowMs: (Number(claims.exp) + 1) * 1000 }))).toMatchObject({ ok: false, reason: "expired" });
+    expect(
+      await v(value, "sts.example", ISSUER).then(() =>
+        verifyIdToken(t.db(), value, {
+          audience: "sts.example",
+          issuer: ISSUER,
+          nowMs: (Number(claims.exp) + 1) * 1000,
+        }),
+      ),
+    ).toMatchObject({ ok: false, reason: "expired" });
   });
 
   it("goes inactive once epoch N+1 exists, at once, not at exp", async () => {
@@ -131,17 +157,24 @@ describe("verification and introspection", () => {
     expect(await intro()).toMatchObject({ active: true, jti: claims.jti, attempt: 1, token_type: "id_token" });
     // Another org's caller learns nothing about this token, live as it is.
     const other = await seedTenant(t.db());
-    expect(await introspectIdToken(t.db(), value, { issuer: ISSUER, callerOrgId: other.orgId })).toEqual({ active: false });
+    expect(await introspectIdToken(t.db(), value, { issuer: ISSUER, callerOrgId: other.orgId })).toEqual({
+      active: false,
+    });
 
     // The host goes silent: its lease lapses and the reconciler fences epoch 1 (the token's own
     // exp, bound by the lease as it was, is still ahead).
-    await t.db().$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 millisecond' WHERE id = ${tk.attemptId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 millisecond' WHERE id = ${tk.attemptId}::uuid`;
     expect((await reconcile(t.db(), TEST_CFG)).fenced).toBeGreaterThanOrEqual(1);
     const session = await newSession(t.db(), tenant, 10, "h2");
     const again = await claimJob(t.db(), TEST_CFG, { sessionId: session, claimRequestId: randomUUID() });
     expect(again.kind === "claimed" && again.ticket.epoch).toBe(2);
     expect(await intro()).toEqual({ active: false });
-    const v = await verifyIdToken(t.db(), value, { audience: "sts.example", issuer: ISSUER, nowMs: (claims.iat + 1) * 1000 });
+    const v = await verifyIdToken(t.db(), value, {
+      audience: "sts.example",
+      issuer: ISSUER,
+      nowMs: (claims.iat + 1) * 1000,
+    });
     expect(v).toEqual({ ok: false, reason: "attempt_not_current" });
     // The stale attempt cannot mint either.
     await expect(mint(tk)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
@@ -151,10 +184,16 @@ describe("verification and introspection", () => {
     const tenant = await seedTenant(t.db());
     const tk = await claimed(tenant);
     const { value, claims } = await mint(tk);
-    await t.db().$executeRaw`UPDATE id_token SET expires_at = issued_at + interval '1 millisecond' WHERE jti = ${claims.jti}::uuid`;
-    expect(await introspectIdToken(t.db(), value, { issuer: ISSUER, callerOrgId: tenant.orgId })).toEqual({ active: false });
+    await t.db()
+      .$executeRaw`UPDATE id_token SET expires_at = issued_at + interval '1 millisecond' WHERE jti = ${claims.jti}::uuid`;
+    expect(await introspectIdToken(t.db(), value, { issuer: ISSUER, callerOrgId: tenant.orgId })).toEqual({
+      active: false,
+    });
     await t.db().$executeRaw`DELETE FROM id_token WHERE jti = ${claims.jti}::uuid`;
-    expect(await verifyIdToken(t.db(), value, { audience: "sts.example", issuer: ISSUER })).toEqual({ ok: false, reason: "unknown_token" });
+    expect(await verifyIdToken(t.db(), value, { audience: "sts.example", issuer: ISSUER })).toEqual({
+      ok: false,
+      reason: "unknown_token",
+    });
   });
 });
 
@@ -167,16 +206,21 @@ describe("signing keys", () => {
     const r = await rotateIdTokenKey(t.db(), kek);
     expect(r.retired).toBe(oldKid);
     // Exactly the last expiry among every token the old key signed (other cases minted with it too).
-    const last = await t.db().$queryRaw<{ at: Date }[]>`SELECT max(expires_at) AS at FROM id_token WHERE kid = ${oldKid}`;
+    const last = await t.db().$queryRaw<
+      { at: Date }[]
+    >`SELECT max(expires_at) AS at FROM id_token WHERE kid = ${oldKid}`;
     expect(r.retiredVerifyUntil).toBe(last[0]?.at.toISOString());
     expect(Date.parse(r.retiredVerifyUntil ?? "")).toBeGreaterThanOrEqual(Date.parse(before.expiresAt));
     const after = await mint(tk);
     const newKid = JSON.parse(Buffer.from(after.value.split(".")[0] ?? "", "base64url").toString()).kid as string;
     expect(newKid).toBe(r.kid);
     expect((await idTokenJwks(t.db())).keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
-    expect(await verifyIdToken(t.db(), before.value, { audience: "sts.example", issuer: ISSUER })).toMatchObject({ ok: true });
+    expect(await verifyIdToken(t.db(), before.value, { audience: "sts.example", issuer: ISSUER })).toMatchObject({
+      ok: true,
+    });
     // Past the old key's last token it drops out of the JWKS.
-    await t.db().$executeRaw`UPDATE id_token_key SET verify_until = now() - interval '1 millisecond' WHERE kid = ${oldKid}`;
+    await t.db()
+      .$executeRaw`UPDATE id_token_key SET verify_until = now() - interval '1 millisecond' WHERE kid = ${oldKid}`;
     const kids = (await idTokenJwks(t.db())).keys.map((k) => k.kid);
     expect(kids).toContain(newKid);
     expect(kids).not.toContain(oldKid);
@@ -200,7 +244,11 @@ describe("signing keys", () => {
     const tenant = await seedTenant(t.db());
     const tk = await claimed(tenant);
     await expect(
-      mintIdToken(t.db(), { issuer: ISSUER, kek: kekFromBytes(randomBytes(32)) }, { jobId: tk.jobId, attemptId: tk.attemptId, epoch: 1, audience: "x" }),
+      mintIdToken(
+        t.db(),
+        { issuer: ISSUER, kek: kekFromBytes(randomBytes(32)) },
+        { jobId: tk.jobId, attemptId: tk.attemptId, epoch: 1, audience: "x" },
+      ),
     ).rejects.toMatchObject({ code: "ID_TOKEN.KEY_UNAVAILABLE" });
   });
 

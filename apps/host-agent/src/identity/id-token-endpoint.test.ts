@@ -92,10 +92,17 @@ describe("the sandbox's ID token endpoint", () => {
     const r = await a.get(URL_, a.endpoint.requestToken);
     expect(r).toEqual({ status: 200, body: JSON.stringify({ value: "jwt-for-aud.example" }) });
     expect(calls).toEqual([
-      { path: `/v1/agent/jobs/${a.tk.jobId}/id-token`, auth: "Bearer kjt_a", body: JSON.stringify({ epoch: 3, audience: "aud.example" }) },
+      {
+        path: `/v1/agent/jobs/${a.tk.jobId}/id-token`,
+        auth: "Bearer kjt_a",
+        body: JSON.stringify({ epoch: 3, audience: "aud.example" }),
+      },
     ]);
     // A proxy-honouring client sends absolute-form to the proxy's own address: same endpoint.
-    const abs = await a.get(`http://10.0.2.100:3128${ID_TOKEN_PATH}?audience=x`, a.endpoint.requestToken, ["--proxy", "http://10.0.2.100:3128"]);
+    const abs = await a.get(`http://10.0.2.100:3128${ID_TOKEN_PATH}?audience=x`, a.endpoint.requestToken, [
+      "--proxy",
+      "http://10.0.2.100:3128",
+    ]);
     expect(abs.status).toBe(200);
     await a.listener.close();
   });
@@ -111,11 +118,21 @@ describe("the sandbox's ID token endpoint", () => {
     expect((await a.get(URL_, `${a.endpoint.requestToken}x`)).status).toBe(401);
     expect((await a.get(URL_, "kjt_a")).status).toBe(401); // the job token is not a request token
     // The right token, but for another path or method, or without an audience.
-    expect((await a.get("http://127.0.0.1:3128/v1/agent/jobs/x/id-token?audience=a", a.endpoint.requestToken)).status).toBe(404);
-    expect((await a.get(`http://127.0.0.1:3128${ID_TOKEN_PATH}/../secrets?audience=a`, a.endpoint.requestToken, ["--path-as-is"])).status).toBe(404);
+    expect(
+      (await a.get("http://127.0.0.1:3128/v1/agent/jobs/x/id-token?audience=a", a.endpoint.requestToken)).status,
+    ).toBe(404);
+    expect(
+      (
+        await a.get(`http://127.0.0.1:3128${ID_TOKEN_PATH}/../secrets?audience=a`, a.endpoint.requestToken, [
+          "--path-as-is",
+        ])
+      ).status,
+    ).toBe(404);
     expect((await a.get(URL_, a.endpoint.requestToken, ["-X", "POST"])).status).toBe(405);
     expect((await a.get(`http://127.0.0.1:3128${ID_TOKEN_PATH}`, a.endpoint.requestToken)).status).toBe(400);
-    expect((await a.get(`http://127.0.0.1:3128${ID_TOKEN_PATH}?audience=a%20b`, a.endpoint.requestToken)).status).toBe(400);
+    expect((await a.get(`http://127.0.0.1:3128${ID_TOKEN_PATH}?audience=a%20b`, a.endpoint.requestToken)).status).toBe(
+      400,
+    );
     expect(calls).toEqual([]);
     // Once the attempt is over its own token is refused here too, and then the listener is gone.
     a.endpoint.close();

@@ -70,7 +70,10 @@ export async function idTokenSigner(db: Db, kek: IdentityKek, opts: { reload?: b
   try {
     der = openPrivateKey(kek, row.kid, Buffer.from(row.private_key_sealed));
   } catch {
-    throw new DomainError("ID_TOKEN.KEY_UNAVAILABLE", `the signing key ${row.kid} does not open under identity KEK ${kek.id}`);
+    throw new DomainError(
+      "ID_TOKEN.KEY_UNAVAILABLE",
+      `the signing key ${row.kid} does not open under identity KEK ${kek.id}`,
+    );
   }
   const signer = { kid: row.kid, privateKey: createPrivateKey({ key: der, format: "der", type: "pkcs8" }) };
   signers.set(db, { signer, kekId: kek.id, loadedAt: performance.now() });
@@ -122,11 +125,15 @@ export async function publishedKeyFor(db: Db, kid: string): Promise<PublishedKey
 /** The public JWK Set (RFC 7517 5): only public members, one per published key. */
 export async function idTokenJwks(db: Db): Promise<{ keys: JsonWebKey[] }> {
   const keys = await loadPublishedIdTokenKeys(db);
-  return { keys: keys.map((k) => ({ kty: "EC", crv: "P-256", x: k.jwk.x, y: k.jwk.y, kid: k.kid, alg: "ES256", use: "sig" })) };
+  return {
+    keys: keys.map((k) => ({ kty: "EC", crv: "P-256", x: k.jwk.x, y: k.jwk.y, kid: k.kid, alg: "ES256", use: "sig" })),
+  };
 }
 
 /** `kiln identity keys`: every key row still stored (published or past its overlap, not yet deleted). */
-export async function listIdTokenKeys(db: Db): Promise<(Omit<PublishedKey, "publicKey" | "jwk"> & { published: boolean })[]> {
+export async function listIdTokenKeys(
+  db: Db,
+): Promise<(Omit<PublishedKey, "publicKey" | "jwk"> & { published: boolean })[]> {
   const rows = await db.$queryRaw<(KeyRow & { published: boolean })[]>`
     SELECT kid, public_jwk, created_at, retired_at, verify_until, (retired_at IS NULL OR verify_until > now()) AS published
     FROM id_token_key ORDER BY created_at DESC, kid`;
@@ -147,7 +154,10 @@ export async function listIdTokenKeys(db: Db): Promise<(Omit<PublishedKey, "publ
  * that queue behind the rotation find their key retired and sign with the new one. Keys past their
  * overlap are deleted.
  */
-export async function rotateIdTokenKey(db: Db, kek: IdentityKek): Promise<{ kid: string; retired: string | null; retiredVerifyUntil: string | null }> {
+export async function rotateIdTokenKey(
+  db: Db,
+  kek: IdentityKek,
+): Promise<{ kid: string; retired: string | null; retiredVerifyUntil: string | null }> {
   const fresh = newKeyRow(kek);
   const result = await withTx(db, "rotate-id-token-key", async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ROTATION_LOCK_KEY})`;

@@ -100,7 +100,8 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
   if (!c) await refuse(tx, input);
   // Database time, whole seconds, at most ID_TOKEN_MAX_TTL_S and never past the lease.
   const window = c ? idTokenWindow(c.now_ms, c.lease_ms) : null;
-  if (!c || !window) throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease ends too soon to mint a token");
+  if (!c || !window)
+    throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease ends too soon to mint a token");
   const jti = randomUUID();
   await tx.$executeRaw`
     INSERT INTO id_token (jti, org_id, run_id, job_id, attempt_id, epoch, kid, audience, issued_at, expires_at)

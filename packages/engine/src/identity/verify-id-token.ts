@@ -51,7 +51,13 @@ export async function verifyIdToken(
   if (typeof c.nbf !== "number" || now < c.nbf) return { ok: false, reason: "not_yet_valid" };
   if (typeof c.jti !== "string" || !UUID.test(c.jti)) return { ok: false, reason: "unknown_token" };
   // Plain SQL: one indexed probe per verification (the broker calls this at every job start).
-  const r = await sqlPool(db).query<{ org_id: string; attempt_id: string; epoch: number; job_id: string; current: boolean }>({
+  const r = await sqlPool(db).query<{
+    org_id: string;
+    attempt_id: string;
+    epoch: number;
+    job_id: string;
+    current: boolean;
+  }>({
     name: "verify-id-token-1",
     text: `SELECT t.org_id, t.attempt_id, t.epoch, t.job_id,
                   (a.status = 'running' AND j.current_epoch = a.epoch AND a.epoch = t.epoch AND a.lease_expires_at > now()) AS current

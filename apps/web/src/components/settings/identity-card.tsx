@@ -23,7 +23,11 @@ export function IdentityCard({ org, now }: { org: string; now: number }) {
         <div className="space-y-3 text-sm" data-testid="identity-card">
           <p>
             Jobs ask for ID tokens at <code className="font-mono">$KILN_ID_TOKEN_URL</code>. Relying parties trust the
-            issuer <code className="font-mono" data-testid="issuer">{q.data.issuer}</code> (
+            issuer{" "}
+            <code className="font-mono" data-testid="issuer">
+              {q.data.issuer}
+            </code>{" "}
+            (
             <a className="underline-offset-2 hover:underline" href={q.data.discoveryUrl}>
               discovery
             </a>
@@ -59,9 +63,7 @@ export function IdentityCard({ org, now }: { org: string; now: number }) {
                     </td>
                     <td className="py-1.5">
                       {k.retiredAt ? (
-                        <>
-                          retired; in the JWKS until {new Date(k.verifyUntil ?? k.retiredAt).toLocaleTimeString()}
-                        </>
+                        <>retired; in the JWKS until {new Date(k.verifyUntil ?? k.retiredAt).toLocaleTimeString()}</>
                       ) : (
                         "signing"
                       )}
