@@ -2,6 +2,7 @@ import { archiveLogsJob } from "./archive-logs.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
+import { pruneIdTokensJob } from "./prune-id-tokens.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 
@@ -13,4 +14,5 @@ export const JOBS = [
   archiveLogsJob,
   evictCachesJob,
   rotateJobTokenKeyJob,
+  pruneIdTokensJob,
 ] as const;

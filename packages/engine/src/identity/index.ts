@@ -38,5 +38,6 @@ export {
   type PublishedKey,
 } from "./id-token-keys.ts";
 export { mintIdToken, type MintIdTokenInput, type MintedIdToken } from "./mint-id-token.ts";
+export { pruneIdTokens } from "./prune-id-tokens.ts";
 export { verifyIdToken, introspectIdToken, type IdTokenVerdict, type IdTokenRefusal } from "./verify-id-token.ts";
 export { verifyP256Sha256, signEs256, decodeJws } from "./es256-jws.ts";
