@@ -9,6 +9,7 @@ import { createApiToken, createOrg, listAuditEvents, verifyIdToken } from "@kiln
 import { freePort } from "@kiln/testkit";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signIn, TestBrowser } from "./support/browser.ts";
 import { Platform } from "./support/platform.ts";
 
 // Issue 16 (ADR 0024), workload identity end to end: the real web server as OIDC issuer, a real
@@ -24,8 +25,15 @@ const ISSUER = `http://127.0.0.1:${PORT}`;
 const KEK_FILE = path.join(await mkdtemp(path.join(tmpdir(), "kiln-e2e-kek-")), "identity-kek");
 const AUD = "https://deploy.example";
 const p = new Platform(
-  // Tokens live at most as long as the lease: 30 s (the default) leaves room for every check.
-  { KILN_PUBLIC_URL: ISSUER, KILN_IDENTITY_KEK_FILE: KEK_FILE, KILN_LEASE_TTL_MS: "30000", KILN_HEARTBEAT_MS: "1000" },
+  // Tokens live at most as long as the lease: 60 s leaves room for every check on a loaded machine.
+  {
+    KILN_PUBLIC_URL: ISSUER,
+    KILN_IDENTITY_KEK_FILE: KEK_FILE,
+    KILN_LEASE_TTL_MS: "60000",
+    KILN_HEARTBEAT_MS: "1000",
+    KILN_DEV_LOGIN: "1",
+    AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
+  },
   { webPort: PORT },
 );
 let tenant: Awaited<ReturnType<Platform["seedTenant"]>>;
@@ -42,7 +50,7 @@ jobs:
         echo "WRONG $(code -H 'Authorization: Bearer kirt_wrong' "$KILN_ID_TOKEN_URL?audience=x")"
         echo "OTHERPATH $(code -H "Authorization: Bearer $KILN_ID_TOKEN_REQUEST_TOKEN" "\${KILN_ID_TOKEN_URL%/_kiln/id-token}/v1/agent/claims")"
         echo "JOBTOKEN $(env | grep -c kjt_ || true)"
-        sleep 8
+        sleep 25
 `;
 
 beforeAll(async () => {
@@ -52,7 +60,11 @@ beforeAll(async () => {
   tenant = await p.seedTenant("idt", { ".kiln/workflow.yaml": WORKFLOW }, { member: "dev" });
   await p.startAgent("agent-1", tenant.agentToken);
 }, 180_000);
-afterAll(() => p.stop());
+let browser: TestBrowser | null = null;
+afterAll(async () => {
+  await browser?.close();
+  await p.stop();
+});
 
 async function trigger(key: string): Promise<{ runId: string; jobId: string }> {
   const r = await p.api(
@@ -116,6 +128,7 @@ async function verifyElsewhere(token: string, faketime?: string): Promise<string
 
 describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
   let first = { runId: "", jobId: "" };
+  let newestKid = "";
   let token = "";
 
   it("publishes a discovery document and a JWKS outside the dashboard's CSP and Origin checks", async () => {
@@ -163,7 +176,13 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
       isolation: "process",
     });
     expect(payload.workflow_sha256).toMatch(/^[0-9a-f]{64}$/);
-    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeLessThanOrEqual(30);
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeLessThanOrEqual(60);
+    // While the attempt runs, introspection by its own org says active.
+    const live = await introspect(token, tenant.token);
+    expect(live).toMatchObject({
+      status: 200,
+      json: { active: true, sub: "repo:idt/app:ref:refs/heads/main", attempt: 1 },
+    });
   });
 
   it("fails after exp (jose under faketime), and in this process for another audience, alg none, HS256 with the public key, an unknown kid", async () => {
@@ -251,12 +270,50 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
     await jwtVerify(next, jwks(), pinned);
     // The old token verifies until its exp; then the old kid drops out of the JWKS.
     const untilMs = Date.parse(rotated.retiredVerifyUntil);
-    expect(untilMs).toBeLessThanOrEqual(Date.now() + 30_000);
+    expect(untilMs).toBeLessThanOrEqual(Date.now() + 60_000);
     if (Date.now() < untilMs - 1_000) await jwtVerify(token, jwks(), pinned);
     await new Promise((r) => setTimeout(r, Math.max(0, untilMs - Date.now() + 200)));
     const after = await served();
     expect(after).toContain(rotated.kid);
     expect(after).not.toContain(oldKid);
     await p.waitForRun(second.runId, tenant.token, (x) => x.status === "completed", 90_000);
+    newestKid = rotated.kid;
+  });
+
+  it("the org settings page shows the issuer and the keys the JWKS serves (Chromium)", async () => {
+    browser = await TestBrowser.launch();
+    const page = await browser.page();
+    await signIn(page, p.base, "dev", "/orgs/idt/settings");
+    const card = page.getByTestId("identity-card");
+    await card.waitFor();
+    expect(await page.getByTestId("issuer").textContent()).toBe(ISSUER);
+    expect(await card.locator(`tr[data-kid='${newestKid}']`).textContent()).toContain("signing");
+    // A rotation shows the old key as retired, still served, with no other change on the page.
+    const again = await run(
+      process.execPath,
+      ["--import", "tsx", "scripts/kiln.ts", "identity", "rotate-key", "--json"],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: p.dbUrl, KILN_IDENTITY_KEK_FILE: KEK_FILE },
+      },
+    ).then((r) => JSON.parse(r.stdout));
+    await page.reload();
+    await card.waitFor();
+    await page.locator(`tr[data-kid='${again.kid}']`).waitFor();
+    expect(await card.locator(`tr[data-kid='${again.kid}']`).textContent()).toContain("signing");
+    // The card lists exactly what the JWKS serves; the previous key, if its token is still live, as retired.
+    const served = ((await (await fetch(`${ISSUER}/.well-known/jwks.json`)).json()).keys as { kid: string }[]).map(
+      (k) => k.kid,
+    );
+    const listed = await card
+      .locator("tr[data-kid]")
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-kid")));
+    expect(new Set(listed)).toEqual(new Set(served));
+    if (served.includes(newestKid))
+      expect(await card.locator(`tr[data-kid='${newestKid}']`).textContent()).toContain("retired; in the JWKS until");
+    // Keyboard: the discovery link is reachable and points at the issuer's document.
+    const discovery = card.getByRole("link", { name: "discovery" });
+    await discovery.focus();
+    expect(await discovery.getAttribute("href")).toBe(`${ISSUER}/.well-known/openid-configuration`);
   });
 });
