@@ -90,7 +90,7 @@ try {
       orgSlug: "bench",
       name: "bench/app",
       cloneUrl: "file:///nonexistent",
-      webhookSecret: "s",
+      webhookSecret: "bench-secret",
       workflowPath: ".kiln/workflow.yaml",
     },
     { localReposRoot: "/" },
