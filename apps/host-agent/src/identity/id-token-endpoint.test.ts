@@ -15,10 +15,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@kiln/logger";
 import { ControlClient, type JobTicket } from "../control-client.ts";
-import { EgressProxy } from "../egress/egress-proxy.ts";
-import { egressProxyEnv, SANDBOX_PROXY_AUTHORITIES } from "../egress/egress-registry.ts";
-import { GUEST_PROXY_URL } from "../sandboxes/microvm/qemu-command.ts";
-import { SANDBOX_PROXY_URL } from "../sandboxes/process/egress-forwarder.ts";
+import { EgressProxy, egressProxyEnv, SANDBOX_PROXY_AUTHORITIES } from "../egress/index.ts";
+import { GUEST_PROXY_URL, SANDBOX_PROXY_URL } from "../sandboxes/index.ts";
 import { ID_TOKEN_PATH, openIdTokenEndpoint } from "./id-token-endpoint.ts";
 
 const run = promisify(execFile);
