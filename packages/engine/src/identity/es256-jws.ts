@@ -4,7 +4,7 @@
 // Wycheproof's ecdsa_secp256r1_sha256_p1363 vectors (es256-jws.test.ts).
 import { createPublicKey, sign, verify, type KeyObject, type JsonWebKey } from "node:crypto";
 
-export interface JwsHeader {
+interface JwsHeader {
   alg: string;
   kid?: string;
   typ?: string;

@@ -100,7 +100,7 @@ function toPublished(r: KeyRow): PublishedKey {
 }
 
 /** Every key a token may still be signed with (what the JWKS serves), newest first; read fresh. */
-export async function loadPublishedIdTokenKeys(db: Db): Promise<PublishedKey[]> {
+async function loadPublishedIdTokenKeys(db: Db): Promise<PublishedKey[]> {
   const rows = await db.$queryRaw<KeyRow[]>`
     SELECT kid, public_jwk, created_at, retired_at, verify_until FROM id_token_key
     WHERE retired_at IS NULL OR verify_until > now() ORDER BY created_at DESC, kid`;
