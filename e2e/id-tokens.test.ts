@@ -7,6 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { createApiToken, createOrg, listAuditEvents, verifyIdToken } from "@kiln/engine";
 import { freePort } from "@kiln/testkit";
+import { sign } from "@octokit/webhooks-methods";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signIn, TestBrowser } from "./support/browser.ts";
@@ -34,7 +35,8 @@ const p = new Platform(
     KILN_DEV_LOGIN: "1",
     AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
   },
-  { webPort: PORT },
+  // The fork PR case runs on the development pool's process agents (ADR 0022): this suite is about tokens.
+  { webPort: PORT, untrustedOnProcess: true },
 );
 let tenant: Awaited<ReturnType<Platform["seedTenant"]>>;
 
@@ -315,5 +317,37 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
     const discovery = card.getByRole("link", { name: "discovery" });
     await discovery.focus();
     expect(await discovery.getAttribute("href")).toBe(`${ISSUER}/.well-known/openid-configuration`);
+  });
+  it("an untrusted run (a fork pull request) gets a token that says so (ADR 0024)", async () => {
+    const body = JSON.stringify({
+      action: "opened",
+      pull_request: {
+        head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
+        base: { repo: { full_name: tenant.repoName } },
+        user: { login: "outsider" },
+      },
+      repository: { full_name: tenant.repoName },
+      sender: { login: "outsider" },
+    });
+    const hook = await fetch(`${p.base}/v1/webhooks/github`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "pull_request",
+        "x-github-delivery": "idt-fork-1",
+        "x-hub-signature-256": await sign(tenant.secret, body),
+      },
+      body,
+    });
+    expect(hook.status).toBe(202);
+    const { run_id: runId } = (await hook.json()) as { run_id: string };
+    const runView = await p.waitForRun(runId, tenant.token, (x) => x.jobs?.length > 0);
+    const forked = await tokenOf(runView.jobs[0].id);
+    const { payload } = await jwtVerify(forked, jwks(), pinned);
+    expect(payload).toMatchObject({ trust_class: "untrusted", event: "pull_request", repository: "idt/app" });
+    // Not the sub a trust policy for the default branch matches.
+    expect(payload.sub).not.toBe("repo:idt/app:ref:refs/heads/main");
+    const done = await p.waitForRun(runId, tenant.token, (x) => x.status === "completed", 90_000);
+    expect(done).toMatchObject({ outcome: "success", trust_class: "untrusted" });
   });
 });

@@ -27,7 +27,7 @@ export const identityCommands: CliCommand[] = [
           `cannot read the identity KEK ${file} (set KILN_IDENTITY_KEK_FILE to the web server's): ${String(err)}`,
         );
       });
-      const r = await rotateIdTokenKey(ctx.db, kek);
+      const r = await rotateIdTokenKey(ctx.db, kek, { actor: ctx.actor });
       ctx.out(
         `ID tokens are now signed with key ${r.kid} (sealed under KEK ${kek.id})` +
           (r.retired ? `; ${r.retired} stays in the JWKS until ${r.retiredVerifyUntil}` : ""),

@@ -203,8 +203,13 @@ describe("signing keys", () => {
     const tk = await claimed(tenant);
     const before = await mint(tk);
     const oldKid = JSON.parse(Buffer.from(before.value.split(".")[0] ?? "", "base64url").toString()).kid as string;
-    const r = await rotateIdTokenKey(t.db(), kek);
+    const r = await rotateIdTokenKey(t.db(), kek, { actor: "cli:test" });
     expect(r.retired).toBe(oldKid);
+    const audited = await t.db().$queryRaw<{ actor: string; org_id: string | null; data: { retired: string } }[]>`
+      SELECT actor, org_id, data FROM audit_event WHERE kind = 'id_token_key.rotated' AND subject = ${r.kid}`;
+    expect(audited).toEqual([
+      { actor: "cli:test", org_id: null, data: expect.objectContaining({ retired: oldKid, kek_id: kek.id }) },
+    ]);
     // Exactly the last expiry among every token the old key signed (other cases minted with it too).
     const last = await t.db().$queryRaw<
       { at: Date }[]

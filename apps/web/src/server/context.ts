@@ -20,6 +20,7 @@ import {
   type LogConfig,
   type LogFollowerDeps,
 } from "@kiln/engine";
+import { DomainError } from "@kiln/domain";
 import type { Logger } from "@kiln/logger";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -48,7 +49,8 @@ interface Services {
 
 interface IdentityServices {
   issuer: string;
-  kek: Promise<IdentityKek>;
+  /** The identity KEK; a failure to read it is ID_TOKEN.KEY_UNAVAILABLE and is retried next time. */
+  kek: () => Promise<IdentityKek>;
 }
 
 interface LogServices {
@@ -92,7 +94,7 @@ export function services(): Services {
       settings: cacheSettingsFromEnv(e),
     })),
     logs: lazy(() => createLogServices(e, log)),
-    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: loadOrCreateIdentityKek(identityKekFile(e)) })),
+    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
   };
   return g.__kiln;
 }
@@ -117,6 +119,17 @@ function createLogServices(e: WebEnv, log: Logger): LogServices {
       keepAliveMs: e.KILN_SSE_KEEPALIVE_MS,
     },
   };
+}
+
+function identityKekLoader(file: string, log: Logger): () => Promise<IdentityKek> {
+  let loaded: Promise<IdentityKek> | null = null;
+  return () =>
+    (loaded ??= loadOrCreateIdentityKek(file).catch((err: unknown) => {
+      // Not cached: an operator who fixes the file (permissions, a mount) needs no restart.
+      loaded = null;
+      log.error("identity KEK unreadable", { file, err });
+      throw new DomainError("ID_TOKEN.KEY_UNAVAILABLE", `the identity KEK ${file} cannot be read`);
+    }));
 }
 
 function lazy<T>(make: () => T): () => T {

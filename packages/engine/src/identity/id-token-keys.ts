@@ -5,6 +5,7 @@
 import { createPrivateKey, generateKeyPairSync, randomBytes, type JsonWebKey, type KeyObject } from "node:crypto";
 import { withTx, type Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 import { openPrivateKey, sealPrivateKey, type IdentityKek } from "./identity-kek.ts";
 import { publicKeyFromJwk } from "./es256-jws.ts";
 
@@ -157,6 +158,7 @@ export async function listIdTokenKeys(
 export async function rotateIdTokenKey(
   db: Db,
   kek: IdentityKek,
+  opts: { actor?: string } = {},
 ): Promise<{ kid: string; retired: string | null; retiredVerifyUntil: string | null }> {
   const fresh = newKeyRow(kek);
   const result = await withTx(db, "rotate-id-token-key", async (tx) => {
@@ -176,7 +178,16 @@ export async function rotateIdTokenKey(
       INSERT INTO id_token_key (kid, public_jwk, private_key_sealed, kek_id)
       VALUES (${fresh.kid}, ${JSON.stringify(fresh.jwk)}::jsonb, ${fresh.sealed}, ${kek.id})`;
     await tx.$executeRaw`DELETE FROM id_token_key WHERE verify_until <= now() AND kid <> ${old ?? ""}`;
-    return { kid: fresh.kid, retired: old, retiredVerifyUntil: verifyUntil?.toISOString() ?? null };
+    const r = { kid: fresh.kid, retired: old, retiredVerifyUntil: verifyUntil?.toISOString() ?? null };
+    // Platform-wide (no org): the signing key of every org's tokens changed.
+    await recordAuditEvent(tx, {
+      orgId: null,
+      kind: "id_token_key.rotated",
+      actor: opts.actor ?? "system:identity",
+      subject: fresh.kid,
+      data: { ...r, kek_id: kek.id },
+    });
+    return r;
   });
   signers.delete(db);
   published.delete(db);

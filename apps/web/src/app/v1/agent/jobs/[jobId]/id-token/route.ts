@@ -17,7 +17,7 @@ export const POST = route({
     const id = identity();
     const minted = await mintIdToken(
       db,
-      { issuer: id.issuer, kek: await id.kek },
+      { issuer: id.issuer, kek: await id.kek() },
       {
         jobId: claims.jobId,
         attemptId: claims.attemptId,
