@@ -6,7 +6,9 @@
 export const ID_TOKEN_MAX_TTL_S = 600;
 /** Below this a token is not worth minting (the lease is about to lapse or be renewed). */
 export const ID_TOKEN_MIN_TTL_S = 1;
-export const ID_TOKEN_ALG = "ES256" as const;
+/** The signing algorithms Kiln uses (id_token_key.alg's CHECK); tokens are signed with the first. */
+export const ID_TOKEN_ALGS = ["ES256"] as const;
+export const ID_TOKEN_ALG = ID_TOKEN_ALGS[0];
 
 /**
  * An audience is the relying party's own identifier (a URL or a name like "sts.amazonaws.com").
