@@ -248,6 +248,7 @@ describe("re-run failed jobs and flakes", () => {
     await dev.locator("h1 [data-outcome-class='ok']").waitFor({ timeout: 120_000 });
     const compileRow = dev.locator("details[data-job='compile']");
     expect(await compileRow.getByTestId("reused-from").textContent()).toBe(`reused from run ${parentId.slice(0, 8)}`);
+    expect(await compileRow.getByTestId("pinned-note").textContent()).toContain("no attempt ran here");
     await dev.locator("details[data-job='test'] [data-testid='flaky-badge']").waitFor({ timeout: 30_000 });
     expect(await dev.locator("details[data-job='package'] [data-testid='flaky-badge']").count()).toBe(0);
     await screenshot(dev, "run-rerun-failed");

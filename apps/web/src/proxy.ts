@@ -29,7 +29,8 @@ export function proxy(req: NextRequest): NextResponse {
 }
 
 export const config = {
-  // Static assets carry their headers from next.config.ts; /v1, /healthz and /.well-known (the
-  // OIDC discovery document and JWKS, fetched by relying parties, ADR 0024) are machine paths.
-  matcher: ["/((?!v1/|v1$|healthz|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
+  // Static assets carry their headers from next.config.ts; /v1, /tlog/ (the transparency log's
+  // checkpoint and tiles), /healthz and /.well-known (the OIDC discovery document and JWKS, fetched
+  // by relying parties, ADR 0024) are machine paths.
+  matcher: ["/((?!v1/|v1$|tlog/|healthz|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
 };

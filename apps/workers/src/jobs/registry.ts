@@ -5,6 +5,7 @@ import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { pruneIdTokensJob } from "./prune-id-tokens.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -15,4 +16,5 @@ export const JOBS = [
   evictCachesJob,
   rotateJobTokenKeyJob,
   pruneIdTokensJob,
+  signTlogCheckpointJob,
 ] as const;

@@ -62,7 +62,15 @@ export type DomainErrorCode =
   | "LOG.ENDED"
   | "LOG.LIMIT_EXCEEDED"
   | "LOG.JOURNAL_FULL"
-  | "LOG.ARCHIVE_UNAVAILABLE";
+  | "LOG.ARCHIVE_UNAVAILABLE"
+  | "TLOG.ENTRY_INVALID"
+  | "TLOG.ENTRY_NOT_FOUND"
+  | "TLOG.INDEX_OUT_OF_RANGE"
+  | "TLOG.SIZE_BEYOND_LOG"
+  | "TLOG.TILE_NOT_FOUND"
+  | "TLOG.NO_CHECKPOINT"
+  | "TLOG.KEY_UNAVAILABLE"
+  | "TLOG.ORIGIN_CHANGED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;
