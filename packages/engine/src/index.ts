@@ -6,9 +6,11 @@ export {
   artifactSettingsFromEnv,
   cacheSettingsFromEnv,
   logConfigFromEnv,
+  forgeConfigFromEnv,
   type EngineEnv,
 } from "./shared/engine-env.ts";
-export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journal.ts";
+export type { DispatchPayload, FreezePayload, ForgeStatusPayload, OutboxTopic } from "./shared/journal.ts";
+export * from "./forge/index.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export {

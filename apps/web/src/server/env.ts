@@ -1,4 +1,5 @@
-import { engineConfigFromEnv, engineEnvSchema, type EngineConfig } from "@kiln/engine";
+import { readFileSync } from "node:fs";
+import { engineConfigFromEnv, engineEnvSchema, forgeConfigFromEnv, type EngineConfig, type ForgeConfig } from "@kiln/engine";
 import { z } from "zod";
 
 // The web app's configuration, parsed once at first use (not at import: `next build` has no
@@ -41,6 +42,14 @@ export function parseWebEnv(source: Record<string, string | undefined>): WebEnv 
 /** The engine config this process runs with: the workers' mapping, so both read the same env alike. */
 export function webEngineConfig(e: WebEnv): EngineConfig {
   return engineConfigFromEnv(e);
+}
+
+let forge: ForgeConfig | null = null;
+
+/** The forge loop's settings (ADR 0028): the repo forge view reports which credentials apply. */
+export function webForgeConfig(): ForgeConfig {
+  forge ??= forgeConfigFromEnv(env(), (p) => readFileSync(p, "utf8"));
+  return forge;
 }
 
 export function env(): WebEnv {

@@ -1,5 +1,7 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
+import { forgeReconcileJob } from "./forge-reconcile.job.ts";
+import { forgeStatusJob } from "./forge-status.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
@@ -13,4 +15,6 @@ export const JOBS = [
   archiveLogsJob,
   evictCachesJob,
   rotateJobTokenKeyJob,
+  forgeStatusJob,
+  forgeReconcileJob,
 ] as const;

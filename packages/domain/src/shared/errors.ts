@@ -60,7 +60,10 @@ export type DomainErrorCode =
   | "LOG.ENDED"
   | "LOG.LIMIT_EXCEEDED"
   | "LOG.JOURNAL_FULL"
-  | "LOG.ARCHIVE_UNAVAILABLE";
+  | "LOG.ARCHIVE_UNAVAILABLE"
+  | "FORGE.NO_SECRETS_KEY"
+  | "FORGE.SECRET_UNREADABLE"
+  | "FORGE.SECRET_KEY_MISMATCH";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

@@ -3,7 +3,7 @@ import { WORKFLOW_LIMITS } from "./limits.ts";
 import { loadYaml } from "./load-yaml.ts";
 import { readEnv } from "./read-fields.ts";
 import { readJob, type JobDraft } from "./read-job.ts";
-import { located, Reader } from "./reader.ts";
+import { located, Reader, type Located } from "./reader.ts";
 import { resolveDependencies } from "./resolve-dependencies.ts";
 import type { ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
 
@@ -23,7 +23,7 @@ function parseOrThrow(source: string): WorkflowDefinition {
   const { root, position } = loadYaml(source);
   const reader = new Reader(position);
   const rootAt = located(root, "");
-  const fields = reader.mapping(rootAt, ["version", "env", "jobs"], "a mapping with version and jobs");
+  const fields = reader.mapping(rootAt, ["version", "env", "pull_request", "jobs"], "a mapping with version and jobs");
 
   const versionAt = reader.required(fields, "version", rootAt);
   reader.integer(versionAt, 1, 1, "1");
@@ -44,7 +44,9 @@ function parseOrThrow(source: string): WorkflowDefinition {
     drafts.push(draft);
   }
   resolveDependencies(reader, drafts);
-  return { version: 1, jobs: drafts.map((draft) => draft.job), env };
+  const prAt = fields.get("pull_request");
+  const pullRequest = prAt ? readPullRequest(reader, prAt) : null;
+  return { version: 1, jobs: drafts.map((draft) => draft.job), env, ...(pullRequest ? { pullRequest } : {}) };
 }
 
 function toWorkflowError(error: unknown): WorkflowError {
@@ -56,4 +58,11 @@ function toWorkflowError(error: unknown): WorkflowError {
   }
   const reason = error instanceof Error ? error.message : String(error);
   return workflowError(null, null, `workflow could not be parsed (internal error: ${reason})`);
+}
+
+/** `pull_request: {cancel_superseded: true}`: a newer commit's run cancels the PR's older unfinished runs. */
+function readPullRequest(reader: Reader, at: Located): { cancelSuperseded: boolean } {
+  const f = reader.mapping(at, ["cancel_superseded"]);
+  const c = f.get("cancel_superseded");
+  return { cancelSuperseded: c ? reader.boolean(c) : false };
 }

@@ -8,6 +8,7 @@ import { QueryError } from "../query-error.tsx";
 import { Elapsed, RelativeTime, useNow } from "../time.tsx";
 import type { RunPageData } from "../types.ts";
 import { FirstFailureCard } from "./first-failure-card.tsx";
+import { ForgeStatuses } from "./forge-statuses.tsx";
 import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
@@ -21,7 +22,12 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
   const trpc = useTRPC();
   const q = useQuery({
     ...trpc.runs.get.queryOptions({ org, runId }),
-    refetchInterval: (query) => (query.state.data?.run.status === "completed" ? false : 2_000),
+    // After completion, statuses may still be on their way to the forge: keep polling, slower.
+    refetchInterval: (query) => {
+      const run = query.state.data?.run;
+      if (run?.status !== "completed") return 2_000;
+      return run.forge_statuses.some((s) => s.delivery === "pending") ? 5_000 : false;
+    },
   });
   const now = useNow(1000);
   if (q.isPending) return <LoadingBlock label="Loading run" rows={8} />;
@@ -71,6 +77,9 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
         </Card>
         <Card title="Caches" id="caches">
           <CachesList data={d} />
+        </Card>
+        <Card title="Forge statuses" id="forge-statuses">
+          <ForgeStatuses data={d} now={now} />
         </Card>
       </div>
     </div>

@@ -69,6 +69,10 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.LIMIT_EXCEEDED": 413,
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
+  // Forge credentials (ADR 0028): the operator's configuration is missing or changed, not the request.
+  "FORGE.NO_SECRETS_KEY": 503,
+  "FORGE.SECRET_UNREADABLE": 503,
+  "FORGE.SECRET_KEY_MISMATCH": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
