@@ -45,7 +45,13 @@ interface Hook {
   since: number;
 }
 
-export async function reconcileForgeDeliveries(db: Db, cfg: ForgeConfig, now = Date.now()): Promise<HookReport[]> {
+export async function reconcileForgeDeliveries(
+  db: Db,
+  cfg: ForgeConfig,
+  opts: { now?: number; pageSize?: number } = {},
+): Promise<HookReport[]> {
+  const now = opts.now ?? Date.now();
+  const perPage = opts.pageSize ?? 100;
   const reports: HookReport[] = [];
   const repos = await db.$queryRaw<(RepoForgeRow & { full_name: string; created_at: Date })[]>`
     SELECT f.repo_id, f.token_enc, f.installation_id, f.hook_id, r.full_name, r.created_at
@@ -68,7 +74,7 @@ export async function reconcileForgeDeliveries(db: Db, cfg: ForgeConfig, now = D
       reports.push(
         await reconcileHook(db, cfg, {
           key,
-          listPath: `${base}?per_page=100`,
+          listPath: `${base}?per_page=${perPage}`,
           attemptsPath: (id) => `${base}/${id}/attempts`,
           auth: () => cred.auth,
           since: Math.max(repo.created_at.getTime(), now - FORGE_DELIVERY_RETENTION_MS),
@@ -85,7 +91,7 @@ export async function reconcileForgeDeliveries(db: Db, cfg: ForgeConfig, now = D
       reports.push(
         await reconcileHook(db, cfg, {
           key: "app",
-          listPath: "/app/hook/deliveries?per_page=100",
+          listPath: `/app/hook/deliveries?per_page=${perPage}`,
           attemptsPath: (id) => `/app/hook/deliveries/${id}/attempts`,
           // A fresh JWT per call: a long pass must not outlive its ten-minute token.
           auth: () => `Bearer ${createAppJwt(app, Date.now())}`,

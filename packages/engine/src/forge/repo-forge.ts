@@ -134,3 +134,11 @@ export async function getRepoForge(
     undelivered_statuses: r.undelivered,
   };
 }
+
+/** The repo named `owner/name` and its org (the CLI addresses repos by name). */
+export async function findRepoByName(db: Db, fullName: string): Promise<{ id: string; orgId: string }> {
+  const rows = await db.$queryRaw<{ id: string; org_id: string }[]>`SELECT id, org_id FROM repo WHERE full_name = ${fullName}`;
+  const r = rows[0];
+  if (!r) throw new DomainError("REPO.NOT_FOUND", `no repository ${fullName} is registered`);
+  return { id: r.id, orgId: r.org_id };
+}
