@@ -71,7 +71,13 @@ export async function computeDesiredStatuses(
   const runUrl = base ? `${base}/orgs/${run.org_slug}/runs/${run.id}` : null;
   const retries = jobs.reduce((n, j) => n + (j.outcome === "success" ? j.platform_retries : 0), 0);
   const summary = firstFailureSummary(run, jobs);
-  const own = forgeStatusOf(subject(run, run.outcome === "success" ? retries : 0));
+  // The run's cause is its first failing job's; the message names that job (the run row has none).
+  const first = jobs.find((j) => j.outcome !== null && j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE);
+  const runSubject = {
+    ...run,
+    cause_message: run.cause_message ?? (first?.cause_message ? `${first.name}: ${first.cause_message}` : first ? `job ${first.name}` : null),
+  };
+  const own = forgeStatusOf(subject(runSubject, run.outcome === "success" ? retries : 0));
   const statuses: DesiredStatus[] = [
     { context: runContext(run.workflow_path), jobId: null, seq: run.seq, ...own, targetUrl: runUrl, summary },
   ];

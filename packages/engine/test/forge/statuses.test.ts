@@ -103,7 +103,7 @@ describe("statuses back to the forge", () => {
     const latest = forge.latestStatuses(tenant.repoName, sha);
     expect(latest.get("kiln/.kiln/workflow.yaml")).toMatchObject({
       state: "failure",
-      description: "Kiln: failed in your code: step.exit_nonzero (step 1 (make) exited with 2)",
+      description: "Kiln: failed in your code: step.exit_nonzero (compile: step 1 (make) exited with 2)",
     });
     expect(latest.get("kiln/.kiln/workflow.yaml/compile")?.state).toBe("failure");
     // The job that never ran because compile failed: cancelled -> error, naming why.
