@@ -18,6 +18,8 @@ const MAX_REQUESTS_PER_GUID = 3;
 /** A redelivery just asked for is given this long to arrive before it is asked for again. */
 const REASK_AFTER_S = 60;
 const MAX_PAGES = 30;
+/** delivered_at has whole seconds and the forge's clock is not ours: a margin before "registered". */
+const CLOCK_SLACK_MS = 5 * 60_000;
 
 interface DeliveryItem {
   id: number;
@@ -77,7 +79,7 @@ export async function reconcileForgeDeliveries(
           listPath: `${base}?per_page=${perPage}`,
           attemptsPath: (id) => `${base}/${id}/attempts`,
           auth: () => cred.auth,
-          since: Math.max(repo.created_at.getTime(), now - FORGE_DELIVERY_RETENTION_MS),
+          since: Math.max(repo.created_at.getTime() - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
         }, hookId),
       );
     } catch (err) {
@@ -95,7 +97,7 @@ export async function reconcileForgeDeliveries(
           attemptsPath: (id) => `/app/hook/deliveries/${id}/attempts`,
           // A fresh JWT per call: a long pass must not outlive its ten-minute token.
           auth: () => `Bearer ${createAppJwt(app, Date.now())}`,
-          since: Math.max(oldest[0]?.at?.getTime() ?? now, now - FORGE_DELIVERY_RETENTION_MS),
+          since: Math.max((oldest[0]?.at?.getTime() ?? now) - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
         }, null),
       );
     } catch (err) {
