@@ -1,7 +1,14 @@
 // Forge credentials and delivery state per repo (issue 19, docs/forge.md): a per-repo token (sealed
 // with KILN_SECRETS_KEY, never printed), the webhook's hook id, and what the forge loop last did.
 import { readFileSync } from "node:fs";
-import { engineEnvSchema, findRepoByName, forgeConfigFromEnv, getRepoForge, setRepoForge, type ForgeConfig } from "@kiln/engine";
+import {
+  engineEnvSchema,
+  findRepoByName,
+  forgeConfigFromEnv,
+  getRepoForge,
+  setRepoForge,
+  type ForgeConfig,
+} from "@kiln/engine";
 import { arg, type CliCommand, type CliContext, intOpt, opt, UsageError } from "./command.ts";
 
 /** The same variables the workers read (KILN_SECRETS_KEY, KILN_GITHUB_*, KILN_PUBLIC_URL). */

@@ -1,5 +1,11 @@
 import { readFileSync } from "node:fs";
-import { engineConfigFromEnv, engineEnvSchema, forgeConfigFromEnv, type EngineConfig, type ForgeConfig } from "@kiln/engine";
+import {
+  engineConfigFromEnv,
+  engineEnvSchema,
+  forgeConfigFromEnv,
+  type EngineConfig,
+  type ForgeConfig,
+} from "@kiln/engine";
 import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 

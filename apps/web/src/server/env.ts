@@ -1,5 +1,11 @@
 import { readFileSync } from "node:fs";
-import { engineConfigFromEnv, engineEnvSchema, forgeConfigFromEnv, type EngineConfig, type ForgeConfig } from "@kiln/engine";
+import {
+  engineConfigFromEnv,
+  engineEnvSchema,
+  forgeConfigFromEnv,
+  type EngineConfig,
+  type ForgeConfig,
+} from "@kiln/engine";
 import { z } from "zod";
 
 // The web app's configuration, parsed once at first use (not at import: `next build` has no

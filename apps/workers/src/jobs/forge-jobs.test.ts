@@ -17,7 +17,12 @@ const TOKEN = "ghp_workerjobtoken0001";
 
 beforeAll(async () => {
   forge = await startFakeForge();
-  cfg = { ...DEFAULT_FORGE_CONFIG, apiUrl: forge.url, publicUrl: "https://kiln.example.com", secretsKey: parseSecretsKey(Buffer.alloc(32, 3).toString("base64")) };
+  cfg = {
+    ...DEFAULT_FORGE_CONFIG,
+    apiUrl: forge.url,
+    publicUrl: "https://kiln.example.com",
+    secretsKey: parseSecretsKey(Buffer.alloc(32, 3).toString("base64")),
+  };
   boss = new PgBoss({ connectionString: t.url(), max: 2 });
   boss.on("error", () => undefined);
   await boss.start();
@@ -31,7 +36,15 @@ afterAll(async () => {
 function deps(): WorkerDeps {
   return { db: t.db(), boss, forge: cfg, log: createLogger({ service: "test" }) } as unknown as WorkerDeps;
 }
-const job = { id: "test", name: forgeStatusJob.name, data: {}, expireInSeconds: 60, heartbeatSeconds: null, retryCount: 0, signal: new AbortController().signal };
+const job = {
+  id: "test",
+  name: forgeStatusJob.name,
+  data: {},
+  expireInSeconds: 60,
+  heartbeatSeconds: null,
+  retryCount: 0,
+  signal: new AbortController().signal,
+};
 
 async function connectedRun(): Promise<{ tenant: Tenant; runId: string }> {
   const tenant = await seedTenant(t.db());
@@ -79,7 +92,8 @@ describe("forge-reconcile job", () => {
     const { runId } = await connectedRun();
     forge.fail({ status: 503, times: 1 });
     await expect(forgeStatusJob.handle(deps(), { runId }, job)).rejects.toThrow();
-    await t.db().$executeRaw`UPDATE forge_status SET updated_at = now() - interval '1 minute' WHERE run_id = ${runId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE forge_status SET updated_at = now() - interval '1 minute' WHERE run_id = ${runId}::uuid`;
     const first = await runForgeReconcile(deps());
     expect(first.resent).toBeGreaterThanOrEqual(1);
     await runForgeReconcile(deps());

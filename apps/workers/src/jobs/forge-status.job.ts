@@ -22,7 +22,11 @@ export const forgeStatusJob = defineJob({
   handle: async ({ db, boss, forge, log }, data, job) => {
     const r = await deliverRunStatuses(db, forge, data.runId);
     if (r.kind === "wait") {
-      log.info("forge rate limit: statuses wait", { run_id: data.runId, retry_after_ms: r.retryAfterMs, job_id: job.id });
+      log.info("forge rate limit: statuses wait", {
+        run_id: data.runId,
+        retry_after_ms: r.retryAfterMs,
+        job_id: job.id,
+      });
       await boss.send(forgeStatusJob.name, data, {
         singletonKey: data.runId,
         startAfter: Math.ceil(r.retryAfterMs / 1000),

@@ -4,7 +4,14 @@ import { checkRunOf, clip, FORGE_DESCRIPTION_MAX, forgeStatusOf, jobContext, run
 import { nextLink } from "./link-header.ts";
 
 const done = (outcome: Outcome, extra: Partial<Parameters<typeof forgeStatusOf>[0]> = {}) =>
-  forgeStatusOf({ status: "completed", outcome, cause: "step.exit_nonzero", causeMessage: "step 1 (make) exited 2", platformRetries: 0, ...extra });
+  forgeStatusOf({
+    status: "completed",
+    outcome,
+    cause: "step.exit_nonzero",
+    causeMessage: "step 1 (make) exited 2",
+    platformRetries: 0,
+    ...extra,
+  });
 
 describe("forge status of a run or job", () => {
   it("maps each of the six outcomes to the state issue 19 names", () => {
@@ -26,10 +33,13 @@ describe("forge status of a run or job", () => {
   });
 
   it("names the cause of a user failure and the policy's reason for a block", () => {
-    expect(done("user_failure").description).toBe("Kiln: failed in your code: step.exit_nonzero (step 1 (make) exited 2)");
-    expect(done("blocked_by_policy", { cause: "policy.untrusted", causeMessage: "fork PRs need a microVM pool" }).description).toBe(
-      "Kiln: blocked by policy: fork PRs need a microVM pool",
+    expect(done("user_failure").description).toBe(
+      "Kiln: failed in your code: step.exit_nonzero (step 1 (make) exited 2)",
     );
+    expect(
+      done("blocked_by_policy", { cause: "policy.untrusted", causeMessage: "fork PRs need a microVM pool" })
+        .description,
+    ).toBe("Kiln: blocked by policy: fork PRs need a microVM pool");
   });
 
   it("counts platform retries on a success", () => {
@@ -41,7 +51,9 @@ describe("forge status of a run or job", () => {
 
   it("is pending until completed", () => {
     for (const status of ["pending", "ready", "running", "cancelling"])
-      expect(forgeStatusOf({ status, outcome: null, cause: null, causeMessage: null, platformRetries: 0 }).state).toBe("pending");
+      expect(forgeStatusOf({ status, outcome: null, cause: null, causeMessage: null, platformRetries: 0 }).state).toBe(
+        "pending",
+      );
   });
 
   it("never exceeds 140 characters, counting code points", () => {
@@ -56,12 +68,25 @@ describe("forge status of a run or job", () => {
   });
 
   it("maps check-run conclusions (the Checks API has no error)", () => {
-    expect(checkRunOf({ status: "running", outcome: null, cause: null, causeMessage: null, platformRetries: 0 })).toEqual({
+    expect(
+      checkRunOf({ status: "running", outcome: null, cause: null, causeMessage: null, platformRetries: 0 }),
+    ).toEqual({
       status: "in_progress",
       conclusion: null,
     });
-    expect(checkRunOf({ status: "completed", outcome: "platform_failure", cause: null, causeMessage: null, platformRetries: 0 }).conclusion).toBe("failure");
-    expect(checkRunOf({ status: "completed", outcome: "timed_out", cause: null, causeMessage: null, platformRetries: 0 }).conclusion).toBe("timed_out");
+    expect(
+      checkRunOf({
+        status: "completed",
+        outcome: "platform_failure",
+        cause: null,
+        causeMessage: null,
+        platformRetries: 0,
+      }).conclusion,
+    ).toBe("failure");
+    expect(
+      checkRunOf({ status: "completed", outcome: "timed_out", cause: null, causeMessage: null, platformRetries: 0 })
+        .conclusion,
+    ).toBe("timed_out");
   });
 
   it("names contexts by workflow path and job", () => {

@@ -58,7 +58,10 @@ export function forgeStatusOf(s: StatusSubject): ForgeStatusText {
     case "cancelled":
       return { state: "error", description: clip(`Kiln: cancelled: ${why}`) };
     case "blocked_by_policy":
-      return { state: "failure", description: clip(`Kiln: blocked by policy: ${s.causeMessage ?? s.cause ?? "no reason given"}`) };
+      return {
+        state: "failure",
+        description: clip(`Kiln: blocked by policy: ${s.causeMessage ?? s.cause ?? "no reason given"}`),
+      };
     default:
       return assertNever(s.outcome);
   }

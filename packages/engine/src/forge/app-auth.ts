@@ -50,7 +50,10 @@ export class InstallationTokens {
       auth: `Bearer ${createAppJwt(cfg.app, this.now())}`,
     });
     const expiresAtMs = Date.parse(r.body.expires_at);
-    this.cache.set(installationId, { token: r.body.token, expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : this.now() + 3_000_000 });
+    this.cache.set(installationId, {
+      token: r.body.token,
+      expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : this.now() + 3_000_000,
+    });
     return r.body.token;
   }
 }

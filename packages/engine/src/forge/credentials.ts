@@ -41,7 +41,8 @@ export async function credentialFor(cfg: ForgeConfig, row: RepoForgeRow | null):
     const token = await installationTokens.token(cfg, installationId);
     return { kind: "app", auth: `Bearer ${token}`, key: `installation:${installationId}`, installationId };
   }
-  if (row?.installation_id) return { kind: "none", reason: "webhooks name an App installation but no GitHub App is configured" };
+  if (row?.installation_id)
+    return { kind: "none", reason: "webhooks name an App installation but no GitHub App is configured" };
   return { kind: "none", reason: "no forge token and no GitHub App installation" };
 }
 

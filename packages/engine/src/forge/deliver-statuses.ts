@@ -76,7 +76,12 @@ export async function deliverRunStatuses(db: Db, cfg: ForgeConfig, runId: string
           method: "POST",
           path: `/repos/${row.repo_full_name}/statuses/${row.commit_sha}`,
           auth: cred.auth,
-          body: { state: row.state, target_url: row.target_url ?? undefined, description: row.description, context: row.context },
+          body: {
+            state: row.state,
+            target_url: row.target_url ?? undefined,
+            description: row.description,
+            context: row.context,
+          },
         });
         await db.$executeRaw`
           UPDATE forge_status SET delivered_seq = GREATEST(delivered_seq, ${row.desired_seq}::bigint), delivered_state = ${row.state},
@@ -157,7 +162,12 @@ async function sendCheckRun(cfg: ForgeConfig, cred: ForgeCredential & { kind: "a
     output: { title: row.description, summary: row.summary ?? row.description },
   };
   if (row.check_run_id) {
-    await forgeRequest(cfg, { method: "PATCH", path: `/repos/${row.repo_full_name}/check-runs/${row.check_run_id}`, auth: cred.auth, body });
+    await forgeRequest(cfg, {
+      method: "PATCH",
+      path: `/repos/${row.repo_full_name}/check-runs/${row.check_run_id}`,
+      auth: cred.auth,
+      body,
+    });
     return row.check_run_id;
   }
   const r = await forgeRequest<{ id: number }>(cfg, {

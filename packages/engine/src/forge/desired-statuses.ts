@@ -1,5 +1,13 @@
 import type { Db } from "@kiln/db";
-import { clip, forgeStatusOf, isOutcome, jobContext, runContext, UPSTREAM_FAILED_CAUSE, type StatusSubject } from "@kiln/domain";
+import {
+  clip,
+  forgeStatusOf,
+  isOutcome,
+  jobContext,
+  runContext,
+  UPSTREAM_FAILED_CAUSE,
+  type StatusSubject,
+} from "@kiln/domain";
 import type { ForgeConfig } from "./forge-config.ts";
 
 // What the forge should show for a run right now, written to forge_status. Computed from the
@@ -43,7 +51,10 @@ export interface DesiredStatus {
   summary: string;
 }
 
-const subject = (r: { status: string; outcome: string | null; cause: string | null; cause_message: string | null }, retries: number): StatusSubject => ({
+const subject = (
+  r: { status: string; outcome: string | null; cause: string | null; cause_message: string | null },
+  retries: number,
+): StatusSubject => ({
   status: r.status,
   outcome: r.outcome !== null && isOutcome(r.outcome) ? r.outcome : null,
   cause: r.cause,
@@ -75,7 +86,9 @@ export async function computeDesiredStatuses(
   const first = jobs.find((j) => j.outcome !== null && j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE);
   const runSubject = {
     ...run,
-    cause_message: run.cause_message ?? (first?.cause_message ? `${first.name}: ${first.cause_message}` : first ? `job ${first.name}` : null),
+    cause_message:
+      run.cause_message ??
+      (first?.cause_message ? `${first.name}: ${first.cause_message}` : first ? `job ${first.name}` : null),
   };
   const own = forgeStatusOf(subject(runSubject, run.outcome === "success" ? retries : 0));
   const statuses: DesiredStatus[] = [
@@ -103,7 +116,8 @@ function firstFailureSummary(run: RunRow, jobs: JobRow[]): string {
   if (run.status !== "completed") return "Kiln is running this workflow.";
   if (run.outcome === "success") return "All jobs succeeded.";
   const first = jobs.find((j) => j.outcome !== null && j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE);
-  if (!first) return `The run ended ${run.outcome ?? "without an outcome"}: ${run.cause_message ?? run.cause ?? "no cause recorded"}.`;
+  if (!first)
+    return `The run ended ${run.outcome ?? "without an outcome"}: ${run.cause_message ?? run.cause ?? "no cause recorded"}.`;
   return [
     `First failure: job \`${first.name}\` (${first.outcome}).`,
     first.cause ? `Cause: \`${first.cause}\`.` : "",

@@ -52,18 +52,18 @@ export async function forgeRequest<T>(
       redirect: "error",
     });
   } catch (err) {
-    throw new ForgeApiError("unavailable", null, `forge unreachable: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ForgeApiError(
+      "unavailable",
+      null,
+      `forge unreachable: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   const text = await res.text().catch(() => "");
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = null;
-  }
+  const body = parseJson(text);
   if (res.ok) return { status: res.status, body: body as T, next: nextLink(res.headers.get("link")) };
   const message = (body as { message?: unknown } | null)?.message;
-  const what = `${req.method} ${new URL(url).pathname}: ${res.status} ${typeof message === "string" ? message : ""}`.trim();
+  const what =
+    `${req.method} ${new URL(url).pathname}: ${res.status} ${typeof message === "string" ? message : ""}`.trim();
   const wait = rateLimitWait(res, typeof message === "string" ? message : "", (req.now ?? Date.now)());
   if (wait !== null) throw new ForgeApiError("rate_limited", res.status, what, wait);
   if (res.status >= 500) throw new ForgeApiError("unavailable", res.status, what);
@@ -77,7 +77,11 @@ export async function forgeRequest<T>(
  * "secondary rate limit" message. Null when the answer is not a rate limit (a plain 403 is a
  * permissions refusal).
  */
-export function rateLimitWait(res: Pick<Response, "status" | "headers">, message: string, nowMs: number): number | null {
+export function rateLimitWait(
+  res: Pick<Response, "status" | "headers">,
+  message: string,
+  nowMs: number,
+): number | null {
   if (res.status !== 403 && res.status !== 429) return null;
   const retryAfter = res.headers.get("retry-after");
   if (retryAfter !== null) {
@@ -92,4 +96,12 @@ export function rateLimitWait(res: Pick<Response, "status" | "headers">, message
   }
   if (res.status === 429 || /rate limit/i.test(message)) return SECONDARY_DEFAULT_WAIT_MS;
   return null;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
 }

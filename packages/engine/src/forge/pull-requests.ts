@@ -50,6 +50,12 @@ export async function cancelSupersededRuns(db: Db, runId: string): Promise<strin
       AND (o.created_at, o.id) < (r.created_at, r.id)
     ORDER BY o.created_at`;
   if (runs.length === 0) return [];
-  const pr = await db.$queryRaw<{ number: number }[]>`SELECT number FROM run_pull_request WHERE run_id = ${runId}::uuid`;
-  return cancelAll(db, runs, `forge: superseded by a newer commit on pull request #${pr[0]?.number ?? "?"} (run ${runId})`);
+  const pr = await db.$queryRaw<
+    { number: number }[]
+  >`SELECT number FROM run_pull_request WHERE run_id = ${runId}::uuid`;
+  return cancelAll(
+    db,
+    runs,
+    `forge: superseded by a newer commit on pull request #${pr[0]?.number ?? "?"} (run ${runId})`,
+  );
 }

@@ -67,20 +67,36 @@ export async function reconcileForgeDeliveries(
         reports.push(await recordPass(db, key, null, 0, 0, cred.reason));
         continue;
       }
-      const hookId = repo.hook_id ? Number(repo.hook_id) : await findHookId(db, cfg, cred, repo.repo_id, repo.full_name);
+      const hookId = repo.hook_id
+        ? Number(repo.hook_id)
+        : await findHookId(db, cfg, cred, repo.repo_id, repo.full_name);
       if (!hookId) {
-        reports.push(await recordPass(db, key, null, 0, 0, `no hook on ${repo.full_name} points at ${kilnWebhookUrl(cfg) ?? "(KILN_PUBLIC_URL unset)"}`));
+        reports.push(
+          await recordPass(
+            db,
+            key,
+            null,
+            0,
+            0,
+            `no hook on ${repo.full_name} points at ${kilnWebhookUrl(cfg) ?? "(KILN_PUBLIC_URL unset)"}`,
+          ),
+        );
         continue;
       }
       const base = `/repos/${repo.full_name}/hooks/${hookId}/deliveries`;
       reports.push(
-        await reconcileHook(db, cfg, {
-          key,
-          listPath: `${base}?per_page=${perPage}`,
-          attemptsPath: (id) => `${base}/${id}/attempts`,
-          auth: () => cred.auth,
-          since: Math.max(repo.created_at.getTime() - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
-        }, hookId),
+        await reconcileHook(
+          db,
+          cfg,
+          {
+            key,
+            listPath: `${base}?per_page=${perPage}`,
+            attemptsPath: (id) => `${base}/${id}/attempts`,
+            auth: () => cred.auth,
+            since: Math.max(repo.created_at.getTime() - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
+          },
+          hookId,
+        ),
       );
     } catch (err) {
       reports.push(await recordPass(db, key, null, 0, 0, errorText(err)));
@@ -91,14 +107,19 @@ export async function reconcileForgeDeliveries(
     const oldest = await db.$queryRaw<{ at: Date | null }[]>`SELECT min(created_at) AS at FROM repo`;
     try {
       reports.push(
-        await reconcileHook(db, cfg, {
-          key: "app",
-          listPath: `/app/hook/deliveries?per_page=${perPage}`,
-          attemptsPath: (id) => `/app/hook/deliveries/${id}/attempts`,
-          // A fresh JWT per call: a long pass must not outlive its ten-minute token.
-          auth: () => `Bearer ${createAppJwt(app, Date.now())}`,
-          since: Math.max((oldest[0]?.at?.getTime() ?? now) - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
-        }, null),
+        await reconcileHook(
+          db,
+          cfg,
+          {
+            key: "app",
+            listPath: `/app/hook/deliveries?per_page=${perPage}`,
+            attemptsPath: (id) => `/app/hook/deliveries/${id}/attempts`,
+            // A fresh JWT per call: a long pass must not outlive its ten-minute token.
+            auth: () => `Bearer ${createAppJwt(app, Date.now())}`,
+            since: Math.max((oldest[0]?.at?.getTime() ?? now) - CLOCK_SLACK_MS, now - FORGE_DELIVERY_RETENTION_MS),
+          },
+          null,
+        ),
       );
     } catch (err) {
       reports.push(await recordPass(db, "app", null, 0, 0, errorText(err)));
@@ -115,7 +136,11 @@ async function reconcileHook(db: Db, cfg: ForgeConfig, hook: Hook, hookId: numbe
   let next: string | null = hook.listPath;
   // Newest first: stop at the cursor (already examined) or at the retention/registration bound.
   pages: for (let page = 0; next && page < MAX_PAGES; page++) {
-    const r: { body: DeliveryItem[]; next: string | null } = await forgeRequest<DeliveryItem[]>(cfg, { method: "GET", path: next, auth: hook.auth() });
+    const r: { body: DeliveryItem[]; next: string | null } = await forgeRequest<DeliveryItem[]>(cfg, {
+      method: "GET",
+      path: next,
+      auth: hook.auth(),
+    });
     for (const d of r.body) {
       if (d.id <= seen || Date.parse(d.delivered_at) < hook.since) break pages;
       items.push(d);
@@ -157,10 +182,20 @@ async function reconcileHook(db: Db, cfg: ForgeConfig, hook: Hook, hookId: numbe
   return recordPass(db, hook.key, hookId, items.length, redelivered, null, newest);
 }
 
-async function findHookId(db: Db, cfg: ForgeConfig, cred: ForgeCredential, repoId: string, fullName: string): Promise<number | null> {
+async function findHookId(
+  db: Db,
+  cfg: ForgeConfig,
+  cred: ForgeCredential,
+  repoId: string,
+  fullName: string,
+): Promise<number | null> {
   const target = kilnWebhookUrl(cfg);
   if (!target || cred.kind === "none") return null;
-  const r = await forgeRequest<{ id: number; config?: { url?: string } }[]>(cfg, { method: "GET", path: `/repos/${fullName}/hooks?per_page=100`, auth: cred.auth });
+  const r = await forgeRequest<{ id: number; config?: { url?: string } }[]>(cfg, {
+    method: "GET",
+    path: `/repos/${fullName}/hooks?per_page=100`,
+    auth: cred.auth,
+  });
   const hook = r.body.find((h) => h.config?.url === target);
   if (!hook) return null;
   // Remembered, so later passes skip the listing; `repo add --forge-hook-id` overrides it.

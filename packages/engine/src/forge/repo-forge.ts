@@ -54,7 +54,13 @@ export interface RepoForgeView {
     redeliveries_requested: number;
   } | null;
   /** The newest delivery Kiln received for this repo. */
-  last_delivery: { delivery_id: string; event: string; outcome: string; received_at: string; run_id: string | null } | null;
+  last_delivery: {
+    delivery_id: string;
+    event: string;
+    outcome: string;
+    received_at: string;
+    run_id: string | null;
+  } | null;
   /** Statuses not yet on the forge, across the repo's runs. */
   undelivered_statuses: number;
 }
@@ -129,7 +135,13 @@ export async function getRepoForge(
           }
         : null,
     last_delivery: r.d_id
-      ? { delivery_id: r.d_id, event: r.d_event ?? "", outcome: r.d_outcome ?? "", received_at: iso(r.d_at) ?? "", run_id: r.d_run }
+      ? {
+          delivery_id: r.d_id,
+          event: r.d_event ?? "",
+          outcome: r.d_outcome ?? "",
+          received_at: iso(r.d_at) ?? "",
+          run_id: r.d_run,
+        }
       : null,
     undelivered_statuses: r.undelivered,
   };
@@ -137,7 +149,9 @@ export async function getRepoForge(
 
 /** The repo named `owner/name` and its org (the CLI addresses repos by name). */
 export async function findRepoByName(db: Db, fullName: string): Promise<{ id: string; orgId: string }> {
-  const rows = await db.$queryRaw<{ id: string; org_id: string }[]>`SELECT id, org_id FROM repo WHERE full_name = ${fullName}`;
+  const rows = await db.$queryRaw<
+    { id: string; org_id: string }[]
+  >`SELECT id, org_id FROM repo WHERE full_name = ${fullName}`;
   const r = rows[0];
   if (!r) throw new DomainError("REPO.NOT_FOUND", `no repository ${fullName} is registered`);
   return { id: r.id, orgId: r.org_id };

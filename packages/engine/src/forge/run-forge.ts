@@ -22,7 +22,10 @@ export interface ForgeStatusView {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** Statuses on the run's commit that this run set (a newer run on the same commit owns them after). */
-export async function listRunForgeStatuses(db: Db, input: { orgId: string; runId: string }): Promise<ForgeStatusView[]> {
+export async function listRunForgeStatuses(
+  db: Db,
+  input: { orgId: string; runId: string },
+): Promise<ForgeStatusView[]> {
   const rows = await db.$queryRaw<
     {
       context: string;

@@ -26,7 +26,9 @@ export function sealSecret(k: SecretsKey, plaintext: string, aad: string): strin
   // row it no longer opens.
   c.setAAD(Buffer.from(aad, "utf8"));
   const ct = Buffer.concat([c.update(plaintext, "utf8"), c.final()]);
-  return ["v1", k.kid, iv.toString("base64url"), ct.toString("base64url"), c.getAuthTag().toString("base64url")].join(".");
+  return ["v1", k.kid, iv.toString("base64url"), ct.toString("base64url"), c.getAuthTag().toString("base64url")].join(
+    ".",
+  );
 }
 
 export function openSecret(k: SecretsKey, sealed: string, aad: string): string {
@@ -34,7 +36,10 @@ export function openSecret(k: SecretsKey, sealed: string, aad: string): string {
   if (v !== "v1" || !kid || !iv || ct === undefined || !tag)
     throw new DomainError("FORGE.SECRET_UNREADABLE", "stored secret is not in the v1 format");
   if (kid !== k.kid)
-    throw new DomainError("FORGE.SECRET_KEY_MISMATCH", `stored secret was sealed with key ${kid}, this process has ${k.kid}`);
+    throw new DomainError(
+      "FORGE.SECRET_KEY_MISMATCH",
+      `stored secret was sealed with key ${kid}, this process has ${k.kid}`,
+    );
   try {
     const d = createDecipheriv("aes-256-gcm", k.key, Buffer.from(iv, "base64url"));
     d.setAAD(Buffer.from(aad, "utf8"));

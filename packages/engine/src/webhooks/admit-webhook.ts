@@ -123,7 +123,14 @@ export async function admitGithubWebhook(
              ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id`,
       values: [deliveryId, event, repo.id],
     });
-    return rec.rowCount === 1 ? { status: 200 as const, runId: null, duplicate: false, ignored: "pull request closed: its unfinished runs were cancelled" } : prior();
+    return rec.rowCount === 1
+      ? {
+          status: 200 as const,
+          runId: null,
+          duplicate: false,
+          ignored: "pull request closed: its unfinished runs were cancelled",
+        }
+      : prior();
   }
   if (typeof plan === "string") {
     const ignored = await sql.query({
@@ -256,7 +263,11 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
 }
 
 /** The App installation a repo's webhooks come from (its token writes statuses and check runs). */
-async function rememberInstallation(sql: ReturnType<typeof sqlPool>, repoId: string, installationId: number): Promise<void> {
+async function rememberInstallation(
+  sql: ReturnType<typeof sqlPool>,
+  repoId: string,
+  installationId: number,
+): Promise<void> {
   await sql.query({
     name: "webhook-installation",
     text: `INSERT INTO repo_forge (repo_id, installation_id) VALUES ($1::uuid, $2::bigint)

@@ -58,13 +58,22 @@ describe("as a GitHub App", () => {
     const issued = forge.installationTokensIssued();
     await deliverRunStatuses(t.db(), appCfg(), r.runId ?? "");
     const [check] = forge.checkRuns(tenant.repoName);
-    expect(check).toMatchObject({ name: "kiln/.kiln/workflow.yaml", head_sha: sha, status: "queued", external_id: r.runId });
+    expect(check).toMatchObject({
+      name: "kiln/.kiln/workflow.yaml",
+      head_sha: sha,
+      status: "queued",
+      external_id: r.runId,
+    });
     expect(forge.latestStatuses(tenant.repoName, sha).get("kiln/.kiln/workflow.yaml")?.state).toBe("pending");
 
     await cancelRun(t.db(), { runId: r.runId ?? "", orgId: tenant.orgId, actor: "alice" });
     await deliverRunStatuses(t.db(), appCfg(), r.runId ?? "");
     expect(forge.checkRuns(tenant.repoName)).toHaveLength(1);
-    expect(forge.checkRuns(tenant.repoName)[0]).toMatchObject({ status: "completed", conclusion: "cancelled", updates: 1 });
+    expect(forge.checkRuns(tenant.repoName)[0]).toMatchObject({
+      status: "completed",
+      conclusion: "cancelled",
+      updates: 1,
+    });
     expect(forge.checkRuns(tenant.repoName)[0]?.output.summary).toContain("run.cancelled");
     expect(forge.latestStatuses(tenant.repoName, sha).get("kiln/.kiln/workflow.yaml")?.state).toBe("error");
     // One exchange for both deliveries: cached until shortly before expires_at.
@@ -75,11 +84,20 @@ describe("as a GitHub App", () => {
     const other = appKeys();
     const tenant = await seedTenant(t.db());
     forge.addRepo(tenant.repoName, { installationId: 9_000_002 });
-    await t.db().$executeRaw`INSERT INTO repo_forge (repo_id, installation_id) VALUES (${tenant.repoId}::uuid, 9000002)`;
+    await t.db()
+      .$executeRaw`INSERT INTO repo_forge (repo_id, installation_id) VALUES (${tenant.repoId}::uuid, 9000002)`;
     const body = JSON.stringify(pushPayload(tenant.repoName, "d".repeat(40), 1));
-    const r = await admitGithubWebhook(t.db(), { rawBody: Buffer.from(body), signature: await sign("s3cret-value", body), event: "push", deliveryId: randomUUID() });
+    const r = await admitGithubWebhook(t.db(), {
+      rawBody: Buffer.from(body),
+      signature: await sign("s3cret-value", body),
+      event: "push",
+      deliveryId: randomUUID(),
+    });
     const cfg = forgeCfg(forge.url, { app: { id: APP_ID, privateKeyPem: other.privateKeyPem } });
-    await expect(deliverRunStatuses(t.db(), cfg, r.runId ?? "")).rejects.toMatchObject({ kind: "unauthorised", status: 401 });
+    await expect(deliverRunStatuses(t.db(), cfg, r.runId ?? "")).rejects.toMatchObject({
+      kind: "unauthorised",
+      status: 401,
+    });
     expect(forge.latestStatuses(tenant.repoName, "d".repeat(40)).size).toBe(0);
   });
 });
@@ -88,8 +106,15 @@ describe("missed deliveries", () => {
   async function connectedRepo(hook: boolean): Promise<Tenant & { hookId: number }> {
     const tenant = await seedTenant(t.db());
     const hookId = 500_000 + Math.floor(Math.random() * 100_000);
-    forge.addRepo(tenant.repoName, { token: "ghp_reconciletoken1234", hook: { id: hookId, url: endpoint.url, secret: "s3cret-value" } });
-    await setRepoForge(t.db(), forgeCfg(forge.url), { repoId: tenant.repoId, token: "ghp_reconciletoken1234", ...(hook ? { hookId } : {}) });
+    forge.addRepo(tenant.repoName, {
+      token: "ghp_reconciletoken1234",
+      hook: { id: hookId, url: endpoint.url, secret: "s3cret-value" },
+    });
+    await setRepoForge(t.db(), forgeCfg(forge.url), {
+      repoId: tenant.repoId,
+      token: "ghp_reconciletoken1234",
+      ...(hook ? { hookId } : {}),
+    });
     return { ...tenant, hookId };
   }
 
@@ -105,8 +130,15 @@ describe("missed deliveries", () => {
     expect(await runsOf(tenant.repoId)).toHaveLength(1);
 
     const reports = await reconcileForgeDeliveries(t.db(), forgeCfg(forge.url), { pageSize: 1 });
-    expect(reports.find((h) => h.hook === `repo:${tenant.repoId}`)).toMatchObject({ examined: 2, redelivered: 1, error: null });
-    const runs = await until(() => runsOf(tenant.repoId), (r) => r.length === 2);
+    expect(reports.find((h) => h.hook === `repo:${tenant.repoId}`)).toMatchObject({
+      examined: 2,
+      redelivered: 1,
+      error: null,
+    });
+    const runs = await until(
+      () => runsOf(tenant.repoId),
+      (r) => r.length === 2,
+    );
     expect(runs).toHaveLength(2);
     const redelivered = forge.deliveries(tenant.repoName).filter((d) => d.redelivery);
     expect(redelivered).toEqual([expect.objectContaining({ guid: missed.guid, status_code: 202 })]);
@@ -130,9 +162,16 @@ describe("missed deliveries", () => {
     await forge.deliver(tenant.repoName, "push", pushPayload(tenant.repoName, "1".repeat(40), 1));
     endpoint.down = false;
     await reconcileForgeDeliveries(t.db(), cfg);
-    const stored = await t.db().$queryRaw<{ hook_id: bigint }[]>`SELECT hook_id FROM repo_forge WHERE repo_id = ${tenant.repoId}::uuid`;
+    const stored = await t.db().$queryRaw<
+      { hook_id: bigint }[]
+    >`SELECT hook_id FROM repo_forge WHERE repo_id = ${tenant.repoId}::uuid`;
     expect(Number(stored[0]?.hook_id)).toBe(tenant.hookId);
-    expect(await until(() => runsOf(tenant.repoId), (r) => r.length === 1)).toHaveLength(1);
+    expect(
+      await until(
+        () => runsOf(tenant.repoId),
+        (r) => r.length === 1,
+      ),
+    ).toHaveLength(1);
   });
 
   it("a delivery Kiln keeps refusing is asked for at most three times, and the pass records the forge's failure", async () => {
@@ -142,7 +181,8 @@ describe("missed deliveries", () => {
     for (let i = 0; i < 5; i++) {
       await reconcileForgeDeliveries(t.db(), forgeCfg(forge.url));
       // As if the re-ask window passed.
-      await t.db().$executeRaw`UPDATE forge_redelivery SET last_requested_at = now() - interval '1 hour' WHERE hook_key = ${`repo:${tenant.repoId}`}`;
+      await t.db()
+        .$executeRaw`UPDATE forge_redelivery SET last_requested_at = now() - interval '1 hour' WHERE hook_key = ${`repo:${tenant.repoId}`}`;
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(forge.deliveries(tenant.repoName).filter((d) => d.redelivery)).toHaveLength(3);

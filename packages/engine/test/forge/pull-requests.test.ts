@@ -30,7 +30,8 @@ async function freeze(tenant: Tenant, runId: string, yaml: string): Promise<void
   });
 }
 
-const SUPERSEDING = "version: 1\npull_request: {cancel_superseded: true}\njobs:\n  - name: test\n    steps: [sleep 60]\n";
+const SUPERSEDING =
+  "version: 1\npull_request: {cancel_superseded: true}\njobs:\n  - name: test\n    steps: [sleep 60]\n";
 const PLAIN = "version: 1\njobs:\n  - name: test\n    steps: [sleep 60]\n";
 
 describe("pull requests", () => {

@@ -73,7 +73,10 @@ describe("statuses back to the forge", () => {
     const queued = await t.db().$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM outbox WHERE topic = 'forge.status' AND payload->>'runId' = ${r.runId}`;
     expect(queued[0]?.n).toBe(1);
-    expect(await deliverRunStatuses(t.db(), forgeCfg(forge.url), r.runId ?? "")).toEqual({ kind: "done", delivered: 1 });
+    expect(await deliverRunStatuses(t.db(), forgeCfg(forge.url), r.runId ?? "")).toEqual({
+      kind: "done",
+      delivered: 1,
+    });
     const got = forge.latestStatuses(tenant.repoName, head).get("kiln/.kiln/workflow.yaml");
     expect(got).toMatchObject({
       state: "pending",
@@ -82,7 +85,9 @@ describe("statuses back to the forge", () => {
     });
     expect(forge.requests.at(-1)?.authorization).toBe(`Bearer ${TOKEN}`);
     // At rest the token is ciphertext only.
-    const stored = await t.db().$queryRaw<{ token_enc: string }[]>`SELECT token_enc FROM repo_forge WHERE repo_id = ${tenant.repoId}::uuid`;
+    const stored = await t.db().$queryRaw<
+      { token_enc: string }[]
+    >`SELECT token_enc FROM repo_forge WHERE repo_id = ${tenant.repoId}::uuid`;
     expect(stored[0]?.token_enc).toMatch(/^v1\./);
     expect(stored[0]?.token_enc).not.toContain(TOKEN);
   });
@@ -125,7 +130,11 @@ describe("statuses back to the forge", () => {
     const runId = await frozenRun(tenant);
     const before = posts().length;
     const cfg = forgeCfg(forge.url);
-    await Promise.all([deliverRunStatuses(t.db(), cfg, runId), deliverRunStatuses(t.db(), cfg, runId), deliverRunStatuses(t.db(), cfg, runId)]);
+    await Promise.all([
+      deliverRunStatuses(t.db(), cfg, runId),
+      deliverRunStatuses(t.db(), cfg, runId),
+      deliverRunStatuses(t.db(), cfg, runId),
+    ]);
     expect(posts().length - before).toBe(3);
   });
 
@@ -142,9 +151,12 @@ describe("statuses back to the forge", () => {
     expect(forge.requests.length).toBe(before);
     const rows = await t.db().$queryRaw<{ last_http_status: number | null; next_attempt_at: Date | null }[]>`
       SELECT last_http_status, next_attempt_at FROM forge_status WHERE run_id = ${runId}::uuid`;
-    expect(rows.every((x) => x.next_attempt_at !== null && x.next_attempt_at.getTime() > Date.now() + 20_000)).toBe(true);
+    expect(rows.every((x) => x.next_attempt_at !== null && x.next_attempt_at.getTime() > Date.now() + 20_000)).toBe(
+      true,
+    );
     // The pause is over (as if 30 s passed).
-    await t.db().$executeRaw`UPDATE forge_rate_limit SET until = now() - interval '1 second' WHERE credential_key = ${`repo:${tenant.repoId}`}`;
+    await t.db()
+      .$executeRaw`UPDATE forge_rate_limit SET until = now() - interval '1 second' WHERE credential_key = ${`repo:${tenant.repoId}`}`;
     await t.db().$executeRaw`UPDATE forge_status SET next_attempt_at = NULL WHERE run_id = ${runId}::uuid`;
     expect(await deliverRunStatuses(t.db(), cfg, runId)).toEqual({ kind: "done", delivered: 3 });
   });
@@ -164,7 +176,9 @@ describe("statuses back to the forge", () => {
     const cfg = forgeCfg(forge.url);
     forge.fail({ status: 502 });
     await expect(deliverRunStatuses(t.db(), cfg, runId)).rejects.toBeInstanceOf(ForgeApiError);
-    const rows = await t.db().$queryRaw<{ last_http_status: number | null; last_error: string | null; attempts: number }[]>`
+    const rows = await t.db().$queryRaw<
+      { last_http_status: number | null; last_error: string | null; attempts: number }[]
+    >`
       SELECT last_http_status, last_error, attempts FROM forge_status WHERE run_id = ${runId}::uuid AND job_id IS NULL`;
     expect(rows[0]).toMatchObject({ last_http_status: 502, attempts: 1 });
     forge.recover();
@@ -175,14 +189,17 @@ describe("statuses back to the forge", () => {
     const tenant = await seedTenant(t.db());
     const runId = await frozenRun(tenant);
     await failFirstJob(tenant);
-    const n = await t.db().$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'forge.status' AND payload->>'runId' = ${runId}`;
+    const n = await t.db().$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM outbox WHERE topic = 'forge.status' AND payload->>'runId' = ${runId}`;
     expect(n[0]?.n).toBe(0);
   });
 
   it("a token sealed for one repo does not open as another repo's", async () => {
     const a = await connected();
     const b = await connected();
-    await t.db().$executeRaw`UPDATE repo_forge SET token_enc = (SELECT token_enc FROM repo_forge WHERE repo_id = ${a.repoId}::uuid) WHERE repo_id = ${b.repoId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE repo_forge SET token_enc = (SELECT token_enc FROM repo_forge WHERE repo_id = ${a.repoId}::uuid) WHERE repo_id = ${b.repoId}::uuid`;
     const runId = await frozenRun(b);
     const r = await deliverRunStatuses(t.db(), forgeCfg(forge.url), runId);
     expect(r).toEqual({ kind: "no_credential", reason: "stored secret failed authentication" });

@@ -9,7 +9,10 @@ import { DEFAULT_FORGE_CONFIG, type ForgeConfig } from "../../src/forge/forge-co
 import { parseSecretsKey } from "../../src/forge/secret-box.ts";
 
 /** A recorded payload from @octokit/webhooks-examples (GitHub's own examples), deep-copied. */
-export function example(event: string, pick: (e: Record<string, unknown>) => boolean = () => true): Record<string, any> {
+export function example(
+  event: string,
+  pick: (e: Record<string, unknown>) => boolean = () => true,
+): Record<string, any> {
   const group = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((g) => g.name === event);
   const e = group?.examples.find(pick);
   if (!e) throw new Error(`no ${event} example`);
@@ -26,7 +29,13 @@ export function pushPayload(repoName: string, sha: string, senderId: number): Re
   return p;
 }
 
-export function prPayload(repoName: string, action: string, number: number, sha: string, senderId: number): Record<string, any> {
+export function prPayload(
+  repoName: string,
+  action: string,
+  number: number,
+  sha: string,
+  senderId: number,
+): Record<string, any> {
   const p = example("pull_request", (e) => e.action === (action === "synchronize" ? "synchronize" : action));
   p.action = action;
   p.number = number;
@@ -42,7 +51,14 @@ export function prPayload(repoName: string, action: string, number: number, sha:
 export const SECRETS_KEY = parseSecretsKey(Buffer.alloc(32, 7).toString("base64"));
 
 export function forgeCfg(apiUrl: string, extra: Partial<ForgeConfig> = {}): ForgeConfig {
-  return { ...DEFAULT_FORGE_CONFIG, apiUrl, publicUrl: "https://kiln.example.com", secretsKey: SECRETS_KEY, requestTimeoutMs: 5_000, ...extra };
+  return {
+    ...DEFAULT_FORGE_CONFIG,
+    apiUrl,
+    publicUrl: "https://kiln.example.com",
+    secretsKey: SECRETS_KEY,
+    requestTimeoutMs: 5_000,
+    ...extra,
+  };
 }
 
 export function appKeys(): { privateKeyPem: string; publicKeyPem: string } {

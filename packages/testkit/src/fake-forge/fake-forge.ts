@@ -74,7 +74,13 @@ interface StoredDelivery extends DeliveryItem {
 type Mode =
   | { kind: "ok" }
   | { kind: "fail"; status: number; remaining: number | null }
-  | { kind: "rate_limit"; flavour: "primary" | "secondary"; status: 403 | 429; retryAfterS: number; remaining: number | null };
+  | {
+      kind: "rate_limit";
+      flavour: "primary" | "secondary";
+      status: 403 | 429;
+      retryAfterS: number;
+      remaining: number | null;
+    };
 
 export interface FakeForge {
   /** The API base URL to give Kiln as KILN_GITHUB_API_URL. */
@@ -88,10 +94,19 @@ export interface FakeForge {
   checkRuns(fullName: string): CheckRunRecord[];
   /** The next `times` API calls (null: all until recover()) answer `status` (default 503). */
   fail(o?: { status?: number; times?: number | null }): void;
-  rateLimit(o: { flavour: "primary" | "secondary"; status?: 403 | 429; retryAfterS: number; times?: number | null }): void;
+  rateLimit(o: {
+    flavour: "primary" | "secondary";
+    status?: 403 | 429;
+    retryAfterS: number;
+    times?: number | null;
+  }): void;
   recover(): void;
   /** Sends a signed webhook as GitHub would and records the delivery (also when Kiln was unreachable). */
-  deliver(fullName: string, event: string, payload: Record<string, unknown>): Promise<{ guid: string; id: number; statusCode: number }>;
+  deliver(
+    fullName: string,
+    event: string,
+    payload: Record<string, unknown>,
+  ): Promise<{ guid: string; id: number; statusCode: number }>;
   deliveries(fullName: string | null): DeliveryItem[];
   installationTokensIssued(): number;
   stop(): Promise<void>;
@@ -183,7 +198,10 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       const token = `ghs_${randomBytes(18).toString("hex")}`;
       const expiresAt = Date.now() + (opts.installationTokenTtlS ?? 3600) * 1000;
       installationTokens.set(token, { installationId: Number(m[1]), expiresAt });
-      return { status: 201, body: installationTokenExample(token, new Date(expiresAt).toISOString().replace(/\.\d+Z$/, "Z")) };
+      return {
+        status: 201,
+        body: installationTokenExample(token, new Date(expiresAt).toISOString().replace(/\.\d+Z$/, "Z")),
+      };
     }
     if (p === "/app/hook/deliveries" && method === "GET") {
       if (!(await appAuthorised(auth))) return { status: 401, body: BAD_CREDENTIALS_BODY };
@@ -204,9 +222,15 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
     if (s?.[1] && method === "POST") {
       const b = body as { state?: string; description?: string; target_url?: string; context?: string };
       if (!b || !["pending", "success", "failure", "error"].includes(b.state ?? ""))
-        return { status: 422, body: { message: "Validation Failed", documentation_url: "https://docs.github.com/rest" } };
+        return {
+          status: 422,
+          body: { message: "Validation Failed", documentation_url: "https://docs.github.com/rest" },
+        };
       if (b.description && [...b.description].length > 140)
-        return { status: 422, body: { message: "Validation Failed: description is too long (maximum is 140 characters)" } };
+        return {
+          status: 422,
+          body: { message: "Validation Failed: description is too long (maximum is 140 characters)" },
+        };
       const rec: StatusRecord = {
         sha: s[1],
         state: b.state ?? "pending",
@@ -251,7 +275,9 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       return { status: 200, body: checkRunBody(rec) };
     }
     if (rest === "hooks" && method === "GET") {
-      const hooks = repo.hook ? [repoHookExample(api, repo.fullName, { ...repo.hook, events: ["push", "pull_request"] })] : [];
+      const hooks = repo.hook
+        ? [repoHookExample(api, repo.fullName, { ...repo.hook, events: ["push", "pull_request"] })]
+        : [];
       return { status: 200, body: hooks };
     }
     s = /^hooks\/(\d+)\/deliveries$/.exec(rest);
@@ -318,7 +344,10 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
     const d = deliveries.find((x) => x.id === id && x.hookKey === hookKey);
     if (!d) return { status: 404, body: NOT_FOUND_BODY };
     // GitHub answers 202 at once and makes the new delivery (same GUID, redelivery: true) afterwards.
-    setTimeout(() => void send_(d.hookKey, d.event, d.action, d.body, d.guid, true, d.installation_id, d.repository_id), 10);
+    setTimeout(
+      () => void send_(d.hookKey, d.event, d.action, d.body, d.guid, true, d.installation_id, d.repository_id),
+      10,
+    );
     return { status: 202, body: {} };
   }
 
@@ -417,7 +446,9 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       const hookKey = repo.hook ? `repo:${fullName}` : "app";
       const guid = randomUUID();
       const installation = repo.installationId ?? null;
-      const body = JSON.stringify(installation && hookKey === "app" ? { ...payload, installation: { id: installation } } : payload);
+      const body = JSON.stringify(
+        installation && hookKey === "app" ? { ...payload, installation: { id: installation } } : payload,
+      );
       const action = typeof payload.action === "string" ? payload.action : null;
       const r = await send_(hookKey, event, action, body, guid, false, installation, repo.repositoryId ?? null);
       return { guid, ...r };

@@ -132,8 +132,7 @@ export const PRIMARY_RATE_LIMIT_BODY = {
 export const SECONDARY_RATE_LIMIT_BODY = {
   message:
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
-  documentation_url:
-    "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+  documentation_url: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
 };
 
 export const BAD_CREDENTIALS_BODY = {

@@ -19,8 +19,8 @@ export function ForgeStatuses({ data, now }: { data: RunPageData; now: number })
   if (rows.length === 0)
     return (
       <EmptyState title="No forge statuses">
-        This repository has no forge credential (a per-repo token or a GitHub App installation), so no commit
-        status is sent. <code className="text-xs">kiln repo forge {data.repo_name}</code> shows why.
+        This repository has no forge credential (a per-repo token or a GitHub App installation), so no commit status is
+        sent. <code className="text-xs">kiln repo forge {data.repo_name}</code> shows why.
       </EmptyState>
     );
   return (
@@ -49,7 +49,13 @@ export function ForgeStatuses({ data, now }: { data: RunPageData; now: number })
             <td className="py-1.5 align-top text-xs">
               {s.delivery === "delivered" ? (
                 <span>
-                  delivered{s.delivered_at ? <> <RelativeTime iso={s.delivered_at} now={now} /></> : null}
+                  delivered
+                  {s.delivered_at ? (
+                    <>
+                      {" "}
+                      <RelativeTime iso={s.delivered_at} now={now} />
+                    </>
+                  ) : null}
                   {s.check_run_id ? " · check run" : ""}
                 </span>
               ) : (
