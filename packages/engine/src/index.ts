@@ -24,6 +24,8 @@ export {
   createJobs,
   type FreezeOutcome,
   cancelRun,
+  cancelPullRequestRuns,
+  cancelSupersededRuns,
   retryRun,
   getRun,
   type RunView,

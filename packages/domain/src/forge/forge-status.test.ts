@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OUTCOMES, type Outcome } from "../runs/outcomes.ts";
+import { OUTCOMES, type Outcome } from "../runs/index.ts";
 import { checkRunOf, clip, FORGE_DESCRIPTION_MAX, forgeStatusOf, jobContext, runContext } from "./forge-status.ts";
 import { nextLink } from "./link-header.ts";
 

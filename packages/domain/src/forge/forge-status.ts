@@ -1,7 +1,7 @@
 // What a run or a job looks like on the forge (issue 19): a commit status (and, for a GitHub App,
 // a check run) per context. Pure: the engine loads the state, this decides the words.
 import { assertNever } from "../shared/errors.ts";
-import type { Outcome } from "../runs/outcomes.ts";
+import type { Outcome } from "../runs/index.ts";
 
 /** GitHub's commit status states (Gitea and Forgejo accept the same four). */
 export type ForgeState = "pending" | "success" | "failure" | "error";

@@ -6,6 +6,5 @@ export { ForgeApiError, forgeRequest, rateLimitWait, type ForgeResponse } from "
 export { createAppJwt, InstallationTokens } from "./app-auth.ts";
 export { deliverRunStatuses, runsWithUndeliveredStatuses, type DeliveryReport } from "./deliver-statuses.ts";
 export { reconcileForgeDeliveries, FORGE_DELIVERY_RETENTION_MS, type HookReport } from "./reconcile-deliveries.ts";
-export { cancelPullRequestRuns, cancelSupersededRuns } from "./pull-requests.ts";
 export { setRepoForge, getRepoForge, findRepoByName, type RepoForgeView } from "./repo-forge.ts";
 export { listRunForgeStatuses, type ForgeStatusView } from "./run-forge.ts";

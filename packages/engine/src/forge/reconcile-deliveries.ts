@@ -99,6 +99,8 @@ export async function reconcileForgeDeliveries(
         ),
       );
     } catch (err) {
+      if (err instanceof ForgeApiError && err.kind === "rate_limited")
+        await pauseCredential(db, `repo:${repo.repo_id}`, err);
       reports.push(await recordPass(db, key, null, 0, 0, errorText(err)));
     }
   }
@@ -225,4 +227,19 @@ async function recordPass(
 function errorText(err: unknown): string {
   if (err instanceof ForgeApiError) return `${err.kind}: ${err.message}`.slice(0, 500);
   return (err instanceof Error ? err.message : String(err)).slice(0, 500);
+}
+
+async function isPaused(db: Db, credentialKey: string): Promise<boolean> {
+  const rows = await db.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM forge_rate_limit WHERE credential_key = ${credentialKey} AND until > now()`;
+  return (rows[0]?.n ?? 0) > 0;
+}
+
+/** The same pause the status deliveries honour: one credential, one budget. */
+async function pauseCredential(db: Db, credentialKey: string, err: ForgeApiError): Promise<void> {
+  const ms = err.retryAfterMs ?? 60_000;
+  await db.$executeRaw`
+    INSERT INTO forge_rate_limit (credential_key, until, reason)
+    VALUES (${credentialKey}, now() + make_interval(secs => ${ms / 1000}::float8), ${err.message.slice(0, 500)})
+    ON CONFLICT (credential_key) DO UPDATE SET until = GREATEST(forge_rate_limit.until, EXCLUDED.until), reason = EXCLUDED.reason`;
 }

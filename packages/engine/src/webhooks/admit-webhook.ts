@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { sqlPool, type Db } from "@kiln/db";
 import { computeTrustClass, DomainError, type AdmissionEvent } from "@kiln/domain";
 import { z } from "zod";
-import { cancelPullRequestRuns } from "../forge/pull-requests.ts";
+import { cancelPullRequestRuns } from "../runs/index.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
 export type WebhookResult =

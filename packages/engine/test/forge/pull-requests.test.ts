@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { withTx } from "@kiln/db";
 import { sign } from "@octokit/webhooks-methods";
 import { describe, expect, it } from "vitest";
-import { cancelSupersededRuns } from "../../src/forge/pull-requests.ts";
+import { cancelSupersededRuns } from "../../src/runs/cancel-pull-request-runs.ts";
 import { createJobs } from "../../src/runs/freeze-run.ts";
 import { admitGithubWebhook } from "../../src/webhooks/admit-webhook.ts";
 import { def, runStatus, seedTenant, useTestDb, type Tenant } from "../support.ts";

@@ -76,6 +76,8 @@ type Mode =
   | { kind: "fail"; status: number; remaining: number | null }
   | {
       kind: "rate_limit";
+      /** Only requests whose path contains this are limited (e.g. one repo's statuses). */
+      pathIncludes: string | null;
       flavour: "primary" | "secondary";
       status: 403 | 429;
       retryAfterS: number;
@@ -99,6 +101,8 @@ export interface FakeForge {
     status?: 403 | 429;
     retryAfterS: number;
     times?: number | null;
+    /** Limit only requests whose path contains this (default: every request). */
+    pathIncludes?: string;
   }): void;
   recover(): void;
   /** Sends a signed webhook as GitHub would and records the delivery (also when Kiln was unreachable). */
@@ -149,7 +153,7 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
     const record = (status: number) =>
       requests.push({ method, path: u.pathname + u.search, authorization: auth, body, status, at: Date.now() });
 
-    const injected = injectedFault();
+    const injected = injectedFault(u.pathname);
     if (injected) {
       record(injected.status);
       send(res, injected.status, injected.body, injected.headers);
@@ -160,9 +164,10 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
     send(res, r.status, r.body, r.headers);
   }
 
-  function injectedFault(): { status: number; body: unknown; headers: Record<string, string> } | null {
+  function injectedFault(pathname: string): { status: number; body: unknown; headers: Record<string, string> } | null {
     if (mode.kind === "ok") return null;
     const m = mode;
+    if (m.kind === "rate_limit" && m.pathIncludes !== null && !pathname.includes(m.pathIncludes)) return null;
     if (m.remaining !== null) {
       m.remaining--;
       if (m.remaining < 0) {
@@ -435,6 +440,7 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
         status: o.status ?? (o.flavour === "primary" ? 403 : 429),
         retryAfterS: o.retryAfterS,
         remaining: o.times ?? null,
+        pathIncludes: o.pathIncludes ?? null,
       };
     },
     recover() {

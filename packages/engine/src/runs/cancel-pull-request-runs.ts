@@ -1,6 +1,6 @@
 import type { Db } from "@kiln/db";
 import { isDomainError } from "@kiln/domain";
-import { cancelRun } from "../runs/cancel-run.ts";
+import { cancelRun } from "./cancel-run.ts";
 
 // Pull requests (issue 19): a closed PR's unfinished runs are cancelled, and a workflow with
 // `pull_request: {cancel_superseded: true}` cancels a PR's older unfinished runs of the same
