@@ -140,7 +140,11 @@ describe("missed deliveries", () => {
       (r) => r.length === 2,
     );
     expect(runs).toHaveLength(2);
-    const redelivered = forge.deliveries(tenant.repoName).filter((d) => d.redelivery);
+    // The fake records a delivery once Kiln answered it, a moment after the run was committed.
+    const redelivered = await until(
+      async () => forge.deliveries(tenant.repoName).filter((d) => d.redelivery),
+      (l) => l.length > 0,
+    );
     expect(redelivered).toEqual([expect.objectContaining({ guid: missed.guid, status_code: 202 })]);
 
     // The next pass looks again from below the delivery that was owed a run (the original, the
