@@ -197,3 +197,47 @@ describe("missed deliveries", () => {
     expect(failed.find((h) => h.hook === `repo:${tenant.repoId}`)?.error).toMatch(/unavailable/);
   });
 });
+
+describe("missed deliveries of a GitHub App's hook", () => {
+  it("lists GET /app/hook/deliveries with the App's JWT and redelivers what Kiln missed, once", async () => {
+    // An App signs every delivery with its one webhook secret; its repos are registered with it.
+    const app = await startFakeForge({
+      app: { id: APP_ID, publicKeyPem: keys.publicKeyPem, hook: { url: endpoint.url, secret: "s3cret-value" } },
+    });
+    try {
+      const tenant = await seedTenant(t.db());
+      app.addRepo(tenant.repoName, { installationId: 9_100_001 });
+      const cfg = forgeCfg(app.url, { app: { id: APP_ID, privateKeyPem: keys.privateKeyPem } });
+      endpoint.down = true;
+      const missed = await app.deliver(tenant.repoName, "push", pushPayload(tenant.repoName, "9".repeat(40), 1));
+      endpoint.down = false;
+      expect(missed.statusCode).toBe(503);
+      const reports = await reconcileForgeDeliveries(t.db(), cfg);
+      expect(reports.find((h) => h.hook === "app")).toMatchObject({ redelivered: 1, error: null });
+      expect(
+        await until(
+          () => runsOf(tenant.repoId),
+          (r) => r.length === 1,
+        ),
+      ).toHaveLength(1);
+      // The redelivery carried installation.id: the repo now has the App as its credential.
+      const stored = await t.db().$queryRaw<{ installation_id: bigint }[]>`
+        SELECT installation_id FROM repo_forge WHERE repo_id = ${tenant.repoId}::uuid`;
+      expect(Number(stored[0]?.installation_id)).toBe(9_100_001);
+      await until(
+        async () => app.deliveries(null).filter((d) => d.redelivery),
+        (l) => l.length > 0,
+      );
+      const again = await reconcileForgeDeliveries(t.db(), cfg);
+      expect(again.find((h) => h.hook === "app")).toMatchObject({ redelivered: 0 });
+      expect(await runsOf(tenant.repoId)).toHaveLength(1);
+      expect(
+        app.requests
+          .filter((r) => r.path.startsWith("/app/hook/deliveries"))
+          .every((r) => r.authorization?.startsWith("Bearer ey")),
+      ).toBe(true);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -7,7 +7,7 @@ import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import { deliverRunStatuses } from "../../src/forge/deliver-statuses.ts";
 import { computeDesiredStatuses, storeDesiredStatuses } from "../../src/forge/desired-statuses.ts";
 import { ForgeApiError } from "../../src/forge/github-api.ts";
-import { setRepoForge } from "../../src/forge/repo-forge.ts";
+import { getRepoForge, setRepoForge } from "../../src/forge/repo-forge.ts";
 import { admitGithubWebhook } from "../../src/webhooks/admit-webhook.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, TWO_JOBS, useTestDb, type Tenant } from "../support.ts";
 import { forgeCfg, pushPayload } from "./support.ts";
@@ -203,5 +203,19 @@ describe("statuses back to the forge", () => {
     const runId = await frozenRun(b);
     const r = await deliverRunStatuses(t.db(), forgeCfg(forge.url), runId);
     expect(r).toEqual({ kind: "no_credential", reason: "stored secret failed authentication" });
+  });
+
+  it("another org cannot read a repo's forge state (as if the repo did not exist), and the view never holds the token", async () => {
+    const mine = await connected();
+    const other = await seedTenant(t.db());
+    await expect(
+      getRepoForge(t.db(), forgeCfg(forge.url), { orgId: other.orgId, repoId: mine.repoId }),
+    ).rejects.toMatchObject({
+      code: "REPO.NOT_FOUND",
+    });
+    const v = await getRepoForge(t.db(), forgeCfg(forge.url), { orgId: mine.orgId, repoId: mine.repoId });
+    expect(v).toMatchObject({ credential: "token", token_stored: true, credential_problem: null });
+    expect(JSON.stringify(v)).not.toContain(TOKEN);
+    expect(JSON.stringify(v)).not.toContain("v1.");
   });
 });
