@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { startFakeForge, type FakeForge, type StatusRecord } from "@kiln/testkit";
+import { freePort, startFakeForge, type FakeForge, type StatusRecord } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FaultStack, sleep, type Tenant } from "./faults/support/harness.ts";
 import { signIn, TestBrowser, type Page } from "./support/browser.ts";
@@ -18,7 +18,8 @@ import { forgeIdOf } from "./support/seed-tenant.ts";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "..");
-const PUBLIC_URL = "https://ci.kiln.test";
+// The web's own origin (the development sign-in the browser test uses is refused elsewhere).
+let PUBLIC_URL = "";
 const SECRETS_KEY = randomBytes(32).toString("base64");
 const RUN_CTX = "kiln/.kiln/workflow.yaml";
 let s: FaultStack;
@@ -44,8 +45,10 @@ beforeAll(async () => {
       AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
     },
   });
+  const port = await freePort();
+  PUBLIC_URL = `http://127.0.0.1:${port}`;
   s.startWorkers("workers", forgeEnv());
-  await s.startWeb("web", { env: forgeEnv() });
+  await s.startWeb("web", { port, env: forgeEnv() });
   s.startAgent(
     "agent-1",
     (await s.seedTenant("fg-agents", { ".kiln/workflow.yaml": "version: 1\njobs: [{name: a, steps: [x]}]\n" }))

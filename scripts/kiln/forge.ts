@@ -33,6 +33,7 @@ export async function applyForgeFlags(ctx: CliContext, repoId: string): Promise<
   const token = file ? readFileSync(file, "utf8") : clear ? null : undefined;
   await setRepoForge(ctx.db, forgeConfig(), {
     repoId,
+    actor: ctx.actor,
     ...(token !== undefined ? { token } : {}),
     ...(hookId !== undefined ? { hookId } : {}),
   });

@@ -1,4 +1,5 @@
-import type { Db } from "@kiln/db";
+import { withTx, type Db } from "@kiln/db";
+import { recordAuditEvent } from "../audit/index.ts";
 import { DomainError } from "@kiln/domain";
 import type { ForgeConfig } from "./forge-config.ts";
 import { sealSecret } from "./secret-box.ts";
@@ -9,7 +10,7 @@ import { sealSecret } from "./secret-box.ts";
 export async function setRepoForge(
   db: Db,
   cfg: Pick<ForgeConfig, "secretsKey">,
-  input: { repoId: string; token?: string | null; hookId?: number | null },
+  input: { repoId: string; token?: string | null; hookId?: number | null; actor: string },
 ): Promise<void> {
   let sealed: string | null | undefined;
   if (input.token !== undefined && input.token !== null) {
@@ -25,12 +26,29 @@ export async function setRepoForge(
   } else if (input.token === null) sealed = null;
   if (input.hookId !== undefined && input.hookId !== null && (!Number.isSafeInteger(input.hookId) || input.hookId < 1))
     throw new DomainError("REQUEST.INVALID", "forge hook id must be a positive integer");
-  await db.$executeRaw`
-    INSERT INTO repo_forge (repo_id, token_enc, hook_id) VALUES (${input.repoId}::uuid, ${sealed ?? null}, ${input.hookId ?? null})
-    ON CONFLICT (repo_id) DO UPDATE SET
-      token_enc = CASE WHEN ${sealed !== undefined} THEN EXCLUDED.token_enc ELSE repo_forge.token_enc END,
-      hook_id = CASE WHEN ${input.hookId !== undefined} THEN EXCLUDED.hook_id ELSE repo_forge.hook_id END,
-      updated_at = now()`;
+  await withTx(db, "set-repo-forge", async (tx) => {
+    const repo = await tx.$queryRaw<{ org_id: string; full_name: string }[]>`
+      SELECT org_id, full_name FROM repo WHERE id = ${input.repoId}::uuid`;
+    const r = repo[0];
+    if (!r) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+    await tx.$executeRaw`
+      INSERT INTO repo_forge (repo_id, token_enc, hook_id) VALUES (${input.repoId}::uuid, ${sealed ?? null}, ${input.hookId ?? null})
+      ON CONFLICT (repo_id) DO UPDATE SET
+        token_enc = CASE WHEN ${sealed !== undefined} THEN EXCLUDED.token_enc ELSE repo_forge.token_enc END,
+        hook_id = CASE WHEN ${input.hookId !== undefined} THEN EXCLUDED.hook_id ELSE repo_forge.hook_id END,
+        updated_at = now()`;
+    // Audited in the same transaction; the facts say what changed, never the token.
+    await recordAuditEvent(tx, {
+      orgId: r.org_id,
+      kind: "repo.forge_settings_changed",
+      actor: input.actor,
+      subject: r.full_name,
+      data: {
+        token: sealed === undefined ? "unchanged" : sealed === null ? "cleared" : "stored",
+        ...(input.hookId !== undefined ? { hook_id: input.hookId } : {}),
+      },
+    });
+  });
 }
 
 /** A repo's forge credential and delivery state (never the token). */

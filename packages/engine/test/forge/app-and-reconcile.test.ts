@@ -113,6 +113,7 @@ describe("missed deliveries", () => {
     await setRepoForge(t.db(), forgeCfg(forge.url), {
       repoId: tenant.repoId,
       token: "ghp_reconciletoken1234",
+      actor: "cli:test",
       ...(hook ? { hookId } : {}),
     });
     return { ...tenant, hookId };

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 async function connected(): Promise<Tenant> {
   const tenant = await seedTenant(t.db());
-  await setRepoForge(t.db(), forgeCfg(forge.url), { repoId: tenant.repoId, token: `${TOKEN}\n` });
+  await setRepoForge(t.db(), forgeCfg(forge.url), { repoId: tenant.repoId, token: `${TOKEN}\n`, actor: "cli:test" });
   forge.addRepo(tenant.repoName, { token: TOKEN });
   return tenant;
 }
@@ -217,5 +217,10 @@ describe("statuses back to the forge", () => {
     expect(v).toMatchObject({ credential: "token", token_stored: true, credential_problem: null });
     expect(JSON.stringify(v)).not.toContain(TOKEN);
     expect(JSON.stringify(v)).not.toContain("v1.");
+    // The change is on the org's audit trail, without the token.
+    const audit = await t.db().$queryRaw<{ kind: string; subject: string; data: unknown }[]>`
+      SELECT kind, subject, data FROM audit_event WHERE org_id = ${mine.orgId}::uuid`;
+    expect(audit).toEqual([{ kind: "repo.forge_settings_changed", subject: mine.repoName, data: { token: "stored" } }]);
+    expect(JSON.stringify(audit)).not.toContain(TOKEN);
   });
 });
