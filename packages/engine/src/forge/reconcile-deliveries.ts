@@ -61,10 +61,17 @@ export async function reconcileForgeDeliveries(
     WHERE f.token_enc IS NOT NULL OR f.hook_id IS NOT NULL ORDER BY r.full_name`;
   for (const repo of repos) {
     const key = `repo:${repo.repo_id}`;
+    let credentialKey: string | null = null;
     try {
       const cred = await credentialFor(cfg, repo);
       if (cred.kind === "none") {
         reports.push(await recordPass(db, key, null, 0, 0, cred.reason));
+        continue;
+      }
+      credentialKey = cred.key;
+      // The credential's rate-limit pause (set by status deliveries too): one budget per token.
+      if (await isPaused(db, cred.key)) {
+        reports.push({ hook: key, examined: 0, redelivered: 0, error: "rate limited: waiting for the forge's reset" });
         continue;
       }
       const hookId = repo.hook_id
@@ -100,7 +107,7 @@ export async function reconcileForgeDeliveries(
       );
     } catch (err) {
       if (err instanceof ForgeApiError && err.kind === "rate_limited")
-        await pauseCredential(db, `repo:${repo.repo_id}`, err);
+        await pauseCredential(db, credentialKey ?? `repo:${repo.repo_id}`, err);
       reports.push(await recordPass(db, key, null, 0, 0, errorText(err)));
     }
   }

@@ -199,6 +199,35 @@ describe("missed deliveries", () => {
   });
 });
 
+describe("the reconciler and rate limits", () => {
+  it("a 403 rate limit on the deliveries list pauses the credential; the next pass does not call the forge", async () => {
+    const tenant = await seedTenant(t.db());
+    const hookId = 800_001;
+    forge.addRepo(tenant.repoName, {
+      token: "ghp_ratelimitedtoken01",
+      hook: { id: hookId, url: endpoint.url, secret: "s3cret-value" },
+    });
+    await setRepoForge(t.db(), forgeCfg(forge.url), {
+      repoId: tenant.repoId,
+      token: "ghp_ratelimitedtoken01",
+      hookId,
+      actor: "cli:test",
+    });
+    forge.rateLimit({
+      flavour: "primary",
+      retryAfterS: 600,
+      times: 1,
+      pathIncludes: `/repos/${tenant.repoName}/hooks/`,
+    });
+    const first = await reconcileForgeDeliveries(t.db(), forgeCfg(forge.url));
+    expect(first.find((h) => h.hook === `repo:${tenant.repoId}`)?.error).toMatch(/^rate_limited: /);
+    const before = forge.requests.filter((r) => r.path.includes(`/repos/${tenant.repoName}/`)).length;
+    const second = await reconcileForgeDeliveries(t.db(), forgeCfg(forge.url));
+    expect(second.find((h) => h.hook === `repo:${tenant.repoId}`)?.error).toMatch(/^rate limited/);
+    expect(forge.requests.filter((r) => r.path.includes(`/repos/${tenant.repoName}/`)).length).toBe(before);
+  });
+});
+
 describe("missed deliveries of a GitHub App's hook", () => {
   it("lists GET /app/hook/deliveries with the App's JWT and redelivers what Kiln missed, once", async () => {
     // An App signs every delivery with its one webhook secret; its repos are registered with it.
