@@ -4,6 +4,7 @@ import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { forgeCommands } from "./forge.ts";
+import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
 
 export const commands: CliCommand[] = [
@@ -12,4 +13,5 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...forgeCommands,
+  ...runCommands,
 ];
