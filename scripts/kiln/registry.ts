@@ -6,6 +6,7 @@ import { egressCommands } from "./egress.ts";
 import { forgeCommands } from "./forge.ts";
 import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
+import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -14,4 +15,5 @@ export const commands: CliCommand[] = [
   ...egressCommands,
   ...forgeCommands,
   ...runCommands,
+  ...tlogCommands,
 ];

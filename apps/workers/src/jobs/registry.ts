@@ -6,6 +6,7 @@ import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -17,4 +18,5 @@ export const JOBS = [
   rotateJobTokenKeyJob,
   forgeStatusJob,
   forgeReconcileJob,
+  signTlogCheckpointJob,
 ] as const;

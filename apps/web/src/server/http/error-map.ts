@@ -74,6 +74,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "FORGE.NO_SECRETS_KEY": 503,
   "FORGE.SECRET_UNREADABLE": 503,
   "FORGE.SECRET_KEY_MISMATCH": 503,
+  // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
+  // no key yet means the workers have not signed one (they do within a second of starting).
+  "TLOG.ENTRY_INVALID": 422,
+  "TLOG.ENTRY_NOT_FOUND": 404,
+  "TLOG.INDEX_OUT_OF_RANGE": 400,
+  "TLOG.SIZE_BEYOND_LOG": 400,
+  "TLOG.TILE_NOT_FOUND": 404,
+  "TLOG.NO_CHECKPOINT": 503,
+  "TLOG.KEY_UNAVAILABLE": 503,
+  "TLOG.ORIGIN_CHANGED": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {

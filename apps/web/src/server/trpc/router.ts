@@ -1,3 +1,4 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
@@ -42,6 +43,7 @@ export const appRouter = router({
   },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;
