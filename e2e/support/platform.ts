@@ -117,6 +117,27 @@ export class Platform {
     return this.platform?.logs() ?? "";
   }
 
+  /** Signals a managed process by name (e.g. SIGSTOP the workers to hold the outbox). */
+  signal(name: string, sig: NodeJS.Signals): Promise<void> {
+    return this.started().signal(name, sig);
+  }
+
+  /** The attestor's key file (issue 17): the workers get it, nothing else does. */
+  get attestationKeyFile(): string {
+    return this.started().attestationKeyFile;
+  }
+
+  proc(name: string): Proc {
+    return this.started().proc(name);
+  }
+
+  /** The secrets KEK file every process of this platform reads (ADR 0025). */
+  get kekFile(): string {
+    const file = this.started().env.KILN_SECRETS_KEK_FILE;
+    if (!file) throw new Error("the platform has no secrets KEK file");
+    return file;
+  }
+
   async stop(): Promise<void> {
     await this.platform?.stop();
     await dropDatabase(inject("pgServerUrl"), this.dbName).catch(() => undefined);

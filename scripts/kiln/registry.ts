@@ -1,9 +1,12 @@
 // Every CLI command, in the order the usage lists them. Add a capability's module with one line here.
 import type { CliCommand } from "./command.ts";
+import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { forgeCommands } from "./forge.ts";
+import { secretCommands } from "./secrets.ts";
+import { auditCommands } from "./audit.ts";
 import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
@@ -14,6 +17,9 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...forgeCommands,
+  ...attestationCommands,
+  ...secretCommands,
+  ...auditCommands,
   ...runCommands,
   ...tlogCommands,
 ];

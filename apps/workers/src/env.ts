@@ -31,6 +31,12 @@ const schema = z.object({
   /** How often the forge reconciler runs (missed deliveries, undelivered statuses; ADR 0028). It
    * also runs once at start. */
   KILN_FORGE_RECONCILE_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * The attestor's ECDSA P-256 private key (PKCS#8 PEM, mode 0600; issue 17, ADR 0027). Only the
+   * workers read it; host agents and sandboxes never get it. Unset (the default): nothing is signed
+   * and attestation jobs fail with that reason until it is set. `npm run up` creates one.
+   */
+  KILN_ATTESTATION_KEY_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
@@ -73,7 +79,10 @@ const schema = z.object({
       }
       return r.data;
     }),
-  /** The platform's public URL; the transparency log's origin defaults to `<its host>/tlog`. */
+  /**
+   * The platform's public URL; the transparency log's origin defaults to `<its host>/tlog`, and
+   * provenance names the builder and each invocation under it (default http://localhost:3000).
+   */
   KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
   /**
    * The transparency log's origin (docs/adr/0026): the checkpoints' first line and the log key's

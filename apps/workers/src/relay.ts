@@ -104,10 +104,17 @@ export class OutboxRelay {
         // and the waiting one reads the run's latest state anyway.
         const p = m.payload as { runId: string };
         await this.boss.send("forge-status", p, { singletonKey: p.runId });
-      } else {
+      } else if (m.topic === "run.freeze") {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
         freezes++;
+      } else {
+        // Attestation work (issue 17). A relay pass repeated after a crash may queue a second
+        // copy; both handlers are idempotent (one statement and one leaf per job).
+        const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
+        await this.ensureQueue(queue);
+        await this.boss.send(queue, m.payload);
+        this.onQueued(queue);
       }
     }
     if (freezes > 0) this.onQueued("run-freeze");

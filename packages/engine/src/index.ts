@@ -9,7 +9,15 @@ export {
   forgeConfigFromEnv,
   type EngineEnv,
 } from "./shared/engine-env.ts";
-export type { DispatchPayload, FreezePayload, ForgeStatusPayload, OutboxTopic } from "./shared/journal.ts";
+export type {
+  AttestPayload,
+  DispatchPayload,
+  FreezePayload,
+  ForgeStatusPayload,
+  OutboxPayload,
+  OutboxTopic,
+  VerifyAttestationPayload,
+} from "./shared/journal.ts";
 export * from "./forge/index.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
@@ -181,8 +189,39 @@ export {
   recordAuditEvent,
   recordAuditEventSql,
   listAuditEvents,
+  listRecentAuditEvents,
   type AuditEventInput,
   type AuditEventRef,
   type AuditEventView,
   type ListAuditEventsInput,
 } from "./audit/index.ts";
+export {
+  gcmEncrypt,
+  gcmDecrypt,
+  gcmSeal,
+  gcmOpen,
+  dekAad,
+  secretAad,
+  KekSource,
+  readKekFile,
+  parseKek,
+  kekIdOf,
+  generateKekText,
+  type Kek,
+  setSecret,
+  deleteSecret,
+  listSecrets,
+  secretEnvelope,
+  type SecretView,
+  type SecretEnvelope,
+  targetById,
+  targetBySlug,
+  type SecretTarget,
+  rotateKek,
+  type RotateKekResult,
+  deliverSecrets,
+  type DeliveredSecrets,
+  adminSecretTarget,
+  callerOrg,
+  type OrgCaller,
+} from "./secrets/index.ts";

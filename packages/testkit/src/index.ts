@@ -43,3 +43,4 @@ export {
   type StatusRecord,
   type CheckRunRecord,
 } from "./fake-forge/fake-forge.ts";
+export { vectorPath } from "./vectors.ts";

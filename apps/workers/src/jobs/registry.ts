@@ -1,4 +1,5 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
+import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
 import { forgeReconcileJob } from "./forge-reconcile.job.ts";
 import { forgeStatusJob } from "./forge-status.job.ts";
@@ -6,6 +7,7 @@ import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 
 /** Every pg-boss job the workers run. */
@@ -18,5 +20,7 @@ export const JOBS = [
   rotateJobTokenKeyJob,
   forgeStatusJob,
   forgeReconcileJob,
+  attestJobJob,
+  verifyAttestationJob,
   signTlogCheckpointJob,
 ] as const;

@@ -8,6 +8,8 @@ import {
   readCommand,
   readDisplayName,
   readEnv,
+  readSecretNames,
+  readSecretsRequired,
   readImageRef,
   readJobName,
   type RestoreSite,
@@ -26,6 +28,8 @@ const JOB_KEYS = [
   "tier",
   "cache",
   "artifacts",
+  "secrets",
+  "secrets_required",
   "strategy",
 ] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
@@ -64,6 +68,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
   const cacheAt = fields.get("cache");
   const artifactsAt = fields.get("artifacts");
   const needsAt = fields.get("needs") ?? null;
+  const secretsAt = fields.get("secrets");
+  const secretsRequiredAt = fields.get("secrets_required");
   const { artifacts, restoreSites } = artifactsAt
     ? readArtifacts(reader, artifactsAt)
     : { artifacts: { publish: [], restore: [] }, restoreSites: [] };
@@ -96,6 +102,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     tier: tierAt ? readTier(reader, tierAt) : null,
     cache,
     artifacts,
+    secrets: secretsAt ? readSecretNames(reader, secretsAt) : [],
+    secretsRequired: secretsRequiredAt ? readSecretsRequired(reader, secretsRequiredAt) : false,
   };
   return {
     job,

@@ -50,7 +50,7 @@ function isForgeVisible(t: TransitionRecord): boolean {
   return t.entity === "job" && t.to === "completed";
 }
 
-export type OutboxTopic = "run.freeze" | "job.dispatch" | "forge.status";
+export type OutboxTopic = "run.freeze" | "job.dispatch" | "attestation.create" | "attestation.verify" | "forge.status";
 
 export interface DispatchPayload {
   jobId: string;
@@ -66,11 +66,28 @@ export interface FreezePayload {
 export interface ForgeStatusPayload {
   runId: string;
 }
+/** A successful job bound artifacts: the attestor signs its provenance (issue 17). */
+export interface AttestPayload {
+  jobId: string;
+  runId: string;
+  orgId: string;
+  epoch: number;
+}
+/** A new attestation: the verifier re-checks it against the log and the stored bytes. */
+export interface VerifyAttestationPayload {
+  attestationId: string;
+}
+export type OutboxPayload =
+  | DispatchPayload
+  | FreezePayload
+  | AttestPayload
+  | VerifyAttestationPayload
+  | ForgeStatusPayload;
 
 export async function enqueueOutbox(
   tx: Tx,
   topic: OutboxTopic,
-  payload: DispatchPayload | FreezePayload,
+  payload: OutboxPayload,
   opts: { deliverAfter?: Date | null; dedupeKey?: string } = {},
 ): Promise<void> {
   await tx.$executeRaw`

@@ -12,6 +12,7 @@ import { ForgeStatuses } from "./forge-statuses.tsx";
 import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
+import { RunHistory } from "../provenance/run-history.tsx";
 
 /**
  * The run page. Live updates are polling: react-query refetches every 2 s while the run is not
@@ -22,11 +23,14 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
   const trpc = useTRPC();
   const q = useQuery({
     ...trpc.runs.get.queryOptions({ org, runId }),
-    // After completion, statuses may still be on their way to the forge: keep polling, slower.
+    // After completion, keep polling while an artifact's provenance or a forge status is still on
+    // its way (signing and verifying; delivery to the forge): then the page goes quiet.
     refetchInterval: (query) => {
-      const run = query.state.data?.run;
-      if (run?.status !== "completed") return 2_000;
-      return run.forge_statuses.some((s) => s.delivery === "pending") ? 5_000 : false;
+      const d = query.state.data;
+      if (!d) return 2_000;
+      if (d.run.status !== "completed") return 2_000;
+      if (d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged")) return 2_000;
+      return d.run.forge_statuses.some((s) => s.delivery === "pending") ? 5_000 : false;
     },
   });
   const now = useNow(1000);
@@ -77,13 +81,16 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
           <DefinitionFacts data={d} />
         </Card>
         <Card title="Artifacts" id="artifacts">
-          <ArtifactsList data={d} />
+          <ArtifactsList data={d} org={org} />
         </Card>
         <Card title="Caches" id="caches">
           <CachesList data={d} />
         </Card>
         <Card title="Forge statuses" id="forge-statuses">
           <ForgeStatuses data={d} now={now} />
+        </Card>
+        <Card title="Transition history" id="history">
+          <RunHistory org={org} runId={r.id} />
         </Card>
       </div>
     </div>

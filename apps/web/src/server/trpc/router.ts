@@ -1,5 +1,9 @@
 import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
+import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
+import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
+import { listQuarantines } from "./provenance/list-quarantines.procedure.ts";
+import { searchProvenance } from "./provenance/search-provenance.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
 import { getRun } from "./runs/get-run.procedure.ts";
@@ -18,6 +22,10 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
+import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
+import { listSecrets } from "./secrets/list-secrets.procedure.ts";
+import { setSecret } from "./secrets/set-secret.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -43,6 +51,14 @@ export const appRouter = router({
   },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  provenance: {
+    search: searchProvenance,
+    record: getProvenanceRecord,
+    quarantines: listQuarantines,
+    runHistory: getRunHistory,
+  },
+  secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
+  audit: { list: listAuditEvents },
   tlog: { status: getTlogStatus },
 });
 
