@@ -4,6 +4,7 @@ import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
@@ -16,6 +17,7 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...forgeCommands,
   ...attestationCommands,
   ...secretCommands,
   ...auditCommands,

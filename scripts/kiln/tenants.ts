@@ -1,4 +1,5 @@
 // `org`, `repo`, `member` and `platform-admin` commands.
+import { applyForgeFlags, FORGE_OPTIONS } from "./forge.ts";
 import { addMember, addRepo, createOrg, listPlatformAdmins, setPlatformAdmin } from "@kiln/engine";
 import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
@@ -15,8 +16,9 @@ export const tenantCommands: CliCommand[] = [
   {
     name: "repo add",
     usage:
-      "repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml] [--default-branch main]",
+      "repo add <org>/<name> --clone-url <url> --webhook-secret <secret> [--workflow-path .kiln/workflow.yaml] [--default-branch main]\n    [--forge-token-file F] [--forge-hook-id N]   (statuses back to the forge; docs/forge.md)",
     options: {
+      ...FORGE_OPTIONS,
       "clone-url": { type: "string" },
       "webhook-secret": { type: "string" },
       "workflow-path": { type: "string", default: ".kiln/workflow.yaml" },
@@ -43,7 +45,8 @@ export const tenantCommands: CliCommand[] = [
         },
         { localReposRoot: process.env.KILN_LOCAL_REPOS_ROOT || null },
       );
-      ctx.out(`repo ${r.fullName} registered (id ${r.id})`, r);
+      const forge = await applyForgeFlags(ctx, r.id);
+      ctx.out(`repo ${r.fullName} registered (id ${r.id})${forge ? "; forge settings stored" : ""}`, { ...r, forge });
       return 0;
     },
   },

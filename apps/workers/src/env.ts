@@ -1,4 +1,11 @@
-import { engineConfigFromEnv, engineEnvSchema, type EngineConfig } from "@kiln/engine";
+import { readFileSync } from "node:fs";
+import {
+  engineConfigFromEnv,
+  engineEnvSchema,
+  forgeConfigFromEnv,
+  type EngineConfig,
+  type ForgeConfig,
+} from "@kiln/engine";
 import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
@@ -21,6 +28,9 @@ const schema = z.object({
    * https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.
    */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /** How often the forge reconciler runs (missed deliveries, undelivered statuses; ADR 0028). It
+   * also runs once at start. */
+  KILN_FORGE_RECONCILE_MS: z.coerce.number().int().min(100).default(60_000),
   /**
    * The attestor's ECDSA P-256 private key (PKCS#8 PEM, mode 0600; issue 17, ADR 0027). Only the
    * workers read it; host agents and sandboxes never get it. Unset (the default): nothing is signed
@@ -106,6 +116,11 @@ export function parseWorkersEnv(source: Record<string, string | undefined>): Wor
 /** The engine config this process runs with: the web app's mapping, so both read the same env alike. */
 export function workersEngineConfig(e: WorkersEnv): EngineConfig {
   return engineConfigFromEnv(e);
+}
+
+/** The forge loop's config; reads the GitHub App's private key file (boot fails if it is missing). */
+export function workersForgeConfig(e: WorkersEnv): ForgeConfig {
+  return forgeConfigFromEnv(e, (p) => readFileSync(p, "utf8"));
 }
 
 let parsed: WorkersEnv | null = null;

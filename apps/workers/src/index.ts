@@ -2,7 +2,7 @@ import path from "node:path";
 import { createDb } from "@kiln/db";
 import { createLogger } from "@kiln/logger";
 import { PgBoss, type JobResult } from "pg-boss";
-import { workersEngineConfig, workersEnv } from "./env.ts";
+import { workersEngineConfig, workersEnv, workersForgeConfig } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
@@ -11,6 +11,7 @@ import { pruneIdTokensJob } from "./jobs/prune-id-tokens.job.ts";
 import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
+import { runForgeReconcile } from "./jobs/forge-reconcile.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
 
@@ -36,15 +37,19 @@ const deps: WorkerDeps = {
   log,
   registries: env.KILN_REGISTRIES,
   poolImages: env.KILN_POOL_IMAGES,
+  forge: workersForgeConfig(env),
 };
 for (const job of JOBS) {
   const queue = {
     retryLimit: job.retryLimit,
     retryDelay: job.retryDelaySeconds,
     retryBackoff: true,
+    ...(job.retryDelayMaxSeconds ? { retryDelayMax: job.retryDelayMaxSeconds } : {}),
     expireInSeconds: job.expireInSeconds,
   };
-  if (!(await boss.getQueue(job.name))) await boss.createQueue(job.name, queue).catch(() => undefined);
+  // A queue's policy is fixed at creation (pg-boss builds its unique index then).
+  if (!(await boss.getQueue(job.name)))
+    await boss.createQueue(job.name, { ...queue, policy: job.policy ?? "standard" }).catch(() => undefined);
   else await boss.updateQueue(job.name, queue);
   // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
   // the worker fetches again at once; with batches of one pg-boss waits a polling interval between
@@ -127,6 +132,21 @@ const ticker = setInterval(() => {
     });
 }, env.KILN_RECONCILE_MS);
 
+// The forge reconciler (ADR 0028): at start, then every KILN_FORGE_RECONCILE_MS; cron as the backstop.
+await boss.schedule("forge-reconcile", "*/5 * * * *", {});
+let forging = false;
+const forgeTick = () => {
+  if (forging) return;
+  forging = true;
+  void runForgeReconcile(deps)
+    .catch((err: unknown) => log.error("forge reconcile failed", { err }))
+    .finally(() => {
+      forging = false;
+    });
+};
+forgeTick();
+const forgeTicker = setInterval(forgeTick, env.KILN_FORGE_RECONCILE_MS);
+
 // The log archiver, likewise: ticked in-process, cron as the backstop (docs/adr/0006-logs.md).
 await boss.schedule(archiveLogsJob.name, "* * * * *", {});
 let archiving = false;
@@ -185,6 +205,7 @@ log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 const shutdown = async () => {
   clearInterval(ticker);
   clearInterval(archiveTicker);
+  clearInterval(forgeTicker);
   clearInterval(checkpointTicker);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);

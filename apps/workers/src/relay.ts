@@ -99,6 +99,11 @@ export class OutboxRelay {
           await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
         }
         pools.add(p.pool);
+      } else if (m.topic === "forge.status") {
+        // One queued delivery per run (stately queue): a second send while one waits is dropped,
+        // and the waiting one reads the run's latest state anyway.
+        const p = m.payload as { runId: string };
+        await this.boss.send("forge-status", p, { singletonKey: p.runId });
       } else if (m.topic === "run.freeze") {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);

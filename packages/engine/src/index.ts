@@ -6,16 +6,19 @@ export {
   artifactSettingsFromEnv,
   cacheSettingsFromEnv,
   logConfigFromEnv,
+  forgeConfigFromEnv,
   type EngineEnv,
 } from "./shared/engine-env.ts";
 export type {
   AttestPayload,
   DispatchPayload,
   FreezePayload,
+  ForgeStatusPayload,
   OutboxPayload,
   OutboxTopic,
   VerifyAttestationPayload,
 } from "./shared/journal.ts";
+export * from "./forge/index.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export {
@@ -29,6 +32,8 @@ export {
   createJobs,
   type FreezeOutcome,
   cancelRun,
+  cancelPullRequestRuns,
+  cancelSupersededRuns,
   retryRun,
   rerunFailedJobs,
   type RerunResult,

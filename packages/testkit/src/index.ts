@@ -33,4 +33,14 @@ export {
   type AgentOptions,
 } from "./platform/start-platform.ts";
 export type { ManagedProc, OutputMode } from "./platform/managed-processes.ts";
+// A local stand-in for GitHub's REST API built from its documented example responses (issue 19).
+export {
+  startFakeForge,
+  type FakeForge,
+  type FakeForgeOptions,
+  type FakeRepoOptions,
+  type RecordedRequest,
+  type StatusRecord,
+  type CheckRunRecord,
+} from "./fake-forge/fake-forge.ts";
 export { vectorPath } from "./vectors.ts";

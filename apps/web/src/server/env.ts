@@ -1,5 +1,12 @@
-import { engineConfigFromEnv, engineEnvSchema, type EngineConfig } from "@kiln/engine";
 import path from "node:path";
+import { readFileSync } from "node:fs";
+import {
+  engineConfigFromEnv,
+  engineEnvSchema,
+  forgeConfigFromEnv,
+  type EngineConfig,
+  type ForgeConfig,
+} from "@kiln/engine";
 import { z } from "zod";
 
 // The web app's configuration, parsed once at first use (not at import: `next build` has no
@@ -75,6 +82,14 @@ export function idTokenIssuer(e: WebEnv): string {
 /** Where the identity KEK lives (see KILN_IDENTITY_KEK_FILE). */
 export function identityKekFile(e: WebEnv): string {
   return e.KILN_IDENTITY_KEK_FILE ?? path.join(e.KILN_DATA_DIR, "identity-kek");
+}
+
+let forge: ForgeConfig | null = null;
+
+/** The forge loop's settings (ADR 0028): the repo forge view reports which credentials apply. */
+export function webForgeConfig(): ForgeConfig {
+  forge ??= forgeConfigFromEnv(env(), (p) => readFileSync(p, "utf8"));
+  return forge;
 }
 
 export function env(): WebEnv {

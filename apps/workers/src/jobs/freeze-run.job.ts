@@ -1,4 +1,4 @@
-import { freezeRun } from "@kiln/engine";
+import { cancelSupersededRuns, freezeRun } from "@kiln/engine";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
 
@@ -29,5 +29,9 @@ export const freezeRunJob = defineJob({
       throw new Error(
         `git source or image registry unreachable for run ${data.runId}; will retry (the worker log has the cause)`,
       );
+    // A PR workflow with `pull_request: {cancel_superseded: true}` cancels the PR's older runs once
+    // this one is frozen (the option is in the file). Also on a repeated delivery ("not_pending"),
+    // so a crash between the freeze and this line is made good by pg-boss's retry.
+    if (outcome === "frozen" || outcome === "not_pending") await cancelSupersededRuns(db, data.runId);
   },
 });

@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import type { EngineConfig } from "@kiln/engine";
+import type { EngineConfig, ForgeConfig } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import type { Job, PgBoss } from "pg-boss";
@@ -18,6 +18,8 @@ export interface WorkerDeps {
   registries: RegistryConfig;
   /** KILN_POOL_IMAGES: each pool's default base image for jobs that name none. */
   poolImages: Record<string, string>;
+  /** The forge loop (ADR 0028): API URL, public URL, secrets key, GitHub App. */
+  forge: ForgeConfig;
 }
 
 /** One pg-boss job per file: name, payload schema, retry policy, idempotent handler (rule 9). */
@@ -26,7 +28,11 @@ export interface JobDefinition<S extends z.ZodType> {
   payload: S;
   retryLimit: number;
   retryDelaySeconds: number;
+  /** Cap of the exponential backoff between retries (pg-boss retryDelayMax). */
+  retryDelayMaxSeconds?: number;
   expireInSeconds: number;
+  /** pg-boss queue policy; `stately` with a singleton key: at most one queued and one active per key. */
+  policy?: "standard" | "stately";
   /** Handlers this process runs at once (I/O-bound jobs such as git fetches benefit). */
   concurrency?: number;
   handle: (deps: WorkerDeps, data: z.infer<S>, job: Job<unknown>) => Promise<void>;

@@ -1,6 +1,8 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
 import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
+import { forgeReconcileJob } from "./forge-reconcile.job.ts";
+import { forgeStatusJob } from "./forge-status.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { pruneIdTokensJob } from "./prune-id-tokens.job.ts";
@@ -17,6 +19,8 @@ export const JOBS = [
   archiveLogsJob,
   evictCachesJob,
   rotateJobTokenKeyJob,
+  forgeStatusJob,
+  forgeReconcileJob,
   attestJobJob,
   verifyAttestationJob,
   pruneIdTokensJob,

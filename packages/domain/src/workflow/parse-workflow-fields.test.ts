@@ -157,3 +157,22 @@ describe("parseWorkflow: YAML hygiene", () => {
     expect(large / small).toBeLessThan(9);
   });
 });
+
+describe("pull_request options (issue 19)", () => {
+  it("reads cancel_superseded and leaves definitions without the key unchanged", () => {
+    const on = parseWorkflow(
+      "version: 1\npull_request: {cancel_superseded: true}\njobs:\n  - name: a\n    steps: [x]\n",
+    );
+    expect(on.ok && on.definition.pullRequest).toEqual({ cancelSuperseded: true });
+    const off = parseWorkflow("version: 1\njobs:\n  - name: a\n    steps: [x]\n");
+    expect(off.ok && "pullRequest" in off.definition).toBe(false);
+    const bad = parseWorkflow(
+      "version: 1\npull_request: {cancel_superseded: yes}\njobs:\n  - name: a\n    steps: [x]\n",
+    );
+    expect(!bad.ok && bad.error.message).toContain("pull_request.cancel_superseded must be true or false");
+    const typo = parseWorkflow(
+      "version: 1\npull_request: {cancel_superseeded: true}\njobs:\n  - name: a\n    steps: [x]\n",
+    );
+    expect(!typo.ok && typo.error.message).toContain('unknown key "cancel_superseeded"');
+  });
+});

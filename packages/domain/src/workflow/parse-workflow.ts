@@ -5,7 +5,7 @@ import { expandJobs } from "./expand-matrix.ts";
 import { checkExpressions, substituteExpressions } from "./expressions.ts";
 import { readEnv } from "./read-fields.ts";
 import { readJob, type JobDraft } from "./read-job.ts";
-import { located, Reader } from "./reader.ts";
+import { located, Reader, type Located } from "./reader.ts";
 import { resolveDependencies } from "./resolve-dependencies.ts";
 import type { ParseContext, ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
 
@@ -29,7 +29,7 @@ function parseOrThrow(source: string, context: ParseContext): WorkflowDefinition
   const { root, position } = loadYaml(source);
   const reader = new Reader(position);
   const rootAt = located(root, "");
-  const fields = reader.mapping(rootAt, ["version", "env", "jobs"], "a mapping with version and jobs");
+  const fields = reader.mapping(rootAt, ["version", "env", "pull_request", "jobs"], "a mapping with version and jobs");
 
   const versionAt = reader.required(fields, "version", rootAt);
   reader.integer(versionAt, 1, 1, "1");
@@ -54,12 +54,15 @@ function parseOrThrow(source: string, context: ParseContext): WorkflowDefinition
     drafts.push(draft);
   }
   resolveDependencies(reader, drafts);
+  const prAt = fields.get("pull_request");
+  const pullRequest = prAt ? readPullRequest(reader, prAt) : null;
   const jobs = expandJobs(reader, drafts, inputs);
   const values = { matrix: {}, inputs };
   return {
     version: 1,
     jobs,
     env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, substituteExpressions(v, values)])),
+    ...(pullRequest ? { pullRequest } : {}),
   };
 }
 
@@ -72,4 +75,11 @@ function toWorkflowError(error: unknown): WorkflowError {
   }
   const reason = error instanceof Error ? error.message : String(error);
   return workflowError(null, null, `workflow could not be parsed (internal error: ${reason})`);
+}
+
+/** `pull_request: {cancel_superseded: true}`: a newer commit's run cancels the PR's older unfinished runs. */
+function readPullRequest(reader: Reader, at: Located): { cancelSuperseded: boolean } {
+  const f = reader.mapping(at, ["cancel_superseded"]);
+  const c = f.get("cancel_superseded");
+  return { cancelSuperseded: c ? reader.boolean(c) : false };
 }

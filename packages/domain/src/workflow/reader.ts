@@ -103,6 +103,12 @@ export class Reader {
     return this.expected(at, expected);
   }
 
+  boolean(at: Located): boolean {
+    const node = at.node;
+    if (isScalar(node) && typeof node.value === "boolean") return node.value;
+    return this.fail(at, `${label(at)} must be true or false (got ${shown(node)})`);
+  }
+
   integer(at: Located, min: number, max: number, expected: string): number {
     const node = at.node;
     const value = isScalar(node) ? node.value : undefined;

@@ -56,6 +56,8 @@ export interface WorkflowDefinition {
   version: 1;
   jobs: WorkflowJob[];
   env: Record<string, string>;
+  /** `pull_request:` options (issue 19); absent when the file has none. */
+  pullRequest?: { cancelSuperseded: boolean };
 }
 
 /**

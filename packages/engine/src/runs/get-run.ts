@@ -1,6 +1,7 @@
 import type { Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { queueInfoForRun, type QueueInfo } from "../dispatch/index.ts";
+import { listRunForgeStatuses, type ForgeStatusView } from "../forge/index.ts";
 import type { EngineConfig } from "../shared/config.ts";
 import { flakyJobsOfRun } from "./flaky-jobs.ts";
 
@@ -25,6 +26,8 @@ export interface RunView {
   started_at: string | null;
   finished_at: string | null;
   jobs: JobView[];
+  /** Statuses on the forge for this run (issue 19): wanted vs delivered, per context. */
+  forge_statuses: ForgeStatusView[];
 }
 export interface JobView {
   id: string;
@@ -133,6 +136,7 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
   >`SELECT job_id, epoch, status, outcome, cause, cause_message, host, exit_code, claimed_at, started_at, finished_at,
            queued_ms, image_ms, dispatch_ms, execution_ms, finalize_ms
     FROM attempt WHERE run_id = ${r.id}::uuid ORDER BY job_id, epoch`;
+  const forgeStatuses = await listRunForgeStatuses(db, { orgId: input.orgId, runId: r.id });
   const names = new Map(jobs.map((j) => [j.job_index, j.name]));
   const queue =
     input.cfg && jobs.some((j) => j.status === "pending" || j.status === "ready")
@@ -194,5 +198,6 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
           },
         })),
     })),
+    forge_statuses: forgeStatuses,
   };
 }

@@ -8,6 +8,7 @@ import { type CacheSettings, DEFAULT_CACHE_SETTINGS } from "../caches/index.ts";
 import { DEFAULT_LOG_CONFIG, type LogConfig } from "../logs/index.ts";
 import type { ObjectStoreConfig } from "../storage/index.ts";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./config.ts";
+import { DEFAULT_FORGE_CONFIG, type ForgeConfig, parseSecretsKey } from "../forge/index.ts";
 
 const MIB = 1024 * 1024;
 const int = () => z.coerce.number().int();
@@ -80,6 +81,21 @@ export const engineEnvSchema = z.object({
   KILN_LOG_JOURNAL_MAX_BYTES: int().min(MIB).default(DEFAULT_LOG_CONFIG.journalMaxBytes),
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
   KILN_LOG_SEGMENT_BYTES: int().min(1024).default(DEFAULT_LOG_CONFIG.segmentTargetBytes),
+
+  /** The forge loop (docs/adr/0028, docs/forge.md). GitHub's REST API, or GitHub Enterprise
+   * (https://host/api/v3), Gitea or Forgejo (same status call). */
+  KILN_GITHUB_API_URL: z.preprocess(blankIsUnset, z.string().url().default(DEFAULT_FORGE_CONFIG.apiUrl)),
+  /** The dashboard's public origin (e.g. https://ci.example.com): statuses link to run pages under
+   * it, and the reconciler finds a repo's hook by its URL. Unset: statuses carry no link. */
+  KILN_PUBLIC_URL: z.preprocess(blankIsUnset, z.string().url().optional()),
+  /** 32 random bytes, base64 (openssl rand -base64 32): seals per-repo forge tokens at rest. Unset:
+   * no forge token can be stored or used (GitHub App credentials need none). */
+  KILN_SECRETS_KEY: z.preprocess(blankIsUnset, z.string().optional()),
+  /** A GitHub App: its id, and a file with its private key (PEM). Both or neither. */
+  KILN_GITHUB_APP_ID: z.preprocess(blankIsUnset, z.coerce.number().int().positive().optional()),
+  KILN_GITHUB_APP_PRIVATE_KEY_FILE: z.preprocess(blankIsUnset, z.string().optional()),
+  /** Per request to the forge. */
+  KILN_FORGE_TIMEOUT_MS: int().min(100).max(60_000).default(DEFAULT_FORGE_CONFIG.requestTimeoutMs),
 });
 
 /** The parsed engine variables; an app's parsed env (a superset) is accepted wherever this is. */
@@ -134,5 +150,21 @@ export function logConfigFromEnv(env: EngineEnv): LogConfig {
     maxBytesPerAttempt: env.KILN_LOG_MAX_BYTES,
     journalMaxBytes: env.KILN_LOG_JOURNAL_MAX_BYTES,
     segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES,
+  };
+}
+
+/** Reads the App's private key file once, at boot: a missing file fails the process, loudly. */
+export function forgeConfigFromEnv(env: EngineEnv, readFile: (path: string) => string): ForgeConfig {
+  if ((env.KILN_GITHUB_APP_ID === undefined) !== (env.KILN_GITHUB_APP_PRIVATE_KEY_FILE === undefined))
+    throw new Error("KILN_GITHUB_APP_ID and KILN_GITHUB_APP_PRIVATE_KEY_FILE go together: set both or neither");
+  return {
+    apiUrl: env.KILN_GITHUB_API_URL,
+    publicUrl: env.KILN_PUBLIC_URL ?? null,
+    secretsKey: env.KILN_SECRETS_KEY ? parseSecretsKey(env.KILN_SECRETS_KEY) : null,
+    app:
+      env.KILN_GITHUB_APP_ID !== undefined && env.KILN_GITHUB_APP_PRIVATE_KEY_FILE
+        ? { id: env.KILN_GITHUB_APP_ID, privateKeyPem: readFile(env.KILN_GITHUB_APP_PRIVATE_KEY_FILE) }
+        : null,
+    requestTimeoutMs: env.KILN_FORGE_TIMEOUT_MS,
   };
 }

@@ -16,13 +16,41 @@ export interface TransitionRecord {
 }
 
 export async function recordTransition(tx: Tx, t: TransitionRecord): Promise<void> {
+  const data = t.data ? JSON.stringify(t.data) : null;
+  if (!t.runId || !isForgeVisible(t)) {
+    await tx.$executeRaw`
+      INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
+      VALUES (${t.orgId}::uuid, ${t.runId ?? null}::uuid, ${t.jobId ?? null}::uuid, ${t.attemptId ?? null}::uuid,
+              ${t.entity}, ${t.from}, ${t.to}, ${t.reason}, ${data}::jsonb)`;
+    return;
+  }
+  // A change the forge shows (ADR 0028): the same statement queues a forge.status message, only for
+  // repos with a forge credential, so installations without one pay one primary-key probe.
   await tx.$executeRaw`
-    INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
-    VALUES (${t.orgId}::uuid, ${t.runId ?? null}::uuid, ${t.jobId ?? null}::uuid, ${t.attemptId ?? null}::uuid,
-            ${t.entity}, ${t.from}, ${t.to}, ${t.reason}, ${t.data ? JSON.stringify(t.data) : null}::jsonb)`;
+    WITH ev AS (
+      INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
+      VALUES (${t.orgId}::uuid, ${t.runId}::uuid, ${t.jobId ?? null}::uuid, ${t.attemptId ?? null}::uuid,
+              ${t.entity}, ${t.from}, ${t.to}, ${t.reason}, ${data}::jsonb)
+      RETURNING run_id),
+    o AS (
+      INSERT INTO outbox (topic, payload, dedupe_key)
+      SELECT 'forge.status', jsonb_build_object('runId', r.id), r.id::text
+      FROM ev JOIN workflow_run r ON r.id = ev.run_id JOIN repo_forge f ON f.repo_id = r.repo_id
+      WHERE f.token_enc IS NOT NULL OR f.installation_id IS NOT NULL
+      RETURNING id)
+    SELECT pg_notify('kiln_outbox', 'forge.status') FROM o`;
 }
 
-export type OutboxTopic = "run.freeze" | "job.dispatch" | "attestation.create" | "attestation.verify";
+/**
+ * Transitions that change what the forge shows: a run admitted (pending), frozen (its jobs appear
+ * as pending contexts) or completed, and a job completed.
+ */
+function isForgeVisible(t: TransitionRecord): boolean {
+  if (t.entity === "run") return t.from === null || t.to === "running" || t.to === "completed";
+  return t.entity === "job" && t.to === "completed";
+}
+
+export type OutboxTopic = "run.freeze" | "job.dispatch" | "attestation.create" | "attestation.verify" | "forge.status";
 
 export interface DispatchPayload {
   jobId: string;
@@ -32,6 +60,10 @@ export interface DispatchPayload {
   generation: number;
 }
 export interface FreezePayload {
+  runId: string;
+}
+/** forge.status: "run X changed"; the delivery reads the current state itself (ADR 0028). */
+export interface ForgeStatusPayload {
   runId: string;
 }
 /** A successful job bound artifacts: the attestor signs its provenance (issue 17). */
@@ -45,7 +77,12 @@ export interface AttestPayload {
 export interface VerifyAttestationPayload {
   attestationId: string;
 }
-export type OutboxPayload = DispatchPayload | FreezePayload | AttestPayload | VerifyAttestationPayload;
+export type OutboxPayload =
+  | DispatchPayload
+  | FreezePayload
+  | AttestPayload
+  | VerifyAttestationPayload
+  | ForgeStatusPayload;
 
 export async function enqueueOutbox(
   tx: Tx,

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { sqlPool, type Db } from "@kiln/db";
 import { computeTrustClass, DomainError, type AdmissionEvent } from "@kiln/domain";
 import { z } from "zod";
+import { cancelPullRequestRuns } from "../runs/index.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
 export type WebhookResult =
@@ -20,6 +21,8 @@ const pushPayload = z.object({
 });
 const prPayload = z.object({
   action: z.string().max(100),
+  // The PR's number: PR close and superseding commits find the PR's runs by it (ADR 0028).
+  number: z.number().int().positive().optional(),
   pull_request: z.object({
     head: z.object({
       sha: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/),
@@ -32,13 +35,18 @@ const prPayload = z.object({
   repository: repoRef,
   sender: forgeUser.optional(),
 });
-const anyPayload = z.object({ repository: repoRef });
+const anyPayload = z.object({
+  repository: repoRef,
+  // Set when the webhook comes from a GitHub App: the installation whose token writes statuses.
+  installation: z.object({ id: z.number().int().positive() }).optional(),
+});
 
 interface Planned {
   trigger: "push" | "pull_request";
   commitSha: string;
   ref: string;
   actor: string | null;
+  pullRequest: number | null;
   admission: (isMember: (forgeId: number | null) => Promise<boolean>) => Promise<AdmissionEvent>;
 }
 
@@ -92,6 +100,8 @@ export async function admitGithubWebhook(
   const deliveryId = req.deliveryId;
   const event = req.event ?? "";
 
+  const installationId = base.data.installation?.id ?? null;
+  if (installationId !== null) await rememberInstallation(sql, repo.id, installationId);
   const plan = planEvent(event, json);
   const prior = async () => {
     const rows = await sql.query<{ run_id: string | null }>({
@@ -101,6 +111,27 @@ export async function admitGithubWebhook(
     });
     return { status: 200 as const, runId: rows.rows[0]?.run_id ?? null, duplicate: true };
   };
+  if (typeof plan === "object" && "closed" in plan) {
+    // A copy of a close already handled changes nothing (the PR may have been reopened since).
+    if (await deliverySeen(sql, deliveryId)) return prior();
+    // Cancel first, record after: a crash in between leaves no delivery row, so the forge's
+    // redelivery cancels again (a no-op for runs already cancelled) instead of being a duplicate.
+    await cancelPullRequestRuns(db, { repoId: repo.id, number: plan.closed });
+    const rec = await sql.query({
+      name: "webhook-pr-closed",
+      text: `INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome) VALUES ('github', $1, $2, $3::uuid, 'pr_closed')
+             ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id`,
+      values: [deliveryId, event, repo.id],
+    });
+    return rec.rowCount === 1
+      ? {
+          status: 200 as const,
+          runId: null,
+          duplicate: false,
+          ignored: "pull request closed: its unfinished runs were cancelled",
+        }
+      : prior();
+  }
   if (typeof plan === "string") {
     const ignored = await sql.query({
       name: "webhook-ignored",
@@ -145,9 +176,18 @@ export async function admitGithubWebhook(
            o AS (
              INSERT INTO outbox (topic, payload, dedupe_key)
              SELECT 'run.freeze', jsonb_build_object('runId', r.id), r.id::text FROM r
+             RETURNING id),
+           pr AS (
+             INSERT INTO run_pull_request (run_id, repo_id, number) SELECT r.id, $3::uuid, $13::int FROM r WHERE $13::int IS NOT NULL
+             RETURNING run_id),
+           -- The pending status (ADR 0028), only for repos with a forge credential.
+           fs AS (
+             INSERT INTO outbox (topic, payload, dedupe_key)
+             SELECT 'forge.status', jsonb_build_object('runId', r.id), r.id::text FROM r
+             WHERE EXISTS (SELECT 1 FROM repo_forge f WHERE f.repo_id = $3::uuid AND (f.token_enc IS NOT NULL OR f.installation_id IS NOT NULL))
              RETURNING id)
            SELECT (SELECT id FROM r) AS run_id, (SELECT pg_notify('kiln_outbox', 'run.freeze') FROM o) AS notified,
-                  (SELECT count(*) FROM e) AS events`,
+                  (SELECT count(*) FROM e) AS events, (SELECT count(*) FROM pr) AS prs, (SELECT count(*) FROM fs) AS statuses`,
     values: [
       deliveryId,
       event,
@@ -161,6 +201,7 @@ export async function admitGithubWebhook(
       plan.commitSha,
       repo.workflow_path,
       data,
+      plan.pullRequest,
     ],
   });
   const created = accepted.rows[0]?.run_id;
@@ -175,7 +216,7 @@ function peekActorId(json: unknown): number | null {
 }
 
 /** What an event means: a run to create, or the reason it starts nothing. */
-function planEvent(event: string, json: unknown): Planned | string {
+function planEvent(event: string, json: unknown): Planned | { closed: number } | string {
   if (event === "ping") return "ping";
   if (event === "push") {
     const p = pushPayload.safeParse(json);
@@ -189,6 +230,7 @@ function planEvent(event: string, json: unknown): Planned | string {
       commitSha: p.data.after,
       ref: p.data.ref,
       actor,
+      pullRequest: null,
       admission: async (isMember) => ({ kind: "push", senderIsMember: await isMember(actorId) }),
     };
   }
@@ -196,6 +238,7 @@ function planEvent(event: string, json: unknown): Planned | string {
     const p = prPayload.safeParse(json);
     if (!p.success)
       throw new DomainError("WEBHOOK.BAD_PAYLOAD", `pull_request payload: ${p.error.issues[0]?.message ?? "invalid"}`);
+    if (p.data.action === "closed" && p.data.number !== undefined) return { closed: p.data.number };
     if (!["opened", "synchronize", "reopened"].includes(p.data.action))
       return `pull_request action ${p.data.action} starts nothing`;
     const pr = p.data.pull_request;
@@ -207,6 +250,7 @@ function planEvent(event: string, json: unknown): Planned | string {
       commitSha: pr.head.sha,
       ref: pr.head.ref,
       actor,
+      pullRequest: p.data.number ?? null,
       admission: async (isMember) => ({
         kind: "pull_request",
         senderIsMember: await isMember(actorId),
@@ -216,4 +260,28 @@ function planEvent(event: string, json: unknown): Planned | string {
     };
   }
   return `event ${event || "(none)"} starts nothing`;
+}
+
+/** The App installation a repo's webhooks come from (its token writes statuses and check runs). */
+async function rememberInstallation(
+  sql: ReturnType<typeof sqlPool>,
+  repoId: string,
+  installationId: number,
+): Promise<void> {
+  await sql.query({
+    name: "webhook-installation",
+    text: `INSERT INTO repo_forge (repo_id, installation_id) VALUES ($1::uuid, $2::bigint)
+           ON CONFLICT (repo_id) DO UPDATE SET installation_id = EXCLUDED.installation_id, updated_at = now()
+           WHERE repo_forge.installation_id IS DISTINCT FROM EXCLUDED.installation_id`,
+    values: [repoId, installationId],
+  });
+}
+
+async function deliverySeen(sql: ReturnType<typeof sqlPool>, deliveryId: string): Promise<boolean> {
+  const r = await sql.query({
+    name: "webhook-seen",
+    text: "SELECT 1 FROM webhook_delivery WHERE provider = 'github' AND delivery_id = $1",
+    values: [deliveryId],
+  });
+  return (r.rowCount ?? 0) > 0;
 }

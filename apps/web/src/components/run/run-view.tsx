@@ -8,6 +8,7 @@ import { QueryError } from "../query-error.tsx";
 import { Elapsed, RelativeTime, useNow } from "../time.tsx";
 import type { RunPageData } from "../types.ts";
 import { FirstFailureCard } from "./first-failure-card.tsx";
+import { ForgeStatuses } from "./forge-statuses.tsx";
 import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
@@ -22,15 +23,14 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
   const trpc = useTRPC();
   const q = useQuery({
     ...trpc.runs.get.queryOptions({ org, runId }),
-    // After completion, keep polling while an artifact's provenance is still on its way (signing,
-    // then the verifier): seconds, then the page goes quiet.
+    // After completion, keep polling while an artifact's provenance or a forge status is still on
+    // its way (signing and verifying; delivery to the forge): then the page goes quiet.
     refetchInterval: (query) => {
       const d = query.state.data;
       if (!d) return 2_000;
       if (d.run.status !== "completed") return 2_000;
-      return d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged")
-        ? 2_000
-        : false;
+      if (d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged")) return 2_000;
+      return d.run.forge_statuses.some((s) => s.delivery === "pending") ? 5_000 : false;
     },
   });
   const now = useNow(1000);
@@ -85,6 +85,9 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
         </Card>
         <Card title="Caches" id="caches">
           <CachesList data={d} />
+        </Card>
+        <Card title="Forge statuses" id="forge-statuses">
+          <ForgeStatuses data={d} now={now} />
         </Card>
         <Card title="Transition history" id="history">
           <RunHistory org={org} runId={r.id} />

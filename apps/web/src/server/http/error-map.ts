@@ -75,6 +75,10 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.LIMIT_EXCEEDED": 413,
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
+  // Forge credentials (ADR 0028): the operator's configuration is missing or changed, not the request.
+  "FORGE.NO_SECRETS_KEY": 503,
+  "FORGE.SECRET_UNREADABLE": 503,
+  "FORGE.SECRET_KEY_MISMATCH": 503,
   // Secrets (issue 16, ADR 0025). Another org's secret is SECRET.NOT_FOUND, like one never set.
   "SECRET.NOT_FOUND": 404,
   "SECRET.INVALID_NAME": 422,

@@ -1,0 +1,16 @@
+import { authenticateApiToken, getRepoForge } from "@kiln/engine";
+import { services } from "@/server/context.ts";
+import { webForgeConfig } from "@/server/env.ts";
+import { json, route } from "@/server/http/route.ts";
+
+export const dynamic = "force-dynamic";
+
+/** GET /v1/repos/{repo_id}/forge: the repo's forge credential and delivery state (never the token). */
+export const GET = route({
+  uuidParams: ["repoId"],
+  handler: async ({ req, params }) => {
+    const { db } = services();
+    const caller = await authenticateApiToken(db, req.headers.get("authorization"));
+    return json(200, await getRepoForge(db, webForgeConfig(), { orgId: caller.orgId, repoId: params.repoId ?? "" }));
+  },
+});

@@ -1,0 +1,3 @@
+// Public API of the forge capability's pure rules (conventions 4).
+export * from "./forge-status.ts";
+export * from "./link-header.ts";
