@@ -60,7 +60,12 @@ export type DomainErrorCode =
   | "LOG.ENDED"
   | "LOG.LIMIT_EXCEEDED"
   | "LOG.JOURNAL_FULL"
-  | "LOG.ARCHIVE_UNAVAILABLE";
+  | "LOG.ARCHIVE_UNAVAILABLE"
+  // The admin console and public API (issue 19, docs/adr/0029).
+  | "REPO.DISCONNECTED"
+  | "MEMBER.NOT_FOUND"
+  | "MEMBER.LAST_ADMIN"
+  | "ARTIFACT.EXPIRED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

@@ -69,6 +69,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.LIMIT_EXCEEDED": 413,
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
+  // Issue 19 (docs/adr/0029): a disconnected repo keeps its history but admits no new run; an org
+  // keeps at least one admin; an artifact whose bytes retention deleted is gone, not missing.
+  "REPO.DISCONNECTED": 409,
+  "MEMBER.NOT_FOUND": 404,
+  "MEMBER.LAST_ADMIN": 409,
+  "ARTIFACT.EXPIRED": 410,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
