@@ -63,6 +63,7 @@ export type DomainErrorCode =
   | "LOG.ARCHIVE_UNAVAILABLE"
   // The admin console and public API (issue 19, docs/adr/0029).
   | "REPO.DISCONNECTED"
+  | "REPO.ALREADY_CONNECTED"
   | "MEMBER.NOT_FOUND"
   | "MEMBER.LAST_ADMIN"
   | "ARTIFACT.EXPIRED";

@@ -4,6 +4,8 @@ import type { ArtifactStore } from "./artifact-context.ts";
 import { presignDownload } from "./store-ops.ts";
 
 export interface JobArtifactView {
+  /** The artifact's id: GET /v1/artifacts/{id}/download. */
+  id: string;
   name: string;
   size: number;
   sha256: string;
@@ -13,11 +15,11 @@ export interface JobArtifactView {
 /** GET /v1/jobs/{job_id}/artifacts: the job's bound artifacts. Another org's job is a 404. */
 export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: string }): Promise<JobArtifactView[]> {
   await assertJobVisible(db, input);
-  const rows = await db.$queryRaw<{ name: string; size_bytes: bigint; sha256: string; epoch: number }[]>`
-    SELECT b.name, g.size_bytes, g.sha256, g.epoch
+  const rows = await db.$queryRaw<{ id: string; name: string; size_bytes: bigint; sha256: string; epoch: number }[]>`
+    SELECT b.id, b.name, g.size_bytes, g.sha256, g.epoch
     FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id
     WHERE b.job_id = ${input.jobId}::uuid ORDER BY b.name`;
-  return rows.map((r) => ({ name: r.name, size: Number(r.size_bytes), sha256: r.sha256, attempt_epoch: r.epoch }));
+  return rows.map((r) => ({ id: r.id, name: r.name, size: Number(r.size_bytes), sha256: r.sha256, attempt_epoch: r.epoch }));
 }
 
 /** GET /v1/jobs/{job_id}/artifacts/{name}: a short-lived presigned URL for the bound generation. */

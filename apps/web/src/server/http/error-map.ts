@@ -72,6 +72,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   // Issue 19 (docs/adr/0029): a disconnected repo keeps its history but admits no new run; an org
   // keeps at least one admin; an artifact whose bytes retention deleted is gone, not missing.
   "REPO.DISCONNECTED": 409,
+  "REPO.ALREADY_CONNECTED": 409,
   "MEMBER.NOT_FOUND": 404,
   "MEMBER.LAST_ADMIN": 409,
   "ARTIFACT.EXPIRED": 410,

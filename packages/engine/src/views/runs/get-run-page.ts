@@ -7,6 +7,8 @@ import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 
 export interface ArtifactView {
+  /** The artifact's id: the run page links to GET /v1/artifacts/{id}/download (issue 19). */
+  id: string;
   job_id: string;
   name: string;
   size_bytes: number | null;
@@ -58,7 +60,7 @@ export async function getRunPage(db: Db, scope: TenantScope, input: { runId: str
     db.$queryRaw<
       (Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]
     >`
-      SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at
+      SELECT b.id, j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at
       FROM job_run j
       JOIN artifact_binding b ON b.job_id = j.id
       JOIN artifact_generation g ON g.id = b.generation_id

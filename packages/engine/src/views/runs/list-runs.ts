@@ -53,6 +53,10 @@ export async function listRuns(
   if (f.trigger) conds.push(Prisma.sql`r.trigger = ${f.trigger}`);
   if (f.status) conds.push(Prisma.sql`r.status = ${f.status}`);
   if (f.outcome) conds.push(Prisma.sql`r.outcome = ${f.outcome}`);
+  // A push or manual run records refs/heads/<b>; a pull request records its head branch bare.
+  if (f.branch) conds.push(Prisma.sql`r.ref IN (${`refs/heads/${f.branch}`}, ${f.branch})`);
+  if (f.createdBefore) conds.push(Prisma.sql`r.created_at < ${f.createdBefore}::timestamptz`);
+  if (f.createdAfter) conds.push(Prisma.sql`r.created_at >= ${f.createdAfter}::timestamptz`);
   const c = input.cursor ? decodeRunCursor(input.cursor) : null;
   if (input.cursor && !c) throw new DomainError("REQUEST.INVALID", "cursor is not valid");
   if (c)
