@@ -166,3 +166,12 @@ export {
   type RunEgressEvent,
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
+export {
+  recordAuditEvent,
+  recordAuditEventSql,
+  listAuditEvents,
+  type AuditEventInput,
+  type AuditEventRef,
+  type AuditEventView,
+  type ListAuditEventsInput,
+} from "./audit/index.ts";
