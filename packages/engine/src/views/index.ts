@@ -1,6 +1,14 @@
 // Read-side use cases for the dashboard (issue 6). Every function takes a TenantScope, which only
 // resolveTenant can make, and filters by its org_id in the query itself.
-export { resolveTenant, ALL_ROLES, OPERATOR_ROLES, ADMIN_ROLES, type TenantScope } from "./tenants/resolve-tenant.ts";
+export {
+  resolveTenant,
+  scopeOfApiCaller,
+  ALL_ROLES,
+  OPERATOR_ROLES,
+  ADMIN_ROLES,
+  type TenantScope,
+  type OrgScope,
+} from "./tenants/resolve-tenant.ts";
 export { resolveJobTenant } from "./tenants/resolve-job-tenant.ts";
 export { listMemberships, type MembershipView } from "./tenants/list-memberships.ts";
 export { findSignInUser, type SignInUser } from "./tenants/find-sign-in-user.ts";

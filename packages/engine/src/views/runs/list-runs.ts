@@ -1,6 +1,6 @@
 import { Prisma, type DbOrTx } from "@kiln/db";
 import { classifyOutcome, DomainError, type Outcome, type OutcomeClass } from "@kiln/domain";
-import type { TenantScope } from "../tenants/resolve-tenant.ts";
+import type { OrgScope } from "../tenants/resolve-tenant.ts";
 import { decodeRunCursor, encodeRunCursor } from "./run-cursor.ts";
 import type { RunFilters } from "@kiln/domain";
 
@@ -42,7 +42,7 @@ type Raw = Omit<RunRow, "created_at" | "finished_at" | "outcome_class"> & {
  */
 export async function listRuns(
   db: DbOrTx,
-  scope: TenantScope,
+  scope: OrgScope,
   input: { filters: RunFilters; cursor?: string | null; limit: number },
 ): Promise<RunPage> {
   if (input.limit < 1 || input.limit > 200) throw new DomainError("REQUEST.INVALID", "limit must be between 1 and 200");
