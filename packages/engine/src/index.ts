@@ -177,6 +177,7 @@ export {
 } from "./audit/index.ts";
 // Issue 19 (docs/adr/0029): the admin console's repositories and members, the public API's reads.
 export {
+  orgSlugOf,
   listMembers,
   changeMemberRole,
   removeMember,

@@ -64,6 +64,7 @@ export type DomainErrorCode =
   // The admin console and public API (issue 19, docs/adr/0029).
   | "REPO.DISCONNECTED"
   | "REPO.ALREADY_CONNECTED"
+  | "ORG.NOT_FOUND"
   | "MEMBER.NOT_FOUND"
   | "MEMBER.LAST_ADMIN"
   | "ARTIFACT.EXPIRED";

@@ -44,5 +44,7 @@ export function decideMembershipChange(members: readonly MemberRow[], change: Me
           : "this is the org's last admin: make another member an admin before changing their role",
       );
   }
-  return next === null ? { kind: "removed", role: current.role } : { kind: "role_changed", from: current.role, to: next };
+  return next === null
+    ? { kind: "removed", role: current.role }
+    : { kind: "role_changed", from: current.role, to: next };
 }

@@ -19,7 +19,13 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
     SELECT b.id, b.name, g.size_bytes, g.sha256, g.epoch
     FROM artifact_binding b JOIN artifact_generation g ON g.id = b.generation_id
     WHERE b.job_id = ${input.jobId}::uuid ORDER BY b.name`;
-  return rows.map((r) => ({ id: r.id, name: r.name, size: Number(r.size_bytes), sha256: r.sha256, attempt_epoch: r.epoch }));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    size: Number(r.size_bytes),
+    sha256: r.sha256,
+    attempt_epoch: r.epoch,
+  }));
 }
 
 /** GET /v1/jobs/{job_id}/artifacts/{name}: a short-lived presigned URL for the bound generation. */

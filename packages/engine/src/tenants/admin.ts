@@ -22,6 +22,13 @@ export async function orgIdOf(db: Db, slug: string): Promise<string> {
   return rows[0].id;
 }
 
+/** The slug of an org id (an API token's org), for routes that name the org in their path. */
+export async function orgSlugOf(db: Db, orgId: string): Promise<string> {
+  const rows = await db.$queryRaw<{ slug: string }[]>`SELECT slug FROM org WHERE id = ${orgId}::uuid`;
+  if (!rows[0]) throw new DomainError("ORG.NOT_FOUND", "org not found");
+  return rows[0].slug;
+}
+
 export async function createOrg(db: Db, slug: string): Promise<{ id: string; slug: string; created: boolean }> {
   if (!SLUG.test(slug))
     throw new DomainError("REQUEST.INVALID", "org slug must be lowercase letters, digits and dashes");
@@ -75,7 +82,8 @@ export async function addRepo(
     const prior = await tx.$queryRaw<{ org_id: string; disconnected: boolean }[]>`
       SELECT org_id, disconnected_at IS NOT NULL AS disconnected FROM repo WHERE full_name = ${input.name} FOR UPDATE`;
     const was = prior[0];
-    if (was && was.org_id !== orgId) throw new DomainError("REQUEST.INVALID", `${input.name} is registered to another org`);
+    if (was && was.org_id !== orgId)
+      throw new DomainError("REQUEST.INVALID", `${input.name} is registered to another org`);
     if (was && !was.disconnected && input.onlyIfNotConnected)
       throw new DomainError("REPO.ALREADY_CONNECTED", `${input.name} is already connected; disconnect it first`);
     const rows = await tx.$queryRaw<{ id: string }[]>`
@@ -93,7 +101,13 @@ export async function addRepo(
       actor: input.actor ?? UNNAMED_ACTOR,
       subject: input.name,
       // Never the webhook secret: only that it was (re)set.
-      data: { repo_id: id, clone_url: input.cloneUrl, workflow_path: input.workflowPath, default_branch: branch, secret_set: true },
+      data: {
+        repo_id: id,
+        clone_url: input.cloneUrl,
+        workflow_path: input.workflowPath,
+        default_branch: branch,
+        secret_set: true,
+      },
     });
     return { id, fullName: input.name, reconnected: was?.disconnected ?? false };
   });

@@ -90,7 +90,12 @@ export async function addMember(
   const orgId = await orgIdOf(db, input.orgSlug);
   return withTx(db, "add-member", async (tx) => {
     const userId = await upsertUser(tx, input.login, forgeId);
-    await applyChange(tx, orgId, { kind: "add", userId, role }, { actor: input.actor ?? UNNAMED_ACTOR, login: input.login });
+    await applyChange(
+      tx,
+      orgId,
+      { kind: "add", userId, role },
+      { actor: input.actor ?? UNNAMED_ACTOR, login: input.login },
+    );
     return { userId, role };
   });
 }
@@ -114,7 +119,8 @@ async function upsertUser(tx: Tx, login: string, forgeId: number | null): Promis
     return byId.id;
   }
   if (byLogin) {
-    if (forgeId !== null) await tx.$executeRaw`UPDATE app_user SET forge_id = ${forgeId}::bigint WHERE id = ${byLogin.id}::uuid`;
+    if (forgeId !== null)
+      await tx.$executeRaw`UPDATE app_user SET forge_id = ${forgeId}::bigint WHERE id = ${byLogin.id}::uuid`;
     return byLogin.id;
   }
   const rows = await tx.$queryRaw<{ id: string }[]>`
@@ -126,7 +132,8 @@ async function upsertUser(tx: Tx, login: string, forgeId: number | null): Promis
 
 /** The member's user id and login in this org, by id or by login; MEMBER.NOT_FOUND otherwise. */
 async function findMember(tx: Tx, orgId: string, who: { userId: string } | { login: string }) {
-  if ("userId" in who && !UUID.test(who.userId)) throw new DomainError("MEMBER.NOT_FOUND", "no such member in this org");
+  if ("userId" in who && !UUID.test(who.userId))
+    throw new DomainError("MEMBER.NOT_FOUND", "no such member in this org");
   const byId = "userId" in who ? who.userId : null;
   const byLogin = "login" in who ? who.login : null;
   const rows = await tx.$queryRaw<{ user_id: string; login: string }[]>`

@@ -151,7 +151,12 @@ export async function disconnectRepo(
       SELECT count(*)::int AS n FROM workflow_run WHERE repo_id = ${repo.id}::uuid AND finished_at IS NULL`;
     const unfinishedRuns = unfinished[0]?.n ?? 0;
     if (repo.disconnected_at)
-      return { id: repo.id, fullName: repo.full_name, disconnectedAt: repo.disconnected_at.toISOString(), unfinishedRuns };
+      return {
+        id: repo.id,
+        fullName: repo.full_name,
+        disconnectedAt: repo.disconnected_at.toISOString(),
+        unfinishedRuns,
+      };
     const upd = await tx.$queryRaw<{ disconnected_at: Date }[]>`
       UPDATE repo SET disconnected_at = now() WHERE id = ${repo.id}::uuid AND disconnected_at IS NULL
       RETURNING disconnected_at`;

@@ -73,6 +73,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   // keeps at least one admin; an artifact whose bytes retention deleted is gone, not missing.
   "REPO.DISCONNECTED": 409,
   "REPO.ALREADY_CONNECTED": 409,
+  "ORG.NOT_FOUND": 404,
   "MEMBER.NOT_FOUND": 404,
   "MEMBER.LAST_ADMIN": 409,
   "ARTIFACT.EXPIRED": 410,
