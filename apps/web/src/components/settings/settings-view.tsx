@@ -1,11 +1,11 @@
 "use client";
 import { LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { useTRPC } from "@/server/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";
+import { AdminLinks } from "../admin/admin-page.tsx";
 import { CacheConflicts } from "./cache-conflicts.tsx";
 import { CapacityCard } from "./capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
@@ -33,13 +33,7 @@ export function SettingsView({ org }: { org: string }) {
             Read only: you are a {role} of {org}; only admins can change these settings.
           </p>
         )}
-        {admin ? (
-          <p className="mt-1 text-sm">
-            <Link href={`/orgs/${org}/settings/tokens`} className="underline-offset-2 hover:underline">
-              API tokens
-            </Link>
-          </p>
-        ) : null}
+        {admin ? <AdminLinks org={org} /> : null}
       </div>
       <CapacityCard org={org} rows={q.data.entitlements} admin={admin} />
       <EgressCard org={org} rules={q.data.egress} admin={admin} now={now} />

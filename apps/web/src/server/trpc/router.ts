@@ -15,6 +15,14 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { createApiToken } from "./tenants/create-api-token.procedure.ts";
+import { addMember } from "./members/add-member.procedure.ts";
+import { changeMemberRole } from "./members/change-member-role.procedure.ts";
+import { listMembers } from "./members/list-members.procedure.ts";
+import { removeMember } from "./members/remove-member.procedure.ts";
+import { connectRepo } from "./repos/connect-repo.procedure.ts";
+import { disconnectRepo } from "./repos/disconnect-repo.procedure.ts";
+import { listReposAdmin } from "./repos/list-repos-admin.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -30,7 +38,10 @@ export const appRouter = router({
   },
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
-  tokens: { list: listApiTokens, revoke: revokeApiToken },
+  tokens: { list: listApiTokens, create: createApiToken, revoke: revokeApiToken },
+  // The admin console (issue 19): admins only, each refused in the tenant query for everyone else.
+  repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },
+  members: { list: listMembers, add: addMember, setRole: changeMemberRole, remove: removeMember },
 });
 
 export type AppRouter = typeof appRouter;
