@@ -40,10 +40,11 @@ export const tenantCommands: CliCommand[] = [
           webhookSecret,
           workflowPath: opt(ctx.values, "workflow-path") ?? ".kiln/workflow.yaml",
           ...(defaultBranch ? { defaultBranch } : {}),
+          actor: ctx.actor,
         },
         { localReposRoot: process.env.KILN_LOCAL_REPOS_ROOT || null },
       );
-      ctx.out(`repo ${r.fullName} registered (id ${r.id})`, r);
+      ctx.out(`repo ${r.fullName} ${r.reconnected ? "reconnected" : "registered"} (id ${r.id})`, r);
       return 0;
     },
   },
@@ -64,7 +65,7 @@ export const tenantCommands: CliCommand[] = [
         throw new UsageError(
           `member add needs --forge-id <n>: GitHub's numeric user id (curl -s https://api.github.com/users/${login} answers "id")`,
         );
-      const r = await addMember(ctx.db, { orgSlug: org, login, role, forgeId: Number(forgeId) });
+      const r = await addMember(ctx.db, { orgSlug: org, login, role, forgeId: Number(forgeId), actor: ctx.actor });
       ctx.out(`${login} (forge id ${forgeId}) is now ${role} of ${org}`, {
         ...r,
         org,
