@@ -36,11 +36,7 @@ export function MembersView({ org }: { org: string }) {
         await refresh();
         setNote(`${m.login} is now ${m.role}.`);
       },
-      onError: async (e) => {
-        setError(`Could not change the role: ${e.message}`);
-        // The select shows what the admin picked; put it back to what the server holds.
-        await refresh();
-      },
+      onError: (e) => setError(`Could not change the role: ${e.message}`),
     }),
   );
   const remove = useMutation(
@@ -97,7 +93,7 @@ export function MembersView({ org }: { org: string }) {
                 </thead>
                 <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
                   {members.map((m) => (
-                    <tr key={`${m.userId}:${m.role}`} data-login={m.login}>
+                    <tr key={m.userId} data-login={m.login}>
                       <td className="py-2 font-mono">
                         {m.login}
                         {m.login === me ? <span className="ml-1 text-xs text-zinc-500">(you)</span> : null}
@@ -107,7 +103,13 @@ export function MembersView({ org }: { org: string }) {
                         <select
                           aria-label={`Role of ${m.login}`}
                           className={`${inputClasses} h-8 w-32`}
-                          defaultValue={m.role}
+                          // The server's role, except while a change of it is in flight: a refused
+                          // change (the last admin) snaps back to what the server holds.
+                          value={
+                            setRole.isPending && setRole.variables?.userId === m.userId
+                              ? setRole.variables.role
+                              : m.role
+                          }
                           disabled={setRole.isPending && setRole.variables?.userId === m.userId}
                           onChange={(e) =>
                             setRole.mutate({ org, userId: m.userId, role: e.currentTarget.value as Role })
