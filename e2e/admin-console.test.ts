@@ -40,7 +40,10 @@ async function hold(page: Page, procedure: string): Promise<() => Promise<void>>
   const gate = new Promise<void>((r) => (release = r));
   await page.route(`**/api/trpc/${procedure}**`, async (route) => {
     await gate;
-    await route.continue();
+    // The page may have given up on the request meanwhile (a refetch replaced it): nothing to continue then.
+    await route.continue().catch((e: unknown) => {
+      if (!/already handled|closed/i.test(String(e))) throw e;
+    });
   });
   return async () => {
     release();
