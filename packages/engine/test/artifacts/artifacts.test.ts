@@ -67,7 +67,13 @@ describe("publish, bind, restore", () => {
     expect(await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: producer.jobId })).toEqual([]);
     await done(producer);
     expect(await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: producer.jobId })).toEqual([
-      { name: "app", size: data.length, sha256: sha256(data), attempt_epoch: 1 },
+      {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        name: "app",
+        size: data.length,
+        sha256: sha256(data),
+        attempt_epoch: 1,
+      },
     ]);
 
     const consumer = (await claim(t.db(), s))!;
