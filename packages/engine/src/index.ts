@@ -190,4 +190,3 @@ export {
   type ForgeCredentialState,
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
-export { listRepoRuns } from "./runs/index.ts";

@@ -6,4 +6,3 @@ export { retryRun } from "./retry-run.ts";
 export { getRun, type RunView, type JobView } from "./get-run.ts";
 // The run lock and run advancement, taken by attempt completion, reconcile and the attempt fence.
 export { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "./advance-run.ts";
-export { listRepoRuns } from "./list-repo-runs.ts";

@@ -20,6 +20,7 @@ export {
   type SettingsChange,
 } from "./tenants/get-org-settings.ts";
 export { listRuns, type RunRow, type RunPage } from "./runs/list-runs.ts";
+export { listRepoRuns } from "./runs/list-repo-runs.ts";
 export { runFilters, RUN_TRIGGERS, type RunFilters } from "@kiln/domain";
 export { encodeRunCursor, decodeRunCursor } from "./runs/run-cursor.ts";
 export { listRepos, type RepoOption } from "./runs/list-repos.ts";

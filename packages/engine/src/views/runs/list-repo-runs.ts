@@ -1,8 +1,7 @@
 import type { Db } from "@kiln/db";
 import { DomainError, type RunFilters } from "@kiln/domain";
-import { listRuns, type RunPage } from "../views/runs/list-runs.ts";
-import { scopeOfApiCaller } from "../views/tenants/resolve-tenant.ts";
-import type { Caller } from "./admit-manual.ts";
+import { scopeOfApiCaller } from "../tenants/resolve-tenant.ts";
+import { listRuns, type RunPage } from "./list-runs.ts";
 
 /**
  * GET /v1/repos/{repo_id}/workflow-runs: one repo's runs, newest first, filtered, with the keyset
@@ -12,7 +11,8 @@ import type { Caller } from "./admit-manual.ts";
  */
 export async function listRepoRuns(
   db: Db,
-  caller: Caller,
+  /** An API token's caller (authenticateApiToken). */
+  caller: { orgId: string; tokenId: string },
   input: { repoId: string; filters: Omit<RunFilters, "repoId">; cursor: string | null; limit: number },
 ): Promise<RunPage> {
   const repo = await db.$queryRaw<{ id: string }[]>`
