@@ -32,8 +32,7 @@ export const consoleCommands: CliCommand[] = [
   },
   {
     name: "repo remove",
-    usage:
-      "repo remove <org>/<name>                 (disconnect: no new runs; history kept; `repo add` reconnects)",
+    usage: "repo remove <org>/<name>                 (disconnect: no new runs; history kept; `repo add` reconnects)",
     async run(ctx) {
       const { org, name } = orgAndName(arg(ctx, 0, "org>/<name"));
       const r = await disconnectRepo(ctx.db, { orgSlug: org, repo: { fullName: name }, actor: ctx.actor });
