@@ -4,6 +4,7 @@ import { capacityCommands } from "./capacity.ts";
 import { consoleCommands } from "./console.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
 
 export const commands: CliCommand[] = [
@@ -12,4 +13,5 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...runCommands,
 ];

@@ -140,3 +140,25 @@ export const runEgress = z.object({
     }),
   ),
 });
+
+// Issue 20 (another branch's routes, documented here at merge: docs/adr/0029).
+export const runRerun = z.object({
+  run_id: z.uuid(),
+  parent_run_id: z.uuid(),
+  pinned: z.array(z.object({ name: z.string(), reused_from: z.object({ run_id: z.uuid(), job_id: z.uuid() }) })),
+  rerun: z.array(z.string()),
+});
+
+export const flakyJobs = z.object({
+  flaky_jobs: z.array(
+    z.object({
+      name: z.string(),
+      matrix: z.record(z.string(), z.string()).nullable(),
+      commits: z.number().int(),
+      attempts: z.number().int(),
+      last_seen: iso,
+      last_commit_sha: z.string(),
+      last_run_id: z.uuid(),
+    }),
+  ),
+});
