@@ -93,6 +93,12 @@ export const job = z.object({
   cause: z.string().nullable(),
   cause_message: z.string().nullable(),
   tier: z.string(),
+  matrix: z.record(z.string(), z.string()).nullable().describe("a matrix expansion's values; null for a plain job"),
+  reused_from: z
+    .object({ run_id: z.uuid(), job_id: z.uuid() })
+    .nullable()
+    .describe("set when a re-run pinned this job: the run and job whose success and artifacts it reuses"),
+  flaky: z.boolean().describe("passed and failed at this commit and definition; never acted on"),
   queue: queueInfo.nullable(),
   attempts: z.array(attempt),
 });
