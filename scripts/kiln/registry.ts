@@ -6,6 +6,7 @@ import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { runCommands } from "./runs.ts";
 import { tenantCommands } from "./tenants.ts";
+import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -14,4 +15,5 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...runCommands,
+  ...tlogCommands,
 ];

@@ -63,6 +63,28 @@ const schema = z.object({
       }
       return r.data;
     }),
+  /** The platform's public URL; the transparency log's origin defaults to `<its host>/tlog`. */
+  KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
+  /**
+   * The transparency log's origin (docs/adr/0026): the checkpoints' first line and the log key's
+   * name. Default `<KILN_PUBLIC_URL host>/tlog`, else `localhost/tlog`. Fixed for the log's life:
+   * a worker configured with another origin than the stored key's refuses to sign.
+   */
+  KILN_TLOG_ORIGIN: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .regex(/^[^\s+]+$/)
+      .optional(),
+  ),
+  /**
+   * Key-encryption key (base64 of 32 bytes) sealing the log's Ed25519 key in the database. Unset:
+   * generated once into `<KILN_DATA_DIR>/keys/tlog-kek` (mode 0600); workers on several hosts must
+   * share one value. Never given to the web app or a host agent.
+   */
+  KILN_TLOG_KEY_ENCRYPTION_KEY: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  /** How often the workers sign a checkpoint when the log has grown (issue 17: within 5 s). */
+  KILN_TLOG_CHECKPOINT_MS: z.coerce.number().int().min(50).max(5_000).default(1_000),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

@@ -172,6 +172,7 @@ export {
   type RunEgressEvent,
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
+export * from "./attestation/index.ts";
 export {
   recordAuditEvent,
   recordAuditEventSql,

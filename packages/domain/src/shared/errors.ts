@@ -68,7 +68,15 @@ export type DomainErrorCode =
   | "ORG.NOT_FOUND"
   | "MEMBER.NOT_FOUND"
   | "MEMBER.LAST_ADMIN"
-  | "ARTIFACT.EXPIRED";
+  | "ARTIFACT.EXPIRED"
+  | "TLOG.ENTRY_INVALID"
+  | "TLOG.ENTRY_NOT_FOUND"
+  | "TLOG.INDEX_OUT_OF_RANGE"
+  | "TLOG.SIZE_BEYOND_LOG"
+  | "TLOG.TILE_NOT_FOUND"
+  | "TLOG.NO_CHECKPOINT"
+  | "TLOG.KEY_UNAVAILABLE"
+  | "TLOG.ORIGIN_CHANGED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

@@ -78,6 +78,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "MEMBER.NOT_FOUND": 404,
   "MEMBER.LAST_ADMIN": 409,
   "ARTIFACT.EXPIRED": 410,
+  // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
+  // no key yet means the workers have not signed one (they do within a second of starting).
+  "TLOG.ENTRY_INVALID": 422,
+  "TLOG.ENTRY_NOT_FOUND": 404,
+  "TLOG.INDEX_OUT_OF_RANGE": 400,
+  "TLOG.SIZE_BEYOND_LOG": 400,
+  "TLOG.TILE_NOT_FOUND": 404,
+  "TLOG.NO_CHECKPOINT": 503,
+  "TLOG.KEY_UNAVAILABLE": 503,
+  "TLOG.ORIGIN_CHANGED": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {

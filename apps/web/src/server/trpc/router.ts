@@ -1,3 +1,4 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
@@ -53,6 +54,7 @@ export const appRouter = router({
   // The admin console (issue 19): admins only, each refused in the tenant query for everyone else.
   repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },
   members: { list: listMembers, add: addMember, setRole: changeMemberRole, remove: removeMember },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;

@@ -87,9 +87,9 @@ function schemaOf(s: z.ZodType, io: "input" | "output"): Record<string, unknown>
   return js;
 }
 
-/** `[repoId]` in a directory is `{repo_id}` in the document. */
+/** `[repoId]` in a directory is `{repo_id}` in the document (a catch-all `[...path]` is `{path}`). */
 export function openApiPathOf(dir: string): string {
-  return `/${dir.replace(/\[([A-Za-z]+)\]/g, (_, p: string) => `{${p.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}}`)}`;
+  return `/${dir.replace(/\[(?:\.\.\.)?([A-Za-z]+)\]/g, (_, p: string) => `{${p.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}}`)}`;
 }
 
 function camel(snake: string): string {

@@ -21,6 +21,13 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/jobs/[jobId]/logs/events": () => import("@/app/v1/jobs/[jobId]/logs/events/route.ts"),
   "v1/jobs/[jobId]/logs/raw": () => import("@/app/v1/jobs/[jobId]/logs/raw/route.ts"),
   "v1/pools": () => import("@/app/v1/pools/route.ts"),
+  // The transparency log (docs/adr/0026): public, no token.
+  "tlog/checkpoint": () => import("@/app/tlog/checkpoint/route.ts"),
+  "tlog/tile/[...path]": () => import("@/app/tlog/tile/[...path]/route.ts"),
+  "v1/tlog/verifier-key": () => import("@/app/v1/tlog/verifier-key/route.ts"),
+  "v1/tlog/entries/[index]": () => import("@/app/v1/tlog/entries/[index]/route.ts"),
+  "v1/tlog/proofs/inclusion": () => import("@/app/v1/tlog/proofs/inclusion/route.ts"),
+  "v1/tlog/proofs/consistency": () => import("@/app/v1/tlog/proofs/consistency/route.ts"),
   // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.
   "v1/agent/openapi.json": () => import("@/app/v1/agent/openapi.json/route.ts"),
   "v1/agent/sessions": () => import("@/app/v1/agent/sessions/route.ts"),
