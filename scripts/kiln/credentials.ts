@@ -27,6 +27,7 @@ export const credentialCommands: CliCommand[] = [
         role,
         ...(name ? { name } : {}),
         ...(days !== undefined ? { expiresInDays: days } : {}),
+        actor: ctx.actor,
       });
       ctx.out(`${r.token}\n(shown once; only its hash is stored; expires ${r.expiresAt})`, {
         id: r.id,
@@ -61,7 +62,7 @@ export const credentialCommands: CliCommand[] = [
     usage: "token revoke <org> <token-id>",
     async run(ctx) {
       const org = arg(ctx, 0, "org");
-      const t = await revokeApiToken(ctx.db, { orgSlug: org, tokenId: arg(ctx, 1, "token-id") });
+      const t = await revokeApiToken(ctx.db, { orgSlug: org, tokenId: arg(ctx, 1, "token-id"), actor: ctx.actor });
       ctx.out(`token ${t.id} (${t.name}) of ${org} revoked at ${t.revokedAt ?? ""}`, t);
       return 0;
     },

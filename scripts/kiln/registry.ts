@@ -2,6 +2,7 @@
 import type { CliCommand } from "./command.ts";
 import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
+import { consoleCommands } from "./console.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { forgeCommands } from "./forge.ts";
@@ -14,6 +15,7 @@ import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
+  ...consoleCommands,
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,

@@ -42,11 +42,15 @@ export const tenantCommands: CliCommand[] = [
           webhookSecret,
           workflowPath: opt(ctx.values, "workflow-path") ?? ".kiln/workflow.yaml",
           ...(defaultBranch ? { defaultBranch } : {}),
+          actor: ctx.actor,
         },
         { localReposRoot: process.env.KILN_LOCAL_REPOS_ROOT || null },
       );
       const forge = await applyForgeFlags(ctx, r.id);
-      ctx.out(`repo ${r.fullName} registered (id ${r.id})${forge ? "; forge settings stored" : ""}`, { ...r, forge });
+      ctx.out(
+        `repo ${r.fullName} ${r.reconnected ? "reconnected" : "registered"} (id ${r.id})${forge ? "; forge settings stored" : ""}`,
+        { ...r, forge },
+      );
       return 0;
     },
   },
@@ -67,7 +71,7 @@ export const tenantCommands: CliCommand[] = [
         throw new UsageError(
           `member add needs --forge-id <n>: GitHub's numeric user id (curl -s https://api.github.com/users/${login} answers "id")`,
         );
-      const r = await addMember(ctx.db, { orgSlug: org, login, role, forgeId: Number(forgeId) });
+      const r = await addMember(ctx.db, { orgSlug: org, login, role, forgeId: Number(forgeId), actor: ctx.actor });
       ctx.out(`${login} (forge id ${forgeId}) is now ${role} of ${org}`, {
         ...r,
         org,

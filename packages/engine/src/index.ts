@@ -240,3 +240,18 @@ export {
   callerOrg,
   type OrgCaller,
 } from "./secrets/index.ts";
+// Issue 19 (docs/adr/0029): the admin console's repositories and members, the public API's reads.
+export {
+  orgSlugOf,
+  listMembers,
+  changeMemberRole,
+  removeMember,
+  type MemberView,
+  listOrgRepos,
+  connectRepo,
+  disconnectRepo,
+  type RepoAdminView,
+  type LastDelivery,
+  type ForgeCredentialState,
+} from "./tenants/index.ts";
+export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";

@@ -11,7 +11,7 @@ import { admitManualRun, manualTriggerBody } from "../src/runs/admit-manual.ts";
 import { freezeRun } from "../src/runs/freeze-run.ts";
 import { getRun } from "../src/runs/get-run.ts";
 import { retryRun } from "../src/runs/retry-run.ts";
-import { addMember } from "../src/tenants/admin.ts";
+import { addMember } from "../src/tenants/index.ts";
 import { LOCAL_SOURCE, runStatus, seedTenant, useTestDb, type Tenant } from "./support.ts";
 
 const t = useTestDb();

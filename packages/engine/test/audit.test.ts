@@ -10,9 +10,15 @@ import { seedTenant, useTestDb } from "./support.ts";
 // order, and refused by the database itself when anyone tries to rewrite it.
 const t = useTestDb();
 
+/** Seeding a tenant is audited too (repo.connected, api_token.created): tests read what follows it. */
+async function seededUpTo(slug: string): Promise<string> {
+  return (await listAuditEvents(t.db(), { orgSlug: slug })).at(-1)?.seq ?? "0";
+}
+
 describe("audit trail", () => {
   it("commits with its transaction, and not at all when the transaction rolls back", async () => {
     const a = await seedTenant(t.db());
+    const a0 = await seededUpTo(a.slug);
     await withTx(t.db(), "audit-test", (tx) =>
       recordAuditEvent(tx, { orgId: a.orgId, kind: "secret.set", actor: "cli:test", subject: "org:NPM_TOKEN" }),
     );
@@ -22,38 +28,41 @@ describe("audit trail", () => {
         throw new Error("the change failed");
       }),
     ).rejects.toThrow("the change failed");
-    const rows = await listAuditEvents(t.db(), { orgSlug: a.slug });
+    const rows = await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0 });
     expect(rows.map((r) => r.kind)).toEqual(["secret.set"]);
     expect(rows[0]).toMatchObject({ actor: "cli:test", subject: "org:NPM_TOKEN", data: {} });
   });
 
   it("lists one org's events only, filtered by kind, namespace, time and cursor", async () => {
     const a = await seedTenant(t.db());
+    const a0 = await seededUpTo(a.slug);
     const b = await seedTenant(t.db());
+    const b0 = await seededUpTo(b.slug);
     await withTx(t.db(), "audit-seed", async (tx) => {
       await recordAuditEvent(tx, { orgId: a.orgId, kind: "secret.read", actor: "agent:1", data: { version: 2 } });
       await recordAuditEvent(tx, { orgId: a.orgId, kind: "id_token.minted", actor: "agent:1" });
       await recordAuditEvent(tx, { orgId: b.orgId, kind: "secret.read", actor: "agent:2" });
       await recordAuditEvent(tx, { orgId: a.orgId, kind: "secret.set", actor: "web:alice" });
     });
-    const all = await listAuditEvents(t.db(), { orgSlug: a.slug });
+    const all = await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0 });
     expect(all.map((r) => r.kind)).toEqual(["secret.read", "id_token.minted", "secret.set"]);
     expect(all.every((r) => r.actor !== "agent:2")).toBe(true);
-    expect((await listAuditEvents(t.db(), { orgSlug: a.slug, kind: "secret.read" })).map((r) => r.data)).toEqual([
-      { version: 2 },
-    ]);
-    expect((await listAuditEvents(t.db(), { orgSlug: a.slug, kind: "secret." })).length).toBe(2);
-    const page = await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: all[0]?.seq ?? "0", limit: 1 });
+    expect(
+      (await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0, kind: "secret.read" })).map((r) => r.data),
+    ).toEqual([{ version: 2 }]);
+    expect((await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0, kind: "secret." })).length).toBe(2);
+    const page = await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: all[0]?.seq ?? a0, limit: 1 });
     expect(page.map((r) => r.kind)).toEqual(["id_token.minted"]);
     const future = new Date(Date.now() + 60_000);
-    expect(await listAuditEvents(t.db(), { orgSlug: a.slug, since: future })).toEqual([]);
+    expect(await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0, since: future })).toEqual([]);
     // Another org's slug sees nothing of a's, and an unknown slug sees nothing at all.
-    expect((await listAuditEvents(t.db(), { orgSlug: b.slug })).map((r) => r.actor)).toEqual(["agent:2"]);
+    expect((await listAuditEvents(t.db(), { orgSlug: b.slug, afterSeq: b0 })).map((r) => r.actor)).toEqual(["agent:2"]);
     expect(await listAuditEvents(t.db(), { orgSlug: "no-such-org" })).toEqual([]);
   });
 
   it("is refused by the database on UPDATE, DELETE and TRUNCATE", async () => {
     const a = await seedTenant(t.db());
+    const a0 = await seededUpTo(a.slug);
     await withTx(t.db(), "audit-seed", (tx) =>
       recordAuditEvent(tx, { orgId: a.orgId, kind: "token.created", actor: "cli:test" }),
     );
@@ -63,7 +72,7 @@ describe("audit trail", () => {
       "TRUNCATE audit_event",
     ])
       await expect(t.db().$executeRawUnsafe(sql), sql).rejects.toThrow(/append-only/);
-    expect((await listAuditEvents(t.db(), { orgSlug: a.slug }))[0]?.actor).toBe("cli:test");
+    expect((await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0 }))[0]?.actor).toBe("cli:test");
   });
 
   it("refuses malformed kinds and bad cursors with named codes", async () => {
@@ -82,10 +91,11 @@ describe("audit trail", () => {
 
   it("records egress and entitlement changes with their actor", async () => {
     const a = await seedTenant(t.db());
+    const a0 = await seededUpTo(a.slug);
     await allowEgressHost(t.db(), { orgSlug: a.slug, pattern: "registry.npmjs.org", actor: "cli:ops" });
     await removeEgressHost(t.db(), { orgSlug: a.slug, pattern: "registry.npmjs.org", actor: "web:alice" });
     await setEntitlement(t.db(), { orgSlug: a.slug, pool: a.pool, slots: 3, weight: 2, actor: "cli:ops" });
-    const rows = await listAuditEvents(t.db(), { orgSlug: a.slug });
+    const rows = await listAuditEvents(t.db(), { orgSlug: a.slug, afterSeq: a0 });
     expect(rows.map((r) => [r.kind, r.actor, r.subject])).toEqual([
       ["egress.allow", "cli:ops", "registry.npmjs.org"],
       ["egress.remove", "web:alice", "registry.npmjs.org"],

@@ -226,7 +226,13 @@ describe("re-run failed jobs", () => {
     // The pinned job shows the producer's artifact, and the rerun consumer downloads that very generation.
     const pinnedCompile = view.jobs[0]?.id ?? "";
     expect(await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: pinnedCompile })).toEqual([
-      { name: "app", size: data.length, sha256: sha256(data), attempt_epoch: 1 },
+      {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        name: "app",
+        size: data.length,
+        sha256: sha256(data),
+        attempt_epoch: 1,
+      },
     ]);
     const [again] = await claimAll(session);
     expect(again?.runId).toBe(r.runId);

@@ -5,7 +5,7 @@ import { listPools, setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { queueInfoForRun } from "../src/dispatch/queue-view.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { getRunPage } from "../src/views/runs/get-run-page.ts";
-import { addMember, createAgentToken } from "../src/tenants/admin.ts";
+import { addMember, createAgentToken } from "../src/tenants/index.ts";
 import { resolveTenant } from "../src/views/tenants/resolve-tenant.ts";
 import { def, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 

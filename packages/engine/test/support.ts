@@ -3,7 +3,7 @@ import { parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, inject } from "vitest";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "../src/shared/config.ts";
-import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "../src/tenants/admin.ts";
+import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "../src/tenants/index.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { createJobs } from "../src/runs/freeze-run.ts";

@@ -11,3 +11,6 @@ export type Membership = Out["tenants"]["list"][number];
 export type OrgSettingsData = Out["tenants"]["settings"];
 export type PoolEntitlementData = OrgSettingsData["entitlements"][number];
 export type SettingsChangeData = OrgSettingsData["changes"][number];
+// The admin console (issue 19).
+export type ReposAdminData = Out["repos"]["list"];
+export type MemberData = Out["members"]["list"][number];

@@ -11,5 +11,15 @@ export const runFilters = z.object({
   trigger: z.enum(RUN_TRIGGERS).optional(),
   status: z.enum(RUN_STATUSES).optional(),
   outcome: z.enum(OUTCOMES).optional(),
+  /** A branch name: matches a push's or manual run's refs/heads/<branch> and a PR's head branch. */
+  branch: z
+    .string()
+    .min(1)
+    .max(255)
+    .refine((b) => !b.startsWith("refs/"), "a branch name without refs/heads/")
+    .optional(),
+  /** Runs created strictly before / at or after this instant (ISO 8601 with an offset). */
+  createdBefore: z.iso.datetime({ offset: true }).optional(),
+  createdAfter: z.iso.datetime({ offset: true }).optional(),
 });
 export type RunFilters = z.infer<typeof runFilters>;

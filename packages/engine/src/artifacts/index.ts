@@ -5,6 +5,7 @@ export { openUpload, type OpenUploadRequest, type UploadSession } from "./open-u
 export { recordPart, type PartReport } from "./record-part.ts";
 export { finalizeUpload, type SealedArtifact } from "./finalize-upload.ts";
 export { grantDownload, type DownloadGrant } from "./grant-download.ts";
+export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./download-artifact.ts";
 export { listJobArtifacts, artifactDownloadUrl, type JobArtifactView } from "./job-artifacts.ts";
 // Object-store operations the caches capability reuses for its own objects.
 export { objectExists, readBack, s3ErrorName } from "./store-ops.ts";

@@ -4,7 +4,7 @@ import type { ArtifactStore } from "./artifact-context.ts";
 import { presignDownload } from "./store-ops.ts";
 
 export interface JobArtifactView {
-  /** The bound generation's id: GET /v1/artifacts/{id}/attestation names the artifact by it. */
+  /** The artifact's id (its sealed generation): GET /v1/artifacts/{id}/download and /attestation. */
   id: string;
   name: string;
   size: number;

@@ -1,5 +1,6 @@
-import type { Db } from "@kiln/db";
+import { withTx, type Db } from "@kiln/db";
 import { DomainError, type Role } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 
 // Listing and revoking an org's API tokens (`kiln token list|revoke`, the dashboard's tokens page).
 // Both are scoped by org in the query itself: another org's token id answers TOKEN.NOT_FOUND, the
@@ -51,14 +52,34 @@ export async function listApiTokens(db: Db, input: { orgSlug: string }): Promise
   return rows.map(view);
 }
 
-/** Idempotent: revoking a revoked token answers it unchanged (its first revocation time stays). */
-export async function revokeApiToken(db: Db, input: { orgSlug: string; tokenId: string }): Promise<ApiTokenView> {
+/**
+ * Idempotent: revoking a revoked token answers it unchanged (its first revocation time stays) and
+ * records nothing; the first revocation is audited in its own transaction.
+ */
+export async function revokeApiToken(
+  db: Db,
+  input: { orgSlug: string; tokenId: string; actor?: string },
+): Promise<ApiTokenView> {
   if (!UUID.test(input.tokenId)) throw new DomainError("TOKEN.NOT_FOUND", "no such token in this org");
-  const rows = await db.$queryRaw<Row[]>`
-    UPDATE api_token t SET revoked_at = COALESCE(t.revoked_at, now())
-    FROM org o WHERE o.id = t.org_id AND o.slug = ${input.orgSlug} AND t.id = ${input.tokenId}::uuid
-    RETURNING t.id, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, t.expires_at <= now() AS expired`;
-  const r = rows[0];
-  if (!r) throw new DomainError("TOKEN.NOT_FOUND", "no such token in this org");
-  return view(r);
+  return withTx(db, "revoke-api-token", async (tx) => {
+    const rows = await tx.$queryRaw<(Row & { org_id: string; was_revoked: boolean })[]>`
+      WITH before AS (
+        SELECT t.id, t.revoked_at IS NOT NULL AS was_revoked FROM api_token t JOIN org o ON o.id = t.org_id
+        WHERE o.slug = ${input.orgSlug} AND t.id = ${input.tokenId}::uuid FOR UPDATE OF t)
+      UPDATE api_token t SET revoked_at = COALESCE(t.revoked_at, now())
+      FROM before WHERE t.id = before.id
+      RETURNING t.id, t.org_id, t.name, t.role, t.created_at, t.expires_at, t.last_used_at, t.revoked_at,
+        t.expires_at <= now() AS expired, before.was_revoked`;
+    const r = rows[0];
+    if (!r) throw new DomainError("TOKEN.NOT_FOUND", "no such token in this org");
+    if (!r.was_revoked)
+      await recordAuditEvent(tx, {
+        orgId: r.org_id,
+        kind: "api_token.revoked",
+        actor: input.actor ?? "system:admin",
+        subject: r.id,
+        data: { name: r.name, role: r.role },
+      });
+    return view(r);
+  });
 }

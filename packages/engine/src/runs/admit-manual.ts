@@ -77,10 +77,13 @@ export async function admitManualRun(
   const key = input.idempotencyKey;
   if (!key || key.length > 255)
     throw new DomainError("IDEMPOTENCY.KEY_REQUIRED", "an Idempotency-Key header (1-255 chars) is required");
-  const repos = await db.$queryRaw<{ id: string; clone_url: string; default_branch: string }[]>`
-    SELECT id, clone_url, default_branch FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${caller.orgId}::uuid`;
+  const repos = await db.$queryRaw<{ id: string; clone_url: string; default_branch: string; disconnected: boolean }[]>`
+    SELECT id, clone_url, default_branch, disconnected_at IS NOT NULL AS disconnected
+    FROM repo WHERE id = ${input.repoId}::uuid AND org_id = ${caller.orgId}::uuid`;
   const repo = repos[0];
   if (!repo) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+  if (repo.disconnected)
+    throw new DomainError("REPO.DISCONNECTED", "this repository is disconnected; connect it again to start runs");
   const ref = input.body.ref === undefined ? branchRef(repo.default_branch) : fullRef(input.body.ref);
   if (ref === null)
     throw new DomainError("REQUEST.INVALID", "ref must be a branch name or refs/heads/... or refs/tags/...");

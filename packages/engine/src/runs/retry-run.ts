@@ -34,6 +34,10 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
     const parent = rows[0];
     if (!parent) throw new DomainError("RUN.NOT_FOUND", "run not found");
     if (parent.status !== "completed") throw new DomainError("RUN.NOT_FINISHED", "only a finished run can be retried");
+    const repo = await tx.$queryRaw<{ disconnected: boolean }[]>`
+      SELECT disconnected_at IS NOT NULL AS disconnected FROM repo WHERE id = ${parent.repo_id}::uuid`;
+    if (repo[0]?.disconnected)
+      throw new DomainError("REPO.DISCONNECTED", "this run's repository is disconnected; connect it again to retry");
     const trust = computeTrustClass({ kind: "retry", parentTrustClass: parent.trust_class });
     const frozen = parent.definition !== null;
     const created = await tx.$queryRaw<{ id: string }[]>`

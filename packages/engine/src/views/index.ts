@@ -1,6 +1,14 @@
 // Read-side use cases for the dashboard (issue 6). Every function takes a TenantScope, which only
 // resolveTenant can make, and filters by its org_id in the query itself.
-export { resolveTenant, ALL_ROLES, OPERATOR_ROLES, ADMIN_ROLES, type TenantScope } from "./tenants/resolve-tenant.ts";
+export {
+  resolveTenant,
+  scopeOfApiCaller,
+  ALL_ROLES,
+  OPERATOR_ROLES,
+  ADMIN_ROLES,
+  type TenantScope,
+  type OrgScope,
+} from "./tenants/resolve-tenant.ts";
 export { resolveJobTenant } from "./tenants/resolve-job-tenant.ts";
 export { listMemberships, type MembershipView } from "./tenants/list-memberships.ts";
 export { findSignInUser, type SignInUser } from "./tenants/find-sign-in-user.ts";
@@ -12,6 +20,7 @@ export {
   type SettingsChange,
 } from "./tenants/get-org-settings.ts";
 export { listRuns, type RunRow, type RunPage } from "./runs/list-runs.ts";
+export { listRepoRuns } from "./runs/list-repo-runs.ts";
 export { runFilters, RUN_TRIGGERS, type RunFilters } from "@kiln/domain";
 export { encodeRunCursor, decodeRunCursor } from "./runs/run-cursor.ts";
 export { listRepos, type RepoOption } from "./runs/list-repos.ts";

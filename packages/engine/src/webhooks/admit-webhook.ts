@@ -81,10 +81,11 @@ export async function admitGithubWebhook(
     org_id: string;
     webhook_secret: string;
     workflow_path: string;
+    disconnected: boolean;
     actor_is_member: boolean;
   }>({
-    name: "webhook-repo",
-    text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path,
+    name: "webhook-repo-2",
+    text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path, r.disconnected_at IS NOT NULL AS disconnected,
                   ($2::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
                      WHERE ms.org_id = r.org_id AND u.forge_id = $2::bigint AND ms.role IN ('admin', 'member'))) AS actor_is_member
            FROM repo r WHERE r.full_name = $1`,
@@ -102,7 +103,9 @@ export async function admitGithubWebhook(
 
   const installationId = base.data.installation?.id ?? null;
   if (installationId !== null) await rememberInstallation(sql, repo.id, installationId);
-  const plan = planEvent(event, json);
+  // A disconnected repo (docs/adr/0029) admits nothing; its deliveries are recorded as ignored so
+  // missed-delivery recovery counts them as processed rather than asking for them again.
+  const plan = repo.disconnected ? "repo is disconnected" : planEvent(event, json);
   const prior = async () => {
     const rows = await sql.query<{ run_id: string | null }>({
       name: "webhook-prior",

@@ -9,7 +9,7 @@ import { grantCacheRestore } from "../../src/caches/grant-restore.ts";
 import { openCacheSave } from "../../src/caches/open-save.ts";
 import { recordCacheStats } from "../../src/caches/record-stats.ts";
 import { orgCacheFigures, runCacheFigures } from "../../src/caches/cache-figures.ts";
-import { addMember } from "../../src/tenants/admin.ts";
+import { addMember } from "../../src/tenants/index.ts";
 import { getOrgSettings } from "../../src/views/tenants/get-org-settings.ts";
 import { resolveTenant } from "../../src/views/tenants/resolve-tenant.ts";
 import { def, newSession, seedFrozenRun, seedTenant, useTestDb, type Tenant } from "../support.ts";

@@ -49,8 +49,11 @@ export function ArtifactsList({ data, org }: { data: RunPageData; org: string })
           <th scope="col" className="py-1.5 pr-4 font-medium">
             SHA-256
           </th>
-          <th scope="col" className="py-1.5 font-medium">
+          <th scope="col" className="py-1.5 pr-4 font-medium">
             Provenance
+          </th>
+          <th scope="col" className="py-1.5 font-medium">
+            <span className="sr-only">Download</span>
           </th>
         </tr>
       </thead>
@@ -73,7 +76,7 @@ export function ArtifactsList({ data, org }: { data: RunPageData; org: string })
             <td className="py-1.5 pr-4 font-mono text-xs" title={a.sha256 ?? undefined}>
               {a.sha256 ? shortSha(a.sha256) : "—"}
             </td>
-            <td className="py-1.5">
+            <td className="py-1.5 pr-4">
               <AttestationBadge state={a.attestation_state} />
               {a.attestation_id ? (
                 <Link
@@ -85,6 +88,20 @@ export function ArtifactsList({ data, org }: { data: RunPageData; org: string })
                 </Link>
               ) : null}
               {a.quarantine_reason ? <span className="ml-2 text-xs text-red-700">{a.quarantine_reason}</span> : null}
+            </td>
+            <td className="py-1.5 text-right">
+              {/* The API's own download (authorised per request, 302 to a presigned URL): a plain link,
+                  so the browser follows the redirect and saves the file; no bytes pass through Kiln. */}
+              {a.state === "sealed" ? (
+                <a
+                  href={`/v1/artifacts/${a.id}/download`}
+                  className="rounded text-blue-700 underline-offset-2 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400"
+                  aria-label={`Download ${a.name} (${jobName.get(a.job_id) ?? "job"})`}
+                  data-testid="artifact-download"
+                >
+                  Download
+                </a>
+              ) : null}
             </td>
           </tr>
         ))}

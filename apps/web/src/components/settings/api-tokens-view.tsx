@@ -7,6 +7,8 @@ import { useTRPC } from "@/server/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
+import { SecretOnce } from "../admin/admin-page.tsx";
+import { CreateTokenForm, type CreatedToken } from "./create-token-form.tsx";
 
 const STATE_CLASS = {
   active: "text-emerald-700 dark:text-emerald-400",
@@ -17,14 +19,16 @@ const STATE_CLASS = {
 /**
  * The org's API tokens: who may call /v1 on its behalf, until when, and when each was last used
  * (to the minute). Admins only; the server refuses everyone else in the tenant query. Tokens are
- * created with `npm run kiln -- token create` (the secret is shown once, never stored).
+ * created here or with `npm run kiln -- token create` (the secret is shown once, never stored).
+ * Refreshed every 30 s, so last use and revocations from elsewhere appear.
  */
 export function ApiTokensView({ org }: { org: string }) {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const { role } = useOrg();
   const now = useNow(30_000);
-  const q = useQuery(trpc.tokens.list.queryOptions({ org }));
+  const q = useQuery({ ...trpc.tokens.list.queryOptions({ org }), refetchInterval: 30_000 });
+  const [created, setCreated] = useState<CreatedToken | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const revoke = useMutation(
@@ -83,6 +87,19 @@ export function ApiTokensView({ org }: { org: string }) {
   return (
     <div className="space-y-6">
       {header}
+      {created ? (
+        <SecretOnce
+          title={`Token ${created.name}`}
+          secret={created.token}
+          testId="new-token"
+          onDismiss={() => setCreated(null)}
+        >
+          <p className="mt-1">
+            Send it as <code className="font-mono">Authorization: Bearer …</code>. It expires{" "}
+            <time dateTime={created.expiresAt}>{formatTimestamp(created.expiresAt)}</time>.
+          </p>
+        </SecretOnce>
+      ) : null}
       <Card
         title={
           <span id="api-tokens-heading" tabIndex={-1}>
@@ -92,9 +109,8 @@ export function ApiTokensView({ org }: { org: string }) {
         id="api-tokens"
       >
         <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
-          Create one with <code className="font-mono">npm run kiln -- token create {org} --role member</code>; it
-          expires after 90 days unless given <code className="font-mono">--expires-days</code>. Revoking takes effect on
-          the next request.
+          Create one below or with <code className="font-mono">npm run kiln -- token create {org} --role member</code>.
+          Revoking takes effect on the next request.
         </p>
         {tokens.length === 0 ? (
           <EmptyState title="No API tokens">Nothing can call the API on behalf of {org}.</EmptyState>
@@ -163,6 +179,15 @@ export function ApiTokensView({ org }: { org: string }) {
         <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
           {note ?? ""}
         </p>
+        <CreateTokenForm
+          org={org}
+          onCreated={async (t) => {
+            setNote(null);
+            await qc.invalidateQueries({ queryKey: trpc.tokens.list.queryKey({ org }) });
+            setCreated(t);
+            requestAnimationFrame(() => document.querySelector<HTMLElement>("#new-token-title")?.focus());
+          }}
+        />
       </Card>
     </div>
   );

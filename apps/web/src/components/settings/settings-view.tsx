@@ -1,11 +1,12 @@
 "use client";
 import { LoadingBlock } from "@kiln/ui";
-import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "@/server/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";
+import { AdminLinks } from "../admin/admin-page.tsx";
 import { CacheConflicts } from "./cache-conflicts.tsx";
 import { CapacityCard } from "./capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
@@ -35,17 +36,7 @@ export function SettingsView({ org }: { org: string }) {
           </p>
         )}
         {admin ? (
-          <p className="mt-1 flex gap-4 text-sm">
-            <Link href={`/orgs/${org}/settings/tokens`} className="underline-offset-2 hover:underline">
-              API tokens
-            </Link>
-            <Link href={`/orgs/${org}/settings/secrets`} className="underline-offset-2 hover:underline">
-              Secrets
-            </Link>
-            <Link href={`/orgs/${org}/audit`} className="underline-offset-2 hover:underline">
-              Audit trail
-            </Link>
-          </p>
+          <AdminLinks org={org} />
         ) : role === "auditor" ? (
           <p className="mt-1 text-sm">
             <Link href={`/orgs/${org}/audit`} className="underline-offset-2 hover:underline">

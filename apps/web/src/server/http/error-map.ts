@@ -89,6 +89,13 @@ const STATUS: Record<DomainErrorCode, number> = {
   "SECRET.KEK_MISMATCH": 503,
   "SECRET.DECRYPT_FAILED": 503,
   "ORG.NOT_FOUND": 404,
+  // Issue 19 (docs/adr/0029): a disconnected repo keeps its history but admits no new run; an org
+  // keeps at least one admin; an artifact whose bytes retention deleted is gone, not missing.
+  "REPO.DISCONNECTED": 409,
+  "REPO.ALREADY_CONNECTED": 409,
+  "MEMBER.NOT_FOUND": 404,
+  "MEMBER.LAST_ADMIN": 409,
+  "ARTIFACT.EXPIRED": 410,
   // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
   // no key yet means the workers have not signed one (they do within a second of starting).
   "TLOG.ENTRY_INVALID": 422,

@@ -5,41 +5,89 @@ import { toErrorResponse } from "./error-map.ts";
 
 type Params = Record<string, string>;
 
-export interface RouteContext<B> {
+/**
+ * How a route authenticates its caller; the OpenAPI document's security requirement comes from it
+ * (docs/adr/0029). The handler still makes the call on its first line: declaring it here documents
+ * it, it does not perform it.
+ */
+export type RouteAuth =
+  /** An org-scoped API token (Authorization: Bearer kiln_...). */
+  | "api_token"
+  /** An API token, or the dashboard's session cookie of a member of the resource's org. */
+  | "api_token_or_session"
+  /** A host agent's credential (Authorization: Bearer kagent_...). */
+  | "agent_token"
+  /** A job token minted for one attempt (Authorization: Bearer <JWT>). */
+  | "job_token"
+  /** The forge's HMAC signature of the body (X-Hub-Signature-256). */
+  | "webhook_signature"
+  | "none";
+
+export interface ResponseSpec {
+  description: string;
+  /** The JSON body; omit for a body-less answer (302, 204). */
+  schema?: z.ZodType;
+  /** A non-JSON body (SSE, bytes): its media type. */
+  contentType?: string;
+  /** Response headers worth documenting, name -> description. */
+  headers?: Record<string, string>;
+}
+
+/** What a route declares about itself: the OpenAPI registry builds the document from this. */
+export interface RouteSpec {
+  /** The OpenAPI path, path params snake_case: `/v1/repos/{repo_id}/workflow-runs` for `[repoId]`. */
+  path: string;
+  summary: string;
+  description?: string;
+  auth: RouteAuth;
+  /** Query parameters, parsed and validated before the handler runs (REQUEST.INVALID otherwise). */
+  query?: z.ZodObject;
+  /** A non-JSON request body (log chunk batches): its media type and what it is. */
+  rawBody?: { contentType: string; description: string };
+  /** Request headers the route reads, name -> description (Idempotency-Key, Last-Event-ID). */
+  headers?: Record<string, { description: string; required?: boolean }>;
+  /** Success answers by status. Errors are always `{error: {code, message}}` and documented once. */
+  responses: Record<number, ResponseSpec>;
+}
+
+export interface RouteContext<B, Q> {
   req: Request;
   params: Params;
   body: B;
+  query: Q;
   rawBody: Uint8Array;
 }
 
+type Handler = ((req: Request, ctx: { params: Promise<Params> }) => Promise<Response>) & {
+  /** Read by the OpenAPI registry (server/http/openapi); every route has one. */
+  readonly spec: RouteSpec & { body?: z.ZodType; uuidParams: string[] };
+};
+
+type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
+
 /**
- * The one builder every REST route goes through (conventions rule 5): it enforces the body size
- * limit, parses JSON against the route's schema, checks UUID path params, and maps every error to
- * {error: {code, message}}. Authentication is the handler's first line, so no route can forget
- * that it has to choose one.
+ * The one builder every REST route goes through (conventions rule 5): it declares the route for
+ * the OpenAPI document (path, summary, auth, query/body/response schemas), enforces the body size
+ * limit, parses JSON and the query string against the route's schemas, checks UUID path params,
+ * and maps every error to {error: {code, message}}. Authentication is the handler's first line, so
+ * no route can forget that it has to choose one.
  */
-export function route<S extends z.ZodType | undefined>(def: {
-  body?: S;
-  uuidParams?: string[];
-  maxBytes?: number;
-  handler: (ctx: RouteContext<S extends z.ZodType ? z.infer<S> : undefined>) => Promise<Response>;
-}) {
-  return async (req: Request, ctx: { params: Promise<Params> }): Promise<Response> => {
+export function route<S extends z.ZodType | undefined = undefined, Q extends z.ZodObject | undefined = undefined>(
+  def: RouteSpec & {
+    body?: S;
+    query?: Q;
+    uuidParams?: string[];
+    maxBytes?: number;
+    handler: (ctx: RouteContext<Infer<S>, Infer<Q>>) => Promise<Response>;
+  },
+): Handler {
+  const run = async (req: Request, ctx: { params: Promise<Params> }): Promise<Response> => {
     try {
       const params = (await ctx.params) ?? {};
       for (const p of def.uuidParams ?? []) {
-        if (!UUID.test(params[p] ?? ""))
-          throw new DomainError(
-            p.startsWith("run")
-              ? "RUN.NOT_FOUND"
-              : p.startsWith("repo")
-                ? "REPO.NOT_FOUND"
-                : p.startsWith("artifact")
-                  ? "ARTIFACT.NOT_FOUND"
-                  : "JOB.NOT_FOUND",
-            `${p} is not a valid id`,
-          );
+        if (!UUID.test(params[p] ?? "")) throw new DomainError(notFoundCode(p), `${p} is not a valid id`);
       }
+      const query = def.query ? parseQuery(def.query, new URL(req.url).searchParams) : undefined;
       const rawBody = await readLimited(req, def.maxBytes ?? env().KILN_MAX_BODY_BYTES);
       let body: unknown = undefined;
       if (def.body) {
@@ -59,11 +107,36 @@ export function route<S extends z.ZodType | undefined>(def: {
         }
         body = parsed.data;
       }
-      return await def.handler({ req, params, body: body as never, rawBody });
+      return await def.handler({ req, params, body: body as never, query: query as never, rawBody });
     } catch (e) {
       return toErrorResponse(e);
     }
   };
+  const { handler: _handler, maxBytes: _maxBytes, ...spec } = def;
+  return Object.assign(run, { spec: { ...spec, uuidParams: def.uuidParams ?? [] } });
+}
+
+/** An id that is not a UUID names the same "not found" as a UUID nobody has. */
+function notFoundCode(param: string): "RUN.NOT_FOUND" | "REPO.NOT_FOUND" | "JOB.NOT_FOUND" | "ARTIFACT.NOT_FOUND" {
+  if (param.startsWith("run")) return "RUN.NOT_FOUND";
+  if (param.startsWith("repo")) return "REPO.NOT_FOUND";
+  if (param.startsWith("artifact")) return "ARTIFACT.NOT_FOUND";
+  return "JOB.NOT_FOUND";
+}
+
+/** One value per key (a repeated key is refused rather than silently picking one). */
+function parseQuery(schema: z.ZodObject, sp: URLSearchParams): unknown {
+  const raw: Record<string, string> = {};
+  for (const [k, v] of sp) {
+    if (k in raw) throw new DomainError("REQUEST.INVALID", `query parameter ${k} is given twice`);
+    raw[k] = v;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new DomainError("REQUEST.INVALID", `${issue?.path.join(".") || "query"}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

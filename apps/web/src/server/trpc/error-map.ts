@@ -11,6 +11,8 @@ const BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   403: "FORBIDDEN",
   404: "NOT_FOUND",
   409: "CONFLICT",
+  // tRPC has no "gone": an expired artifact is NOT_FOUND on the dashboard, its domainCode says why.
+  410: "NOT_FOUND",
   413: "PAYLOAD_TOO_LARGE",
   422: "UNPROCESSABLE_CONTENT",
   429: "TOO_MANY_REQUESTS",

@@ -27,6 +27,14 @@ import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
 import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
 import { listSecrets } from "./secrets/list-secrets.procedure.ts";
 import { setSecret } from "./secrets/set-secret.procedure.ts";
+import { createApiToken } from "./tenants/create-api-token.procedure.ts";
+import { addMember } from "./members/add-member.procedure.ts";
+import { changeMemberRole } from "./members/change-member-role.procedure.ts";
+import { listMembers } from "./members/list-members.procedure.ts";
+import { removeMember } from "./members/remove-member.procedure.ts";
+import { connectRepo } from "./repos/connect-repo.procedure.ts";
+import { disconnectRepo } from "./repos/disconnect-repo.procedure.ts";
+import { listReposAdmin } from "./repos/list-repos-admin.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -52,7 +60,6 @@ export const appRouter = router({
     flaky: listFlakyJobs,
   },
   jobs: { get: getJob },
-  tokens: { list: listApiTokens, revoke: revokeApiToken },
   provenance: {
     search: searchProvenance,
     record: getProvenanceRecord,
@@ -61,6 +68,10 @@ export const appRouter = router({
   },
   secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
   audit: { list: listAuditEvents },
+  tokens: { list: listApiTokens, create: createApiToken, revoke: revokeApiToken },
+  // The admin console (issue 19): admins only, each refused in the tenant query for everyone else.
+  repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },
+  members: { list: listMembers, add: addMember, setRole: changeMemberRole, remove: removeMember },
   tlog: { status: getTlogStatus },
 });
 

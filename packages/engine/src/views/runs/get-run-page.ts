@@ -14,7 +14,7 @@ import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 
 export interface ArtifactView {
-  /** The bound generation (GET /v1/artifacts/{id}/attestation). */
+  /** The artifact's id (its sealed generation): /v1/artifacts/{id}/download and /attestation (issues 17, 19). */
   id: string;
   job_id: string;
   name: string;

@@ -1,6 +1,6 @@
 import { Prisma, type DbOrTx } from "@kiln/db";
 import { classifyOutcome, DomainError, type Outcome, type OutcomeClass } from "@kiln/domain";
-import type { TenantScope } from "../tenants/resolve-tenant.ts";
+import type { OrgScope } from "../tenants/resolve-tenant.ts";
 import { decodeRunCursor, encodeRunCursor } from "./run-cursor.ts";
 import type { RunFilters } from "@kiln/domain";
 
@@ -42,7 +42,7 @@ type Raw = Omit<RunRow, "created_at" | "finished_at" | "outcome_class"> & {
  */
 export async function listRuns(
   db: DbOrTx,
-  scope: TenantScope,
+  scope: OrgScope,
   input: { filters: RunFilters; cursor?: string | null; limit: number },
 ): Promise<RunPage> {
   if (input.limit < 1 || input.limit > 200) throw new DomainError("REQUEST.INVALID", "limit must be between 1 and 200");
@@ -53,6 +53,10 @@ export async function listRuns(
   if (f.trigger) conds.push(Prisma.sql`r.trigger = ${f.trigger}`);
   if (f.status) conds.push(Prisma.sql`r.status = ${f.status}`);
   if (f.outcome) conds.push(Prisma.sql`r.outcome = ${f.outcome}`);
+  // A push or manual run records refs/heads/<b>; a pull request records its head branch bare.
+  if (f.branch) conds.push(Prisma.sql`r.ref IN (${`refs/heads/${f.branch}`}, ${f.branch})`);
+  if (f.createdBefore) conds.push(Prisma.sql`r.created_at < ${f.createdBefore}::timestamptz`);
+  if (f.createdAfter) conds.push(Prisma.sql`r.created_at >= ${f.createdAfter}::timestamptz`);
   const c = input.cursor ? decodeRunCursor(input.cursor) : null;
   if (input.cursor && !c) throw new DomainError("REQUEST.INVALID", "cursor is not valid");
   if (c)

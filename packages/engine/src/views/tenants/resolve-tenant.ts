@@ -7,13 +7,24 @@ declare const resolved: unique symbol;
  * An org the signed-in user belongs to. Only resolveTenant makes one, so a view that takes a
  * TenantScope cannot be called with an org id lifted from a URL or a request body.
  */
-export interface TenantScope {
+export interface OrgScope {
   readonly orgId: string;
+  readonly [resolved]: true;
+}
+
+/**
+ * The org an API token speaks for (authenticateApiToken proved it, as resolveTenant proves a
+ * membership): lets the public API use the same org-scoped views as the dashboard (issue 19).
+ */
+export function scopeOfApiCaller(caller: { orgId: string; tokenId: string }): OrgScope {
+  return { orgId: caller.orgId } as OrgScope;
+}
+
+export interface TenantScope extends OrgScope {
   readonly slug: string;
   readonly role: Role;
   readonly userId: string;
   readonly login: string;
-  readonly [resolved]: true;
 }
 
 export const ALL_ROLES: readonly Role[] = ["admin", "member", "auditor"];

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 // The public signing keys of job ID tokens (ADR 0024): the signing key and every retired key whose
 // tokens have not all expired. Short cache: a verifier that meets a new kid re-fetches (jose does).
 export const GET = route({
+  path: "/.well-known/jwks.json",
+  summary: "The public keys of job ID tokens (JWKS; ES256, retired keys kept until their last token expires)",
+  auth: "none",
+  responses: { 200: { description: "the JSON Web Key Set", contentType: "application/jwk-set+json" } },
   handler: async () => {
     const jwks = await idTokenJwks(services().db);
     return Response.json(jwks, {

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { openIdConfiguration } from "@kiln/domain";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
@@ -7,6 +8,10 @@ export const dynamic = "force-dynamic";
 // OpenID Connect Discovery for job ID tokens (issue 16, ADR 0024): public, no authentication.
 // Cacheable for a few minutes: it changes only when KILN_PUBLIC_URL does.
 export const GET = route({
+  path: "/.well-known/openid-configuration",
+  summary: "OIDC discovery for Kiln as the issuer of job ID tokens (docs/adr/0024)",
+  auth: "none",
+  responses: { 200: { description: "the OpenID Provider metadata", schema: z.record(z.string(), z.unknown()) } },
   handler: async () => {
     const { issuer } = services().identity();
     return Response.json(openIdConfiguration(issuer, `${issuer}/.well-known/jwks.json`), {

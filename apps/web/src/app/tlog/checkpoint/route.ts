@@ -11,6 +11,10 @@ export const dynamic = "force-dynamic";
  * seconds (the workers' sign-tlog-checkpoint job).
  */
 export const GET = route({
+  path: "/tlog/checkpoint",
+  summary: "The transparency log's latest signed checkpoint (C2SP tlog-checkpoint in a signed note)",
+  auth: "none",
+  responses: { 200: { description: "the signed note", contentType: "text/plain" } },
   handler: async () => {
     const cp = await latestCheckpoint(services().db);
     if (!cp)

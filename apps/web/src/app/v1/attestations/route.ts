@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { DomainError } from "@kiln/domain";
 import { authenticateApiToken, findAttestations, type AttestationQuery } from "@kiln/engine";
 import { services } from "@/server/context.ts";
@@ -29,6 +30,15 @@ function queryOf(u: URL): AttestationQuery {
 
 /** GET /v1/attestations: provenance search within the caller's org (the org is in the query). */
 export const GET = route({
+  path: "/v1/attestations",
+  summary: "The org's attestations by subject digest (?subject_digest=sha256:<hex>), commit or run",
+  auth: "api_token",
+  responses: {
+    200: {
+      description: "matching attestations",
+      schema: z.object({ attestations: z.array(z.record(z.string(), z.unknown())) }),
+    },
+  },
   handler: async ({ req }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));

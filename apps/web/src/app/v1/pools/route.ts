@@ -1,6 +1,7 @@
 import { authenticateApiToken, listPools } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
+import { pools as poolsSchema } from "@/server/http/schemas/resources.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -10,6 +11,10 @@ export const dynamic = "force-dynamic";
  * Another org's own pools are never listed (the org scope is in the query).
  */
 export const GET = route({
+  path: "/v1/pools",
+  summary: "The pools the org's jobs may be placed in: minimum isolation, tenancy, where untrusted runs may run",
+  auth: "api_token",
+  responses: { 200: { description: "the pools", schema: poolsSchema } },
   handler: async ({ req }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));

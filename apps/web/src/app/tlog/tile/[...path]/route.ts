@@ -12,6 +12,10 @@ export const dynamic = "force-dynamic";
  * witnesses can follow the log. Full tiles never change and are cached as such.
  */
 const handler = route({
+  path: "/tlog/tile/{path}",
+  summary: "C2SP tlog-tiles: hash tiles and entry bundles",
+  auth: "none",
+  responses: { 200: { description: "the tile's bytes", contentType: "application/octet-stream" } },
   handler: async ({ req }) => {
     // The tile path is read from the URL itself: the route builder's params are single strings.
     const t = tlog.parseTilePath(new URL(req.url).pathname.replace(/^\/tlog\//, ""));
@@ -26,4 +30,6 @@ const handler = route({
   },
 });
 
-export const GET = (req: Request) => handler(req, { params: Promise.resolve({}) });
+export const GET = Object.assign((req: Request) => handler(req, { params: Promise.resolve({}) }), {
+  spec: handler.spec,
+});

@@ -11,6 +11,13 @@ export const dynamic = "force-dynamic";
  * acknowledged once the claim transaction has decided (the database owns recovery).
  */
 export const POST = route({
+  path: "/v1/agent/claims",
+  summary: "Long-poll claim of one job for the session's pool",
+  auth: "agent_token",
+  responses: {
+    200: { description: "a job ticket", schema: agentProtocol.jobTicket },
+    204: { description: "nothing to run before wait_ms passed" },
+  },
   body: agentProtocol.claimRequest,
   handler: async ({ req, body }) => {
     const { db, cfg, boss, waiter } = services();

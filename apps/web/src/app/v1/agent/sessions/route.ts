@@ -6,6 +6,10 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
+  path: "/v1/agent/sessions",
+  summary: "Register an agent session (pool, labels, capacity)",
+  auth: "agent_token",
+  responses: { 201: { description: "the session", schema: agentProtocol.registerSessionResponse } },
   body: agentProtocol.registerSessionRequest,
   handler: async ({ req, body }) => {
     const { db, cfg } = services();

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { listAttestationKeys } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -9,5 +10,11 @@ export const dynamic = "force-dynamic";
  * Public on purpose: a third party verifies provenance without an account (docs/attestation.md).
  */
 export const GET = route({
+  path: "/v1/attestation/keys",
+  summary: "The attestor's public keys (key id, algorithm, SPKI PEM, valid from/until); public so anyone can verify",
+  auth: "none",
+  responses: {
+    200: { description: "the keys", schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) },
+  },
   handler: async () => json(200, { keys: await listAttestationKeys(services().db) }),
 });

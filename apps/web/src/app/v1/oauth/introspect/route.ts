@@ -16,6 +16,17 @@ const form = z.object({ token: z.string().min(1).max(8192), token_type_hint: z.s
  * `{active: false}`, and nothing more (RFC 7662 2.2).
  */
 export const POST = route({
+  path: "/v1/oauth/introspect",
+  summary:
+    "RFC 7662 token introspection of a job ID token (form-encoded token=); inactive once its attempt is not current",
+  auth: "api_token",
+  rawBody: { contentType: "application/x-www-form-urlencoded", description: "token=<jwt>" },
+  responses: {
+    200: {
+      description: "{active: false} or {active: true, ...claims}",
+      schema: z.object({ active: z.boolean() }).loose(),
+    },
+  },
   maxBytes: 16 * 1024,
   handler: async ({ req, rawBody }) => {
     const { db, identity } = services();

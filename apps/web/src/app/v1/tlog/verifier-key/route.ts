@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { DomainError } from "@kiln/domain";
 import { logVerifierKey } from "@kiln/engine";
 import { services } from "@/server/context.ts";
@@ -11,6 +12,20 @@ export const dynamic = "force-dynamic";
  * checkpoint with it (`kiln tlog monitor`, Go's sumdb/note).
  */
 export const GET = route({
+  path: "/v1/tlog/verifier-key",
+  summary: "The log's note verifier key",
+  auth: "none",
+  responses: {
+    200: {
+      description: "the key",
+      schema: z.object({
+        verifier_key: z.string(),
+        origin: z.string(),
+        key_id: z.string(),
+        algorithm: z.literal("ed25519"),
+      }),
+    },
+  },
   handler: async () => {
     const key = await logVerifierKey(services().db);
     if (!key)

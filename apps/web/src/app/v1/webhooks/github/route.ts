@@ -1,11 +1,27 @@
 import { admitGithubWebhook } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
+import { webhookAccepted, webhookAnswered } from "@/server/http/schemas/resources.ts";
 
 export const dynamic = "force-dynamic";
 
 // GitHub caps payloads at 25 MB.
 export const POST = route({
+  path: "/v1/webhooks/github",
+  summary: "GitHub push / pull_request (opened, synchronize, reopened) / ping",
+  description:
+    "Deduplicated on X-GitHub-Delivery: a redelivery answers the first delivery's run. A disconnected repo's deliveries are recorded and ignored.",
+  auth: "webhook_signature",
+  rawBody: { contentType: "application/json", description: "GitHub's webhook payload" },
+  headers: {
+    "X-GitHub-Event": { description: "push, pull_request or ping", required: true },
+    "X-GitHub-Delivery": { description: "the delivery's GUID", required: true },
+    "X-Hub-Signature-256": { description: "sha256=<HMAC of the body>", required: true },
+  },
+  responses: {
+    202: { description: "a run was admitted", schema: webhookAccepted },
+    200: { description: "a duplicate delivery, or one that starts nothing", schema: webhookAnswered },
+  },
   maxBytes: 25 * 1024 * 1024,
   handler: async ({ req, rawBody }) => {
     const r = await admitGithubWebhook(services().db, {

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { attestationBundleForArtifact, authenticateApiToken, engineTlog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -9,6 +10,10 @@ export const dynamic = "force-dynamic";
  * evidence. Scoped to the caller's org in the query: another org's artifact is a 404.
  */
 export const GET = route({
+  path: "/v1/artifacts/{artifact_id}/attestation",
+  summary: "The artifact's Sigstore bundle v0.3 (DSSE, SLSA v1) with its transparency-log entry, proof and checkpoint",
+  auth: "api_token",
+  responses: { 200: { description: "the bundle and its log evidence", schema: z.record(z.string(), z.unknown()) } },
   uuidParams: ["artifactId"],
   handler: async ({ req, params }) => {
     const { db } = services();

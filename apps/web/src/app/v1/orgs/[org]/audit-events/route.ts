@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { DomainError } from "@kiln/domain";
 import { authenticateApiToken, callerOrg, listAuditEvents } from "@kiln/engine";
 import { services } from "@/server/context.ts";
@@ -10,6 +11,15 @@ export const dynamic = "force-dynamic";
  * ending in a dot (`secret.`), `since` an ISO time, `after` the last `seq` seen (next page).
  */
 export const GET = route({
+  path: "/v1/orgs/{org}/audit-events",
+  summary: "The org's append-only audit trail in commit order (?kind=, ?since=, ?after=, ?limit=); admins and auditors",
+  auth: "api_token",
+  responses: {
+    200: {
+      description: "audit events",
+      schema: z.object({ events: z.array(z.record(z.string(), z.unknown())) }).loose(),
+    },
+  },
   handler: async ({ req, params }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { authenticateApiToken, getRepoForge } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { webForgeConfig } from "@/server/env.ts";
@@ -7,6 +8,11 @@ export const dynamic = "force-dynamic";
 
 /** GET /v1/repos/{repo_id}/forge: the repo's forge credential and delivery state (never the token). */
 export const GET = route({
+  path: "/v1/repos/{repo_id}/forge",
+  summary:
+    "The repo's forge loop: credential state (never the token), hook, rate-limit pause, reconciler, undelivered statuses",
+  auth: "api_token",
+  responses: { 200: { description: "the forge view", schema: z.record(z.string(), z.unknown()) } },
   uuidParams: ["repoId"],
   handler: async ({ req, params }) => {
     const { db } = services();

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { adminSecretTarget, authenticateApiToken, listSecrets } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -6,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** One repository's secrets (its org's admins): names, versions, who and when; never values. */
 export const GET = route({
+  path: "/v1/repos/{repo_id}/secrets",
+  summary: "The repo's secrets: names, versions, who changed them and when, never values; admins",
+  auth: "api_token",
+  responses: { 200: { description: "the secrets", schema: z.record(z.string(), z.unknown()) } },
   uuidParams: ["repoId"],
   handler: async ({ req, params }) => {
     const { db } = services();

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** GET /v1/tlog/entries/{index}: exactly the leaf's bytes (leaf hash = SHA-256(0x00 || body)). Public. */
 export const GET = route({
+  path: "/v1/tlog/entries/{index}",
+  summary: "An entry's exact leaf bytes",
+  auth: "none",
+  responses: { 200: { description: "the leaf bytes", contentType: "application/octet-stream" } },
   handler: async ({ params }) => {
     const index = treeNumber(params.index, "index") as number;
     const e = await getTlogEntry(services().db, index);

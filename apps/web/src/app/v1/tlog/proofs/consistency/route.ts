@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { getConsistencyProof, treeRoot } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -10,6 +11,21 @@ export const dynamic = "force-dynamic";
  * `to` entries extends the tree of `from` (1 <= from <= to), base64 hashes in RFC order. Public.
  */
 export const GET = route({
+  path: "/v1/tlog/proofs/consistency",
+  summary: "RFC 6962 consistency proof between two tree sizes (?from=&to=, base64 hashes)",
+  auth: "none",
+  responses: {
+    200: {
+      description: "the proof",
+      schema: z.object({
+        from: z.number(),
+        to: z.number(),
+        from_root_hash: z.string(),
+        to_root_hash: z.string(),
+        hashes: z.array(z.string()),
+      }),
+    },
+  },
   handler: async ({ req }) => {
     const q = new URL(req.url).searchParams;
     const from = treeNumber(q.get("from"), "from") as number;

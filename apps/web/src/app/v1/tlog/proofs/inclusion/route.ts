@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { DomainError } from "@kiln/domain";
 import { getInclusionProof, latestCheckpoint, treeRoot } from "@kiln/engine";
 import { services } from "@/server/context.ts";
@@ -11,6 +12,15 @@ export const dynamic = "force-dynamic";
  * tree of `size` (default: the latest checkpoint's), base64 hashes leaf side first. Public.
  */
 export const GET = route({
+  path: "/v1/tlog/proofs/inclusion",
+  summary: "RFC 6962 inclusion proof of an entry in a tree size (?index=&size=, base64 hashes)",
+  auth: "none",
+  responses: {
+    200: {
+      description: "the proof",
+      schema: z.object({ index: z.number(), size: z.number(), root_hash: z.string(), hashes: z.array(z.string()) }),
+    },
+  },
   handler: async ({ req }) => {
     const q = new URL(req.url).searchParams;
     const index = treeNumber(q.get("index"), "index") as number;

@@ -2,10 +2,15 @@ import { DomainError } from "@kiln/domain";
 import { authenticateApiToken, cancelRun } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
+import { runCancelled } from "@/server/http/schemas/runs.ts";
 
 export const dynamic = "force-dynamic";
 
 export const POST = route({
+  path: "/v1/workflow-runs/{run_id}/cancel",
+  summary: "Cancel a run (it stays cancelling until every attempt stopped)",
+  auth: "api_token",
+  responses: { 202: { description: "cancellation requested", schema: runCancelled } },
   uuidParams: ["runId"],
   handler: async ({ req, params }) => {
     const { db } = services();

@@ -1,6 +1,7 @@
 import { authenticateApiToken, rerunFailedJobs } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
+import { runRerun } from "@/server/http/schemas/runs.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -10,6 +11,11 @@ export const dynamic = "force-dynamic";
  * each call is a new run, and the parent link shows them all.
  */
 export const POST = route({
+  path: "/v1/workflow-runs/{run_id}/rerun-failed",
+  summary: "A new run that pins the parent's successful jobs and reruns the failed ones with their descendants",
+  description: "409 RUN.NOTHING_TO_RERUN when every job succeeded (docs/adr/0030).",
+  auth: "api_token",
+  responses: { 202: { description: "the new run", schema: runRerun } },
   uuidParams: ["runId"],
   handler: async ({ req, params }) => {
     const { db } = services();

@@ -6,6 +6,10 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/complete",
+  summary: "Report the attempt's outcome (fenced by epoch)",
+  auth: "job_token",
+  responses: { 200: { description: "accepted", schema: agentProtocol.completeResponse } },
   body: agentProtocol.completeRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

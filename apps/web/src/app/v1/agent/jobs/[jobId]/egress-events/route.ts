@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** The host proxy's egress decisions for one attempt (docs/adr/0013-mediated-egress.md). */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/egress-events",
+  summary: "The host proxy's egress decisions for the attempt",
+  auth: "job_token",
+  responses: { 200: { description: "recorded", schema: agentProtocol.egressEventsResponse } },
   body: agentProtocol.egressEventsRequest,
   uuidParams: ["jobId"],
   maxBytes: 256 * 1024,

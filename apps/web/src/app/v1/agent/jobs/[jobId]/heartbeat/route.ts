@@ -6,6 +6,10 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/heartbeat",
+  summary: "Extend the attempt's lease; says whether cancel was requested",
+  auth: "job_token",
+  responses: { 200: { description: "the new lease", schema: agentProtocol.heartbeatResponse } },
   body: agentProtocol.heartbeatRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

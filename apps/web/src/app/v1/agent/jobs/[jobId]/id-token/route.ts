@@ -8,6 +8,10 @@ export const dynamic = "force-dynamic";
 // A job's OIDC ID token (issue 16, ADR 0024), asked for by the host agent on a step's behalf after
 // it checked the attempt's request token. 409 when the attempt is not current.
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/id-token",
+  summary: "An ID token for a step of the attempt the job token names (the agent asks on the step's behalf)",
+  auth: "job_token",
+  responses: { 200: { description: "the signed ID token", schema: agentProtocol.idTokenResponse } },
   body: agentProtocol.idTokenRequest,
   uuidParams: ["jobId"],
   maxBytes: 4096,

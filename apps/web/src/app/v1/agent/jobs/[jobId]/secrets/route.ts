@@ -10,6 +10,10 @@ export const dynamic = "force-dynamic";
  * deliverSecrets commits every value's audit record before it returns, so nothing is sent unrecorded.
  */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/secrets",
+  summary: "The secret broker: the job's declared secrets for a current attempt, each read audited first",
+  auth: "job_token",
+  responses: { 200: { description: "delivered, withheld or missing secrets", schema: agentProtocol.secretsResponse } },
   body: agentProtocol.secretsRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

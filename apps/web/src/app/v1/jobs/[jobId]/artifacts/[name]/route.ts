@@ -2,6 +2,7 @@ import { DomainError } from "@kiln/domain";
 import { artifactDownloadUrl, authenticateApiToken } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
+import { redirect } from "@/server/http/schemas/resources.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -9,6 +10,10 @@ const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 
 /** GET /v1/jobs/{job_id}/artifacts/{name}: 302 to a short-lived presigned URL of the bound bytes. */
 export const GET = route({
+  path: "/v1/jobs/{job_id}/artifacts/{name}",
+  summary: "Download a job's artifact by name: a redirect to a short-lived presigned URL",
+  auth: "api_token",
+  responses: { 302: redirect },
   uuidParams: ["jobId"],
   handler: async ({ req, params }) => {
     const { db, artifacts } = services();

@@ -2,6 +2,7 @@
 import { DomainError, type LogStream } from "@kiln/domain";
 import { authenticateApiToken } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
+import { z } from "zod";
 import { currentUser } from "@/server/auth/index.ts";
 import { sessionOrgForJob } from "@/server/auth/session-for-job.ts";
 import { services } from "@/server/context.ts";
@@ -23,6 +24,19 @@ export async function authenticateLogReader(req: Request, jobId: string): Promis
   }
   throw new DomainError("AUTH.UNAUTHENTICATED", "send an API token (Authorization: Bearer) or sign in");
 }
+
+const attempt = z
+  .string()
+  .regex(/^[1-9][0-9]{0,8}$/, "attempt must be a positive integer (the attempt's epoch)")
+  .optional()
+  .describe("pin one attempt by its epoch (default: the newest)");
+
+/** The log routes' query strings, as the route builder validates and the OpenAPI document shows them. */
+export const logEventsQuery = z.object({ attempt });
+export const logRawQuery = z.object({
+  stream: z.enum(["stdout", "stderr"], "stream must be stdout or stderr").optional().describe("default stdout"),
+  attempt,
+});
 
 export function attemptParam(url: URL): number | null {
   const raw = url.searchParams.get("attempt");

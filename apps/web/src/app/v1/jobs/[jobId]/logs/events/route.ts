@@ -2,6 +2,7 @@ import { planLogStream } from "@kiln/domain";
 import { authorizeLogRead, followJobLog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
+import { logEventsQuery } from "../_lib/log-request.ts";
 import { attemptParam, authenticateLogReader, streamingResponse } from "../_lib/log-request.ts";
 
 export const dynamic = "force-dynamic";
@@ -12,6 +13,17 @@ export const dynamic = "force-dynamic";
  * log.gapped; a reconnect after that gets 204. Authorised on every connect.
  */
 export const GET = route({
+  path: "/v1/jobs/{job_id}/logs/events",
+  summary: "The job's live log over Server-Sent Events, resumable with Last-Event-ID",
+  description:
+    "`id:` is a resumable cursor; `data:` is {stream, offset, data: base64}. Ends with log.sealed / log.truncated / log.gapped, then 204 on reconnect (docs/adr/0006).",
+  auth: "api_token_or_session",
+  query: logEventsQuery,
+  headers: { "Last-Event-ID": { description: "the last event id received: resume just after it" } },
+  responses: {
+    200: { description: "the event stream", contentType: "text/event-stream" },
+    204: { description: "the log ended before this reconnect" },
+  },
   uuidParams: ["jobId"],
   handler: async ({ req, params }) => {
     const { db } = services();

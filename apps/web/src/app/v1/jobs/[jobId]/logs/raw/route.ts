@@ -2,6 +2,7 @@ import { isTerminalLogState, DomainError } from "@kiln/domain";
 import { authorizeLogRead, loadLogHead, readStreamBytes } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
+import { logRawQuery } from "../_lib/log-request.ts";
 import { attemptParam, authenticateLogReader, streamParam, streamingResponse } from "../_lib/log-request.ts";
 
 export const dynamic = "force-dynamic";
@@ -12,6 +13,21 @@ export const dynamic = "force-dynamic";
  * whether that is all there will be (sealed/truncated/gapped) or a snapshot (open).
  */
 export const GET = route({
+  path: "/v1/jobs/{job_id}/logs/raw",
+  summary: "The stored bytes of one log stream of one attempt",
+  auth: "api_token_or_session",
+  query: logRawQuery,
+  responses: {
+    200: {
+      description: "the bytes",
+      contentType: "application/octet-stream",
+      headers: {
+        "X-Kiln-Log-State": "open (a snapshot) or sealed / truncated / gapped (final)",
+        "X-Kiln-Log-Attempt": "the attempt's epoch",
+        "X-Kiln-Log-Dropped-Bytes": "bytes the agent dropped over its limit",
+      },
+    },
+  },
   uuidParams: ["jobId"],
   handler: async ({ req, params }) => {
     const { db } = services();

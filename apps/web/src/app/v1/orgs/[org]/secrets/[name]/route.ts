@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { adminSecretTarget, authenticateApiToken, deleteSecret, setSecret } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -7,6 +8,10 @@ export const dynamic = "force-dynamic";
 
 /** Sets an org secret (a new version each time; write-only: the value is never returned). Admins only. */
 export const PUT = route({
+  path: "/v1/orgs/{org}/secrets/{name}",
+  summary: "Set an org secret (a new version; the value is never returned); admins",
+  auth: "api_token",
+  responses: { 200: { description: "the secret's name and version", schema: z.record(z.string(), z.unknown()) } },
   body: secretValueBody,
   maxBytes: 64 * 1024,
   handler: async ({ req, params, body }) => {
@@ -21,6 +26,10 @@ export const PUT = route({
 });
 
 export const DELETE = route({
+  path: "/v1/orgs/{org}/secrets/{name}",
+  summary: "Delete an org secret (its versions' history stays audited); admins",
+  auth: "api_token",
+  responses: { 200: { description: "deleted", schema: z.record(z.string(), z.unknown()) } },
   handler: async ({ req, params }) => {
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));

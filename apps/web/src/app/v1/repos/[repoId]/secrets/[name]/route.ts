@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { adminSecretTarget, authenticateApiToken, deleteSecret, setSecret } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -7,6 +8,10 @@ export const dynamic = "force-dynamic";
 
 /** Sets a repository secret; it overrides an org secret of the same name for this repo's jobs. */
 export const PUT = route({
+  path: "/v1/repos/{repo_id}/secrets/{name}",
+  summary: "Set a repo secret (overrides an org secret of the same name for this repo's jobs); admins",
+  auth: "api_token",
+  responses: { 200: { description: "the secret's name and version", schema: z.record(z.string(), z.unknown()) } },
   body: secretValueBody,
   uuidParams: ["repoId"],
   maxBytes: 64 * 1024,
@@ -22,6 +27,10 @@ export const PUT = route({
 });
 
 export const DELETE = route({
+  path: "/v1/repos/{repo_id}/secrets/{name}",
+  summary: "Delete a repo secret; admins",
+  auth: "api_token",
+  responses: { 200: { description: "deleted", schema: z.record(z.string(), z.unknown()) } },
   uuidParams: ["repoId"],
   handler: async ({ req, params }) => {
     const { db } = services();

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** A restore: the producer's bound generation in this run, as a short-lived URL plus its digest. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/artifacts/downloads",
+  summary: "A restore: the producer's bound artifact as a short-lived URL and its digest",
+  auth: "job_token",
+  responses: { 200: { description: "the grant", schema: agentProtocol.artifactDownloadGrant } },
   body: agentProtocol.artifactDownloadRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

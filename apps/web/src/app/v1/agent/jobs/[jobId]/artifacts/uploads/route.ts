@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** Opens (or resumes) the attempt's upload session for one artifact; returns presigned part URLs. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/artifacts/uploads",
+  summary: "Open (or resume) an artifact upload session: presigned part URLs",
+  auth: "job_token",
+  responses: { 200: { description: "the session", schema: agentProtocol.artifactUploadSession } },
   body: agentProtocol.artifactOpenRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** Looks the job's cache key up (read wide) and grants a short-lived GET for the bound blob. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/caches/restore",
+  summary: "Look the job's cache key up and grant a short-lived GET",
+  auth: "job_token",
+  responses: { 200: { description: "hit or miss", schema: agentProtocol.cacheRestoreGrant } },
   body: agentProtocol.cacheRestoreRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** Opens a save (trusted runs only: 403 CACHE.WRITE_REFUSED otherwise) and grants one presigned PUT. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/caches/saves",
+  summary: "Open a cache save (trusted runs only) with one presigned PUT",
+  auth: "job_token",
+  responses: { 200: { description: "the save", schema: agentProtocol.cacheSaveSession } },
   body: agentProtocol.cacheSaveRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** The attempt's cache figures (hit/miss, tier, bytes, times) for the run page. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/caches/stats",
+  summary: "The attempt's cache figures for the run page",
+  auth: "job_token",
+  responses: { 200: { description: "recorded", schema: agentProtocol.cacheStatsResponse } },
   body: agentProtocol.cacheStatsRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

@@ -7,6 +7,10 @@ export const dynamic = "force-dynamic";
 
 /** The agent's end-of-log declaration; accepted only if the journal holds all of it. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/logs/seal",
+  summary: "Declare the end of the attempt's log",
+  auth: "job_token",
+  responses: { 200: { description: "sealed or truncated", schema: agentProtocol.logSealResponse } },
   body: agentProtocol.logSealRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

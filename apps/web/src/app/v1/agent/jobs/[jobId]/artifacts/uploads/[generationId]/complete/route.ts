@@ -11,6 +11,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The idempotent finaliser: complete, verify size + sha256 by read-back, seal for this attempt. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/artifacts/uploads/{generation_id}/complete",
+  summary: "Finalise an upload: verify size and sha256 by read-back, seal for this attempt",
+  auth: "job_token",
+  responses: { 200: { description: "sealed", schema: agentProtocol.artifactCompleteResponse } },
   body: agentProtocol.artifactCompleteRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

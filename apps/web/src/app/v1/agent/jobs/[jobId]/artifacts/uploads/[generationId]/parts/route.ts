@@ -9,6 +9,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Records one uploaded part (number, size, sha256, ETag) of the attempt's own session. */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/artifacts/uploads/{generation_id}/parts",
+  summary: "Record one uploaded part",
+  auth: "job_token",
+  responses: { 200: { description: "recorded", schema: agentProtocol.artifactPartResponse } },
   body: agentProtocol.artifactPartRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

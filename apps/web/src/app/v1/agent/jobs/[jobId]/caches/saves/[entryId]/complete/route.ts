@@ -11,6 +11,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Verifies the uploaded archive and binds its key first-writer-wins (idempotent). */
 export const POST = route({
+  path: "/v1/agent/jobs/{job_id}/caches/saves/{entry_id}/complete",
+  summary: "Verify the uploaded archive and bind its key (first writer wins)",
+  auth: "job_token",
+  responses: { 200: { description: "bound", schema: agentProtocol.cacheCompleteResponse } },
   body: agentProtocol.cacheCompleteRequest,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {

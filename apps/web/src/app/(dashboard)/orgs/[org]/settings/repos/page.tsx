@@ -1,0 +1,18 @@
+import { ReposView } from "@/components/admin/repos-view.tsx";
+import { requireUser } from "@/server/auth/require-user.ts";
+import { HydrateClient } from "@/server/trpc/server.tsx";
+
+export const dynamic = "force-dynamic";
+export const metadata = { title: "Repositories · Kiln" };
+
+export default async function OrgReposPage({ params }: { params: Promise<{ org: string }> }) {
+  const { org } = await params;
+  await requireUser(`/orgs/${org}/settings/repos`);
+  // No server prefetch: the admin console fetches from the browser (and refreshes itself), so the
+  // loading and error states tested in e2e/admin-console.test.ts are the ones users meet.
+  return (
+    <HydrateClient>
+      <ReposView org={org} />
+    </HydrateClient>
+  );
+}

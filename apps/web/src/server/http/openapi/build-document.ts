@@ -1,0 +1,211 @@
+import { z } from "zod";
+import type { RouteAuth, RouteSpec } from "../route.ts";
+import { ROUTE_MODULES } from "./route-manifest.ts";
+
+// Builds the OpenAPI 3.1 documents from the routes' own declarations (docs/adr/0029): nothing is
+// written twice, so the document cannot say something the route does not do. Two documents: the
+// public API (/v1/openapi.json: REST, webhooks, health) and the agent protocol
+// (/v1/agent/openapi.json: host agents only, versioned with the agent, not a public contract).
+
+export type ApiDocumentKind = "public" | "agent";
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+type Spec = RouteSpec & { body?: z.ZodType; uuidParams: string[] };
+
+export interface DocumentedRoute {
+  /** The route file's directory under src/app, e.g. `v1/repos/[repoId]/workflow-runs`. */
+  dir: string;
+  method: (typeof METHODS)[number];
+  spec: Spec;
+}
+
+/** Which document a path belongs to: the agent protocol lives under /v1/agent/. */
+export function documentOf(path: string): ApiDocumentKind {
+  return path.startsWith("/v1/agent/") ? "agent" : "public";
+}
+
+/** Every exported method handler of every route module, with its spec (null spec: undocumented). */
+export async function loadRoutes(): Promise<(Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[]> {
+  const out: (Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[] = [];
+  for (const [dir, load] of Object.entries(ROUTE_MODULES)) {
+    const mod = await load();
+    for (const method of METHODS) {
+      const h: unknown = mod[method];
+      if (typeof h === "function") out.push({ dir, method, spec: (h as { spec?: Spec }).spec ?? null });
+    }
+  }
+  return out;
+}
+
+const SECURITY: Record<RouteAuth, Record<string, string[]>[]> = {
+  api_token: [{ apiToken: [] }],
+  api_token_or_session: [{ apiToken: [] }, { session: [] }],
+  agent_token: [{ agentToken: [] }],
+  job_token: [{ jobToken: [] }],
+  webhook_signature: [{ webhookSignature: [] }],
+  none: [],
+};
+
+const SECURITY_SCHEMES = {
+  apiToken: {
+    type: "http",
+    scheme: "bearer",
+    description: "An org-scoped API token (kiln_...), see `kiln token create`.",
+  },
+  session: { type: "apiKey", in: "cookie", name: "authjs.session-token", description: "The dashboard's session." },
+  agentToken: { type: "http", scheme: "bearer", description: "A host agent's credential (kagent_...)." },
+  jobToken: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A job token for one attempt." },
+  webhookSignature: {
+    type: "apiKey",
+    in: "header",
+    name: "X-Hub-Signature-256",
+    description: "sha256=<HMAC-SHA256 of the body with the repo's webhook secret>",
+  },
+};
+
+const ERROR = {
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "string", description: "a namespaced code, e.g. RUN.NOT_FOUND, AUTH.TOKEN_REVOKED" },
+        message: { type: "string" },
+        details: { type: "object" },
+      },
+    },
+  },
+};
+
+/** JSON Schema 2020-12 (OpenAPI 3.1's dialect) for a zod schema, without its own $schema line. */
+function schemaOf(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const js = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
+  delete js.$schema;
+  return js;
+}
+
+/** `[repoId]` in a directory is `{repo_id}` in the document (a catch-all `[...path]` is `{path}`). */
+export function openApiPathOf(dir: string): string {
+  return `/${dir.replace(/\[(?:\.\.\.)?([A-Za-z]+)\]/g, (_, p: string) => `{${p.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}}`)}`;
+}
+
+function camel(snake: string): string {
+  return snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+function operation(r: DocumentedRoute): Record<string, unknown> {
+  const { spec } = r;
+  const parameters: Record<string, unknown>[] = [];
+  for (const m of spec.path.matchAll(/\{([a-z_]+)\}/g)) {
+    const name = m[1] ?? "";
+    const isUuid = spec.uuidParams.includes(camel(name));
+    parameters.push({
+      name,
+      in: "path",
+      required: true,
+      schema: isUuid ? { type: "string", format: "uuid" } : { type: "string" },
+    });
+  }
+  if (spec.query) {
+    const js = schemaOf(spec.query, "input") as {
+      properties?: Record<string, Record<string, unknown>>;
+      required?: string[];
+    };
+    for (const [name, schema] of Object.entries(js.properties ?? {})) {
+      const { description, ...rest } = schema;
+      parameters.push({
+        name,
+        in: "query",
+        required: js.required?.includes(name) ?? false,
+        schema: rest,
+        ...(typeof description === "string" ? { description } : {}),
+      });
+    }
+  }
+  for (const [name, h] of Object.entries(spec.headers ?? {}))
+    parameters.push({
+      name,
+      in: "header",
+      required: h.required ?? false,
+      description: h.description,
+      schema: { type: "string" },
+    });
+
+  const responses: Record<string, unknown> = {};
+  for (const [status, res] of Object.entries(spec.responses)) {
+    const content = res.schema
+      ? { "application/json": { schema: schemaOf(res.schema, "output") } }
+      : res.contentType
+        ? { [res.contentType]: { schema: { type: "string" } } }
+        : undefined;
+    responses[status] = {
+      description: res.description,
+      ...(content ? { content } : {}),
+      ...(res.headers
+        ? {
+            headers: Object.fromEntries(
+              Object.entries(res.headers).map(([h, d]) => [h, { description: d, schema: { type: "string" } }]),
+            ),
+          }
+        : {}),
+    };
+  }
+  responses.default = {
+    description: "an error",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+  };
+
+  const requestBody = spec.body
+    ? { required: true, content: { "application/json": { schema: schemaOf(spec.body, "input") } } }
+    : spec.rawBody
+      ? {
+          required: true,
+          description: spec.rawBody.description,
+          content: { [spec.rawBody.contentType]: { schema: { type: "string" } } },
+        }
+      : undefined;
+  return {
+    operationId: `${r.method.toLowerCase()}${spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c?: string) => (c ? c.toUpperCase() : ""))}`,
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    tags: [spec.path.split("/")[2] ?? spec.path.split("/")[1] ?? "api"],
+    security: SECURITY[spec.auth],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses,
+  };
+}
+
+/** The document: every documented route of its kind, paths sorted. */
+export async function buildOpenApiDocument(kind: ApiDocumentKind): Promise<Record<string, unknown>> {
+  const routes = (await loadRoutes()).filter(
+    (r): r is DocumentedRoute => r.spec !== null && documentOf(r.spec.path) === kind,
+  );
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes.sort((a, b) => a.spec.path.localeCompare(b.spec.path))) {
+    paths[r.spec.path] ??= {};
+    const item = paths[r.spec.path];
+    if (item) item[r.method.toLowerCase()] = operation(r);
+  }
+  return {
+    openapi: "3.1.0",
+    info:
+      kind === "public"
+        ? {
+            title: "Kiln API",
+            version: "1",
+            description:
+              "Kiln's public REST API. Every /v1 call takes one org's API token; another org's resources answer 404; errors are {error: {code, message}}.",
+          }
+        : {
+            title: "Kiln agent protocol",
+            version: "1",
+            description: "Between host agents and the control plane only; not a public contract (docs/adr/0029).",
+          },
+    paths,
+    components: { schemas: { Error: ERROR }, securitySchemes: SECURITY_SCHEMES },
+  };
+}

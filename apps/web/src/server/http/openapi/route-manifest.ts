@@ -1,0 +1,69 @@
+// Every REST route file of the web app (under src/app, except the dashboard's own /api/trpc and
+// /api/auth), by its directory. The OpenAPI documents are built from these modules' route specs;
+// openapi-coverage.test.ts fails when a route file is missing here or undocumented. Adding a route
+// is this one line. Lazy imports: building a document loads the modules, serving a route does not.
+export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>>> = {
+  healthz: () => import("@/app/healthz/route.ts"),
+  "v1/openapi.json": () => import("@/app/v1/openapi.json/route.ts"),
+  "v1/webhooks/github": () => import("@/app/v1/webhooks/github/route.ts"),
+  "v1/orgs/[org]/repos": () => import("@/app/v1/orgs/[org]/repos/route.ts"),
+  "v1/repos/[repoId]/workflow-runs": () => import("@/app/v1/repos/[repoId]/workflow-runs/route.ts"),
+  "v1/workflow-runs/[runId]": () => import("@/app/v1/workflow-runs/[runId]/route.ts"),
+  "v1/workflow-runs/[runId]/jobs": () => import("@/app/v1/workflow-runs/[runId]/jobs/route.ts"),
+  "v1/workflow-runs/[runId]/cancel": () => import("@/app/v1/workflow-runs/[runId]/cancel/route.ts"),
+  "v1/workflow-runs/[runId]/retry": () => import("@/app/v1/workflow-runs/[runId]/retry/route.ts"),
+  "v1/workflow-runs/[runId]/egress": () => import("@/app/v1/workflow-runs/[runId]/egress/route.ts"),
+  "v1/workflow-runs/[runId]/rerun-failed": () => import("@/app/v1/workflow-runs/[runId]/rerun-failed/route.ts"),
+  "v1/repos/[repoId]/flaky-jobs": () => import("@/app/v1/repos/[repoId]/flaky-jobs/route.ts"),
+  "v1/jobs/[jobId]/artifacts": () => import("@/app/v1/jobs/[jobId]/artifacts/route.ts"),
+  "v1/jobs/[jobId]/artifacts/[name]": () => import("@/app/v1/jobs/[jobId]/artifacts/[name]/route.ts"),
+  "v1/artifacts/[artifactId]/download": () => import("@/app/v1/artifacts/[artifactId]/download/route.ts"),
+  "v1/jobs/[jobId]/logs/events": () => import("@/app/v1/jobs/[jobId]/logs/events/route.ts"),
+  "v1/jobs/[jobId]/logs/raw": () => import("@/app/v1/jobs/[jobId]/logs/raw/route.ts"),
+  "v1/pools": () => import("@/app/v1/pools/route.ts"),
+  // Workload identity (docs/adr/0024): OIDC discovery, JWKS, introspection.
+  ".well-known/openid-configuration": () => import("@/app/.well-known/openid-configuration/route.ts"),
+  ".well-known/jwks.json": () => import("@/app/.well-known/jwks.json/route.ts"),
+  "v1/oauth/introspect": () => import("@/app/v1/oauth/introspect/route.ts"),
+  // Secrets and the audit trail (docs/adr/0025).
+  "v1/orgs/[org]/secrets": () => import("@/app/v1/orgs/[org]/secrets/route.ts"),
+  "v1/orgs/[org]/secrets/[name]": () => import("@/app/v1/orgs/[org]/secrets/[name]/route.ts"),
+  "v1/repos/[repoId]/secrets": () => import("@/app/v1/repos/[repoId]/secrets/route.ts"),
+  "v1/repos/[repoId]/secrets/[name]": () => import("@/app/v1/repos/[repoId]/secrets/[name]/route.ts"),
+  "v1/orgs/[org]/audit-events": () => import("@/app/v1/orgs/[org]/audit-events/route.ts"),
+  // Provenance (docs/adr/0027).
+  "v1/attestation/keys": () => import("@/app/v1/attestation/keys/route.ts"),
+  "v1/attestations": () => import("@/app/v1/attestations/route.ts"),
+  "v1/artifacts/[artifactId]/attestation": () => import("@/app/v1/artifacts/[artifactId]/attestation/route.ts"),
+  // The forge loop (docs/adr/0028).
+  "v1/repos/[repoId]/forge": () => import("@/app/v1/repos/[repoId]/forge/route.ts"),
+  // The transparency log (docs/adr/0026): public, no token.
+  "tlog/checkpoint": () => import("@/app/tlog/checkpoint/route.ts"),
+  "tlog/tile/[...path]": () => import("@/app/tlog/tile/[...path]/route.ts"),
+  "v1/tlog/verifier-key": () => import("@/app/v1/tlog/verifier-key/route.ts"),
+  "v1/tlog/entries/[index]": () => import("@/app/v1/tlog/entries/[index]/route.ts"),
+  "v1/tlog/proofs/inclusion": () => import("@/app/v1/tlog/proofs/inclusion/route.ts"),
+  "v1/tlog/proofs/consistency": () => import("@/app/v1/tlog/proofs/consistency/route.ts"),
+  // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.
+  "v1/agent/openapi.json": () => import("@/app/v1/agent/openapi.json/route.ts"),
+  "v1/agent/sessions": () => import("@/app/v1/agent/sessions/route.ts"),
+  "v1/agent/claims": () => import("@/app/v1/agent/claims/route.ts"),
+  "v1/agent/jobs/[jobId]/heartbeat": () => import("@/app/v1/agent/jobs/[jobId]/heartbeat/route.ts"),
+  "v1/agent/jobs/[jobId]/complete": () => import("@/app/v1/agent/jobs/[jobId]/complete/route.ts"),
+  "v1/agent/jobs/[jobId]/logs": () => import("@/app/v1/agent/jobs/[jobId]/logs/route.ts"),
+  "v1/agent/jobs/[jobId]/logs/seal": () => import("@/app/v1/agent/jobs/[jobId]/logs/seal/route.ts"),
+  "v1/agent/jobs/[jobId]/egress-events": () => import("@/app/v1/agent/jobs/[jobId]/egress-events/route.ts"),
+  "v1/agent/jobs/[jobId]/artifacts/uploads": () => import("@/app/v1/agent/jobs/[jobId]/artifacts/uploads/route.ts"),
+  "v1/agent/jobs/[jobId]/artifacts/uploads/[generationId]/parts": () =>
+    import("@/app/v1/agent/jobs/[jobId]/artifacts/uploads/[generationId]/parts/route.ts"),
+  "v1/agent/jobs/[jobId]/artifacts/uploads/[generationId]/complete": () =>
+    import("@/app/v1/agent/jobs/[jobId]/artifacts/uploads/[generationId]/complete/route.ts"),
+  "v1/agent/jobs/[jobId]/artifacts/downloads": () => import("@/app/v1/agent/jobs/[jobId]/artifacts/downloads/route.ts"),
+  "v1/agent/jobs/[jobId]/caches/restore": () => import("@/app/v1/agent/jobs/[jobId]/caches/restore/route.ts"),
+  "v1/agent/jobs/[jobId]/caches/saves": () => import("@/app/v1/agent/jobs/[jobId]/caches/saves/route.ts"),
+  "v1/agent/jobs/[jobId]/caches/saves/[entryId]/complete": () =>
+    import("@/app/v1/agent/jobs/[jobId]/caches/saves/[entryId]/complete/route.ts"),
+  "v1/agent/jobs/[jobId]/caches/stats": () => import("@/app/v1/agent/jobs/[jobId]/caches/stats/route.ts"),
+  "v1/agent/jobs/[jobId]/secrets": () => import("@/app/v1/agent/jobs/[jobId]/secrets/route.ts"),
+  "v1/agent/jobs/[jobId]/id-token": () => import("@/app/v1/agent/jobs/[jobId]/id-token/route.ts"),
+};
