@@ -11,3 +11,4 @@ export * as agentProtocol from "./agent-protocol/index.ts";
 export * as dispatch from "./dispatch/index.ts";
 // Placement is read by the claim, the queue view and the agent protocol, so its names are top-level.
 export * from "./dispatch/placement.ts";
+export * from "./schedules/index.ts";
