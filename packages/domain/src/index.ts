@@ -12,3 +12,4 @@ export * as dispatch from "./dispatch/index.ts";
 // Placement is read by the claim, the queue view and the agent protocol, so its names are top-level.
 export * from "./dispatch/placement.ts";
 export * from "./schedules/index.ts";
+export * from "./dispatch/runner-sizes.ts";

@@ -2,6 +2,8 @@ export { WORKFLOW_LIMITS } from "./limits.ts";
 export { parseWorkflow } from "./parse-workflow.ts";
 export type {
   ParseResult,
+  RunsOn,
+  WorkflowSchedule,
   Tier,
   WorkflowDefinition,
   WorkflowError,

@@ -3,6 +3,7 @@ import { WORKFLOW_LIMITS } from "./limits.ts";
 import { loadYaml } from "./load-yaml.ts";
 import { readEnv } from "./read-fields.ts";
 import { readJob, type JobDraft } from "./read-job.ts";
+import { readSchedules } from "./read-runner.ts";
 import { located, Reader } from "./reader.ts";
 import { resolveDependencies } from "./resolve-dependencies.ts";
 import type { ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
@@ -23,7 +24,7 @@ function parseOrThrow(source: string): WorkflowDefinition {
   const { root, position } = loadYaml(source);
   const reader = new Reader(position);
   const rootAt = located(root, "");
-  const fields = reader.mapping(rootAt, ["version", "env", "jobs"], "a mapping with version and jobs");
+  const fields = reader.mapping(rootAt, ["version", "env", "schedules", "jobs"], "a mapping with version and jobs");
 
   const versionAt = reader.required(fields, "version", rootAt);
   reader.integer(versionAt, 1, 1, "1");
@@ -44,7 +45,10 @@ function parseOrThrow(source: string): WorkflowDefinition {
     drafts.push(draft);
   }
   resolveDependencies(reader, drafts);
-  return { version: 1, jobs: drafts.map((draft) => draft.job), env };
+  const definition: WorkflowDefinition = { version: 1, jobs: drafts.map((draft) => draft.job), env };
+  const schedulesAt = fields.get("schedules");
+  if (schedulesAt) definition.schedules = readSchedules(reader, schedulesAt);
+  return definition;
 }
 
 function toWorkflowError(error: unknown): WorkflowError {

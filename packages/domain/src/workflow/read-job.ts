@@ -12,9 +12,10 @@ import {
   type RestoreSite,
 } from "./read-fields.ts";
 import { label, type Located, type Reader } from "./reader.ts";
+import { readRunsOn } from "./read-runner.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
 
-const JOB_KEYS = ["name", "image", "steps", "needs", "env", "timeout_minutes", "tier", "cache", "artifacts"] as const;
+const JOB_KEYS = ["name", "image", "steps", "needs", "env", "timeout_minutes", "tier", "cache", "artifacts", "runs_on"] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
 const DEFAULT_TIMEOUT_MINUTES = 60;
 
@@ -68,6 +69,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     cache: cacheAt ? readCache(reader, cacheAt) : null,
     artifacts,
   };
+  const runsOnAt = fields.get("runs_on");
+  if (runsOnAt) job.runsOn = readRunsOn(reader, runsOnAt);
   return { job, nameAt, needs: needsAt ? readNeeds(reader, needsAt) : null, needsAt, restoreSites };
 }
 

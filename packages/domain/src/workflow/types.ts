@@ -1,4 +1,18 @@
 import type { CacheKind } from "../caches/index.ts";
+import type { RunnerSize } from "../dispatch/runner-sizes.ts";
+
+/** `runs_on` as written (issue 20): absent keys mean the default pool, no labels, size small. */
+export interface RunsOn {
+  pool?: string;
+  labels?: string[];
+  size?: RunnerSize;
+}
+
+export interface WorkflowSchedule {
+  cron: string;
+  /** IANA name; UTC when the file names none. */
+  timezone: string;
+}
 
 export type Tier = "interactive" | "scheduled" | "background";
 
@@ -27,12 +41,16 @@ export interface WorkflowJob {
     publish: { name: string; path: string }[];
     restore: { fromJob: string; name: string; path: string }[];
   };
+  /** Present only when the job has `runs_on` (frozen with the definition). */
+  runsOn?: RunsOn;
 }
 
 export interface WorkflowDefinition {
   version: 1;
   jobs: WorkflowJob[];
   env: Record<string, string>;
+  /** Present only when the file has `schedules:`; recorded when a default-branch commit is frozen. */
+  schedules?: WorkflowSchedule[];
 }
 
 export interface WorkflowError {
