@@ -166,3 +166,14 @@ export {
   type RunEgressEvent,
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
+export {
+  addSchedule,
+  admitScheduledRun,
+  listSchedules,
+  removeSchedule,
+  resolveBranchHead,
+  runScheduleTick,
+  type ScheduleCaller,
+  type ScheduleTickReport,
+  type ScheduleView,
+} from "./schedules/index.ts";

@@ -60,7 +60,12 @@ export type DomainErrorCode =
   | "LOG.ENDED"
   | "LOG.LIMIT_EXCEEDED"
   | "LOG.JOURNAL_FULL"
-  | "LOG.ARCHIVE_UNAVAILABLE";
+  | "LOG.ARCHIVE_UNAVAILABLE"
+  | "SCHEDULE.INVALID"
+  | "SCHEDULE.NOT_FOUND"
+  | "SCHEDULE.EXISTS"
+  | "SCHEDULE.LIMIT_REACHED"
+  | "SCHEDULE.FROM_WORKFLOW";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

@@ -1,10 +1,11 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
+import { DEFAULT_RUNNER_SIZE, initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
 import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
+import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 
 export const DEFAULT_POOL = "default";
@@ -44,9 +45,16 @@ export async function freezeRun(
       commit_sha: string;
       workflow_path: string;
       trigger: string;
+      records_schedules: boolean;
+      created_at: Date;
+      actor: string | null;
     }[]
   >`
-    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger
+    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.created_at, r.actor,
+           -- Only a trusted push to (or a scheduled run of) the default branch records the file's schedules:
+           -- a pull request's head ref is the forge's word for a branch anywhere, a fork's included.
+           (r.trust_class = 'trusted' AND r.trigger IN ('push', 'schedule')
+            AND r.ref = 'refs/heads/' || rp.default_branch) AS records_schedules
     FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
   const run = rows[0];
   if (!run || run.status !== "pending") return "not_pending";
@@ -124,6 +132,12 @@ export async function freezeRun(
       data: { workflow_hash: file.sha256, jobs: definition.jobs.length },
     });
     await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
+    if (run.records_schedules)
+      await recordWorkflowSchedules(
+        tx,
+        { orgId: locked.orgId, repoId: run.repo_id, admittedAt: run.created_at, actor: run.actor ?? "workflow" },
+        definition.schedules ?? [],
+      );
     return true;
   });
   return done ? "frozen" : "not_pending";
@@ -142,11 +156,21 @@ export async function createJobs(
   pool = DEFAULT_POOL,
 ): Promise<void> {
   const fallback = defaultTier(run.trigger ?? "manual");
-  const rows = def.jobs.map((j) => ({ job_index: j.index, name: j.name, needs: j.needs, tier: j.tier ?? fallback }));
+  // runs_on (issue 20): the job's pool, labels and size are columns the claim filters on.
+  const rows = def.jobs.map((j) => ({
+    job_index: j.index,
+    name: j.name,
+    needs: j.needs,
+    tier: j.tier ?? fallback,
+    pool: j.runsOn?.pool ?? pool,
+    labels: j.runsOn?.labels ?? [],
+    size: j.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
+  }));
   const inserted = await tx.$queryRaw<{ id: string; job_index: number }[]>`
-    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, tier)
-    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, ${pool}, 'pending', x.tier
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(job_index int, name text, needs int[], tier text)
+    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, tier, runner_labels, runner_size)
+    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, x.pool, 'pending', x.tier, x.labels, x.size
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      AS x(job_index int, name text, needs int[], tier text, pool text, labels text[], size text)
     RETURNING id, job_index`;
   const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
   const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));

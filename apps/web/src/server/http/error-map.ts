@@ -69,6 +69,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.LIMIT_EXCEEDED": 413,
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
+  // Schedules (issue 20): a cron or zone the parser refuses; one the repo has; one the workflow owns.
+  "SCHEDULE.INVALID": 422,
+  "SCHEDULE.NOT_FOUND": 404,
+  "SCHEDULE.EXISTS": 409,
+  "SCHEDULE.LIMIT_REACHED": 422,
+  "SCHEDULE.FROM_WORKFLOW": 409,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
