@@ -20,6 +20,18 @@ import { BenchStack } from "./stack.ts";
 
 const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1] || 3) || 3;
 
+/** Per-phase milliseconds from every agent's "attempt timings" log line. */
+const phases = new Map<string, number[]>();
+function collectTimings(line: string): void {
+  if (!line.includes('"attempt timings"')) return;
+  try {
+    const { ms } = JSON.parse(line) as { ms?: Record<string, number> };
+    for (const [name, v] of Object.entries(ms ?? {})) phases.set(name, [...(phases.get(name) ?? []), v]);
+  } catch {
+    // A partial line is not a measurement; the next attempt's line is.
+  }
+}
+
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 async function timed<T>(f: () => Promise<T>): Promise<[number, T]> {
@@ -301,7 +313,7 @@ async function main(): Promise<void> {
     // 3 + 4. Real host agents (process driver): trivial builds/s and READY -> claimed latency.
     const agentTok = await createAgentToken(stack.db, { pool: "default" });
     for (let i = 0; i < 2; i++)
-      stack.spawnAgent(agentTok.token, { KILN_AGENT_SLOTS: "4", KILN_CLAIM_WAIT_MS: "20000" });
+      stack.spawnAgent(agentTok.token, { KILN_AGENT_SLOTS: "4", KILN_CLAIM_WAIT_MS: "20000" }, collectTimings);
     await new Promise((res) => setTimeout(res, 3000));
     const chainSha = await repo.commit({
       ".kiln/chain.yaml": `version: 1\njobs:\n${Array.from({ length: 5 }, (_, i) => `  - name: s${i}\n    steps: ["true"]\n`).join("")}`,
@@ -417,6 +429,11 @@ async function main(): Promise<void> {
       if (lat[0]) solo.push(lat[0].ms);
     }
     results.triggerToStep = { p50: percentile(solo, 50), p95: percentile(solo, 95), n: solo.length };
+    // Where a build's time goes, phase by phase on the agent (its "attempt timings" line): the
+    // breakdown that says which phase a change in builds/s came from.
+    results.agentPhasesP50 = Object.fromEntries(
+      [...phases].map(([name, xs]) => [name, { p50: percentile(xs, 50), p95: percentile(xs, 95), n: xs.length }]),
+    );
   } finally {
     await stack.stop();
     await git.stop();

@@ -167,6 +167,15 @@ export {
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
 export {
+  recordAuditEvent,
+  recordAuditEventSql,
+  listAuditEvents,
+  type AuditEventInput,
+  type AuditEventRef,
+  type AuditEventView,
+  type ListAuditEventsInput,
+} from "./audit/index.ts";
+export {
   addSchedule,
   admitScheduledRun,
   listSchedules,

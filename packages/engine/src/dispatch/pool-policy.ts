@@ -1,4 +1,5 @@
 import { withTx, type Db } from "@kiln/db";
+import { recordAuditEvent } from "../audit/index.ts";
 import {
   defaultPoolPolicy,
   DomainError,
@@ -100,6 +101,14 @@ export async function setPoolPolicy(db: Db, input: SetPoolInput): Promise<PoolVi
       INSERT INTO pool_change (pool, actor, before, after)
       VALUES (${input.name}, ${input.actor}, ${prior ? JSON.stringify({ ...prior, name: undefined, owner_slug: undefined }) : null}::jsonb,
               ${JSON.stringify(after)}::jsonb)`;
+    // An owned pool's changes belong to its org's audit trail; a shared pool's are platform-wide.
+    await recordAuditEvent(tx, {
+      orgId: ownerId,
+      kind: "pool.changed",
+      actor: input.actor,
+      subject: input.name,
+      data: { after },
+    });
     return { name: input.name, policy, ownerOrg: input.ownerOrg ?? null, configured: true };
   });
 }

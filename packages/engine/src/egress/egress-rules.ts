@@ -1,5 +1,6 @@
-import { withTx, type Db } from "@kiln/db";
+import { withTx, type Db, type Tx } from "@kiln/db";
 import { DomainError, formatHostPattern, parseHostPattern, type EgressRuleAction } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 
 // The org's egress allow-list (admin operations: the `kiln egress` CLI today, an admin UI later).
 // Every change writes an egress_rule_change row with the actor in the same transaction, like
@@ -77,11 +78,13 @@ async function orgIdOf(db: Queryable, slug: string): Promise<string> {
 }
 
 async function recordChange(
-  tx: Pick<Db, "$executeRaw">,
+  tx: Tx,
   orgId: string,
   pattern: string,
   action: EgressRuleAction,
   actor: string,
 ): Promise<void> {
   await tx.$executeRaw`INSERT INTO egress_rule_change (org_id, pattern, action, actor) VALUES (${orgId}::uuid, ${pattern}, ${action}, ${actor})`;
+  // The org's audit trail lists egress changes beside secrets and tokens (issue 16).
+  await recordAuditEvent(tx, { orgId, kind: `egress.${action}`, actor, subject: pattern });
 }

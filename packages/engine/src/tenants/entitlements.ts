@@ -1,5 +1,6 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 
 // Entitlements in shared pools are capacity other orgs depend on, so only platform operators set
 // them: the CLI on the server (`kiln entitlement set`, the operator's own path) and users flagged
@@ -123,6 +124,13 @@ async function writeEntitlement(tx: Tx, input: EntitlementInput): Promise<Entitl
   await tx.$executeRaw`
     INSERT INTO entitlement_change (org_id, pool, actor, before, after)
     VALUES (${orgId}::uuid, ${input.pool}, ${input.actor}, ${before[0] ? JSON.stringify(before[0]) : null}::jsonb, ${JSON.stringify(after)}::jsonb)`;
+  await recordAuditEvent(tx, {
+    orgId,
+    kind: "entitlement.changed",
+    actor: input.actor,
+    subject: input.pool,
+    data: { before: before[0] ?? null, after },
+  });
   const usage = await tx.$queryRaw<
     { running: number }[]
   >`SELECT running FROM org_pool_usage WHERE org_id = ${orgId}::uuid AND pool = ${input.pool}`;

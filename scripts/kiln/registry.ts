@@ -1,0 +1,13 @@
+// Every CLI command, in the order the usage lists them. Add a capability's module with one line here.
+import type { CliCommand } from "./command.ts";
+import { capacityCommands } from "./capacity.ts";
+import { credentialCommands } from "./credentials.ts";
+import { egressCommands } from "./egress.ts";
+import { tenantCommands } from "./tenants.ts";
+
+export const commands: CliCommand[] = [
+  ...tenantCommands,
+  ...credentialCommands,
+  ...capacityCommands,
+  ...egressCommands,
+];
