@@ -3,6 +3,7 @@ import type { CliCommand } from "./command.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 
 export const commands: CliCommand[] = [
@@ -10,4 +11,5 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...scheduleCommands,
 ];

@@ -9,6 +9,7 @@ import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
+import { runSchedulesJob } from "./jobs/run-schedules.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
 
@@ -149,11 +150,38 @@ const archiveTicker = setInterval(() => {
     });
 }, env.KILN_LOG_ARCHIVE_MS);
 
+// The scheduler (issue 20): ticked in-process by every worker, cron as the backstop (ADR 0031).
+await boss.schedule(runSchedulesJob.name, "* * * * *", {});
+let scheduling = false;
+const scheduleTicker = setInterval(() => {
+  if (scheduling) return;
+  scheduling = true;
+  void runSchedulesJob
+    .handle(
+      deps,
+      {},
+      {
+        id: "tick",
+        name: runSchedulesJob.name,
+        data: {},
+        expireInSeconds: runSchedulesJob.expireInSeconds,
+        heartbeatSeconds: null,
+        retryCount: 0,
+        signal: new AbortController().signal,
+      },
+    )
+    .catch((err: unknown) => log.error("scheduler pass failed", { err }))
+    .finally(() => {
+      scheduling = false;
+    });
+}, env.KILN_SCHEDULE_TICK_MS);
+
 log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
   clearInterval(ticker);
   clearInterval(archiveTicker);
+  clearInterval(scheduleTicker);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);

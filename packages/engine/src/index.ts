@@ -180,6 +180,7 @@ export {
   admitScheduledRun,
   listSchedules,
   removeSchedule,
+  repoByFullName,
   resolveBranchHead,
   runScheduleTick,
   type ScheduleCaller,

@@ -4,6 +4,7 @@ import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { runSchedulesJob } from "./run-schedules.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -13,4 +14,5 @@ export const JOBS = [
   archiveLogsJob,
   evictCachesJob,
   rotateJobTokenKeyJob,
+  runSchedulesJob,
 ] as const;

@@ -7,6 +7,7 @@ export {
   listSchedules,
   recordWorkflowSchedules,
   removeSchedule,
+  repoByFullName,
   type ScheduleCaller,
   type ScheduleView,
 } from "./schedule-store.ts";

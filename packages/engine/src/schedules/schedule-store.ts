@@ -9,6 +9,7 @@ import {
   type Role,
   type WorkflowSchedule,
 } from "@kiln/domain";
+import { recordAuditEvent } from "../audit/index.ts";
 
 export interface ScheduleView {
   id: string;
@@ -28,7 +29,8 @@ export interface ScheduleView {
 export interface ScheduleCaller {
   orgId: string;
   role: Role;
-  name: string;
+  /** As the audit trail names callers: `web:<login>`, `token:<id>`, `cli:<user>`. */
+  actor: string;
 }
 
 const NEXT_SHOWN = 3;
@@ -93,10 +95,18 @@ export async function addSchedule(
       throw new DomainError("SCHEDULE.LIMIT_REACHED", `a repository has at most ${SCHEDULE_LIMITS.maxPerRepo} schedules`);
     const ins = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO schedule (org_id, repo_id, cron, timezone, origin, created_by)
-      VALUES (${input.caller.orgId}::uuid, ${repo.id}::uuid, ${spec.cron}, ${spec.timezone}, 'api', ${input.caller.name})
+      VALUES (${input.caller.orgId}::uuid, ${repo.id}::uuid, ${spec.cron}, ${spec.timezone}, 'api', ${input.caller.actor})
       ON CONFLICT (repo_id, origin, cron, timezone) DO NOTHING RETURNING id`;
-    if (!ins[0]) throw new DomainError("SCHEDULE.EXISTS", `this repository already has ${spec.cron} (${spec.timezone})`);
-    return ins[0].id;
+    const created = ins[0];
+    if (!created) throw new DomainError("SCHEDULE.EXISTS", `this repository already has ${spec.cron} (${spec.timezone})`);
+    await recordAuditEvent(tx, {
+      orgId: input.caller.orgId,
+      kind: "schedule.added",
+      actor: input.caller.actor,
+      subject: created.id,
+      data: { repo_id: repo.id, cron: spec.cron, timezone: spec.timezone },
+    });
+    return created.id;
   });
   const view = (await listSchedules(db, { orgId: input.caller.orgId, repoId: input.repoId })).find((s) => s.id === id);
   if (!view) throw new DomainError("SCHEDULE.NOT_FOUND", "schedule vanished");
@@ -107,17 +117,35 @@ export async function addSchedule(
 export async function removeSchedule(db: Db, input: { caller: ScheduleCaller; scheduleId: string }): Promise<void> {
   if (!canTrigger(input.caller.role))
     throw new DomainError("AUTH.FORBIDDEN", `role ${input.caller.role} cannot remove schedules`);
-  const rows = await db.$queryRaw<{ origin: string; deleted: boolean }[]>`
-    WITH target AS (SELECT id, origin FROM schedule WHERE id = ${input.scheduleId}::uuid AND org_id = ${input.caller.orgId}::uuid),
-         del AS (DELETE FROM schedule WHERE id IN (SELECT id FROM target WHERE origin = 'api') RETURNING id)
-    SELECT origin, EXISTS (SELECT 1 FROM del) AS deleted FROM target`;
-  const row = rows[0];
-  if (!row) throw new DomainError("SCHEDULE.NOT_FOUND", "schedule not found");
-  if (!row.deleted)
-    throw new DomainError(
-      "SCHEDULE.FROM_WORKFLOW",
-      "this schedule comes from the workflow file on the default branch: remove it there",
-    );
+  await withTx(db, "remove-schedule", async (tx) => {
+    const rows = await tx.$queryRaw<{ origin: string; repo_id: string; cron: string; timezone: string }[]>`
+      SELECT origin, repo_id, cron, timezone FROM schedule
+      WHERE id = ${input.scheduleId}::uuid AND org_id = ${input.caller.orgId}::uuid FOR UPDATE`;
+    const row = rows[0];
+    if (!row) throw new DomainError("SCHEDULE.NOT_FOUND", "schedule not found");
+    if (row.origin !== "api")
+      throw new DomainError(
+        "SCHEDULE.FROM_WORKFLOW",
+        "this schedule comes from the workflow file on the default branch: remove it there",
+      );
+    await tx.$executeRaw`DELETE FROM schedule WHERE id = ${input.scheduleId}::uuid AND origin = 'api'`;
+    await recordAuditEvent(tx, {
+      orgId: input.caller.orgId,
+      kind: "schedule.removed",
+      actor: input.caller.actor,
+      subject: input.scheduleId,
+      data: { repo_id: row.repo_id, cron: row.cron, timezone: row.timezone },
+    });
+  });
+}
+
+/** A repository by its full name, for the operator CLI (`kiln schedule ... <org>/<repo>`). */
+export async function repoByFullName(db: Db, fullName: string): Promise<{ id: string; orgId: string }> {
+  const rows = await db.$queryRaw<{ id: string; org_id: string }[]>`
+    SELECT id, org_id FROM repo WHERE full_name = ${fullName}`;
+  const r = rows[0];
+  if (!r) throw new DomainError("REPO.NOT_FOUND", `no repository ${fullName}`);
+  return { id: r.id, orgId: r.org_id };
 }
 
 /**
