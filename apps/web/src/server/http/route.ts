@@ -30,7 +30,13 @@ export function route<S extends z.ZodType | undefined>(def: {
       for (const p of def.uuidParams ?? []) {
         if (!UUID.test(params[p] ?? ""))
           throw new DomainError(
-            p.startsWith("run") ? "RUN.NOT_FOUND" : p.startsWith("repo") ? "REPO.NOT_FOUND" : "JOB.NOT_FOUND",
+            p.startsWith("run")
+              ? "RUN.NOT_FOUND"
+              : p.startsWith("repo")
+                ? "REPO.NOT_FOUND"
+                : p.startsWith("schedule")
+                  ? "SCHEDULE.NOT_FOUND"
+                  : "JOB.NOT_FOUND",
             `${p} is not a valid id`,
           );
       }

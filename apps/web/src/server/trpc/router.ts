@@ -15,6 +15,9 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { addSchedule } from "./schedules/add-schedule.procedure.ts";
+import { listSchedules } from "./schedules/list-schedules.procedure.ts";
+import { removeSchedule } from "./schedules/remove-schedule.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -31,6 +34,7 @@ export const appRouter = router({
   runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
+  schedules: { list: listSchedules, add: addSchedule, remove: removeSchedule },
 });
 
 export type AppRouter = typeof appRouter;
