@@ -11,6 +11,7 @@ import { FirstFailureCard } from "./first-failure-card.tsx";
 import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
+import { queueDetail, WaitingJobs } from "./waiting-jobs.tsx";
 
 /**
  * The run page. Live updates are polling: react-query refetches every 2 s while the run is not
@@ -48,7 +49,7 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
               ? "no eligible host"
               : j.attempts.length > 1
                 ? `${j.attempts.length} attempts`
-                : undefined,
+                : queueDetail(j.queue),
           }))}
         />
         {r.jobs.length === 0 ? (
@@ -58,6 +59,7 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
               : "This run has no jobs (its definition never froze)."}
           </p>
         ) : null}
+        <WaitingJobs data={d} now={now} />
       </Card>
       <Card title="Attempts and phases" id="attempts">
         <JobDetails data={d} now={now} />
