@@ -28,7 +28,10 @@ export const scheduleCommands: CliCommand[] = [
       const rows = await listSchedules(ctx.db, { orgId: repo.orgId, repoId: repo.id });
       ctx.out(
         rows
-          .map((s) => `${s.id}\t${s.cron}\t${s.timezone}\t${s.origin}\tnext ${s.next_runs[0] ?? "-"}\tlast ${s.last_slot_at ?? "-"}`)
+          .map(
+            (s) =>
+              `${s.id}\t${s.cron}\t${s.timezone}\t${s.origin}\tnext ${s.next_runs[0] ?? "-"}\tlast ${s.last_slot_at ?? "-"}`,
+          )
           .join("\n") || "(no schedules)",
         rows,
       );

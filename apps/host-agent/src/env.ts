@@ -14,9 +14,18 @@ const intVar = (min: number, max: number, fallback: number) =>
 
 /** A comma-separated list, each entry matching `pattern`, deduplicated and sorted. */
 function listVar(v: string, ctx: z.RefinementCtx, pattern: RegExp): string[] {
-  const items = [...new Set(v.split(",").map((x) => x.trim()).filter((x) => x !== ""))].sort();
-  for (const x of items) if (!pattern.test(x)) ctx.addIssue({ code: "custom", message: `invalid entry ${JSON.stringify(x)}` });
-  if (items.length > MAX_RUNNER_LABELS) ctx.addIssue({ code: "custom", message: `at most ${MAX_RUNNER_LABELS} entries` });
+  const items = [
+    ...new Set(
+      v
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== ""),
+    ),
+  ].sort();
+  for (const x of items)
+    if (!pattern.test(x)) ctx.addIssue({ code: "custom", message: `invalid entry ${JSON.stringify(x)}` });
+  if (items.length > MAX_RUNNER_LABELS)
+    ctx.addIssue({ code: "custom", message: `at most ${MAX_RUNNER_LABELS} entries` });
   return items;
 }
 

@@ -97,6 +97,8 @@ describe("runs_on.pool, from the hostile side", () => {
     const rows = await t.db().$queryRaw<{ pool: string }[]>`SELECT pool FROM job_run WHERE run_id = ${run}::uuid`;
     expect(rows).toEqual([{ pool: owned }]);
     expect(await claim(TEST_CFG, victimHost)).toBeNull();
-    expect((await queueInfoForRun(t.db(), TEST_CFG, run)).get(await onlyJob(run))?.waiting?.code).toBe("pool_not_for_org");
+    expect((await queueInfoForRun(t.db(), TEST_CFG, run)).get(await onlyJob(run))?.waiting?.code).toBe(
+      "pool_not_for_org",
+    );
   });
 });

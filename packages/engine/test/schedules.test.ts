@@ -59,7 +59,12 @@ describe("scheduler pass", () => {
 
   it("admits exactly one run per slot when many passes race, at the branch head, trusted", async () => {
     const { tenant, repo } = await tenantWithRepo();
-    const s = await addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "*/5 * * * *", timezone: "UTC" });
+    const s = await addSchedule(t.db(), {
+      caller: member(tenant),
+      repoId: tenant.repoId,
+      cron: "*/5 * * * *",
+      timezone: "UTC",
+    });
     await createdAt(s.id, "2026-06-01T10:01:00Z");
     const now = new Date("2026-06-01T10:06:30Z");
     const reports = await Promise.all(
@@ -70,7 +75,13 @@ describe("scheduler pass", () => {
     expect(await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now })).toMatchObject({ admitted: 0 });
     const runs = await scheduledRuns(tenant);
     expect(runs).toEqual([
-      { id: expect.any(String), commit_sha: repo.headSha, trust_class: "trusted", actor: `schedule:${s.id}`, ref: "refs/heads/main" },
+      {
+        id: expect.any(String),
+        commit_sha: repo.headSha,
+        trust_class: "trusted",
+        actor: `schedule:${s.id}`,
+        ref: "refs/heads/main",
+      },
     ]);
     const slots = await t.db().$queryRaw<{ slot_at: Date; run_id: string }[]>`
       SELECT slot_at, run_id FROM schedule_slot WHERE schedule_id = ${s.id}::uuid`;
@@ -79,7 +90,12 @@ describe("scheduler pass", () => {
 
   it("runs the head as it is at the slot, and a missed stretch once on recovery", async () => {
     const { tenant, repo } = await tenantWithRepo();
-    const s = await addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "0 3 * * *", timezone: "Europe/Berlin" });
+    const s = await addSchedule(t.db(), {
+      caller: member(tenant),
+      repoId: tenant.repoId,
+      cron: "0 3 * * *",
+      timezone: "Europe/Berlin",
+    });
     await createdAt(s.id, "2026-06-01T00:00:00Z");
     await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now: new Date("2026-06-01T01:00:30Z") });
     const later = await repo.commit({ "README.md": "newer\n" });
@@ -93,31 +109,49 @@ describe("scheduler pass", () => {
     const next = new Date(view?.next_runs[0] ?? 0);
     expect(next.getTime()).toBeGreaterThan(Date.now());
     expect(next.getTime() - Date.now()).toBeLessThanOrEqual(25 * 3_600_000);
-    expect(new Intl.DateTimeFormat("en-GB", { timeZone: "Europe/Berlin", timeStyle: "short" }).format(next)).toBe("03:00");
+    expect(new Intl.DateTimeFormat("en-GB", { timeZone: "Europe/Berlin", timeStyle: "short" }).format(next)).toBe(
+      "03:00",
+    );
   });
 
   it("freezes a scheduled run with its jobs on the scheduled tier", async () => {
     const { tenant } = await tenantWithRepo();
-    const s = await addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "* * * * *", timezone: "UTC" });
+    const s = await addSchedule(t.db(), {
+      caller: member(tenant),
+      repoId: tenant.repoId,
+      cron: "* * * * *",
+      timezone: "UTC",
+    });
     await createdAt(s.id, "2026-06-01T00:00:00Z");
     await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now: new Date("2026-06-01T00:01:10Z") });
     const [run] = await scheduledRuns(tenant);
-    expect(await freezeRun(t.db(), { runId: run?.id ?? "", gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false })).toBe(
-      "frozen",
-    );
+    expect(
+      await freezeRun(t.db(), { runId: run?.id ?? "", gitCacheDir: cacheDir, source: LOCAL_SOURCE, finalTry: false }),
+    ).toBe("frozen");
     const jobs = await t.db().$queryRaw<{ tier: string }[]>`SELECT tier FROM job_run WHERE run_id = ${run?.id}::uuid`;
     expect(jobs).toEqual([{ tier: "scheduled" }]);
   });
 
   it("waits when the branch head cannot be read, and admits the slot when it can", async () => {
     const { tenant } = await tenantWithRepo();
-    const s = await addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "* * * * *", timezone: "UTC" });
+    const s = await addSchedule(t.db(), {
+      caller: member(tenant),
+      repoId: tenant.repoId,
+      cron: "* * * * *",
+      timezone: "UTC",
+    });
     await createdAt(s.id, "2026-06-01T00:00:00Z");
-    const url = (await t.db().$queryRaw<{ clone_url: string }[]>`SELECT clone_url FROM repo WHERE id = ${tenant.repoId}::uuid`)[0]
-      ?.clone_url;
-    await t.db().$executeRaw`UPDATE repo SET clone_url = 'http://127.0.0.1:9/gone.git' WHERE id = ${tenant.repoId}::uuid`;
+    const url = (
+      await t.db().$queryRaw<{ clone_url: string }[]>`SELECT clone_url FROM repo WHERE id = ${tenant.repoId}::uuid`
+    )[0]?.clone_url;
+    await t.db()
+      .$executeRaw`UPDATE repo SET clone_url = 'http://127.0.0.1:9/gone.git' WHERE id = ${tenant.repoId}::uuid`;
     const now = new Date("2026-06-01T00:02:10Z");
-    expect(await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now })).toMatchObject({ due: 1, unavailable: 1, admitted: 0 });
+    expect(await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now })).toMatchObject({
+      due: 1,
+      unavailable: 1,
+      admitted: 0,
+    });
     await t.db().$executeRaw`UPDATE repo SET clone_url = ${url} WHERE id = ${tenant.repoId}::uuid`;
     expect(await runScheduleTick(t.db(), { source: LOCAL_SOURCE, now })).toMatchObject({ admitted: 1 });
   });
@@ -141,7 +175,12 @@ describe("schedule store", () => {
         timezone: "UTC",
       }),
     ).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
-    const s = await addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "0 3 * * *", timezone: "UTC" });
+    const s = await addSchedule(t.db(), {
+      caller: member(tenant),
+      repoId: tenant.repoId,
+      cron: "0 3 * * *",
+      timezone: "UTC",
+    });
     await expect(
       addSchedule(t.db(), { caller: member(tenant), repoId: tenant.repoId, cron: "0  3 * * *", timezone: "UTC" }),
     ).rejects.toMatchObject({ code: "SCHEDULE.EXISTS" });
@@ -158,22 +197,30 @@ describe("schedule store", () => {
     const { tenant } = await tenantWithRepo();
     const record = (at: string, declared: { cron: string; timezone: string }[]) =>
       withTx(t.db(), "test", (tx) =>
-        recordWorkflowSchedules(tx, { orgId: tenant.orgId, repoId: tenant.repoId, admittedAt: new Date(at), actor: "push" }, declared),
+        recordWorkflowSchedules(
+          tx,
+          { orgId: tenant.orgId, repoId: tenant.repoId, admittedAt: new Date(at), actor: "push" },
+          declared,
+        ),
       );
     expect(await record("2026-06-01T10:00:00Z", [{ cron: "0 3 * * *", timezone: "Europe/Berlin" }])).toBe(true);
     const first = await listSchedules(t.db(), { orgId: tenant.orgId });
     expect(await record("2026-06-01T09:00:00Z", [])).toBe(false);
-    expect(await record("2026-06-01T11:00:00Z", [
-      { cron: "0 3 * * *", timezone: "Europe/Berlin" },
-      { cron: "0 12 * * 1", timezone: "UTC" },
-    ])).toBe(true);
+    expect(
+      await record("2026-06-01T11:00:00Z", [
+        { cron: "0 3 * * *", timezone: "Europe/Berlin" },
+        { cron: "0 12 * * 1", timezone: "UTC" },
+      ]),
+    ).toBe(true);
     const second = await listSchedules(t.db(), { orgId: tenant.orgId });
     expect(second.map((s) => [s.cron, s.origin])).toEqual([
       ["0 3 * * *", "workflow"],
       ["0 12 * * 1", "workflow"],
     ]);
     expect(second[0]?.id).toBe(first[0]?.id);
-    await expect(removeSchedule(t.db(), { caller: member(tenant), scheduleId: first[0]?.id ?? "" })).rejects.toMatchObject({
+    await expect(
+      removeSchedule(t.db(), { caller: member(tenant), scheduleId: first[0]?.id ?? "" }),
+    ).rejects.toMatchObject({
       code: "SCHEDULE.FROM_WORKFLOW",
     });
     expect(await record("2026-06-01T12:00:00Z", [])).toBe(true);

@@ -21,7 +21,9 @@ let headSha: string;
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), "kiln-sched-"));
   const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@localhost", "-C", root, ...args], { encoding: "utf8" }).trim();
+    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@localhost", "-C", root, ...args], {
+      encoding: "utf8",
+    }).trim();
   git("init", "-q", "-b", "main");
   await writeFile(path.join(root, "workflow.yaml"), "version: 1\njobs:\n  - name: a\n    steps: [true]\n");
   git("add", ".");

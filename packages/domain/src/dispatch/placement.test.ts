@@ -139,7 +139,9 @@ describe("runner selection (issue 20)", () => {
     expect(decidePlacement(shared, vm, largeJob)).toEqual({ ok: false, refusal: "host_lacks_size" });
     expect(decidePlacement(shared, { ...vm, sizes: ["small", "large"] }, largeJob)).toEqual({ ok: true });
     // A host advertising sizes without small no longer takes jobs that name no size.
-    expect(decidePlacement(shared, { ...vm, sizes: ["large"] }, { ...trusted, requires: { labels: [], size: "small" } })).toEqual({
+    expect(
+      decidePlacement(shared, { ...vm, sizes: ["large"] }, { ...trusted, requires: { labels: [], size: "small" } }),
+    ).toEqual({
       ok: false,
       refusal: "host_lacks_size",
     });

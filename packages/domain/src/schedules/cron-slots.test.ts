@@ -11,7 +11,10 @@ function admittedBetween(spec: { cron: string; timezone: string }, from: string,
   let anchor = at(from);
   const out: string[] = [];
   for (let t = anchor.getTime(); t <= at(to).getTime(); t += 60_000) {
-    const d = decideTick({ ...spec, id: "s", createdAt: at(from), lastSlotAt: out.length ? anchor : null }, new Date(t));
+    const d = decideTick(
+      { ...spec, id: "s", createdAt: at(from), lastSlotAt: out.length ? anchor : null },
+      new Date(t),
+    );
     if (d.kind === "admit") {
       expect(d.anchor.getTime()).toBe(anchor.getTime());
       anchor = d.slot;
@@ -71,9 +74,9 @@ describe("due slot", () => {
       "2026-06-04T01:00:00.000Z",
     );
     // A per-minute schedule after a 40-day outage walks far fewer steps than it has slots, still one.
-    expect(iso(dueSlot({ cron: "* * * * *", timezone: "UTC" }, at("2026-01-01T00:00:00Z"), at("2026-02-10T10:10:30Z")))).toBe(
-      "2026-02-10T10:10:00.000Z",
-    );
+    expect(
+      iso(dueSlot({ cron: "* * * * *", timezone: "UTC" }, at("2026-01-01T00:00:00Z"), at("2026-02-10T10:10:30Z"))),
+    ).toBe("2026-02-10T10:10:00.000Z");
   });
 
   it("admits nothing before the first slot after the anchor, and the slot at exactly its instant", () => {

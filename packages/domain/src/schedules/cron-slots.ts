@@ -48,7 +48,8 @@ export function specProblem(spec: ScheduleSpec): SpecProblem | null {
   if (!isKnownTimeZone(spec.timezone))
     return { field: "timezone", message: `unknown time zone ${JSON.stringify(spec.timezone.slice(0, 64))}` };
   // THU is the only field name with an H in it.
-  if (/h/i.test(cron.replace(/^@\w+$/, "").replace(/thu/gi, ""))) return { field: "cron", message: "cron may not use H (random) values" };
+  if (/h/i.test(cron.replace(/^@\w+$/, "").replace(/thu/gi, "")))
+    return { field: "cron", message: "cron may not use H (random) values" };
   if (!cron.startsWith("@") && cron.split(/\s+/).length !== 5)
     return { field: "cron", message: "cron needs five fields: minute hour day-of-month month day-of-week" };
   if (cron === "@secondly" || cron === "@minutely")
@@ -58,7 +59,10 @@ export function specProblem(spec: ScheduleSpec): SpecProblem | null {
     if (e.fields.second.values.length !== 1 || e.fields.second.values[0] !== 0)
       return { field: "cron", message: "cron may not have a seconds field" };
   } catch (err) {
-    return { field: "cron", message: `invalid cron ${JSON.stringify(cron)}: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      field: "cron",
+      message: `invalid cron ${JSON.stringify(cron)}: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
   return null;
 }

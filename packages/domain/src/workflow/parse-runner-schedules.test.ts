@@ -44,7 +44,7 @@ describe("schedules", () => {
     expect(tz.message).toContain('unknown time zone "Moon/Base"');
     expect(tz.path).toBe("schedules[0].timezone");
     expect(parseError(withSchedules('[{cron: "0 0 3 * * *"}]')).message).toContain("five fields");
-    expect(parseError(withSchedules('[{timezone: UTC}]')).message).toContain("cron");
+    expect(parseError(withSchedules("[{timezone: UTC}]")).message).toContain("cron");
     expect(parseError(withSchedules("[nightly]")).message).toContain("a mapping with cron and timezone");
   });
 });

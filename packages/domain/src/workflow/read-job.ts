@@ -15,7 +15,18 @@ import { label, type Located, type Reader } from "./reader.ts";
 import { readRunsOn } from "./read-runner.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
 
-const JOB_KEYS = ["name", "image", "steps", "needs", "env", "timeout_minutes", "tier", "cache", "artifacts", "runs_on"] as const;
+const JOB_KEYS = [
+  "name",
+  "image",
+  "steps",
+  "needs",
+  "env",
+  "timeout_minutes",
+  "tier",
+  "cache",
+  "artifacts",
+  "runs_on",
+] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
 const DEFAULT_TIMEOUT_MINUTES = 60;
 

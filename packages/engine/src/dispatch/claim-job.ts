@@ -295,11 +295,7 @@ interface SessionFacts {
 
 const sessionPools = new Map<string, SessionFacts>();
 
-async function poolOfSession(
-  sql: SqlPool,
-  sessionId: string,
-  credential: string | null,
-): Promise<SessionFacts> {
+async function poolOfSession(sql: SqlPool, sessionId: string, credential: string | null): Promise<SessionFacts> {
   const cacheKey = `${sessionId}:${credential ?? ""}`;
   const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;

@@ -57,9 +57,11 @@ export async function takeCandidates(
   // would mark it started in a view shared with the hosts that may.
   // Likewise per runner capability: hosts with the same labels and sizes share one view, so a job
   // only a GPU host may take is never marked started in the view the other hosts draw from.
-  const key = [pool, trustedOnly ? "trusted" : "", runner ? `${runner.labels.join(",")}|${runner.sizes.join(",")}` : ""].join(
-    "\u0000",
-  );
+  const key = [
+    pool,
+    trustedOnly ? "trusted" : "",
+    runner ? `${runner.labels.join(",")}|${runner.sizes.join(",")}` : "",
+  ].join("\u0000");
   let entry = pools.get(key);
   if (!entry) pools.set(key, (entry = { view: null, loading: null, loadingSince: 0, staleBefore: 0 }));
 

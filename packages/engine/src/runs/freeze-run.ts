@@ -1,5 +1,12 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { DEFAULT_RUNNER_SIZE, initialReadyJobs, legalSources, parseWorkflow, RUN_TRANSITIONS, type WorkflowDefinition } from "@kiln/domain";
+import {
+  DEFAULT_RUNNER_SIZE,
+  initialReadyJobs,
+  legalSources,
+  parseWorkflow,
+  RUN_TRANSITIONS,
+  type WorkflowDefinition,
+} from "@kiln/domain";
 import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";

@@ -1,5 +1,12 @@
 import { DomainError } from "@kiln/domain";
-import { checkCloneUrl, isCloneUrlError, prepareCloneUrl, redactCredentials, runGit, type SourcePolicy } from "@kiln/oci";
+import {
+  checkCloneUrl,
+  isCloneUrlError,
+  prepareCloneUrl,
+  redactCredentials,
+  runGit,
+  type SourcePolicy,
+} from "@kiln/oci";
 
 /**
  * The commit a branch points at on the forge right now (`git ls-remote`), under the same clone-URL

@@ -80,7 +80,12 @@ export async function runScheduleTick(
     });
     if (r.kind === "admitted") {
       report.admitted++;
-      log.info("scheduled run admitted", { org_id: s.org_id, schedule_id: s.id, slot: d.slot.toISOString(), run_id: r.runId });
+      log.info("scheduled run admitted", {
+        org_id: s.org_id,
+        schedule_id: s.id,
+        slot: d.slot.toISOString(),
+        run_id: r.runId,
+      });
     } else report.taken++;
   }
   return report;

@@ -92,13 +92,17 @@ export async function addSchedule(
     const repo = repos[0];
     if (!repo) throw new DomainError("REPO.NOT_FOUND", "repository not found");
     if (repo.n >= SCHEDULE_LIMITS.maxPerRepo)
-      throw new DomainError("SCHEDULE.LIMIT_REACHED", `a repository has at most ${SCHEDULE_LIMITS.maxPerRepo} schedules`);
+      throw new DomainError(
+        "SCHEDULE.LIMIT_REACHED",
+        `a repository has at most ${SCHEDULE_LIMITS.maxPerRepo} schedules`,
+      );
     const ins = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO schedule (org_id, repo_id, cron, timezone, origin, created_by)
       VALUES (${input.caller.orgId}::uuid, ${repo.id}::uuid, ${spec.cron}, ${spec.timezone}, 'api', ${input.caller.actor})
       ON CONFLICT (repo_id, origin, cron, timezone) DO NOTHING RETURNING id`;
     const created = ins[0];
-    if (!created) throw new DomainError("SCHEDULE.EXISTS", `this repository already has ${spec.cron} (${spec.timezone})`);
+    if (!created)
+      throw new DomainError("SCHEDULE.EXISTS", `this repository already has ${spec.cron} (${spec.timezone})`);
     await recordAuditEvent(tx, {
       orgId: input.caller.orgId,
       kind: "schedule.added",

@@ -219,7 +219,9 @@ export class MicrovmDriver implements SandboxDriver {
 
   private async bootCold(rootfs: string, resources?: { vcpus: number; memoryMiB: number }): Promise<BootedVm> {
     const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
-    return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS, resources).catch((err: unknown) => this.forget(runDir, err));
+    return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS, resources).catch((err: unknown) =>
+      this.forget(runDir, err),
+    );
   }
 
   private async restoreOne(): Promise<BootedVm> {
