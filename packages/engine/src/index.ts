@@ -177,13 +177,9 @@ export {
 } from "./audit/index.ts";
 export {
   addSchedule,
-  admitScheduledRun,
   listSchedules,
   removeSchedule,
   repoByFullName,
-  resolveBranchHead,
   runScheduleTick,
-  type ScheduleCaller,
-  type ScheduleTickReport,
   type ScheduleView,
 } from "./schedules/index.ts";
