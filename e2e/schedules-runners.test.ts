@@ -114,23 +114,13 @@ describe("schedules and runner selection", { timeout: 200_000 }, () => {
   });
 
   it("lists the schedule with its next runs in the dashboard and refuses a bad time zone under its field", async () => {
-    await signIn(page, p.base, "dana", "/orgs/nightly/schedules");
-    const list = page.getByTestId("schedule-list");
-    await list.waitFor();
-    const row = list.locator(`[data-schedule='${scheduleId}']`);
-    expect(await row.textContent()).toContain("* * * * *");
-    expect(await row.textContent()).toContain("Europe/Berlin");
-    expect(await row.getByTestId("next-runs").locator("li").count()).toBe(3);
-    const form = page.getByTestId("add-schedule-form");
-    await form.getByLabel("Cron").fill("0 3 * * *");
-    await form.getByLabel("Time zone").fill("Moon/Base");
-    await form.getByRole("button", { name: "Add schedule" }).click();
-    await form.getByText('unknown time zone "Moon/Base"').waitFor();
-    await form.getByLabel("Time zone").fill("Europe/Berlin");
-    await form.getByRole("button", { name: "Add schedule" }).click();
-    await page.getByRole("status").filter({ hasText: "Added 0 3 * * * (Europe/Berlin)" }).waitFor();
-    expect(await list.locator("tbody tr").count()).toBe(2);
-    await screenshot(page, "schedules");
+    // Another member, in a browser of their own (a fresh profile: no session cookie from gina).
+    const own = await TestBrowser.launch();
+    try {
+      await schedulesJourney(await own.page());
+    } finally {
+      await own.close();
+    }
   });
 
   it("admits exactly one run per slot with two worker processes, one of them replaced between slots", async () => {
@@ -170,3 +160,24 @@ describe("schedules and runner selection", { timeout: 200_000 }, () => {
     expect(first.jobs.map((j: any) => j.tier)).toEqual(["scheduled"]);
   });
 });
+
+/** The schedule list with next runs, the add form's field error, then an added schedule. */
+async function schedulesJourney(page: Page): Promise<void> {
+  await signIn(page, p.base, "dana", "/orgs/nightly/schedules");
+  const list = page.getByTestId("schedule-list");
+  await list.waitFor();
+  const row = list.locator(`[data-schedule='${scheduleId}']`);
+  expect(await row.textContent()).toContain("* * * * *");
+  expect(await row.textContent()).toContain("Europe/Berlin");
+  expect(await row.getByTestId("next-runs").locator("li").count()).toBe(3);
+  const form = page.getByTestId("add-schedule-form");
+  await form.getByLabel("Cron").fill("0 3 * * *");
+  await form.getByLabel("Time zone").fill("Moon/Base");
+  await form.getByRole("button", { name: "Add schedule" }).click();
+  await form.getByText('unknown time zone "Moon/Base"').waitFor();
+  await form.getByLabel("Time zone").fill("Europe/Berlin");
+  await form.getByRole("button", { name: "Add schedule" }).click();
+  await page.getByRole("status").filter({ hasText: "Added 0 3 * * * (Europe/Berlin)" }).waitFor();
+  expect(await list.locator("tbody tr").count()).toBe(2);
+  await screenshot(page, "schedules");
+}
