@@ -169,7 +169,11 @@ async function schedulesJourney(page: Page): Promise<void> {
   const row = list.locator(`[data-schedule='${scheduleId}']`);
   expect(await row.textContent()).toContain("* * * * *");
   expect(await row.textContent()).toContain("Europe/Berlin");
-  expect(await row.getByTestId("next-runs").locator("li").count()).toBe(3);
+  const next = row.getByTestId("next-runs").locator("li");
+  expect(await next.count()).toBe(3);
+  // A per-minute schedule: its next runs are seconds to three minutes away.
+  for (const text of await next.allTextContents())
+    expect(text).toMatch(/^(in \d+(s|m)|just now) · \d{1,2} \w{3} \d{4}, \d\d:\d\d$/);
   const form = page.getByTestId("add-schedule-form");
   await form.getByLabel("Cron").fill("0 3 * * *");
   await form.getByLabel("Time zone").fill("Moon/Base");

@@ -9,6 +9,11 @@ import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import { AddScheduleForm } from "./add-schedule-form.tsx";
 
+/** The slot as the schedule's own clock shows it (the zone it was written in). */
+function wallTime(iso: string, timeZone: string): string {
+  return new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "medium", timeStyle: "short" }).format(new Date(iso));
+}
+
 /**
  * The org's schedules (issue 20, ADR 0031): from workflow files on default branches and added
  * here, the API or the CLI, each with its next runs on the scheduler's own walk. Refreshed every
@@ -92,6 +97,10 @@ export function SchedulesView({ org }: { org: string }) {
                       {s.next_runs.map((n) => (
                         <li key={n}>
                           <RelativeTime iso={n} now={now} />
+                          <span className="text-xs text-zinc-500 dark:text-zinc-400" suppressHydrationWarning>
+                            {" · "}
+                            {wallTime(n, s.timezone)}
+                          </span>
                         </li>
                       ))}
                     </ul>
