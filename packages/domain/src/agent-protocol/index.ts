@@ -7,7 +7,7 @@ import {
   MAX_RUNNER_LABELS,
   RUNNER_LABEL_PATTERN,
   RUNNER_SIZES,
-} from "../dispatch/runner-sizes.ts";
+} from "../dispatch/index.ts";
 
 // The agent <-> control-plane contract, shared by both sides (conventions rule 10). Paths:
 //   POST /v1/agent/sessions               host credential  registerSessionRequest -> registerSessionResponse (201)

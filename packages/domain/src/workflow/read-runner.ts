@@ -1,6 +1,6 @@
 import { isMap } from "yaml";
-import { isRunnerSize, MAX_RUNNER_LABELS, RUNNER_LABEL_PATTERN, RUNNER_SIZES } from "../dispatch/runner-sizes.ts";
-import { SCHEDULE_LIMITS, specProblem } from "../schedules/cron-slots.ts";
+import { isRunnerSize, MAX_RUNNER_LABELS, RUNNER_LABEL_PATTERN, RUNNER_SIZES } from "../dispatch/index.ts";
+import { SCHEDULE_LIMITS, specProblem } from "../schedules/index.ts";
 import { quote } from "./errors.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { RunsOn, WorkflowSchedule } from "./types.ts";

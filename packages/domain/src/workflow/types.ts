@@ -1,5 +1,5 @@
 import type { CacheKind } from "../caches/index.ts";
-import type { RunnerSize } from "../dispatch/runner-sizes.ts";
+import type { RunnerSize } from "../dispatch/index.ts";
 
 /** `runs_on` as written (issue 20): absent keys mean the default pool, no labels, size small. */
 export interface RunsOn {
