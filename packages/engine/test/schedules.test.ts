@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -224,6 +225,36 @@ describe("schedule store", () => {
       code: "SCHEDULE.FROM_WORKFLOW",
     });
     expect(await record("2026-06-01T12:00:00Z", [])).toBe(true);
+    expect(await listSchedules(t.db(), { orgId: tenant.orgId })).toEqual([]);
+  });
+});
+
+describe("kiln schedule (the CLI)", () => {
+  const ROOT = path.resolve(import.meta.dirname, "../../..");
+  function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
+    return new Promise((resolve) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "scripts/kiln.ts", ...args, "--json"],
+        { cwd: ROOT, env: { ...process.env, DATABASE_URL: t.url() } },
+        (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
+      ),
+    );
+  }
+
+  it("adds, lists and removes a repo's schedule, and names a bad cron", async () => {
+    const { tenant } = await tenantWithRepo();
+    const added = await kiln(["schedule", "add", tenant.repoName, "0 3 * * *", "--timezone", "Europe/Berlin"]);
+    expect(added.code).toBe(0);
+    const s = JSON.parse(added.stdout) as { id: string; cron: string; timezone: string; next_runs: string[] };
+    expect(s).toMatchObject({ cron: "0 3 * * *", timezone: "Europe/Berlin" });
+    expect(s.next_runs).toHaveLength(3);
+    const listed = JSON.parse((await kiln(["schedule", "list", tenant.repoName])).stdout) as { id: string }[];
+    expect(listed.map((x) => x.id)).toEqual([s.id]);
+    const bad = await kiln(["schedule", "add", tenant.repoName, "0 3 * *"]);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).error.code).toBe("SCHEDULE.INVALID");
+    expect((await kiln(["schedule", "remove", tenant.repoName, s.id])).code).toBe(0);
     expect(await listSchedules(t.db(), { orgId: tenant.orgId })).toEqual([]);
   });
 });
