@@ -229,7 +229,8 @@ describe("schedule store", () => {
   });
 });
 
-describe("kiln schedule (the CLI)", () => {
+// Four CLI processes (tsx start-up each): generous on a loaded machine.
+describe("kiln schedule (the CLI)", { timeout: 180_000 }, () => {
   const ROOT = path.resolve(import.meta.dirname, "../../..");
   function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
     return new Promise((resolve) =>
