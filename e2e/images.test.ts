@@ -97,7 +97,8 @@ describe("job images", () => {
       );
       expect(r.status).toBe(202);
       const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
-      expect(run).toMatchObject({ outcome: "user_failure", cause: "image.not_allowed" });
+      // Policy refused the image: the sixth outcome, not the user's code and not the platform (issue 20).
+      expect(run).toMatchObject({ outcome: "blocked_by_policy", cause: "image.not_allowed" });
       expect(heard).toEqual([]);
     } finally {
       unlisted.close();

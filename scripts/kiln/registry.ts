@@ -3,6 +3,7 @@ import type { CliCommand } from "./command.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 
@@ -11,5 +12,6 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...runCommands,
   ...scheduleCommands,
 ];

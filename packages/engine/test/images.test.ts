@@ -75,7 +75,7 @@ describe("resolveImage", () => {
     // ...but only on a configured registry: the agents would refuse it after dispatch otherwise.
     expect(await resolveImage({}, `${dead}/kiln/x@${published.manifestDigest}`)).toMatchObject({
       ok: false,
-      kind: "invalid",
+      kind: "policy",
       cause: "image.not_allowed",
       message: expect.stringContaining("KILN_REGISTRIES"),
     });
@@ -137,7 +137,7 @@ describe("resolveImage", () => {
     });
     expect(await resolveImage({}, published.ref)).toMatchObject({
       ok: false,
-      kind: "invalid",
+      kind: "policy",
       cause: "image.not_allowed",
     });
     expect(await resolveImage(config, `${dead}/kiln/base:1`)).toMatchObject({

@@ -146,12 +146,12 @@ describe("freezing re-checks the stored clone URL", () => {
     return r.runId;
   }
 
-  it("a loopback forge is refused unless local repositories are enabled, as the user's failure", async () => {
+  it("a loopback forge is refused unless local repositories are enabled, as blocked by policy", async () => {
     const runId = await pendingRun(repo.cloneUrl);
     expect(await freezeRun(t.db(), { runId, gitCacheDir: cacheDir(), source: OFF, finalTry: false })).toBe("invalid");
     expect(await runStatus(t.db(), runId)).toMatchObject({
       status: "completed",
-      outcome: "user_failure",
+      outcome: "blocked_by_policy",
       cause: "source.clone_url_refused",
     });
   });

@@ -14,4 +14,6 @@ export * from "./format.ts";
 export { LogViewer, type LogViewerProps } from "./logs/log-viewer.tsx";
 export { parseAnsi, stripAnsi, type AnsiStyle, type AnsiSpan } from "./logs/ansi.ts";
 export { LogLines } from "./logs/log-lines.ts";
+export { LogExcerpt, type LogExcerptProps } from "./logs/log-excerpt.tsx";
+export { firstErrorRegion, isErrorLine, type ErrorRegion } from "./logs/first-error.ts";
 export { SseParser } from "./logs/sse-parser.ts";

@@ -237,8 +237,14 @@ export class AttemptRun {
     } catch (err) {
       if (this.abort.signal.aborted) return null;
       // The repo's registration names a URL this host does not fetch from: no other host would either.
+      // Policy, not the user's code nor the platform: blocked_by_policy (issue 20), never retried.
       if (isCloneUrlError(err))
-        return { outcome: "user_failure", cause: "source.clone_url_refused", message: err.message, exitCode: null };
+        return {
+          outcome: "blocked_by_policy",
+          cause: "source.clone_url_refused",
+          message: err.message,
+          exitCode: null,
+        };
       return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
     }
     if (this.abort.signal.aborted) return null;

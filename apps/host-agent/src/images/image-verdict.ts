@@ -16,10 +16,12 @@ export function imageFailureVerdict(ref: string, err: unknown): Verdict {
       case "IMAGE.TOO_LARGE":
         return { outcome: "user_failure", cause: "image.too_large", message, exitCode: null };
       // Outbound policy (docs/adr/0017): the registry, a redirect or a realm is not configured here.
+      // Policy refused the work and neither the user's code nor the platform failed: the sixth
+      // outcome (issue 20), never retried, never counted against the platform.
       case "IMAGE.REGISTRY_NOT_ALLOWED":
       case "IMAGE.HOST_NOT_ALLOWED":
       case "IMAGE.ADDRESS_NOT_ALLOWED":
-        return { outcome: "user_failure", cause: "image.not_allowed", message, exitCode: null };
+        return { outcome: "blocked_by_policy", cause: "image.not_allowed", message, exitCode: null };
       case "IMAGE.INVALID_REF":
       case "IMAGE.BAD_MANIFEST":
       case "IMAGE.NO_PLATFORM":

@@ -148,7 +148,7 @@ describe("prepareImage against a real registry", () => {
       .catch((e: unknown) => e);
     expect(notAllowed).toMatchObject({ code: "IMAGE.REGISTRY_NOT_ALLOWED" });
     expect(imageFailureVerdict(published.ref, notAllowed)).toMatchObject({
-      outcome: "user_failure",
+      outcome: "blocked_by_policy",
       cause: "image.not_allowed",
     });
     expect(imageFailureVerdict(published.ref, refused)).toMatchObject({

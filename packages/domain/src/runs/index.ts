@@ -4,3 +4,4 @@ export * from "./run-state-machine.ts";
 export * from "./job-graph.ts";
 export * from "./git-ref.ts";
 export * from "./run-filters.ts";
+export * from "./rerun-plan.ts";

@@ -48,7 +48,7 @@ export function deriveRunOutcome(jobs: readonly { jobIndex: number; outcome: Out
   jobIndex: number | null;
 } {
   const failed = [...jobs]
-    .filter((j) => j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE)
+    .filter((j) => j.outcome !== "success" && !isSecondaryCause(j.cause))
     .sort((a, b) => a.jobIndex - b.jobIndex);
   const first = failed[0];
   if (!first) return { outcome: "success", cause: null, jobIndex: null };
@@ -57,3 +57,11 @@ export function deriveRunOutcome(jobs: readonly { jobIndex: number; outcome: Out
 
 /** Cause recorded on jobs that never ran because a job they need did not succeed. */
 export const UPSTREAM_FAILED_CAUSE = "needs.not_satisfied";
+
+/** Cause recorded on a matrix sibling cancelled by fail_fast (issue 20). */
+export const FAIL_FAST_CAUSE = "matrix.fail_fast";
+
+/** Casualties of another job's failure: never the root cause a run's badge or summary names. */
+export function isSecondaryCause(cause: string | null): boolean {
+  return cause === UPSTREAM_FAILED_CAUSE || cause === FAIL_FAST_CAUSE;
+}

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { OUTCOMES } from "./outcomes.ts";
 import { RUN_STATUSES } from "./run-state-machine.ts";
 
-export const RUN_TRIGGERS = ["push", "pull_request", "manual", "retry"] as const;
+export const RUN_TRIGGERS = ["push", "pull_request", "manual", "retry", "rerun_failed"] as const;
 
 /** Filters shared by the runs list and its URL; every field is optional and exact-match. Browser-safe. */
 export const runFilters = z.object({

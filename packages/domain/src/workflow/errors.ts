@@ -1,4 +1,4 @@
-import type { WorkflowError } from "./types.ts";
+import type { WorkflowError, WorkflowErrorCode } from "./types.ts";
 
 export interface Position {
   line: number;
@@ -20,10 +20,15 @@ export class WorkflowInvalid extends Error {
   }
 }
 
-export function workflowError(position: Position | null, path: string | null, text: string): WorkflowError {
+export function workflowError(
+  position: Position | null,
+  path: string | null,
+  text: string,
+  code: WorkflowErrorCode = "WORKFLOW.INVALID",
+): WorkflowError {
   const prefix = position ? `line ${position.line}, column ${position.column}: ` : "";
   return {
-    code: "WORKFLOW.INVALID",
+    code,
     message: prefix + text,
     line: position?.line ?? null,
     column: position?.column ?? null,

@@ -1,26 +1,32 @@
 import { quote, WorkflowInvalid, workflowError } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { loadYaml } from "./load-yaml.ts";
+import { expandJobs } from "./expand-matrix.ts";
+import { checkExpressions, substituteExpressions } from "./expressions.ts";
 import { readEnv } from "./read-fields.ts";
 import { readJob, type JobDraft } from "./read-job.ts";
 import { readSchedules } from "./read-runner.ts";
 import { located, Reader } from "./reader.ts";
 import { resolveDependencies } from "./resolve-dependencies.ts";
-import type { ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
+import type { ParseContext, ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
 
-/** Never throws: every failure, including yaml internals giving up, becomes an error value. */
-export function parseWorkflow(source: string): ParseResult {
+/**
+ * Never throws: every failure, including yaml internals giving up, becomes an error value. The
+ * result is expanded (matrix jobs become one job per combination) with `${{ inputs.* }}` read from
+ * the context: what the run freezes.
+ */
+export function parseWorkflow(source: string, context: ParseContext = {}): ParseResult {
   try {
     if (typeof source !== "string") {
       return { ok: false, error: workflowError(null, null, "workflow source must be a string") };
     }
-    return { ok: true, definition: parseOrThrow(source) };
+    return { ok: true, definition: parseOrThrow(source, context) };
   } catch (error) {
     return { ok: false, error: toWorkflowError(error) };
   }
 }
 
-function parseOrThrow(source: string): WorkflowDefinition {
+function parseOrThrow(source: string, context: ParseContext): WorkflowDefinition {
   const { root, position } = loadYaml(source);
   const reader = new Reader(position);
   const rootAt = located(root, "");
@@ -31,6 +37,10 @@ function parseOrThrow(source: string): WorkflowDefinition {
 
   const envAt = fields.get("env");
   const env = envAt ? readEnv(reader, envAt) : {};
+  // The workflow's env is shared by every job, so only inputs may appear in it, not matrix values.
+  const envSites = envAt ? reader.mapping(envAt, null) : new Map();
+  for (const [key, at] of envSites) checkExpressions(reader, at, env[key] ?? "", { matrixKeys: null });
+  const inputs = Object.fromEntries(Object.entries(context.inputs ?? {}).map(([k, v]) => [k, String(v)]));
 
   const jobsAt = reader.required(fields, "jobs", rootAt);
   const items = reader.list(jobsAt, "a non-empty list of jobs", { min: 1, max: WORKFLOW_LIMITS.maxJobs });
@@ -45,7 +55,13 @@ function parseOrThrow(source: string): WorkflowDefinition {
     drafts.push(draft);
   }
   resolveDependencies(reader, drafts);
-  const definition: WorkflowDefinition = { version: 1, jobs: drafts.map((draft) => draft.job), env };
+  const jobs = expandJobs(reader, drafts, inputs);
+  const values = { matrix: {}, inputs };
+  const definition: WorkflowDefinition = {
+    version: 1,
+    jobs,
+    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, substituteExpressions(v, values)])),
+  };
   const schedulesAt = fields.get("schedules");
   if (schedulesAt) definition.schedules = readSchedules(reader, schedulesAt);
   return definition;

@@ -4,6 +4,7 @@ import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "../shared/paths.ts";
 import { label, type Located, type Reader } from "./reader.ts";
+import { rejectExpressions, withPlaceholders } from "./expressions.ts";
 import type { WorkflowJob } from "./types.ts";
 
 const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
@@ -19,8 +20,8 @@ export interface RestoreSite {
 }
 
 /** Job and artifact names end up in storage keys and URLs, hence the tight alphabet. */
-export function readName(reader: Reader, at: Located): string {
-  const name = reader.text(at, "a name");
+function readName(reader: Reader, at: Located, given?: string): string {
+  const name = given ?? reader.text(at, "a name");
   const max = WORKFLOW_LIMITS.maxNameLength;
   if (name.length === 0 || name.length > max || !NAME_PATTERN.test(name) || /^\.+$/.test(name)) {
     reader.fail(
@@ -31,6 +32,17 @@ export function readName(reader: Reader, at: Located): string {
   return name;
 }
 
+/**
+ * A job's `name:` may hold expressions (issue 20); its literal parts obey readName's alphabet. The
+ * name as written stays the job's identity for `needs` and `from_job`.
+ */
+export function readJobName(reader: Reader, at: Located): string {
+  const name = reader.text(at, "a name");
+  readName(reader, at, withPlaceholders(name));
+  return name;
+}
+
+/** Expressions in env values are checked by the caller, which knows what they may reference. */
 export function readEnv(reader: Reader, at: Located): Record<string, string> {
   const entries = reader.mapping(at, null, "a mapping of variable names to values");
   const max = WORKFLOW_LIMITS.maxEnvVars;
@@ -54,6 +66,7 @@ export function readCommand(reader: Reader, at: Located, expected: string): stri
   const max = WORKFLOW_LIMITS.maxStepLength;
   if (command.length > max) reader.fail(at, `${label(at)} is longer than ${max} characters`);
   if (command.includes("\0")) reader.fail(at, `${label(at)} must not contain NUL characters`);
+  rejectExpressions(reader, at, command);
   return command;
 }
 
@@ -63,17 +76,31 @@ export function readDisplayName(reader: Reader, at: Located): string {
   if (name.trim() === "" || name.length > max || CONTROL_CHARACTERS.test(name)) {
     reader.fail(at, `${label(at)} must be 1-${max} characters without control characters`);
   }
+  rejectExpressions(reader, at, name);
   return name;
 }
 
-export function readImage(reader: Reader, at: Located): { ref: string } {
+/** Returns where the ref was written too: an expression in it is checked again once substituted. */
+export function readImageRef(reader: Reader, at: Located): { ref: string; refAt: Located } {
   const expected = 'an image reference or {ref: "..."}';
   const refAt = isMap(at.node) ? reader.required(reader.mapping(at, ["ref"], expected), "ref", at) : at;
   const ref = reader.text(refAt, expected);
-  if (ref === "" || ref.length > 1024 || /\s/.test(ref) || CONTROL_CHARACTERS.test(ref)) {
+  // Expressions (issue 20) are checked as placeholders here and substituted at expansion.
+  const literal = withPlaceholders(ref);
+  if (literal === "" || ref.length > 1024 || /\s/.test(literal) || CONTROL_CHARACTERS.test(ref)) {
     reader.fail(refAt, `${label(refAt)} must be a non-empty image reference without whitespace`);
   }
-  return { ref };
+  return { ref, refAt };
+}
+
+/** The same rule once expressions are substituted: a matrix value must not smuggle in whitespace. */
+export function checkImageRef(reader: Reader, at: Located, ref: string): void {
+  if (ref === "" || ref.length > 1024 || /\s/.test(ref) || CONTROL_CHARACTERS.test(ref)) {
+    reader.fail(
+      at,
+      `${label(at)} must be a non-empty image reference without whitespace (got ${quote(ref)} after substitution)`,
+    );
+  }
 }
 
 export function readCache(reader: Reader, at: Located): NonNullable<WorkflowJob["cache"]> {
@@ -85,13 +112,17 @@ export function readCache(reader: Reader, at: Located): NonNullable<WorkflowJob[
   }
   const versionAt = reader.required(fields, "version", at);
   const version = reader.text(versionAt);
-  const max = WORKFLOW_LIMITS.maxNameLength;
-  if (version.trim() === "" || version.length > max || CONTROL_CHARACTERS.test(version)) {
-    reader.fail(versionAt, `${label(versionAt)} must be 1-${max} characters without control characters`);
-  }
+  checkCacheVersion(reader, versionAt, version);
   const inputs = readPaths(reader, reader.required(fields, "inputs", at), 0, workspacePathProblem);
   const paths = readPaths(reader, reader.required(fields, "paths", at), 1, sandboxPathProblem);
   return { kind, version, inputs, paths };
+}
+
+export function checkCacheVersion(reader: Reader, at: Located, version: string): void {
+  const max = WORKFLOW_LIMITS.maxNameLength;
+  if (version.trim() === "" || version.length > max || CONTROL_CHARACTERS.test(version)) {
+    reader.fail(at, `${label(at)} must be 1-${max} characters without control characters`);
+  }
 }
 
 function isCacheKind(kind: string): kind is CacheKind {
@@ -105,6 +136,7 @@ function readPaths(reader: Reader, at: Located, min: number, problemOf: (path: s
 
 function readPath(reader: Reader, at: Located, problemOf: (path: string) => string | null): string {
   const path = reader.text(at, "a path");
+  rejectExpressions(reader, at, path);
   const problem = problemOf(path);
   if (problem) reader.fail(at, `${label(at)} ${problem} (got ${quote(path)})`);
   return path;

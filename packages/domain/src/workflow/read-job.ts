@@ -1,16 +1,18 @@
 import { isMap } from "yaml";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
+import { checkExpressions } from "./expressions.ts";
 import {
   readArtifacts,
   readCache,
   readCommand,
   readDisplayName,
   readEnv,
-  readImage,
-  readName,
+  readImageRef,
+  readJobName,
   type RestoreSite,
 } from "./read-fields.ts";
+import { readStrategy, type Strategy } from "./read-strategy.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import { readRunsOn } from "./read-runner.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
@@ -25,6 +27,7 @@ const JOB_KEYS = [
   "tier",
   "cache",
   "artifacts",
+  "strategy",
   "runs_on",
 ] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
@@ -41,12 +44,19 @@ export interface JobDraft {
   needs: { name: string; at: Located }[] | null;
   needsAt: Located | null;
   restoreSites: RestoreSite[];
+  strategy: Strategy | null;
+  /** Where the fields that may hold expressions were written, for checks after substitution. */
+  templateAt: { image: Located | null; cacheVersion: Located | null; env: Map<string, Located> };
 }
 
 export function readJob(reader: Reader, at: Located, index: number): JobDraft {
   const fields = reader.mapping(at, JOB_KEYS, "a job mapping with name and steps");
   const nameAt = reader.required(fields, "name", at);
-  const name = readName(reader, nameAt);
+  const name = readJobName(reader, nameAt);
+  const strategyAt = fields.get("strategy");
+  const strategy = strategyAt ? readStrategy(reader, strategyAt) : null;
+  const scope = { matrixKeys: strategy ? strategy.keys : null };
+  checkExpressions(reader, nameAt, name, scope);
   const { steps, stepNames } = readSteps(reader, reader.required(fields, "steps", at));
 
   const imageAt = fields.get("image");
@@ -60,12 +70,21 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     ? readArtifacts(reader, artifactsAt)
     : { artifacts: { publish: [], restore: [] }, restoreSites: [] };
 
+  const image = imageAt ? readImageRef(reader, imageAt) : null;
+  if (image) checkExpressions(reader, image.refAt, image.ref, scope);
+  const env = envAt ? readEnv(reader, envAt) : {};
+  const envSites = envAt ? reader.mapping(envAt, null) : new Map<string, Located>();
+  for (const [key, valueAt] of envSites) checkExpressions(reader, valueAt, env[key] ?? "", scope);
+  const cache = cacheAt ? readCache(reader, cacheAt) : null;
+  const cacheVersionAt = cacheAt && cache ? (reader.mapping(cacheAt, null).get("version") ?? null) : null;
+  if (cache && cacheVersionAt) checkExpressions(reader, cacheVersionAt, cache.version, scope);
+
   const job: WorkflowJob = {
     index,
     name,
     needs: [],
-    image: imageAt ? readImage(reader, imageAt) : null,
-    env: envAt ? readEnv(reader, envAt) : {},
+    image: image ? { ref: image.ref } : null,
+    env,
     steps,
     stepNames,
     timeoutMinutes: timeoutAt
@@ -77,12 +96,21 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
         )
       : DEFAULT_TIMEOUT_MINUTES,
     tier: tierAt ? readTier(reader, tierAt) : null,
-    cache: cacheAt ? readCache(reader, cacheAt) : null,
+    cache,
     artifacts,
   };
+  // runs_on (issue 20, ADR 0031): copied to every matrix expansion with the rest of the job.
   const runsOnAt = fields.get("runs_on");
   if (runsOnAt) job.runsOn = readRunsOn(reader, runsOnAt);
-  return { job, nameAt, needs: needsAt ? readNeeds(reader, needsAt) : null, needsAt, restoreSites };
+  return {
+    job,
+    nameAt,
+    needs: needsAt ? readNeeds(reader, needsAt) : null,
+    needsAt,
+    restoreSites,
+    strategy,
+    templateAt: { image: image?.refAt ?? null, cacheVersion: cacheVersionAt, env: envSites },
+  };
 }
 
 function readSteps(reader: Reader, at: Located): { steps: string[]; stepNames: (string | null)[] } {

@@ -1,5 +1,6 @@
 import { isMap, isScalar, isSeq, type ParsedNode } from "yaml";
 import { WorkflowInvalid, workflowError, type Position } from "./errors.ts";
+import type { WorkflowErrorCode } from "./types.ts";
 
 /**
  * A value together with where it came from, so any check on it can point the
@@ -42,8 +43,8 @@ export class Reader {
     this.position = position;
   }
 
-  fail(at: Located, text: string): never {
-    throw new WorkflowInvalid(workflowError(this.position(at.offset), at.path, text));
+  fail(at: Located, text: string, code?: WorkflowErrorCode): never {
+    throw new WorkflowInvalid(workflowError(this.position(at.offset), at.path, text, code));
   }
 
   expected(at: Located, expected: string): never {

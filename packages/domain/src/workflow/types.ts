@@ -43,6 +43,22 @@ export interface WorkflowJob {
   };
   /** Present only when the job has `runs_on` (frozen with the definition). */
   runsOn?: RunsOn;
+  /**
+   * Present only on an expansion of a job with `strategy.matrix` (issue 20, ADR 0030): the job's
+   * name as written, this expansion's values (also in `env` as KILN_MATRIX_<KEY>), and the
+   * strategy's sibling rules, which advanceGraph and the fail-fast cancel read.
+   */
+  matrix?: MatrixExpansion;
+}
+
+export interface MatrixExpansion {
+  /** The job's `name:` as written in the file: what `needs` and the group of siblings go by. */
+  job: string;
+  values: Record<string, string>;
+  /** At most this many siblings READY or running at once; null means no limit. */
+  maxParallel: number | null;
+  /** A user failure of one sibling cancels the siblings that have not finished. */
+  failFast: boolean;
 }
 
 export interface WorkflowDefinition {
@@ -53,12 +69,23 @@ export interface WorkflowDefinition {
   schedules?: WorkflowSchedule[];
 }
 
+/**
+ * WORKFLOW.INVALID for anything malformed; the two named refusals of issue 20 have their own codes
+ * so a caller (and the run's cause) can tell them apart from a typo.
+ */
+export type WorkflowErrorCode = "WORKFLOW.INVALID" | "WORKFLOW.EXPRESSION_NOT_ALLOWED" | "WORKFLOW.MATRIX_TOO_LARGE";
+
 export interface WorkflowError {
-  code: "WORKFLOW.INVALID";
+  code: WorkflowErrorCode;
   message: string;
   line: number | null;
   column: number | null;
   path: string | null;
+}
+
+/** What `${{ inputs.<name> }}` reads: the run's inputs (manual trigger), as given. */
+export interface ParseContext {
+  inputs?: Readonly<Record<string, string | number | boolean>>;
 }
 
 export type ParseResult = { ok: true; definition: WorkflowDefinition } | { ok: false; error: WorkflowError };

@@ -18,6 +18,8 @@ export interface DownloadGrant {
  * A consumer's restore: resolves the canonical binding of the named producer job *in the same run*
  * and hands out a short-lived download URL with the digest the agent must verify. Only bindings
  * count: never a staged generation, an older run's artifact or a cache entry (seed 000 section 15).
+ * The one exception is explicit: a producer a re-run pinned (issue 20) resolves to the binding of
+ * the job it reuses, recorded on the pinned row itself, never found by searching older runs.
  */
 export async function grantDownload(
   db: Db,
@@ -38,7 +40,7 @@ export async function grantDownload(
     >`
       SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key
       FROM job_run p
-      JOIN artifact_binding b ON b.job_id = p.id AND b.name = ${req.name}
+      JOIN artifact_binding b ON b.job_id = COALESCE(p.reused_from_job_id, p.id) AND b.name = ${req.name}
       JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
       WHERE p.run_id = ${attempt.runId}::uuid AND p.name = ${req.fromJob}`;
     const g = rows[0];

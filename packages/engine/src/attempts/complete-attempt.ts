@@ -7,6 +7,7 @@ import {
   backoffDelayMs,
   decideCompletion,
   DomainError,
+  FAIL_FAST_CAUSE,
   JOB_TRANSITIONS,
   legalSources,
   type Outcome,
@@ -102,7 +103,10 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
         return { accepted: true as const, jobOutcome: "success" as const };
       }
       case "fail": {
-        const cause = decision.cause ?? rep.cause ?? defaultCause(decision.outcome);
+        // A stop asked of an attempt while its run is still running can only be a matrix fail-fast
+        // (a run cancel makes the run cancelling first): the job is its casualty, not a root cause.
+        const failFastStop = decision.outcome === "cancelled" && a.cancelRequested && run.status === "running";
+        const cause = failFastStop ? FAIL_FAST_CAUSE : (decision.cause ?? rep.cause ?? defaultCause(decision.outcome));
         const message = decision.message ?? rep.message ?? null;
         await finishAttempt(tx, a, decision.outcome, cause, message, rep);
         await finishJob(tx, run, a, decision.outcome, cause, message);

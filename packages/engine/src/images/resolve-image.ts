@@ -17,10 +17,13 @@ import {
 
 export type ResolveImageResult =
   | { ok: true; ref: string; digest: string; pinned: string }
-  | { ok: false; kind: "not_found" | "unreachable" | "invalid"; cause: string; message: string };
+  | { ok: false; kind: ImageFailureKind; cause: string; message: string };
+
+/** "policy": the operator's outbound policy refused the image; the run is blocked_by_policy (issue 20). */
+type ImageFailureKind = "not_found" | "unreachable" | "invalid" | "policy";
 
 /** Cause codes recorded on the run when freezing fails on an image. */
-const CAUSES: Record<ImageErrorCode, { kind: "not_found" | "unreachable" | "invalid"; cause: string }> = {
+const CAUSES: Record<ImageErrorCode, { kind: ImageFailureKind; cause: string }> = {
   "IMAGE.NOT_FOUND": { kind: "not_found", cause: "image.not_found" },
   "IMAGE.UNREACHABLE": { kind: "unreachable", cause: "image.unreachable" },
   // Bytes that do not match what the registry just told us: treat like a flaky registry, retry.
@@ -33,9 +36,10 @@ const CAUSES: Record<ImageErrorCode, { kind: "not_found" | "unreachable" | "inva
   "IMAGE.INSECURE": { kind: "invalid", cause: "image.insecure" },
   "IMAGE.UNSAFE_LAYER": { kind: "invalid", cause: "image.unsafe_layer" },
   // The outbound policy (docs/adr/0017): a registry, redirect or realm the operator did not configure.
-  "IMAGE.REGISTRY_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
-  "IMAGE.HOST_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
-  "IMAGE.ADDRESS_NOT_ALLOWED": { kind: "invalid", cause: "image.not_allowed" },
+  // Policy, not a fault of the file or the platform: the sixth outcome, blocked_by_policy.
+  "IMAGE.REGISTRY_NOT_ALLOWED": { kind: "policy", cause: "image.not_allowed" },
+  "IMAGE.HOST_NOT_ALLOWED": { kind: "policy", cause: "image.not_allowed" },
+  "IMAGE.ADDRESS_NOT_ALLOWED": { kind: "policy", cause: "image.not_allowed" },
 };
 
 export async function resolveImage(

@@ -3,6 +3,8 @@ import {
   advanceGraph,
   allJobsCompleted,
   deriveRunOutcome,
+  FAIL_FAST_CAUSE,
+  failFastVictims,
   legalSources,
   JOB_TRANSITIONS,
   RUN_TRANSITIONS,
@@ -12,6 +14,7 @@ import {
   type RunStatus,
 } from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
+import { cancelJobs } from "./cancel-jobs.ts";
 
 // Guards from the transition tables, computed once.
 const READY_FROM = {
@@ -33,11 +36,53 @@ interface JobRow {
   outcome: Outcome | null;
   cause: string | null;
   pool: string;
+  matrix_group: string | null;
+  max_parallel: number | null;
+  fail_fast: boolean;
 }
 
 async function loadJobs(tx: Tx, runId: string): Promise<JobRow[]> {
   return tx.$queryRaw<JobRow[]>`
-    SELECT id, job_index, name, needs, status, outcome, cause, pool FROM job_run WHERE run_id = ${runId}::uuid ORDER BY job_index`;
+    SELECT id, job_index, name, needs, status, outcome, cause, pool, matrix_group, max_parallel, fail_fast
+    FROM job_run WHERE run_id = ${runId}::uuid ORDER BY job_index`;
+}
+
+function graphNode(j: JobRow) {
+  return {
+    jobIndex: j.job_index,
+    needs: j.needs,
+    status: j.status,
+    outcome: j.outcome,
+    group: j.matrix_group === null ? null : { key: j.matrix_group, maxParallel: j.max_parallel },
+    failFast: j.fail_fast,
+  };
+}
+
+/**
+ * Matrix fail-fast (issue 20): after a user failure of an expansion, its unfinished siblings are
+ * cancelled through the same job cancel as a run cancel, with their own cause. Updates `jobs`.
+ */
+async function failFast(tx: Tx, run: { id: string; orgId: string }, jobs: JobRow[]): Promise<void> {
+  const victims = new Set(failFastVictims(jobs.map(graphNode)));
+  if (victims.size === 0) return;
+  const targets = jobs.filter((j) => victims.has(j.job_index));
+  const { ended } = await cancelJobs(
+    tx,
+    run,
+    targets.map((j) => j.id),
+    {
+      cause: FAIL_FAST_CAUSE,
+      message: "cancelled: a sibling in the matrix failed and the job has fail_fast",
+      data: { matrix_group: targets[0]?.matrix_group ?? null },
+    },
+  );
+  const gone = new Set(ended);
+  for (const j of jobs) {
+    if (!gone.has(j.id)) continue;
+    j.status = "completed";
+    j.outcome = "cancelled";
+    j.cause = FAIL_FAST_CAUSE;
+  }
 }
 
 /**
@@ -91,9 +136,8 @@ export async function makeJobsReady(
 export async function advanceRun(tx: Tx, run: { id: string; orgId: string; status: RunStatus }): Promise<void> {
   const jobs = await loadJobs(tx, run.id);
   if (run.status === "running") {
-    const { ready, skipped } = advanceGraph(
-      jobs.map((j) => ({ jobIndex: j.job_index, needs: j.needs, status: j.status, outcome: j.outcome })),
-    );
+    await failFast(tx, run, jobs);
+    const { ready, skipped } = advanceGraph(jobs.map(graphNode));
     const byIndex = new Map(jobs.map((j) => [j.job_index, j]));
     for (const idx of skipped) {
       const j = byIndex.get(idx);

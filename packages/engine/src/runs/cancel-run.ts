@@ -1,20 +1,12 @@
 import { withTx, type Db } from "@kiln/db";
-import {
-  ATTEMPT_TRANSITIONS,
-  DomainError,
-  isRunTerminal,
-  JOB_TRANSITIONS,
-  legalSources,
-  RUN_TRANSITIONS,
-} from "@kiln/domain";
+import { DomainError, isRunTerminal, legalSources, RUN_TRANSITIONS } from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
 import { finishRunIfDone, lockRun } from "./advance-run.ts";
+import { cancelJobs } from "./cancel-jobs.ts";
 
 // Guards from the transition tables (cancel_requested: pending -> completed, running -> cancelling).
 const ENDS_AT_ONCE_FROM = legalSources(RUN_TRANSITIONS, "cancel_requested", "completed");
 const GOES_CANCELLING_FROM = legalSources(RUN_TRANSITIONS, "cancel_requested", "cancelling");
-const JOBS_CANCELLED_FROM = legalSources(JOB_TRANSITIONS, "cancelled", "completed");
-const ATTEMPTS_ASKED_FROM = legalSources(ATTEMPT_TRANSITIONS, "stop_requested", "running");
 
 /**
  * Cancel takes the run lock and bumps the cancel version, so it serialises with completion: if it
@@ -59,24 +51,7 @@ export async function cancelRun(
       data: { actor: input.actor, cancel_version: version },
     });
 
-    const ended = await tx.$queryRaw<{ id: string; from_status: string }[]>`
-      UPDATE job_run j SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled',
-        cause_message = ${`cancelled by ${input.actor}`}, finished_at = now()
-      FROM (SELECT id, status AS from_status FROM job_run WHERE run_id = ${run.id}::uuid) old
-      WHERE j.id = old.id AND j.status = ANY(${JOBS_CANCELLED_FROM}::text[])
-      RETURNING j.id, old.from_status`;
-    for (const j of ended) {
-      await recordTransition(tx, {
-        orgId: run.orgId,
-        runId: run.id,
-        jobId: j.id,
-        entity: "job",
-        from: j.from_status,
-        to: "completed",
-        reason: "cancelled",
-      });
-    }
-    await tx.$executeRaw`UPDATE attempt SET cancel_requested = true WHERE run_id = ${run.id}::uuid AND status = ANY(${ATTEMPTS_ASKED_FROM}::text[])`;
+    await cancelJobs(tx, run, null, { cause: "run.cancelled", message: `cancelled by ${input.actor}` });
     const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" });
     return { status: finished ? "completed" : "cancelling", cancelVersion: version };
   });

@@ -1,11 +1,13 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
+  advanceGraph,
   DEFAULT_RUNNER_SIZE,
   initialReadyJobs,
   legalSources,
   parseWorkflow,
   RUN_TRANSITIONS,
   type WorkflowDefinition,
+  type WorkflowErrorCode,
 } from "@kiln/domain";
 import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
@@ -16,6 +18,13 @@ import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 
 export const DEFAULT_POOL = "default";
+
+// A file the parser refuses is the user's to fix; the named refusals keep their own cause.
+const WORKFLOW_CAUSES: Record<WorkflowErrorCode, string> = {
+  "WORKFLOW.INVALID": "workflow.invalid",
+  "WORKFLOW.EXPRESSION_NOT_ALLOWED": "workflow.expression_not_allowed",
+  "WORKFLOW.MATRIX_TOO_LARGE": "workflow.matrix_too_large",
+};
 
 // Guards from the run table: a run freezes, or fails to, only while pending.
 const FREEZES_FROM = legalSources(RUN_TRANSITIONS, "frozen", "running");
@@ -52,12 +61,13 @@ export async function freezeRun(
       commit_sha: string;
       workflow_path: string;
       trigger: string;
+      inputs: Record<string, string | number | boolean> | null;
       records_schedules: boolean;
       created_at: Date;
       actor: string | null;
     }[]
   >`
-    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.created_at, r.actor,
+    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.inputs, r.created_at, r.actor,
            -- Only a trusted push to (or a scheduled run of) the default branch records the file's schedules:
            -- a pull request's head ref is the forge's word for a branch anywhere, a fork's included.
            (r.trust_class = 'trusted' AND r.trigger IN ('push', 'schedule')
@@ -90,16 +100,19 @@ export async function freezeRun(
         : file.kind === "refused"
           ? "source.clone_url_refused"
           : "workflow.invalid";
-    await failFreeze(db, input.runId, "user_failure", cause, file.message, null);
+    // A clone URL the operator's source policy refuses is policy, not the file's fault (issue 20).
+    const outcome = file.kind === "refused" ? "blocked_by_policy" : "user_failure";
+    await failFreeze(db, input.runId, outcome, cause, file.message, null);
     return "invalid";
   }
-  const parsed = parseWorkflow(file.content);
+  // Matrix expansion and `${{ inputs.* }}` happen here, once: the expanded jobs are what is frozen.
+  const parsed = parseWorkflow(file.content, { inputs: run.inputs ?? {} });
   if (!parsed.ok) {
     await failFreeze(
       db,
       input.runId,
       "user_failure",
-      "workflow.invalid",
+      WORKFLOW_CAUSES[parsed.error.code],
       `${run.workflow_path}: ${parsed.error.message}`,
       file.sha256,
     );
@@ -115,7 +128,11 @@ export async function freezeRun(
     await failFreeze(
       db,
       input.runId,
-      images.kind === "unreachable" ? "platform_failure" : "user_failure",
+      images.kind === "unreachable"
+        ? "platform_failure"
+        : images.kind === "policy"
+          ? "blocked_by_policy"
+          : "user_failure",
       images.cause,
       images.message,
       file.sha256,
@@ -155,12 +172,18 @@ function defaultTier(trigger: string): "interactive" | "scheduled" | "background
   return trigger === "schedule" ? "scheduled" : "interactive";
 }
 
-/** Inserts the job rows for a frozen definition (one statement) and makes the root jobs READY. */
+/**
+ * Inserts the job rows for a frozen definition (one statement) and makes the root jobs READY,
+ * within each matrix group's max_parallel. A re-run passes `pinned`: those jobs are created
+ * completed, as the success of the job that produced them (no attempt, its artifact bindings), each
+ * with a "pinned" event, and READY is then decided over the whole graph as after any completion.
+ */
 export async function createJobs(
   tx: Tx,
   run: { id: string; orgId: string; trigger?: string },
   def: WorkflowDefinition,
   pool = DEFAULT_POOL,
+  pinned: ReadonlyMap<number, { runId: string; jobId: string }> = new Map(),
 ): Promise<void> {
   const fallback = defaultTier(run.trigger ?? "manual");
   // runs_on (issue 20): the job's pool, labels and size are columns the claim filters on.
@@ -172,15 +195,57 @@ export async function createJobs(
     pool: j.runsOn?.pool ?? pool,
     labels: j.runsOn?.labels ?? [],
     size: j.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
+    matrix_group: j.matrix?.job ?? null,
+    matrix_values: j.matrix?.values ?? null,
+    max_parallel: j.matrix?.maxParallel ?? null,
+    fail_fast: j.matrix?.failFast ?? false,
+    reused_run: pinned.get(j.index)?.runId ?? null,
+    reused_job: pinned.get(j.index)?.jobId ?? null,
   }));
-  const inserted = await tx.$queryRaw<{ id: string; job_index: number }[]>`
-    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, tier, runner_labels, runner_size)
-    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, x.pool, 'pending', x.tier, x.labels, x.size
+  const inserted = await tx.$queryRaw<{ id: string; job_index: number; reused_from_job_id: string | null }[]>`
+    INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, outcome, finished_at, tier,
+                         matrix_group, matrix_values, max_parallel, fail_fast, reused_from_run_id, reused_from_job_id,
+                         runner_labels, runner_size)
+    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, x.pool,
+           CASE WHEN x.reused_job IS NULL THEN 'pending' ELSE 'completed' END,
+           CASE WHEN x.reused_job IS NULL THEN NULL ELSE 'success' END,
+           CASE WHEN x.reused_job IS NULL THEN NULL ELSE now() END,
+           x.tier, x.matrix_group, x.matrix_values, x.max_parallel, x.fail_fast, x.reused_run, x.reused_job,
+           x.labels, x.size
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      AS x(job_index int, name text, needs int[], tier text, pool text, labels text[], size text)
-    RETURNING id, job_index`;
+      AS x(job_index int, name text, needs int[], tier text, matrix_group text, matrix_values jsonb, max_parallel int,
+           fail_fast boolean, reused_run uuid, reused_job uuid, pool text, labels text[], size text)
+    RETURNING id, job_index, reused_from_job_id`;
   const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
-  const roots = initialReadyJobs(def.jobs.map((j) => ({ jobIndex: j.index, needs: j.needs })));
+  for (const r of inserted) {
+    const from = pinned.get(r.job_index);
+    if (!from) continue;
+    await recordTransition(tx, {
+      orgId: run.orgId,
+      runId: run.id,
+      jobId: r.id,
+      entity: "job",
+      from: null,
+      to: "completed",
+      reason: "pinned",
+      data: { reused_from: { run_id: from.runId, job_id: from.jobId } },
+    });
+  }
+  const nodes = def.jobs.map((j) => ({
+    jobIndex: j.index,
+    needs: j.needs,
+    group: j.matrix ? { key: j.matrix.job, maxParallel: j.matrix.maxParallel } : null,
+  }));
+  const roots =
+    pinned.size === 0
+      ? initialReadyJobs(nodes)
+      : advanceGraph(
+          nodes.map((n) => ({
+            ...n,
+            status: pinned.has(n.jobIndex) ? ("completed" as const) : ("pending" as const),
+            outcome: pinned.has(n.jobIndex) ? ("success" as const) : null,
+          })),
+        ).ready;
   await makeJobsReady(
     tx,
     roots.flatMap((i) => {
@@ -194,7 +259,7 @@ export async function createJobs(
 async function failFreeze(
   db: Db,
   runId: string,
-  outcome: "user_failure" | "platform_failure",
+  outcome: "user_failure" | "platform_failure" | "blocked_by_policy",
   cause: string,
   message: string,
   workflowHash: string | null,

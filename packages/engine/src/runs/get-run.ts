@@ -2,6 +2,7 @@ import type { Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { queueInfoForRun, type QueueInfo } from "../dispatch/index.ts";
 import type { EngineConfig } from "../shared/config.ts";
+import { flakyJobsOfRun } from "./flaky-jobs.ts";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -35,6 +36,12 @@ export interface JobView {
   cause: string | null;
   cause_message: string | null;
   tier: string;
+  /** A matrix expansion's values (issue 20), null for a plain job. */
+  matrix: Record<string, string> | null;
+  /** Set when a re-run pinned this job: the run and job whose success (and artifacts) it reuses. */
+  reused_from: { run_id: string; job_id: string } | null;
+  /** Passed and failed at this commit and definition (see listFlakyJobs); never acted on. */
+  flaky: boolean;
   /** Present while the job waits: position, estimated start and why (issue 9). */
   queue: QueueInfo | null;
   attempts: AttemptView[];
@@ -97,8 +104,13 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
       cause: string | null;
       cause_message: string | null;
       tier: string;
+      matrix_values: Record<string, string> | null;
+      reused_from_run_id: string | null;
+      reused_from_job_id: string | null;
     }[]
-  >`SELECT id, name, job_index, needs, status, outcome, cause, cause_message, tier FROM job_run WHERE run_id = ${r.id}::uuid ORDER BY job_index`;
+  >`SELECT id, name, job_index, needs, status, outcome, cause, cause_message, tier, matrix_values, reused_from_run_id, reused_from_job_id
+    FROM job_run WHERE run_id = ${r.id}::uuid ORDER BY job_index`;
+  const flaky = jobs.some((j) => j.outcome !== null) ? await flakyJobsOfRun(db, input) : new Set<string>();
   const attempts = await db.$queryRaw<
     {
       job_id: string;
@@ -154,6 +166,12 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
       cause: j.cause,
       cause_message: j.cause_message,
       tier: j.tier,
+      matrix: j.matrix_values,
+      reused_from:
+        j.reused_from_run_id && j.reused_from_job_id
+          ? { run_id: j.reused_from_run_id, job_id: j.reused_from_job_id }
+          : null,
+      flaky: flaky.has(j.id),
       queue: queue.get(j.id) ?? null,
       attempts: attempts
         .filter((a) => a.job_id === j.id)

@@ -3,6 +3,9 @@ export { admitManualRun, manualTriggerBody, type Caller, type ManualTriggerBody 
 export { freezeRun, createJobs, DEFAULT_POOL, type FreezeOutcome } from "./freeze-run.ts";
 export { cancelRun } from "./cancel-run.ts";
 export { retryRun } from "./retry-run.ts";
+export { rerunFailedJobs, type RerunResult } from "./rerun-failed.ts";
 export { getRun, type RunView, type JobView } from "./get-run.ts";
 // The run lock and run advancement, taken by attempt completion, reconcile and the attempt fence.
 export { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "./advance-run.ts";
+export { listFlakyJobs, type FlakyJob } from "./flaky-jobs.ts";
+export { rerunFailedJobsAsOperator, listFlakyJobsOfRepo } from "./operator-runs.ts";

@@ -68,6 +68,11 @@ export class LogLines {
     return n >= 1 && row < this.texts.length ? row : -1;
   }
 
+  /** The text of every numbered line, in order: element i is line i + 1 (markers have no number). */
+  numberedLines(): string[] {
+    return this.texts.filter((_, row) => !isMarker(this.kinds[row]));
+  }
+
   /** The last partial (unterminated) line of each stream, shown while the job is live. */
   pending(): { stream: LogStream; text: string }[] {
     return (["stdout", "stderr"] as const)

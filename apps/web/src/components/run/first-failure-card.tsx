@@ -1,12 +1,13 @@
 "use client";
-import { Card, LogViewer, StatusBadge } from "@kiln/ui";
+import { Card, LogExcerpt, StatusBadge } from "@kiln/ui";
 import Link from "next/link";
 import { useOrg } from "../org-context.tsx";
 import type { RunPageData } from "../types.ts";
 
 /**
  * What made the run red, in one place: which job, which step, whose fault, and the log around it.
- * The log excerpt is a slot the log viewer fills from GET /v1/jobs/{id}/logs/events.
+ * The log excerpt (issue 20) is the region around the first error line, streamed from
+ * GET /v1/jobs/{id}/logs/events and numbered like the job page's log view it links into.
  */
 export function FirstFailureCard({ data }: { data: RunPageData }) {
   const { slug } = useOrg();
@@ -71,19 +72,17 @@ export function FirstFailureCard({ data }: { data: RunPageData }) {
           <h3 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
             Log around the first error
           </h3>
-          <LogViewer
+          <LogExcerpt
             key={f.job_id}
             eventsUrl={`/v1/jobs/${f.job_id}/logs/events`}
-            rawUrl={`/v1/jobs/${f.job_id}/logs/raw`}
-            label={`${f.job_name} (excerpt)`}
-            live
-            permalinks={false}
-            height="240px"
+            lineHref={(n) => `${jobHref}#L${n}`}
+            label={`${f.job_name}: log around the first error`}
           />
           <p className="mt-1 text-xs text-zinc-500 dark:text-zinc-400">
-            Shows the end of the failing job&apos;s log.{" "}
+            The lines around the first line that looks like an error, else the end of the log; each number opens that
+            line in the{" "}
             <Link href={jobHref} className="text-blue-700 hover:underline dark:text-blue-400">
-              Open the full log
+              full log
             </Link>
             .
           </p>

@@ -6,6 +6,7 @@ import { useState } from "react";
 import { useOrg } from "../org-context.tsx";
 import { Elapsed } from "../time.tsx";
 import type { JobData, RunPageData } from "../types.ts";
+import { FlakyBadge, ReusedFrom } from "./job-flags.tsx";
 
 /** Per job: outcome, cause, steps and the attempt timeline. Native <details> for keyboard use. */
 export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
@@ -22,6 +23,7 @@ export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
           now={now}
           href={`/orgs/${slug}/runs/${data.run.id}/jobs/${j.id}`}
           initiallyOpen={open(j)}
+          slug={slug}
         />
       ))}
     </div>
@@ -38,12 +40,14 @@ function JobDetail({
   now,
   href,
   initiallyOpen,
+  slug,
 }: {
   job: JobData;
   data: RunPageData;
   now: number;
   href: string;
   initiallyOpen: boolean;
+  slug: string;
 }) {
   const [open, setOpen] = useState(initiallyOpen);
   const first = j.attempts[0];
@@ -57,6 +61,8 @@ function JobDetail({
         </span>
         <span className="font-medium">{j.name}</span>
         <StatusBadge status={j.status} outcomeClass={data.job_classes[j.id] ?? null} />
+        <FlakyBadge flaky={j.flaky} repoId={data.run.repo_id} />
+        <ReusedFrom from={j.reused_from} />
         {j.cause && j.outcome !== "success" ? (
           <code className="text-xs text-zinc-500 dark:text-zinc-400">{j.cause}</code>
         ) : null}
@@ -94,10 +100,23 @@ function JobDetail({
               ))}
             </ol>
           ) : null}
-          <AttemptTimeline
-            now={now}
-            attempts={j.attempts.map((a) => ({ ...a, outcomeClass: outcomeClassOf(a.outcome) }))}
-          />
+          {j.reused_from ? (
+            <p className="text-sm text-zinc-600 dark:text-zinc-400" data-testid="pinned-note">
+              Pinned by this re-run: it reuses the success and artifacts of this job in run{" "}
+              <Link
+                href={`/orgs/${slug}/runs/${j.reused_from.run_id}/jobs/${j.reused_from.job_id}`}
+                className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+              >
+                {j.reused_from.run_id.slice(0, 8)}
+              </Link>
+              ; no attempt ran here.
+            </p>
+          ) : (
+            <AttemptTimeline
+              now={now}
+              attempts={j.attempts.map((a) => ({ ...a, outcomeClass: outcomeClassOf(a.outcome) }))}
+            />
+          )}
           <Link
             href={href}
             className="inline-block text-sm text-blue-700 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400"

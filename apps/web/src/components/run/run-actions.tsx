@@ -51,9 +51,18 @@ export function RunActions({ data }: { data: RunPageData }) {
       onError: (e) => setError(`Could not retry: ${e.message}`),
     }),
   );
+  const rerunFailed = useMutation(
+    trpc.runs.rerunFailed.mutationOptions({
+      onMutate: () => setError(null),
+      onSuccess: (r) => router.push(`/orgs/${slug}/runs/${r.runId}`),
+      onError: (e) => setError(`Could not re-run the failed jobs: ${e.message}`),
+    }),
+  );
+  // Only a frozen run with a job that did not succeed has anything to re-run (issue 20).
+  const failedJobs = run.jobs.filter((j) => j.status === "completed" && j.outcome !== "success").length;
 
   const allowed = canOperate(role);
-  const why = allowed ? undefined : "Auditors can view runs but not cancel or retry them";
+  const why = allowed ? undefined : "Auditors can view runs but not cancel, retry or re-run them";
   const live = run.status === "pending" || run.status === "running";
   return (
     <div className="flex flex-col items-end gap-2">
@@ -85,10 +94,22 @@ export function RunActions({ data }: { data: RunPageData }) {
             </Button>
           </>
         ) : null}
+        {run.status === "completed" && failedJobs > 0 ? (
+          <Button
+            variant="secondary"
+            disabled={!allowed || rerunFailed.isPending || retry.isPending}
+            title={
+              why ?? `Pins the jobs that succeeded and runs the ${failedJobs} that did not, with their descendants`
+            }
+            onClick={() => rerunFailed.mutate({ org: slug, runId: run.id })}
+          >
+            {rerunFailed.isPending ? "Starting re-run…" : "Re-run failed jobs"}
+          </Button>
+        ) : null}
         {run.status === "completed" ? (
           <Button
             variant="primary"
-            disabled={!allowed || retry.isPending}
+            disabled={!allowed || retry.isPending || rerunFailed.isPending}
             title={why}
             onClick={() => retry.mutate({ org: slug, runId: run.id })}
           >

@@ -56,7 +56,14 @@ export function ArtifactsList({ data }: { data: RunPageData }) {
               {a.name}
               {a.state !== "sealed" ? <span className="ml-1 text-xs text-amber-700">({a.state})</span> : null}
             </td>
-            <td className="py-1.5 pr-4">{jobName.get(a.job_id) ?? "—"}</td>
+            <td className="py-1.5 pr-4">
+              {jobName.get(a.job_id) ?? "—"}
+              {a.reused_from_run_id ? (
+                <span className="ml-1 text-xs text-zinc-500 dark:text-zinc-400" data-testid="artifact-reused">
+                  (reused from run <span className="font-mono">{a.reused_from_run_id.slice(0, 8)}</span>)
+                </span>
+              ) : null}
+            </td>
             <td className="py-1.5 pr-4 tabular-nums">{formatBytes(a.size_bytes)}</td>
             <td className="py-1.5 font-mono text-xs" title={a.sha256 ?? undefined}>
               {a.sha256 ? shortSha(a.sha256) : "—"}

@@ -47,9 +47,13 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
             href: `/orgs/${org}/runs/${r.id}/jobs/${j.id}`,
             detail: d.waiting[j.id]
               ? "no eligible host"
-              : j.attempts.length > 1
-                ? `${j.attempts.length} attempts`
-                : queueDetail(j.queue),
+              : j.reused_from
+                ? `reused from run ${j.reused_from.run_id.slice(0, 8)}`
+                : j.flaky
+                  ? "flaky"
+                  : j.attempts.length > 1
+                    ? `${j.attempts.length} attempts`
+                    : queueDetail(j.queue),
           }))}
         />
         {r.jobs.length === 0 ? (
@@ -108,7 +112,7 @@ function RunHeader({ org, d, now }: { org: string; d: RunPageData; now: number }
         </p>
         {r.parent_run_id ? (
           <p className="text-sm">
-            Retry of{" "}
+            {r.trigger === "rerun_failed" ? "Re-run of the failed jobs of" : "Retry of"}{" "}
             <Link
               className="font-mono text-blue-700 hover:underline dark:text-blue-400"
               href={`/orgs/${org}/runs/${r.parent_run_id}`}

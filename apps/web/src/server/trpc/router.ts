@@ -5,6 +5,8 @@ import { getRun } from "./runs/get-run.procedure.ts";
 import { listRepos } from "./runs/list-repos.procedure.ts";
 import { listRuns } from "./runs/list-runs.procedure.ts";
 import { retryRun } from "./runs/retry-run.procedure.ts";
+import { rerunFailed } from "./runs/rerun-failed.procedure.ts";
+import { listFlakyJobs } from "./runs/list-flaky-jobs.procedure.ts";
 import { allowEgressHost } from "./tenants/allow-egress-host.procedure.ts";
 import { getCapacityRights } from "./tenants/get-capacity-rights.procedure.ts";
 import { getOrgSettings } from "./tenants/get-org-settings.procedure.ts";
@@ -31,7 +33,16 @@ export const appRouter = router({
     allowEgressHost,
     removeEgressHost,
   },
-  runs: { overview: getOverview, list: listRuns, repos: listRepos, get: getRun, cancel: cancelRun, retry: retryRun },
+  runs: {
+    overview: getOverview,
+    list: listRuns,
+    repos: listRepos,
+    get: getRun,
+    cancel: cancelRun,
+    retry: retryRun,
+    rerunFailed,
+    flaky: listFlakyJobs,
+  },
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
   schedules: { list: listSchedules, add: addSchedule, remove: removeSchedule },

@@ -1,4 +1,4 @@
-import { UPSTREAM_FAILED_CAUSE } from "@kiln/domain";
+import { isSecondaryCause } from "@kiln/domain";
 
 export interface FirstFailure {
   job_id: string;
@@ -34,7 +34,7 @@ export function findFirstFailure(
   steps: ReadonlyMap<number, readonly string[]>,
 ): FirstFailure | null {
   const job = [...jobs]
-    .filter((j) => j.outcome !== null && j.outcome !== "success" && j.cause !== UPSTREAM_FAILED_CAUSE)
+    .filter((j) => j.outcome !== null && j.outcome !== "success" && !isSecondaryCause(j.cause))
     .sort((a, b) => a.index - b.index)[0];
   if (!job || !job.outcome) return null;
   const last = job.attempts[job.attempts.length - 1];

@@ -14,6 +14,8 @@ export interface ArtifactView {
   sha256: string | null;
   state: string;
   sealed_at: string | null;
+  /** The run that produced it when the job was pinned by a re-run ("reused from run X"). */
+  reused_from_run_id: string | null;
 }
 
 export interface JobStepsView {
@@ -64,9 +66,9 @@ export async function getRunPage(
     db.$queryRaw<
       (Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]
     >`
-      SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at
+      SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at, j.reused_from_run_id
       FROM job_run j
-      JOIN artifact_binding b ON b.job_id = j.id
+      JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
       JOIN artifact_generation g ON g.id = b.generation_id
       WHERE j.run_id = ${input.runId}::uuid AND j.org_id = ${scope.orgId}::uuid
       ORDER BY j.job_index, b.name`,
