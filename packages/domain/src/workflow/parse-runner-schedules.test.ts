@@ -48,3 +48,11 @@ describe("schedules", () => {
     expect(parseError(withSchedules("[nightly]")).message).toContain("a mapping with cron and timezone");
   });
 });
+
+describe("runs_on with a matrix", () => {
+  it("gives every expansion the job's runs_on", () => {
+    const def = parseOk(job("runs_on: {labels: [gpu], size: medium}\nstrategy: {matrix: {cuda: ['11', '12']}}"));
+    expect(def.jobs).toHaveLength(2);
+    for (const j of def.jobs) expect(j.runsOn).toEqual({ labels: ["gpu"], size: "medium" });
+  });
+});
