@@ -281,7 +281,7 @@ async function chooseCandidates(
 // A session's pool never changes: remembered per process (per credential, when one is given, so
 // a cached answer never stands in for a credential check), one query less per claim (bounded).
 // Revocation is not cached: the claim transaction re-checks it on every claim.
-export interface HostRunner {
+interface HostRunner {
   labels: string[];
   sizes: RunnerSize[];
 }

@@ -16,7 +16,7 @@ const REASONS: Record<Queue["reason"], string> = {
   no_eligible_host: "no connected host can run it",
 };
 
-export function waitingReason(q: Queue): string {
+function waitingReason(q: Queue): string {
   return q.waiting?.message ?? REASONS[q.reason];
 }
 

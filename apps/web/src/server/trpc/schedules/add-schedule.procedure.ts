@@ -4,7 +4,7 @@ import { operatorProcedure } from "../init.ts";
 
 // Only bounds here: the domain's cron and time-zone checks own the rules and their messages
 // (SCHEDULE.INVALID), the same for the API, the CLI and this page.
-export const addScheduleInput = z.object({
+const addScheduleInput = z.object({
   repoId: z.uuid(),
   cron: z.string().trim().min(1, "enter a cron expression").max(100),
   timezone: z.string().trim().min(1).max(64).default("UTC"),
