@@ -76,11 +76,6 @@ export class Platform {
     return this.started().startWorkers(name, env);
   }
 
-  /** Sends `sig` to one of the platform's processes (SIGKILL: a crash). */
-  signal(name: string, sig: NodeJS.Signals): Promise<void> {
-    return this.started().signal(name, sig);
-  }
-
   seedTenant(slug: string, files: Record<string, string>, opts: { member?: string; secret?: string } = {}) {
     return seedTenant(this.db, this.git, slug, files, opts);
   }
@@ -125,6 +120,20 @@ export class Platform {
 
   logs(): string {
     return this.platform?.logs() ?? "";
+  }
+
+  /** Signals a managed process by name (e.g. SIGSTOP the workers to hold the outbox). */
+  signal(name: string, sig: NodeJS.Signals): Promise<void> {
+    return this.started().signal(name, sig);
+  }
+
+  /** The attestor's key file (issue 17): the workers get it, nothing else does. */
+  get attestationKeyFile(): string {
+    return this.started().attestationKeyFile;
+  }
+
+  proc(name: string): Proc {
+    return this.started().proc(name);
   }
 
   async stop(): Promise<void> {

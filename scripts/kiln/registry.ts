@@ -1,17 +1,21 @@
 // Every CLI command, in the order the usage lists them. Add a capability's module with one line here.
 import type { CliCommand } from "./command.ts";
+import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
+import { tlogCommands } from "./tlog.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
   ...credentialCommands,
   ...capacityCommands,
   ...egressCommands,
+  ...attestationCommands,
   ...runCommands,
   ...scheduleCommands,
+  ...tlogCommands,
 ];

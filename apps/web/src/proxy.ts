@@ -29,6 +29,7 @@ export function proxy(req: NextRequest): NextResponse {
 }
 
 export const config = {
-  // Static assets carry their headers from next.config.ts; /v1 and /healthz are machine paths.
-  matcher: ["/((?!v1/|v1$|healthz|_next/static|_next/image|favicon.ico).*)"],
+  // Static assets carry their headers from next.config.ts; /v1, /tlog/ (the transparency log's
+  // checkpoint and tiles) and /healthz are machine paths.
+  matcher: ["/((?!v1/|v1$|tlog/|healthz|_next/static|_next/image|favicon.ico).*)"],
 };

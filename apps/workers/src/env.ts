@@ -21,6 +21,12 @@ const schema = z.object({
    * https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.
    */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /**
+   * The attestor's ECDSA P-256 private key (PKCS#8 PEM, mode 0600; issue 17, ADR 0027). Only the
+   * workers read it; host agents and sandboxes never get it. Unset (the default): nothing is signed
+   * and attestation jobs fail with that reason until it is set. `npm run up` creates one.
+   */
+  KILN_ATTESTATION_KEY_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
   /**
@@ -69,6 +75,31 @@ const schema = z.object({
       }
       return r.data;
     }),
+  /**
+   * The platform's public URL; the transparency log's origin defaults to `<its host>/tlog`, and
+   * provenance names the builder and each invocation under it (default http://localhost:3000).
+   */
+  KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
+  /**
+   * The transparency log's origin (docs/adr/0026): the checkpoints' first line and the log key's
+   * name. Default `<KILN_PUBLIC_URL host>/tlog`, else `localhost/tlog`. Fixed for the log's life:
+   * a worker configured with another origin than the stored key's refuses to sign.
+   */
+  KILN_TLOG_ORIGIN: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .regex(/^[^\s+]+$/)
+      .optional(),
+  ),
+  /**
+   * Key-encryption key (base64 of 32 bytes) sealing the log's Ed25519 key in the database. Unset:
+   * generated once into `<KILN_DATA_DIR>/keys/tlog-kek` (mode 0600); workers on several hosts must
+   * share one value. Never given to the web app or a host agent.
+   */
+  KILN_TLOG_KEY_ENCRYPTION_KEY: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  /** How often the workers sign a checkpoint when the log has grown (issue 17: within 5 s). */
+  KILN_TLOG_CHECKPOINT_MS: z.coerce.number().int().min(50).max(5_000).default(1_000),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

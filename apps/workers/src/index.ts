@@ -7,6 +7,7 @@ import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
+import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
 import { runSchedulesJob } from "./jobs/run-schedules.job.ts";
@@ -150,6 +151,33 @@ const archiveTicker = setInterval(() => {
     });
 }, env.KILN_LOG_ARCHIVE_MS);
 
+// Transparency-log checkpoints (docs/adr/0026): ticked in-process so a new entry is signed into a
+// checkpoint within a second or so (issue 17: 5 s); the cron is the backstop.
+await boss.schedule(signTlogCheckpointJob.name, "* * * * *", {});
+let signing = false;
+const checkpointTicker = setInterval(() => {
+  if (signing) return;
+  signing = true;
+  void signTlogCheckpointJob
+    .handle(
+      deps,
+      {},
+      {
+        id: "tick",
+        name: signTlogCheckpointJob.name,
+        data: {},
+        expireInSeconds: signTlogCheckpointJob.expireInSeconds,
+        heartbeatSeconds: null,
+        retryCount: 0,
+        signal: new AbortController().signal,
+      },
+    )
+    .catch((err: unknown) => log.error("tlog checkpoint failed", { err }))
+    .finally(() => {
+      signing = false;
+    });
+}, env.KILN_TLOG_CHECKPOINT_MS);
+
 // The scheduler (issue 20): ticked in-process by every worker, cron as the backstop (ADR 0031).
 await boss.schedule(runSchedulesJob.name, "* * * * *", {});
 let scheduling = false;
@@ -181,6 +209,7 @@ log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 const shutdown = async () => {
   clearInterval(ticker);
   clearInterval(archiveTicker);
+  clearInterval(checkpointTicker);
   clearInterval(scheduleTicker);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);

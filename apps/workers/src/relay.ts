@@ -99,10 +99,17 @@ export class OutboxRelay {
           await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
         }
         pools.add(p.pool);
-      } else {
+      } else if (m.topic === "run.freeze") {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
         freezes++;
+      } else {
+        // Attestation work (issue 17). A relay pass repeated after a crash may queue a second
+        // copy; both handlers are idempotent (one statement and one leaf per job).
+        const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
+        await this.ensureQueue(queue);
+        await this.boss.send(queue, m.payload);
+        this.onQueued(queue);
       }
     }
     if (freezes > 0) this.onQueued("run-freeze");

@@ -13,3 +13,5 @@ export * as dispatch from "./dispatch/index.ts";
 export * from "./dispatch/placement.ts";
 export * from "./schedules/index.ts";
 export * from "./dispatch/runner-sizes.ts";
+export * from "./attestation/provenance/index.ts";
+export * as tlog from "./attestation/tlog/index.ts";

@@ -8,7 +8,14 @@ export {
   logConfigFromEnv,
   type EngineEnv,
 } from "./shared/engine-env.ts";
-export type { DispatchPayload, FreezePayload, OutboxTopic } from "./shared/journal.ts";
+export type {
+  AttestPayload,
+  DispatchPayload,
+  FreezePayload,
+  OutboxPayload,
+  OutboxTopic,
+  VerifyAttestationPayload,
+} from "./shared/journal.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export {
@@ -172,6 +179,7 @@ export {
   type RunEgressEvent,
 } from "./egress/index.ts";
 export * from "./caches/index.ts";
+export * from "./attestation/index.ts";
 export {
   recordAuditEvent,
   recordAuditEventSql,

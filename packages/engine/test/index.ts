@@ -4,3 +4,4 @@
 export * from "./support.ts";
 export * from "./artifacts/support.ts";
 export * from "./logs/support.ts";
+export * from "./attestation/support.ts";

@@ -33,3 +33,4 @@ export {
   type AgentOptions,
 } from "./platform/start-platform.ts";
 export type { ManagedProc, OutputMode } from "./platform/managed-processes.ts";
+export { vectorPath } from "./vectors.ts";

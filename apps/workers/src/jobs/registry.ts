@@ -1,10 +1,13 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
+import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 import { runSchedulesJob } from "./run-schedules.job.ts";
+import { verifyAttestationJob } from "./verify-attestation.job.ts";
+import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -15,4 +18,7 @@ export const JOBS = [
   evictCachesJob,
   rotateJobTokenKeyJob,
   runSchedulesJob,
+  attestJobJob,
+  verifyAttestationJob,
+  signTlogCheckpointJob,
 ] as const;

@@ -3,6 +3,7 @@ import { DomainError, type ArtifactFormat } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { presignDownload } from "./store-ops.ts";
+import { quarantined } from "./job-artifacts.ts";
 
 export interface DownloadGrant {
   generationId: string;
@@ -36,12 +37,21 @@ export async function grantDownload(
       );
     }
     const rows = await tx.$queryRaw<
-      { id: string; epoch: number; size_bytes: bigint; sha256: string; format: ArtifactFormat; object_key: string }[]
+      {
+        id: string;
+        epoch: number;
+        size_bytes: bigint;
+        sha256: string;
+        format: ArtifactFormat;
+        object_key: string;
+        quarantine: string | null;
+      }[]
     >`
-      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key
+      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine
       FROM job_run p
       JOIN artifact_binding b ON b.job_id = COALESCE(p.reused_from_job_id, p.id) AND b.name = ${req.name}
       JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
+      LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
       WHERE p.run_id = ${attempt.runId}::uuid AND p.name = ${req.fromJob}`;
     const g = rows[0];
     if (!g)
@@ -49,6 +59,8 @@ export async function grantDownload(
         "ARTIFACT.NOT_FOUND",
         `no bound artifact ${JSON.stringify(req.name)} from job ${JSON.stringify(req.fromJob)} in this run`,
       );
+    // A consumer job never restores quarantined bytes either (issue 17).
+    if (g.quarantine) throw quarantined(g.quarantine);
     return g;
   });
   const url = await presignDownload(store, bound.object_key);

@@ -1,13 +1,18 @@
 import type { Db } from "@kiln/db";
-import { DomainError } from "@kiln/domain";
+import { attestationStateOf, DomainError, type AttestationState } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { presignDownload } from "./store-ops.ts";
 
 export interface JobArtifactView {
+  /** The bound generation's id: GET /v1/artifacts/{id}/attestation names the artifact by it. */
+  id: string;
   name: string;
   size: number;
   sha256: string;
   attempt_epoch: number;
+  /** pending | logged | verified | quarantined (issue 17). */
+  attestation_state: AttestationState;
+  quarantine_reason: string | null;
 }
 
 /**
@@ -16,12 +21,34 @@ export interface JobArtifactView {
  */
 export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: string }): Promise<JobArtifactView[]> {
   await assertJobVisible(db, input);
-  const rows = await db.$queryRaw<{ name: string; size_bytes: bigint; sha256: string; epoch: number }[]>`
-    SELECT b.name, g.size_bytes, g.sha256, g.epoch
+  const rows = await db.$queryRaw<
+    {
+      id: string;
+      name: string;
+      size_bytes: bigint;
+      sha256: string;
+      epoch: number;
+      state: "logged" | "verified" | "mismatch" | null;
+      reason: string | null;
+    }[]
+  >`
+    SELECT g.id, b.name, g.size_bytes, g.sha256, g.epoch, a.state, q.reason
     FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
     JOIN artifact_generation g ON g.id = b.generation_id
+    LEFT JOIN attestation_subject s ON s.generation_id = g.id
+    LEFT JOIN attestation a ON a.id = s.attestation_id
+    LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
     WHERE j.id = ${input.jobId}::uuid AND j.org_id = ${input.orgId}::uuid ORDER BY b.name`;
-  return rows.map((r) => ({ name: r.name, size: Number(r.size_bytes), sha256: r.sha256, attempt_epoch: r.epoch }));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    size: Number(r.size_bytes),
+    sha256: r.sha256,
+    attempt_epoch: r.epoch,
+    // Bindings exist only for a successful job, so a missing attestation is pending, not none.
+    attestation_state: attestationStateOf({ jobSucceeded: true, attestation: r.state, quarantined: r.reason !== null }),
+    quarantine_reason: r.reason,
+  }));
 }
 
 /** GET /v1/jobs/{job_id}/artifacts/{name}: a short-lived presigned URL for the bound generation. */
@@ -30,13 +57,15 @@ export async function artifactDownloadUrl(
   store: ArtifactStore,
   input: { orgId: string; jobId: string; name: string },
 ): Promise<string> {
-  const rows = await db.$queryRaw<{ object_key: string }[]>`
-    SELECT g.object_key
+  const rows = await db.$queryRaw<{ object_key: string; quarantine: string | null }[]>`
+    SELECT g.object_key, q.reason AS quarantine
     FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
     JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
+    LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
     WHERE j.id = ${input.jobId}::uuid AND b.name = ${input.name} AND j.org_id = ${input.orgId}::uuid`;
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
+  if (g.quarantine) throw quarantined(g.quarantine);
   return presignDownload(store, g.object_key, input.name);
 }
 
@@ -45,4 +74,13 @@ async function assertJobVisible(db: Db, input: { orgId: string; jobId: string })
     { id: string }[]
   >`SELECT id FROM job_run WHERE id = ${input.jobId}::uuid AND org_id = ${input.orgId}::uuid`;
   if (!rows[0]) throw new DomainError("JOB.NOT_FOUND", "job not found");
+}
+
+/** The stored bytes disagree with their signed provenance: kept for the audit, never handed out. */
+export function quarantined(reason: string): DomainError {
+  return new DomainError(
+    "ARTIFACT.QUARANTINED",
+    `this artifact is quarantined (${reason}): its stored bytes do not match its attestation`,
+    { reason },
+  );
 }

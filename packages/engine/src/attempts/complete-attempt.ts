@@ -15,7 +15,7 @@ import {
   type WorkflowDefinition,
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
-import { recordTransition } from "../shared/journal.ts";
+import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
 import { endUnsealedLog } from "../logs/index.ts";
@@ -99,6 +99,14 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
             INSERT INTO artifact_binding (run_id, job_id, name, generation_id) VALUES (${run.id}::uuid, ${a.jobId}::uuid, ${g.name}, ${g.id}::uuid)`;
         }
         await finishJob(tx, run, a, "success", null, null);
+        // Provenance follows through the outbox: completion never waits for signing (issue 17).
+        if (sealed.length > 0)
+          await enqueueOutbox(
+            tx,
+            "attestation.create",
+            { jobId: a.jobId, runId: run.id, orgId: run.orgId, epoch: a.epoch },
+            { dedupeKey: a.jobId },
+          );
         await advanceRun(tx, run);
         return { accepted: true as const, jobOutcome: "success" as const };
       }

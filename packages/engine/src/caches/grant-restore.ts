@@ -64,8 +64,14 @@ export async function grantCacheRestore(
       }
     }
     // Recency drives eviction; the write is a plain touch, not a state change.
-    if (row)
+    if (row) {
       await tx.$executeRaw`UPDATE cache_entry SET last_used_at = now() WHERE id = ${row.id}::uuid AND state = 'bound'`;
+      // What the control plane handed this attempt: its provenance lists it (issue 17), never the
+      // agent's own account of what it restored.
+      await tx.$executeRaw`
+        INSERT INTO cache_restore_grant (attempt_id, entry_id, cache_key, sha256)
+        VALUES (${scope.attempt.id}::uuid, ${row.id}::uuid, ${scope.key}, ${row.sha256}) ON CONFLICT DO NOTHING`;
+    }
     return { key: scope.key, row, exact };
   });
   if (!found.row) return { hit: false, key: found.key };

@@ -1,10 +1,10 @@
 import { withTx, type Db } from "@kiln/db";
-import type { DispatchPayload, FreezePayload, OutboxTopic } from "../shared/journal.ts";
+import type { OutboxPayload, OutboxTopic } from "../shared/journal.ts";
 
 export interface OutboxMessage {
   id: bigint;
   topic: OutboxTopic;
-  payload: DispatchPayload | FreezePayload;
+  payload: OutboxPayload;
 }
 
 /**
@@ -22,7 +22,7 @@ export async function relayOutbox(
     db,
     "relay-outbox",
     async (tx) => {
-      const rows = await tx.$queryRaw<{ id: bigint; topic: OutboxTopic; payload: DispatchPayload | FreezePayload }[]>`
+      const rows = await tx.$queryRaw<{ id: bigint; topic: OutboxTopic; payload: OutboxPayload }[]>`
       SELECT id, topic, payload FROM outbox WHERE published_at IS NULL AND deliver_after <= now()
       ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;

@@ -22,7 +22,7 @@ export async function recordTransition(tx: Tx, t: TransitionRecord): Promise<voi
             ${t.entity}, ${t.from}, ${t.to}, ${t.reason}, ${t.data ? JSON.stringify(t.data) : null}::jsonb)`;
 }
 
-export type OutboxTopic = "run.freeze" | "job.dispatch";
+export type OutboxTopic = "run.freeze" | "job.dispatch" | "attestation.create" | "attestation.verify";
 
 export interface DispatchPayload {
   jobId: string;
@@ -34,11 +34,23 @@ export interface DispatchPayload {
 export interface FreezePayload {
   runId: string;
 }
+/** A successful job bound artifacts: the attestor signs its provenance (issue 17). */
+export interface AttestPayload {
+  jobId: string;
+  runId: string;
+  orgId: string;
+  epoch: number;
+}
+/** A new attestation: the verifier re-checks it against the log and the stored bytes. */
+export interface VerifyAttestationPayload {
+  attestationId: string;
+}
+export type OutboxPayload = DispatchPayload | FreezePayload | AttestPayload | VerifyAttestationPayload;
 
 export async function enqueueOutbox(
   tx: Tx,
   topic: OutboxTopic,
-  payload: DispatchPayload | FreezePayload,
+  payload: OutboxPayload,
   opts: { deliverAfter?: Date | null; dedupeKey?: string } = {},
 ): Promise<void> {
   await tx.$executeRaw`

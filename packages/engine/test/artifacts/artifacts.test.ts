@@ -67,7 +67,16 @@ describe("publish, bind, restore", () => {
     expect(await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: producer.jobId })).toEqual([]);
     await done(producer);
     expect(await listJobArtifacts(t.db(), { orgId: tenant.orgId, jobId: producer.jobId })).toEqual([
-      { name: "app", size: data.length, sha256: sha256(data), attempt_epoch: 1 },
+      {
+        id: genId,
+        name: "app",
+        size: data.length,
+        sha256: sha256(data),
+        attempt_epoch: 1,
+        // Bound, not yet signed: the attestor runs from the outbox (issue 17).
+        attestation_state: "pending",
+        quarantine_reason: null,
+      },
     ]);
 
     const consumer = (await claim(t.db(), s))!;

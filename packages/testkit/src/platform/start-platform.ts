@@ -2,8 +2,9 @@
 // and the benchmarks: PostgreSQL (embedded, or a URL the caller gives), Redis, the embedded S3 store,
 // optionally a git server and an OCI registry with the base image, and the production web server,
 // the workers and host agents as child processes started by path (never imported).
+import { generateKeyPairSync } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, sqlPool, type Db } from "@kiln/db";
@@ -110,6 +111,8 @@ export class Platform {
   registry: RegistryHandle | null = null;
   baseImage: PublishedImage | null = null;
   postgresPort = 0;
+  /** The attestor's signing key (issue 17): given to the workers only, never to web or agents. */
+  attestationKeyFile = "";
   /** The environment every process gets (after the platform's own variables); mutable until apps start. */
   readonly env: Record<string, string>;
   private readonly procs: ManagedProcesses;
@@ -173,6 +176,7 @@ export class Platform {
       this.env.KILN_POOL_IMAGES ??= JSON.stringify({ default: this.baseImage.ref });
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
+    this.attestationKeyFile = await ensureAttestationKey(path.join(this.dataDir, "attestor", "attestation-key.pem"));
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });
     const devPool = o.developmentPool === undefined ? "default" : o.developmentPool;
     if (devPool) await configureDevelopmentPool(this.db, devPool, o.untrustedOnProcess ?? false);
@@ -204,7 +208,7 @@ export class Platform {
 
   /** The environment of a process: ours, the platform's services, `env`, then the process's own. */
   processEnv(name: string, own: Record<string, string> = {}): Record<string, string | undefined> {
-    return {
+    const env: Record<string, string | undefined> = {
       ...process.env,
       DATABASE_URL: this.dbUrl,
       KILN_DATA_DIR: path.join(this.dataDir, "data"),
@@ -219,6 +223,10 @@ export class Platform {
       ...this.env,
       ...own,
     };
+    // The signing key reaches only a process that names it itself (the workers): never the web
+    // app, a host agent or anything they start, even if this process's own environment has it.
+    if (!own.KILN_ATTESTATION_KEY_FILE) delete env.KILN_ATTESTATION_KEY_FILE;
+    return env;
   }
 
   /** Starts any program as a managed process (restartable, signalled by pid, output kept). */
@@ -251,7 +259,7 @@ export class Platform {
       cmd: process.execPath,
       args: ["--import", "tsx", "apps/workers/src/index.ts"],
       cwd: REPO_ROOT,
-      ...(env ? { env } : {}),
+      env: { KILN_ATTESTATION_KEY_FILE: this.attestationKeyFile, ...env },
     });
   }
 
@@ -392,4 +400,14 @@ async function configureDevelopmentPool(db: Db, name: string, untrustedOnProcess
      INSERT INTO pool_change (pool, actor, before, after) SELECT name, 'platform-harness', NULL, $3::jsonb FROM ins`,
     [name, untrustedOnProcess, after],
   );
+}
+
+/** A P-256 key for the attestor (PKCS#8 PEM, 0600 in a 0700 directory), kept across restarts. */
+async function ensureAttestationKey(file: string): Promise<string> {
+  if (existsSync(file)) return file;
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  await writeFile(file, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
 }

@@ -1,4 +1,6 @@
 import { EmptyState, formatBytes, shortSha } from "@kiln/ui";
+import Link from "next/link";
+import { AttestationBadge } from "../provenance/attestation-badge.tsx";
 import type { RunPageData } from "../types.ts";
 
 const TRUST: Record<string, string> = {
@@ -28,7 +30,7 @@ export function DefinitionFacts({ data }: { data: RunPageData }) {
   );
 }
 
-export function ArtifactsList({ data }: { data: RunPageData }) {
+export function ArtifactsList({ data, org }: { data: RunPageData; org: string }) {
   if (data.artifacts.length === 0) return <EmptyState title="No artifacts">This run published none.</EmptyState>;
   const jobName = new Map(data.run.jobs.map((j) => [j.id, j.name]));
   return (
@@ -44,8 +46,11 @@ export function ArtifactsList({ data }: { data: RunPageData }) {
           <th scope="col" className="py-1.5 pr-4 font-medium">
             Size
           </th>
-          <th scope="col" className="py-1.5 font-medium">
+          <th scope="col" className="py-1.5 pr-4 font-medium">
             SHA-256
+          </th>
+          <th scope="col" className="py-1.5 font-medium">
+            Provenance
           </th>
         </tr>
       </thead>
@@ -65,8 +70,21 @@ export function ArtifactsList({ data }: { data: RunPageData }) {
               ) : null}
             </td>
             <td className="py-1.5 pr-4 tabular-nums">{formatBytes(a.size_bytes)}</td>
-            <td className="py-1.5 font-mono text-xs" title={a.sha256 ?? undefined}>
+            <td className="py-1.5 pr-4 font-mono text-xs" title={a.sha256 ?? undefined}>
               {a.sha256 ? shortSha(a.sha256) : "—"}
+            </td>
+            <td className="py-1.5">
+              <AttestationBadge state={a.attestation_state} />
+              {a.attestation_id ? (
+                <Link
+                  className="ml-2 text-xs text-blue-700 underline-offset-2 hover:underline dark:text-blue-300"
+                  href={`/orgs/${org}/provenance/${a.attestation_id}`}
+                  aria-label={`Provenance record of ${a.name}`}
+                >
+                  record
+                </Link>
+              ) : null}
+              {a.quarantine_reason ? <span className="ml-2 text-xs text-red-700">{a.quarantine_reason}</span> : null}
             </td>
           </tr>
         ))}

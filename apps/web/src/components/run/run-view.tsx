@@ -12,6 +12,7 @@ import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
 import { queueDetail, WaitingJobs } from "./waiting-jobs.tsx";
+import { RunHistory } from "../provenance/run-history.tsx";
 
 /**
  * The run page. Live updates are polling: react-query refetches every 2 s while the run is not
@@ -22,7 +23,16 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
   const trpc = useTRPC();
   const q = useQuery({
     ...trpc.runs.get.queryOptions({ org, runId }),
-    refetchInterval: (query) => (query.state.data?.run.status === "completed" ? false : 2_000),
+    // After completion, keep polling while an artifact's provenance is still on its way (signing,
+    // then the verifier): seconds, then the page goes quiet.
+    refetchInterval: (query) => {
+      const d = query.state.data;
+      if (!d) return 2_000;
+      if (d.run.status !== "completed") return 2_000;
+      return d.artifacts.some((a) => a.attestation_state === "pending" || a.attestation_state === "logged")
+        ? 2_000
+        : false;
+    },
   });
   const now = useNow(1000);
   if (q.isPending) return <LoadingBlock label="Loading run" rows={8} />;
@@ -73,10 +83,13 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
           <DefinitionFacts data={d} />
         </Card>
         <Card title="Artifacts" id="artifacts">
-          <ArtifactsList data={d} />
+          <ArtifactsList data={d} org={org} />
         </Card>
         <Card title="Caches" id="caches">
           <CachesList data={d} />
+        </Card>
+        <Card title="Transition history" id="history">
+          <RunHistory org={org} runId={r.id} />
         </Card>
       </div>
     </div>

@@ -25,6 +25,9 @@ const STATUS: Record<DomainErrorCode, number> = {
   "ARTIFACT.PARTS_INCOMPLETE": 409,
   "ARTIFACT.VERIFICATION_FAILED": 422,
   "ARTIFACT.STORE_UNAVAILABLE": 503,
+  // Its bytes no longer match its signed provenance (issue 17): kept for the audit, never served.
+  "ARTIFACT.QUARANTINED": 403,
+  "ATTESTATION.NOT_FOUND": 404,
   "CACHE.NOT_DECLARED": 422,
   "CACHE.WRITE_REFUSED": 403,
   "CACHE.TOO_LARGE": 413,
@@ -76,6 +79,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "SCHEDULE.EXISTS": 409,
   "SCHEDULE.LIMIT_REACHED": 422,
   "SCHEDULE.FROM_WORKFLOW": 409,
+  // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
+  // no key yet means the workers have not signed one (they do within a second of starting).
+  "TLOG.ENTRY_INVALID": 422,
+  "TLOG.ENTRY_NOT_FOUND": 404,
+  "TLOG.INDEX_OUT_OF_RANGE": 400,
+  "TLOG.SIZE_BEYOND_LOG": 400,
+  "TLOG.TILE_NOT_FOUND": 404,
+  "TLOG.NO_CHECKPOINT": 503,
+  "TLOG.KEY_UNAVAILABLE": 503,
+  "TLOG.ORIGIN_CHANGED": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {

@@ -36,7 +36,9 @@ export function route<S extends z.ZodType | undefined>(def: {
                 ? "REPO.NOT_FOUND"
                 : p.startsWith("schedule")
                   ? "SCHEDULE.NOT_FOUND"
-                  : "JOB.NOT_FOUND",
+                  : p.startsWith("artifact")
+                    ? "ARTIFACT.NOT_FOUND"
+                    : "JOB.NOT_FOUND",
             `${p} is not a valid id`,
           );
       }

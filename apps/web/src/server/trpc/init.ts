@@ -61,7 +61,8 @@ const mapErrors = t.middleware(async ({ next }) => {
   return res;
 });
 
-const publicProcedure = t.procedure.use(mapErrors);
+/** No sign-in: public data only (the transparency log, which anyone may audit). */
+export const publicProcedure = t.procedure.use(mapErrors);
 
 export const authedProcedure = publicProcedure.use(({ ctx, next }) => {
   if (!ctx.user) throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to continue" });

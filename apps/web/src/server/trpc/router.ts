@@ -1,4 +1,9 @@
+import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
+import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
+import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
+import { listQuarantines } from "./provenance/list-quarantines.procedure.ts";
+import { searchProvenance } from "./provenance/search-provenance.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
 import { getRun } from "./runs/get-run.procedure.ts";
@@ -46,6 +51,13 @@ export const appRouter = router({
   jobs: { get: getJob },
   tokens: { list: listApiTokens, revoke: revokeApiToken },
   schedules: { list: listSchedules, add: addSchedule, remove: removeSchedule },
+  provenance: {
+    search: searchProvenance,
+    record: getProvenanceRecord,
+    quarantines: listQuarantines,
+    runHistory: getRunHistory,
+  },
+  tlog: { status: getTlogStatus },
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,5 +1,12 @@
 import type { Db } from "@kiln/db";
-import { classifyOutcome, isOutcome, type OutcomeClass, type WorkflowDefinition } from "@kiln/domain";
+import {
+  attestationStateOf,
+  classifyOutcome,
+  isOutcome,
+  type AttestationState,
+  type OutcomeClass,
+  type WorkflowDefinition,
+} from "@kiln/domain";
 import { placementReasonsForRun } from "../../dispatch/index.ts";
 import type { EngineConfig } from "../../shared/config.ts";
 import { getRun, type RunView } from "../../runs/index.ts";
@@ -8,12 +15,18 @@ import type { TenantScope } from "../tenants/resolve-tenant.ts";
 import { findFirstFailure, type FirstFailure } from "./first-failure.ts";
 
 export interface ArtifactView {
+  /** The bound generation (GET /v1/artifacts/{id}/attestation). */
+  id: string;
   job_id: string;
   name: string;
   size_bytes: number | null;
   sha256: string | null;
   state: string;
   sealed_at: string | null;
+  /** Issue 17: pending (signing), logged, verified or quarantined, and where to read the record. */
+  attestation_state: AttestationState;
+  attestation_id: string | null;
+  quarantine_reason: string | null;
   /** The run that produced it when the job was pinned by a re-run ("reused from run X"). */
   reused_from_run_id: string | null;
 }
@@ -64,12 +77,20 @@ export async function getRunPage(
       FROM workflow_run r JOIN repo ON repo.id = r.repo_id
       WHERE r.id = ${input.runId}::uuid AND r.org_id = ${scope.orgId}::uuid`,
     db.$queryRaw<
-      (Omit<ArtifactView, "sealed_at" | "size_bytes"> & { sealed_at: Date | null; size_bytes: bigint | null })[]
+      (Omit<ArtifactView, "sealed_at" | "size_bytes" | "attestation_state"> & {
+        sealed_at: Date | null;
+        size_bytes: bigint | null;
+        att_state: "logged" | "verified" | "mismatch" | null;
+      })[]
     >`
-      SELECT j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at, j.reused_from_run_id
+      SELECT g.id, j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at, j.reused_from_run_id,
+             s.attestation_id, a.state AS att_state, q.reason AS quarantine_reason
       FROM job_run j
       JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
       JOIN artifact_generation g ON g.id = b.generation_id
+      LEFT JOIN attestation_subject s ON s.generation_id = g.id
+      LEFT JOIN attestation a ON a.id = s.attestation_id AND a.org_id = ${scope.orgId}::uuid
+      LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
       WHERE j.run_id = ${input.runId}::uuid AND j.org_id = ${scope.orgId}::uuid
       ORDER BY j.job_index, b.name`,
     db.$queryRaw<{ id: string; status: string; outcome: string | null; created_at: Date }[]>`
@@ -99,8 +120,13 @@ export async function getRunPage(
     outcome_class: cls(run.outcome),
     job_classes: Object.fromEntries(run.jobs.map((j) => [j.id, cls(j.outcome)])),
     job_steps: jobSteps,
-    artifacts: artifacts.map((a) => ({
+    artifacts: artifacts.map(({ att_state, ...a }) => ({
       ...a,
+      attestation_state: attestationStateOf({
+        jobSucceeded: true,
+        attestation: att_state,
+        quarantined: a.quarantine_reason !== null,
+      }),
       size_bytes: a.size_bytes === null ? null : Number(a.size_bytes),
       sealed_at: a.sealed_at ? a.sealed_at.toISOString() : null,
     })),

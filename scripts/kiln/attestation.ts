@@ -1,0 +1,73 @@
+// `verify <file> --bundle <bundle.json> --keys <keys.json|pem> --log-key <file> [--checkpoint <file>]`:
+// offline provenance verification (issue 17, docs/attestation.md). Never opens the database.
+import { createHash } from "node:crypto";
+import { createReadStream, readFileSync } from "node:fs";
+import { keyIdOfSpki, verifyOffline } from "@kiln/engine";
+import { arg, opt, type CliCommand, UsageError } from "./command.ts";
+
+async function sha256File(file: string): Promise<string> {
+  const h = createHash("sha256");
+  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
+  return h.digest("hex");
+}
+
+/** GET /v1/attestation/keys's JSON, or a bare SPKI PEM (its key id is derived the same way). */
+function trustedKeys(file: string): { keyId: string; spkiPem: string }[] {
+  const text = readFileSync(file, "utf8");
+  if (text.trimStart().startsWith("-----BEGIN PUBLIC KEY-----")) return [{ keyId: keyIdOfSpki(text), spkiPem: text }];
+  const j = JSON.parse(text) as { keys?: { key_id: string; spki_pem: string }[] };
+  // The id is recomputed from the key itself: a keys file cannot pair a key with another's id.
+  return (j.keys ?? []).map((k) => ({ keyId: keyIdOfSpki(k.spki_pem), spkiPem: k.spki_pem }));
+}
+
+/** GET /v1/tlog/verifier-key's answer: the bare key line, or JSON holding it. */
+function logKey(file: string): string {
+  const text = readFileSync(file, "utf8").trim();
+  if (!text.startsWith("{")) return text;
+  const j = JSON.parse(text) as Record<string, unknown>;
+  const v = j.verifier_key ?? j.verifierKey ?? j.key;
+  if (typeof v !== "string") throw new UsageError("--log-key JSON has no verifier_key");
+  return v;
+}
+
+export const attestationCommands: CliCommand[] = [
+  {
+    name: "verify",
+    usage:
+      "verify <file> --bundle <bundle.json> --keys <keys.json|key.pem> --log-key <verifier-key> [--checkpoint <file>]\n" +
+      "      offline: DSSE signature, in-toto/SLSA rules, subject = sha256(file), inclusion in a signed checkpoint",
+    offline: true,
+    options: {
+      bundle: { type: "string" },
+      keys: { type: "string" },
+      "log-key": { type: "string" },
+      checkpoint: { type: "string" },
+    },
+    async run(ctx) {
+      const file = arg(ctx, 0, "file");
+      const bundle = opt(ctx.values, "bundle");
+      const keys = opt(ctx.values, "keys");
+      const lk = opt(ctx.values, "log-key");
+      if (!bundle || !keys || !lk) throw new UsageError("--bundle, --keys and --log-key are required");
+      const cp = opt(ctx.values, "checkpoint");
+      const r = verifyOffline({
+        fileSha256: await sha256File(file),
+        bundle: JSON.parse(readFileSync(bundle, "utf8")) as unknown,
+        keys: trustedKeys(keys),
+        logVerifierKey: logKey(lk),
+        ...(cp ? { checkpoint: readFileSync(cp, "utf8") } : {}),
+      });
+      if (!r.ok) {
+        ctx.out(`FAILED ${r.rule}: ${r.message}`, { ok: false, rule: r.rule, message: r.message });
+        return 1;
+      }
+      ctx.out(`OK ${file}: subject ${r.subject}, log index ${r.logIndex} in a signed tree of ${r.treeSize}`, {
+        ok: true,
+        subject: r.subject,
+        log_index: r.logIndex,
+        tree_size: r.treeSize,
+      });
+      return 0;
+    },
+  },
+];
