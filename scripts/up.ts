@@ -49,13 +49,22 @@ async function main(): Promise<void> {
       AUTH_SECRET: process.env.AUTH_SECRET ?? (await authSecret()),
       AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
       AUTH_TRUST_HOST: "true",
+      // Secrets (ADR 0025): the platform generates $KILN_DATA_DIR/secrets.kek (0600) unless this is set.
+      ...(process.env.KILN_SECRETS_KEK_FILE ? { KILN_SECRETS_KEK_FILE: process.env.KILN_SECRETS_KEK_FILE } : {}),
     },
   });
   const demo = await seedDemo(platform.db, DATA);
   await writeFile(
     path.join(DATA, "instance.json"),
     JSON.stringify(
-      { databaseUrl: platform.dbUrl, redisUrl: platform.redisUrl, s3Endpoint: platform.s3?.endpoint, port: PORT },
+      {
+        databaseUrl: platform.dbUrl,
+        redisUrl: platform.redisUrl,
+        s3Endpoint: platform.s3?.endpoint,
+        port: PORT,
+        // `kiln secret ...` and `kiln secrets rotate-kek` read the same KEK as the web processes.
+        secretsKekFile: platform.env.KILN_SECRETS_KEK_FILE,
+      },
       null,
       2,
     ),

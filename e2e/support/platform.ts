@@ -136,6 +136,13 @@ export class Platform {
     return this.started().proc(name);
   }
 
+  /** The secrets KEK file every process of this platform reads (ADR 0025). */
+  get kekFile(): string {
+    const file = this.started().env.KILN_SECRETS_KEK_FILE;
+    if (!file) throw new Error("the platform has no secrets KEK file");
+    return file;
+  }
+
   async stop(): Promise<void> {
     await this.platform?.stop();
     await dropDatabase(inject("pgServerUrl"), this.dbName).catch(() => undefined);

@@ -4,6 +4,8 @@ import { attestationCommands } from "./attestation.ts";
 import { capacityCommands } from "./capacity.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { secretCommands } from "./secrets.ts";
+import { auditCommands } from "./audit.ts";
 import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
@@ -15,6 +17,8 @@ export const commands: CliCommand[] = [
   ...capacityCommands,
   ...egressCommands,
   ...attestationCommands,
+  ...secretCommands,
+  ...auditCommands,
   ...runCommands,
   ...scheduleCommands,
   ...tlogCommands,

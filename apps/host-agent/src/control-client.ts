@@ -31,6 +31,7 @@ export type LogSealRequest = z.input<typeof agentProtocol.logSealRequest>;
 export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
 export type EgressEventsRequest = z.input<typeof agentProtocol.egressEventsRequest>;
 export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsResponse>;
+export type SecretsResponse = z.output<typeof agentProtocol.secretsResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -257,6 +258,12 @@ export class ControlClient {
   ): Promise<ApiResult<EgressEventsResponse>> {
     const payload = agentProtocol.egressEventsRequest.parse(body);
     return this.post(`${jobPath(jobId)}/egress-events`, jobToken, payload, agentProtocol.egressEventsResponse, opts);
+  }
+
+  // Secrets (docs/adr/0025): the broker, once per attempt at job start.
+  fetchSecrets(jobId: string, jobToken: string, epoch: number, opts: CallOptions): Promise<ApiResult<SecretsResponse>> {
+    const payload = agentProtocol.secretsRequest.parse({ epoch });
+    return this.post(`${jobPath(jobId)}/secrets`, jobToken, payload, agentProtocol.secretsResponse, opts);
   }
 
   private post<T>(

@@ -14,4 +14,5 @@ export * from "./dispatch/placement.ts";
 export * from "./schedules/index.ts";
 export * from "./dispatch/runner-sizes.ts";
 export * from "./attestation/provenance/index.ts";
+export * from "./secrets/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";

@@ -13,6 +13,7 @@ import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
 import type { SandboxSpec } from "../sandboxes/index.ts";
+import { fetchJobSecrets, NO_SECRETS, type JobSecrets, type SecretsResult } from "../secrets/index.ts";
 import { checkoutSource } from "../source/index.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
@@ -69,6 +70,7 @@ export class AttemptRun {
   private releaseImage: (() => void) | null = null;
   private artifacts: ArtifactTransfer | null = null;
   private egress: AttemptEgress | null = null;
+  private secrets: JobSecrets = NO_SECRETS;
   private readonly logs: LogShipper;
 
   constructor(
@@ -199,6 +201,15 @@ export class AttemptRun {
     });
     this.warnAboutWeakIsolation();
     if (this.abort.signal.aborted) return null;
+    // Asked at once, in parallel with image, sandbox and checkout: the broker's round trip and its
+    // audit commit stay off the path to the first step (bench/secrets).
+    const secrets = fetchJobSecrets({
+      client: this.deps.client,
+      ticket: this.ticket,
+      log: this.log,
+      signal: this.abort.signal,
+      writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
+    });
     const image = await this.prepareImage(heartbeat);
     if ("verdict" in image) return image.verdict;
     let mark = this.now();
@@ -249,6 +260,9 @@ export class AttemptRun {
     }
     if (this.abort.signal.aborted) return null;
     mark = this.lap("checkout", mark);
+    const secretsReady = this.adoptSecrets(await secrets);
+    if (secretsReady !== "ok") return secretsReady;
+    mark = this.lap("secrets", mark);
     // Inputs are verified before any step can see them; outputs are published only after success.
     const caches = new CacheTransfer({
       client: this.deps.client,
@@ -258,6 +272,7 @@ export class AttemptRun {
       onStop: (r, d) => this.stop(r, d),
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
       config: this.deps.caches ?? { localTier: null, limits: DEFAULT_CACHE_LIMITS },
+      secretValues: () => this.secrets.values,
     });
     // Straight after the checkout: the key hashes the inputs as the pinned commit has them, before an
     // artifact restore or a step could change them. A miss is never a failure: the steps rebuild.
@@ -272,6 +287,23 @@ export class AttemptRun {
     if (published !== "ok") return published;
     if ((await caches.save(this.sandbox, job.artifacts.publish.length > 0)) === null) return null;
     return SUCCESS;
+  }
+
+  /** Takes the broker's answer: masks the values from here on, or says why the job cannot run. */
+  private adoptSecrets(r: SecretsResult): "ok" | Verdict | null {
+    switch (r.kind) {
+      case "ready":
+        this.secrets = r.secrets;
+        this.logs.maskSecrets(r.secrets.values);
+        return "ok";
+      case "blocked":
+        return r.verdict;
+      case "failed":
+        if (r.failure.kind === "fenced") this.stop("fenced", r.failure.code);
+        else if (r.failure.kind === "cancelled") this.stop("cancel");
+        if (r.failure.kind !== "error") return null;
+        return platformFailure("secrets.unavailable", `the secret broker did not answer: ${r.failure.message}`);
+    }
   }
 
   /** Pulls, verifies and unpacks the pinned image before the sandbox exists; timed as image_ms. */
@@ -315,7 +347,7 @@ export class AttemptRun {
 
   private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
     const { job } = this.ticket;
-    const env = buildStepEnv(this.ticket, sandbox.paths);
+    const env = buildStepEnv(this.ticket, sandbox.paths, this.secrets.env);
     const output = this.logs;
     try {
       for (const [index, command] of job.steps.entries()) {

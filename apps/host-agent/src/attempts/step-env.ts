@@ -5,7 +5,12 @@ import type { SandboxPaths } from "../sandboxes/index.ts";
 
 const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
 
-export function buildStepEnv(ticket: JobTicket, paths: SandboxPaths): Record<string, string> {
+export function buildStepEnv(
+  ticket: JobTicket,
+  paths: SandboxPaths,
+  /** Delivered secrets under their own names (issue 16); they win over a same-named workflow variable. */
+  secrets: Readonly<Record<string, string>> = {},
+): Record<string, string> {
   return {
     PATH: STEP_PATH,
     HOME: paths.home,
@@ -19,5 +24,6 @@ export function buildStepEnv(ticket: JobTicket, paths: SandboxPaths): Record<str
     KILN_WORKSPACE: paths.workspace,
     // The workflow's own env comes last and may override the defaults above (as on other CI systems).
     ...ticket.job.env,
+    ...secrets,
   };
 }

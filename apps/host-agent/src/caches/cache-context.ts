@@ -19,6 +19,8 @@ export interface CacheContext {
   workspaceDir: string;
   localTier: LocalCacheTier | null;
   limits: CacheLimits;
+  /** The values delivered to this job (issue 16): an archive containing one is never saved. */
+  secretValues: readonly string[];
 }
 
 export interface InputDigest {

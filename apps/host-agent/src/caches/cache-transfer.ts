@@ -36,6 +36,8 @@ export interface CacheTransferDeps {
   /** One line into the job's own log (what the user reads), e.g. why the cache was not written. */
   writeLogLine: (line: string) => void;
   config: CacheHostConfig;
+  /** Delivered secret values (issue 16), read when the save packs its archive. */
+  secretValues: () => readonly string[];
 }
 
 export class CacheTransfer {
@@ -175,6 +177,7 @@ export class CacheTransfer {
       workspaceDir: sandbox.hostWorkspaceDir,
       localTier: config.localTier,
       limits: config.limits,
+      secretValues: this.deps.secretValues(),
     };
   }
 

@@ -10,6 +10,7 @@ import { errorMessage } from "@kiln/logger";
 import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
 import { packCache } from "./pack-cache.ts";
+import { archiveContainsSecret, CACHE_REFUSED_SECRET } from "./secret-scan.ts";
 
 const UNTRUSTED_REFUSAL = "cache write refused: untrusted run";
 
@@ -32,6 +33,14 @@ export async function saveCache(ctx: CacheContext, inputs: InputDigest[], spoolF
       maxEntries: ctx.limits.maxEntries,
     });
     if (!packed.ok) return { result: "skipped", reason: packed.reason, bytes: 0, ms: ms() };
+    // Before anything is offered: the blob would outlive the job and be restored by other runs.
+    if (await archiveContainsSecret(spoolFile, ctx.secretValues))
+      return {
+        result: "refused",
+        reason: `cache write refused: ${CACHE_REFUSED_SECRET}: the archive contains a secret value of this job`,
+        bytes: 0,
+        ms: ms(),
+      };
     const { jobId, jobToken, epoch } = ctx.ticket;
     const opened = await callControl(
       "open cache save",

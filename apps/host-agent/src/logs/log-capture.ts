@@ -40,6 +40,12 @@ export class LogCapture {
     this.maskers = { stdout: new SecretMasker(secrets), stderr: new SecretMasker(secrets) };
   }
 
+  /** Masks these values too from now on, including in bytes a masker still holds back. */
+  addSecrets(values: readonly string[]): void {
+    if (values.length === 0) return;
+    for (const stream of ["stdout", "stderr"] as const) this.maskers[stream] = this.maskers[stream].withMore(values);
+  }
+
   /** Chunks cut so far (the next sequence number). */
   get nextSeq(): number {
     return this.seq;

@@ -3,7 +3,7 @@
 // control plane acknowledges it (after it is durable in PostgreSQL) -> seal. A log that cannot be
 // sealed (fenced attempt, drain deadline) is left for the control plane to mark gapped.
 import path from "node:path";
-import { secretValuesFromEnv, type LogStream } from "@kiln/domain";
+import { maskPatternsFor, secretValuesFromEnv, type LogStream } from "@kiln/domain";
 import {
   describeFailure,
   isRetriable,
@@ -83,6 +83,14 @@ export class LogShipper {
     this.spool = new LogSpool(path.join(cfg.spoolDir, attempt.attemptId));
     this.bucket = new TokenBucket(cfg.rateBytesPerSec, Math.max(cfg.rateBytesPerSec, MAX_BATCH_BYTES));
     this.sender = this.sendLoop();
+  }
+
+  /**
+   * Delivered secrets (issue 16): each value and its base64, URL-encoded and JSON-escaped forms
+   * are masked in every byte captured from now on, before it is spooled or sent.
+   */
+  maskSecrets(values: readonly string[]): void {
+    this.capture.addSecrets(maskPatternsFor(values));
   }
 
   /** A step ended: release masked-back bytes and cut everything buffered. */

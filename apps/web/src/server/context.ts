@@ -8,6 +8,7 @@ import {
   type ArtifactStore,
   type CacheStore,
   type EngineConfig,
+  KekSource,
 } from "@kiln/engine";
 import {
   LogArchiveReader,
@@ -40,6 +41,8 @@ interface Services {
   caches: () => CacheStore;
   /** Logs (issue 4): journal pool, Redis publisher + subscriber hub, archive reader; on first use. */
   logs: () => LogServices;
+  /** Secrets' KEK (ADR 0025), read on first use and again after a rotation installs a new file. */
+  keks: KekSource;
 }
 
 interface LogServices {
@@ -83,6 +86,7 @@ export function services(): Services {
       settings: cacheSettingsFromEnv(e),
     })),
     logs: lazy(() => createLogServices(e, log)),
+    keks: new KekSource(e.KILN_SECRETS_KEK_FILE ?? null, e.KILN_SECRETS_KEK_ID ?? null),
   };
   return g.__kiln;
 }

@@ -28,6 +28,17 @@ const schema = z.object({
   KILN_DATA_DIR: z.string().default("./.kiln-data"),
   /** As for the workers (docs/adr/0017): enables file:// under this root and loopback clone URLs. */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /** Secrets (ADR 0025): the file holding the base64 32-byte KEK. Unset: secrets cannot be set or delivered
+   * (SECRET.KEK_UNAVAILABLE, 503); `npm run up` and the test platform generate one. Re-read after a rotation. */
+  KILN_SECRETS_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  /** The KEK's id; default the first 8 hex characters of the SHA-256 of its 32 bytes. */
+  KILN_SECRETS_KEK_ID: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
+  ),
 });
 
 export type WebEnv = z.infer<typeof schema>;

@@ -101,6 +101,9 @@ export const jobTicket = z.object({
       })
       .nullable()
       .optional(),
+    /** Declared secret names (issue 16): the agent asks the broker only when there are some. */
+    secrets: z.array(z.string()).optional(),
+    secretsRequired: z.boolean().optional(),
   }),
 });
 export type JobTicketWire = z.infer<typeof jobTicket>;
@@ -390,3 +393,16 @@ export const cacheStatsRequest = z
   })
   .strict();
 export const cacheStatsResponse = z.object({ recorded: z.boolean() });
+
+// ---- Secrets (issue 16, docs/adr/0025). With the job token, once, at job start:
+//   POST /v1/agent/jobs/{job_id}/secrets   secretsRequest -> secretsResponse | 409 stale
+// Every delivered value's audit record is committed before this answer is sent. `withheld` names
+// why nothing was delivered (an untrusted run); `required` is the job's secrets_required.
+export const secretsRequest = z.object({ epoch: z.number().int().min(1) }).strict();
+export const secretsResponse = z.object({
+  delivered: z.array(z.object({ name: z.string(), version: z.number().int(), value: z.string() })),
+  withheld: z.object({ cause: z.string(), message: z.string() }).nullable(),
+  missing: z.array(z.string()),
+  required: z.boolean(),
+});
+export type SecretsResponseWire = z.infer<typeof secretsResponse>;

@@ -36,13 +36,21 @@ function asLatin1(bytes: Uint8Array): string {
 }
 
 export class SecretMasker {
-  private readonly secrets: string[];
+  private secrets: string[];
   private readonly mask = utf8.encode(SECRET_MASK);
   private held: Uint8Array = new Uint8Array(0);
+  /** Occurrences masked so far (a scan that only needs to know whether a value appears reads this). */
+  hits = 0;
 
   constructor(secretValues: readonly string[]) {
     // Compare in the same byte->code-unit space as the data.
     this.secrets = secretValues.map((s) => asLatin1(utf8.encode(s))).filter((s) => s.length > 0);
+  }
+
+  private get longest(): number {
+    let n = 0;
+    for (const s of this.secrets) n = Math.max(n, s.length);
+    return n;
   }
 
   get active(): boolean {
@@ -52,6 +60,19 @@ export class SecretMasker {
   /** Bytes held back because they may begin a secret. */
   get heldBytes(): number {
     return this.held.length;
+  }
+
+  /**
+   * A masker for `more` values as well, carrying over this one's held bytes: they are scanned again
+   * against every pattern with the next bytes, so a value learnt mid-stream is still masked in them.
+   */
+  withMore(more: readonly string[]): SecretMasker {
+    const next = new SecretMasker([]);
+    const all = new Set([...this.secrets, ...more.map((s) => asLatin1(utf8.encode(s)))]);
+    next.secrets = [...all].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+    next.held = this.held;
+    next.hits = this.hits;
+    return next;
   }
 
   /** Masks what can be decided now; returns the bytes safe to emit (possibly empty). */
@@ -75,12 +96,26 @@ export class SecretMasker {
     const text = asLatin1(buf);
     const parts: Uint8Array[] = [];
     let pos = 0;
+    let heldFrom: number | null = null;
     for (;;) {
       const hit = this.nextMatch(text, pos);
       if (!hit) break;
+      // A match that starts earlier or at the same byte but is longer may still complete (a value's
+      // padded base64 after its unpadded form, its JSON escape before it): decide only once it
+      // cannot, so the output is the same wherever the stream was cut.
+      const undecided = final ? null : this.undecidedBefore(text, pos, hit);
+      if (undecided !== null) {
+        heldFrom = undecided;
+        break;
+      }
       if (hit.at > pos) parts.push(buf.subarray(pos, hit.at));
       parts.push(this.mask);
+      this.hits++;
       pos = hit.at + hit.length;
+    }
+    if (heldFrom !== null) {
+      if (heldFrom > pos) parts.push(buf.subarray(pos, heldFrom));
+      return { out: parts.length === 1 && parts[0] ? parts[0] : concat(parts), rest: buf.subarray(heldFrom) };
     }
     const keep = final ? 0 : this.undecidedTail(text, pos);
     const cut = buf.length - keep;
@@ -97,6 +132,22 @@ export class SecretMasker {
         best = { at, length: s.length };
     }
     return best;
+  }
+
+  /**
+   * Where an undecided match starts that would win over `hit` (leftmost, then longest) once more
+   * bytes arrive: a position at or before the hit from which the rest of the text is a proper prefix
+   * of a secret too long to be complete yet. Null when `hit` is final.
+   */
+  private undecidedBefore(text: string, pos: number, hit: { at: number; length: number }): number | null {
+    const longest = this.longest;
+    for (let q = Math.max(pos, text.length - longest + 1); q <= hit.at; q++) {
+      const tail = text.length - q;
+      for (const s of this.secrets) {
+        if (s.length > tail && text.startsWith(s.slice(0, tail), q)) return q;
+      }
+    }
+    return null;
   }
 
   /** Length of the longest tail (after `from`) that is a proper prefix of some secret. */

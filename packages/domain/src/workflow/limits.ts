@@ -10,4 +10,5 @@ export const WORKFLOW_LIMITS = {
   maxStepLength: 16 * 1024,
   maxEnvVars: 128,
   maxTimeoutMinutes: 24 * 60,
+  maxSecretsPerJob: 100,
 } as const;

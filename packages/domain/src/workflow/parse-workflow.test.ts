@@ -28,6 +28,8 @@ describe("parseWorkflow: structure", () => {
             paths: ["/work/cache/maven"],
           },
           artifacts: { publish: [{ name: "app", path: "target/app.jar" }], restore: [] },
+          secrets: [],
+          secretsRequired: false,
         },
         {
           index: 1,
@@ -44,6 +46,8 @@ describe("parseWorkflow: structure", () => {
             publish: [],
             restore: [{ fromJob: "compile", name: "app", path: "inputs/app.jar" }],
           },
+          secrets: [],
+          secretsRequired: false,
         },
       ],
     });

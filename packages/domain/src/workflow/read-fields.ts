@@ -3,6 +3,7 @@ import { CACHE_KINDS, type CacheKind } from "../caches/index.ts";
 import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "../shared/paths.ts";
+import { secretNameProblem } from "../secrets/index.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import { rejectExpressions, withPlaceholders } from "./expressions.ts";
 import type { WorkflowJob } from "./types.ts";
@@ -178,4 +179,26 @@ export function readArtifacts(
     restoreSites.push({ fromJob, name, fromAt });
   }
   return { artifacts, restoreSites };
+}
+
+/** `secrets: [NAME, ...]`: the only secrets this job's steps may receive (issue 16). */
+export function readSecretNames(reader: Reader, at: Located): string[] {
+  const items = reader.list(at, "a list of secret names", { min: 0, max: WORKFLOW_LIMITS.maxSecretsPerJob });
+  const seen = new Set<string>();
+  return items.map((item) => {
+    const name = reader.text(item, "a secret name");
+    const problem = secretNameProblem(name);
+    if (problem) reader.fail(item, `${label(item)} ${quote(name)} ${problem}`);
+    if (seen.has(name)) reader.fail(item, `${label(at)} lists ${quote(name)} twice`);
+    seen.add(name);
+    return name;
+  });
+}
+
+/** `secrets_required: true|false`; a plain YAML boolean, nothing else. */
+export function readSecretsRequired(reader: Reader, at: Located): boolean {
+  const value = reader.text(at, "true or false");
+  if (value !== "true" && value !== "false")
+    reader.fail(at, `${label(at)} must be true or false (got ${quote(value)})`);
+  return value === "true";
 }

@@ -8,6 +8,8 @@ import {
   readCommand,
   readDisplayName,
   readEnv,
+  readSecretNames,
+  readSecretsRequired,
   readImageRef,
   readJobName,
   type RestoreSite,
@@ -27,6 +29,8 @@ const JOB_KEYS = [
   "tier",
   "cache",
   "artifacts",
+  "secrets",
+  "secrets_required",
   "strategy",
   "runs_on",
 ] as const;
@@ -66,6 +70,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
   const cacheAt = fields.get("cache");
   const artifactsAt = fields.get("artifacts");
   const needsAt = fields.get("needs") ?? null;
+  const secretsAt = fields.get("secrets");
+  const secretsRequiredAt = fields.get("secrets_required");
   const { artifacts, restoreSites } = artifactsAt
     ? readArtifacts(reader, artifactsAt)
     : { artifacts: { publish: [], restore: [] }, restoreSites: [] };
@@ -98,6 +104,8 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     tier: tierAt ? readTier(reader, tierAt) : null,
     cache,
     artifacts,
+    secrets: secretsAt ? readSecretNames(reader, secretsAt) : [],
+    secretsRequired: secretsRequiredAt ? readSecretsRequired(reader, secretsRequiredAt) : false,
   };
   // runs_on (issue 20, ADR 0031): copied to every matrix expansion with the rest of the job.
   const runsOnAt = fields.get("runs_on");

@@ -44,6 +44,13 @@ export interface WorkflowJob {
   /** Present only when the job has `runs_on` (frozen with the definition). */
   runsOn?: RunsOn;
   /**
+   * Secret names the job declares (issue 16); only these are ever delivered, each into the step
+   * environment under its own name. Frozen with the definition like every other field.
+   */
+  secrets: string[];
+  /** With it, an untrusted run ends blocked_by_policy instead of running without its secrets. */
+  secretsRequired: boolean;
+  /**
    * Present only on an expansion of a job with `strategy.matrix` (issue 20, ADR 0030): the job's
    * name as written, this expansion's values (also in `env` as KILN_MATRIX_<KEY>), and the
    * strategy's sibling rules, which advanceGraph and the fail-fast cancel read.

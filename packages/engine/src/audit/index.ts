@@ -7,3 +7,4 @@ export {
   type AuditEventRef,
 } from "./record-audit-event.ts";
 export { listAuditEvents, type AuditEventView, type ListAuditEventsInput } from "./list-audit-events.ts";
+export { listRecentAuditEvents } from "./recent-audit-events.ts";

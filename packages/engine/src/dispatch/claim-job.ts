@@ -71,6 +71,9 @@ export interface JobTicket {
     artifacts: WorkflowDefinition["jobs"][number]["artifacts"];
     /** Build cache block (issue 8); the key itself is derived by the control plane at each call. */
     cache: WorkflowDefinition["jobs"][number]["cache"];
+    /** Declared secret names and secrets_required (issue 16): the agent asks the broker when there are some. */
+    secrets: string[];
+    secretsRequired: boolean;
   };
 }
 
@@ -548,6 +551,9 @@ function ticketFrom(cfg: EngineConfig, key: SigningKey, a: Claimed): JobTicket {
       size: def.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
       artifacts: def.artifacts,
       cache: def.cache ?? null,
+      // Definitions frozen before issue 16 have neither field.
+      secrets: def.secrets ?? [],
+      secretsRequired: def.secretsRequired ?? false,
     },
   };
 }
@@ -602,6 +608,9 @@ async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId:
       size: def.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
       artifacts: def.artifacts,
       cache: def.cache ?? null,
+      // Definitions frozen before issue 16 have neither field.
+      secrets: def.secrets ?? [],
+      secretsRequired: def.secretsRequired ?? false,
     },
   };
 }

@@ -4,6 +4,7 @@
 // the workers and host agents as child processes started by path (never imported).
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -177,9 +178,22 @@ export class Platform {
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
     this.attestationKeyFile = await ensureAttestationKey(path.join(this.dataDir, "attestor", "attestation-key.pem"));
+    await this.ensureSecretsKek();
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });
     const devPool = o.developmentPool === undefined ? "default" : o.developmentPool;
     if (devPool) await configureDevelopmentPool(this.db, devPool, o.untrustedOnProcess ?? false);
+  }
+
+  /**
+   * The secrets KEK (ADR 0025): 32 random bytes, base64, mode 0600, in the data directory unless
+   * KILN_SECRETS_KEK_FILE is given; kept across restarts of a durable data directory.
+   */
+  private async ensureSecretsKek(): Promise<void> {
+    if (this.env.KILN_SECRETS_KEK_FILE) return;
+    const file = path.join(this.dataDir, "secrets.kek");
+    if (!existsSync(file))
+      await writeFile(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+    this.env.KILN_SECRETS_KEK_FILE = file;
   }
 
   /** (Re)starts the embedded PostgreSQL on the same data directory and port. */

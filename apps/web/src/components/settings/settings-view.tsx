@@ -34,9 +34,21 @@ export function SettingsView({ org }: { org: string }) {
           </p>
         )}
         {admin ? (
-          <p className="mt-1 text-sm">
+          <p className="mt-1 flex gap-4 text-sm">
             <Link href={`/orgs/${org}/settings/tokens`} className="underline-offset-2 hover:underline">
               API tokens
+            </Link>
+            <Link href={`/orgs/${org}/settings/secrets`} className="underline-offset-2 hover:underline">
+              Secrets
+            </Link>
+            <Link href={`/orgs/${org}/audit`} className="underline-offset-2 hover:underline">
+              Audit trail
+            </Link>
+          </p>
+        ) : role === "auditor" ? (
+          <p className="mt-1 text-sm">
+            <Link href={`/orgs/${org}/audit`} className="underline-offset-2 hover:underline">
+              Audit trail
             </Link>
           </p>
         ) : null}

@@ -79,6 +79,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "SCHEDULE.EXISTS": 409,
   "SCHEDULE.LIMIT_REACHED": 422,
   "SCHEDULE.FROM_WORKFLOW": 409,
+  // Secrets (issue 16, ADR 0025). Another org's secret is SECRET.NOT_FOUND, like one never set.
+  "SECRET.NOT_FOUND": 404,
+  "SECRET.INVALID_NAME": 422,
+  "SECRET.VALUE_TOO_LARGE": 413,
+  // This process's key-encryption key does not open the org's data key (a rotation not yet
+  // installed here, or no KEK configured): retriable once the operator installs the file.
+  "SECRET.KEK_UNAVAILABLE": 503,
+  "SECRET.KEK_MISMATCH": 503,
+  "SECRET.DECRYPT_FAILED": 503,
+  "ORG.NOT_FOUND": 404,
   // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
   // no key yet means the workers have not signed one (they do within a second of starting).
   "TLOG.ENTRY_INVALID": 422,

@@ -3,6 +3,8 @@ import { isDomainError } from "@kiln/domain";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { ADMIN_ROLES, ALL_ROLES, OPERATOR_ROLES, resolveTenant } from "./engine-views.ts";
+
+const AUDIT_ROLES: typeof ALL_ROLES = ["admin", "auditor"];
 import { isUnavailable, trpcCodeFor } from "./error-map.ts";
 
 export interface TrpcContext {
@@ -94,3 +96,5 @@ export const readProcedure = tenantProcedure(ALL_ROLES);
 export const operatorProcedure = tenantProcedure(OPERATOR_ROLES);
 /** Org settings (entitlements, egress allow-list): admins only, refused in the tenant query itself. */
 export const adminProcedure = tenantProcedure(ADMIN_ROLES);
+/** The audit trail (issue 16): admins and auditors, refused in the tenant query itself. */
+export const auditProcedure = tenantProcedure(AUDIT_ROLES);

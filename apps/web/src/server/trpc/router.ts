@@ -25,6 +25,10 @@ import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
 import { addSchedule } from "./schedules/add-schedule.procedure.ts";
 import { listSchedules } from "./schedules/list-schedules.procedure.ts";
 import { removeSchedule } from "./schedules/remove-schedule.procedure.ts";
+import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
+import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
+import { listSecrets } from "./secrets/list-secrets.procedure.ts";
+import { setSecret } from "./secrets/set-secret.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -57,6 +61,8 @@ export const appRouter = router({
     quarantines: listQuarantines,
     runHistory: getRunHistory,
   },
+  secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
+  audit: { list: listAuditEvents },
   tlog: { status: getTlogStatus },
 });
 

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { decideSecretDelivery, SECRET_WITHHELD_MESSAGE } from "./secret-delivery.ts";
+
+describe("decideSecretDelivery", () => {
+  const stored = [
+    { name: "A", scope: "org" as const, version: 3 },
+    { name: "A", scope: "repo:r1" as const, version: 1 },
+    { name: "B", scope: "org" as const, version: 2 },
+    { name: "UNDECLARED", scope: "org" as const, version: 1 },
+  ];
+  it("delivers declared names only, the repo's over the org's, and names the missing", () => {
+    expect(decideSecretDelivery({ trustClass: "trusted", declared: ["A", "B", "C"], required: false, stored })).toEqual(
+      {
+        kind: "deliver",
+        picks: [stored[1], stored[2]],
+        missing: ["C"],
+        required: false,
+      },
+    );
+  });
+  it("withholds everything from an untrusted run, with the named reason", () => {
+    expect(decideSecretDelivery({ trustClass: "untrusted", declared: ["A"], required: true, stored })).toEqual({
+      kind: "withheld",
+      cause: "SECRET.WITHHELD_UNTRUSTED",
+      message: SECRET_WITHHELD_MESSAGE,
+      required: true,
+    });
+    expect(SECRET_WITHHELD_MESSAGE).toBe("secrets withheld: untrusted run (fork or non-member)");
+  });
+  it("has nothing to do for a job that declares nothing", () => {
+    expect(decideSecretDelivery({ trustClass: "trusted", declared: [], required: true, stored })).toEqual({
+      kind: "none",
+    });
+  });
+});
