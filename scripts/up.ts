@@ -48,6 +48,9 @@ async function main(): Promise<void> {
       KILN_DEV_LOGIN: "1",
       AUTH_SECRET: process.env.AUTH_SECRET ?? (await authSecret()),
       AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
+      // The ID-token issuer (docs/adr/0024): the address this instance is reached at. The identity
+      // KEK defaults to <KILN_DATA_DIR>/identity-kek for the web server and the CLI alike.
+      KILN_PUBLIC_URL: process.env.KILN_PUBLIC_URL ?? process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
       AUTH_TRUST_HOST: "true",
       // Secrets (ADR 0025): the platform generates $KILN_DATA_DIR/secrets.kek (0600) unless this is set.
       ...(process.env.KILN_SECRETS_KEK_FILE ? { KILN_SECRETS_KEK_FILE: process.env.KILN_SECRETS_KEK_FILE } : {}),

@@ -41,7 +41,7 @@ export class Platform {
     env: Record<string, string> = {},
     /** Untrusted runs on the process agents of the development pool (ADR 0022): for suites about
      * something else (caches, egress) that run a fork PR without a microVM host. */
-    private readonly opts: { untrustedOnProcess?: boolean } = {},
+    private readonly opts: { untrustedOnProcess?: boolean; webPort?: number } = {},
   ) {
     this.env = { ...E2E_ENV, ...env };
   }
@@ -62,7 +62,11 @@ export class Platform {
     if (!this.platform.git) throw new Error("the platform started no git server");
     this.git = this.platform.git;
     this.platform.startWorkers();
-    await this.platform.startWeb("web", { healthTimeoutMs: 60_000 });
+    // A fixed port when the suite must know its public URL before the server starts (the ID-token issuer).
+    await this.platform.startWeb("web", {
+      healthTimeoutMs: 60_000,
+      ...(this.opts.webPort ? { port: this.opts.webPort } : {}),
+    });
     this.base = this.platform.baseUrl();
   }
 

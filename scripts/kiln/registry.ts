@@ -6,6 +6,7 @@ import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
+import { identityCommands } from "./identity.ts";
 import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
@@ -19,6 +20,7 @@ export const commands: CliCommand[] = [
   ...attestationCommands,
   ...secretCommands,
   ...auditCommands,
+  ...identityCommands,
   ...runCommands,
   ...scheduleCommands,
   ...tlogCommands,

@@ -32,6 +32,8 @@ export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
 export type EgressEventsRequest = z.input<typeof agentProtocol.egressEventsRequest>;
 export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsResponse>;
 export type SecretsResponse = z.output<typeof agentProtocol.secretsResponse>;
+export type IdTokenRequest = z.input<typeof agentProtocol.idTokenRequest>;
+export type IdTokenResponse = z.output<typeof agentProtocol.idTokenResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -264,6 +266,17 @@ export class ControlClient {
   fetchSecrets(jobId: string, jobToken: string, epoch: number, opts: CallOptions): Promise<ApiResult<SecretsResponse>> {
     const payload = agentProtocol.secretsRequest.parse({ epoch });
     return this.post(`${jobPath(jobId)}/secrets`, jobToken, payload, agentProtocol.secretsResponse, opts);
+  }
+
+  // Workload identity (docs/adr/0024): an ID token for a step of the attempt this job token names.
+  mintIdToken(
+    jobId: string,
+    jobToken: string,
+    body: IdTokenRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<IdTokenResponse>> {
+    const payload = agentProtocol.idTokenRequest.parse(body);
+    return this.post(`${jobPath(jobId)}/id-token`, jobToken, payload, agentProtocol.idTokenResponse, opts);
   }
 
   private post<T>(

@@ -30,6 +30,7 @@ export function proxy(req: NextRequest): NextResponse {
 
 export const config = {
   // Static assets carry their headers from next.config.ts; /v1, /tlog/ (the transparency log's
-  // checkpoint and tiles) and /healthz are machine paths.
-  matcher: ["/((?!v1/|v1$|tlog/|healthz|_next/static|_next/image|favicon.ico).*)"],
+  // checkpoint and tiles), /healthz and /.well-known (the OIDC discovery document and JWKS, fetched
+  // by relying parties, ADR 0024) are machine paths.
+  matcher: ["/((?!v1/|v1$|tlog/|healthz|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
 };

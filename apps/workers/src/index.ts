@@ -7,6 +7,7 @@ import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
+import { pruneIdTokensJob } from "./jobs/prune-id-tokens.job.ts";
 import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
@@ -81,6 +82,8 @@ await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
 await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
 // Job-token signing key: replaced once it is 30 days old, checked hourly (docs/adr/0018).
 await boss.schedule(rotateJobTokenKeyJob.name, "17 * * * *", {});
+// ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).
+await boss.schedule(pruneIdTokensJob.name, "*/15 * * * *", {});
 
 // Freeze requests the relay just queued are fetched at once by this process's worker instead of at
 // its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).

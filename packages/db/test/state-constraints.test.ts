@@ -16,6 +16,7 @@ import {
   dispatch,
   EGRESS_DECISIONS,
   EGRESS_RULE_ACTIONS,
+  ID_TOKEN_ALGS,
   JOB_STATUSES,
   LOG_STATES,
   LOG_STREAMS,
@@ -53,6 +54,7 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "cache_job_stat.restore_tier": CACHE_RESTORE_TIERS,
   "cache_job_stat.save_result": CACHE_SAVE_RESULTS,
   "pool.min_isolation": dispatch.ISOLATION_CLASSES,
+  "id_token_key.alg": ID_TOKEN_ALGS,
 };
 
 const t = useMigratedDb(2);

@@ -91,6 +91,21 @@ export {
   listAgentTokens,
   revokeAgentToken,
   type AgentTokenView,
+  loadOrCreateIdentityKek,
+  readIdentityKek,
+  kekFromBytes,
+  type IdentityKek,
+  idTokenJwks,
+  listIdTokenKeys,
+  rotateIdTokenKey,
+  type PublishedKey,
+  mintIdToken,
+  pruneIdTokens,
+  type MintedIdToken,
+  verifyIdToken,
+  introspectIdToken,
+  type IdTokenVerdict,
+  type IdTokenRefusal,
 } from "./identity/index.ts";
 export { fetchWorkflowFile } from "./source/index.ts";
 export {

@@ -8,6 +8,7 @@ import { HeartbeatLoop } from "../heartbeat-loop.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
+import { openIdTokenEndpoint, type IdTokenEndpoint } from "../identity/index.ts";
 import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
@@ -71,6 +72,8 @@ export class AttemptRun {
   private artifacts: ArtifactTransfer | null = null;
   private egress: AttemptEgress | null = null;
   private secrets: JobSecrets = NO_SECRETS;
+  /** The steps' ID token endpoint (docs/adr/0024), on the egress listener: none without egress. */
+  private readonly idTokens: IdTokenEndpoint | null;
   private readonly logs: LogShipper;
 
   constructor(
@@ -84,6 +87,7 @@ export class AttemptRun {
     // Every attempt ships and seals a log, even one that fails before its first step.
     const { client } = deps;
     const { jobId, jobToken } = ticket;
+    this.idTokens = deps.egress ? openIdTokenEndpoint({ client, ticket, log: this.log }) : null;
     this.logs = new LogShipper(
       deps.logs,
       { attemptId: ticket.attemptId, epoch: ticket.epoch, env: ticket.job.env },
@@ -133,6 +137,8 @@ export class AttemptRun {
     } finally {
       setupEndedAt = this.now();
       this.concluded = true;
+      // No step runs any more: the request token is dead before the sandbox is.
+      this.idTokens?.close();
       for (const t of this.timers) clearTimeout(t);
       // Destroy before reporting: once the control plane hears "done" it may hand the next job
       // to this host, and nothing of this one may still exist by then.
@@ -181,7 +187,9 @@ export class AttemptRun {
     });
     this.abort.abort();
     if (killsAtOnce(reason)) {
-      // Fenced or lease lost: another agent may already own this job. Kill and wipe now.
+      // Fenced or lease lost: another agent may already own this job. Kill and wipe now, and mint
+      // nothing more for it (the control plane refuses too; this answers without asking).
+      this.idTokens?.close();
       this.sandbox?.kill("SIGKILL");
       void this.destroySandbox();
       this.logs.abandon(reason);
@@ -347,7 +355,7 @@ export class AttemptRun {
 
   private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
     const { job } = this.ticket;
-    const env = buildStepEnv(this.ticket, sandbox.paths, this.secrets.env);
+    const env = buildStepEnv(this.ticket, sandbox.paths, this.secrets.env, this.idTokens?.requestToken);
     const output = this.logs;
     try {
       for (const [index, command] of job.steps.entries()) {
@@ -404,6 +412,7 @@ export class AttemptRun {
       // microvm relay (QEMU guestfwd cmd:) through the VM's egress link (sandboxes/microvm/egress-relay.ts).
       listen: "unix",
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
+      ...(this.idTokens ? { idTokens: this.idTokens } : {}),
     });
   }
 

@@ -5,11 +5,16 @@ import type { SandboxPaths } from "../sandboxes/index.ts";
 
 const STEP_PATH = "/usr/local/bin:/usr/bin:/bin";
 
+/**
+ * `idTokenRequestToken`: the attempt's random request token for its ID token endpoint (docs/adr/0024);
+ * KILN_ID_TOKEN_URL comes from the driver with the proxy address the sandbox sees.
+ */
 export function buildStepEnv(
   ticket: JobTicket,
   paths: SandboxPaths,
   /** Delivered secrets under their own names (issue 16); they win over a same-named workflow variable. */
   secrets: Readonly<Record<string, string>> = {},
+  idTokenRequestToken?: string,
 ): Record<string, string> {
   return {
     PATH: STEP_PATH,
@@ -25,5 +30,7 @@ export function buildStepEnv(
     // The workflow's own env comes last and may override the defaults above (as on other CI systems).
     ...ticket.job.env,
     ...secrets,
+    // Not overridable: a workflow value here could only break the endpoint for its own steps.
+    ...(idTokenRequestToken ? { KILN_ID_TOKEN_REQUEST_TOKEN: idTokenRequestToken } : {}),
   };
 }

@@ -5,6 +5,7 @@ import type { Logger } from "@kiln/logger";
 import type { EgressProxy } from "./egress-proxy.ts";
 import { EgressReporter } from "./egress-reporter.ts";
 import type { EgressListenerAddress } from "./egress-registry.ts";
+import type { IdTokenEndpoint } from "../identity/index.ts";
 
 // A step retrying a denied host in a loop must not flood its own log; the events still count them.
 const MAX_DENIAL_LINES = 50;
@@ -23,6 +24,8 @@ export async function openAttemptEgress(deps: {
   listen: "unix" | "tcp";
   writeLogLine: (line: string) => void;
   log: Logger;
+  /** The attempt's ID token endpoint, served on this listener (docs/adr/0024). */
+  idTokens?: IdTokenEndpoint;
 }): Promise<AttemptEgress> {
   const { ticket, log } = deps;
   const reporter = new EgressReporter(deps.client, ticket, log);
@@ -32,6 +35,7 @@ export async function openAttemptEgress(deps: {
     trustClass: ticket.trustClass,
     policy: ticket.egress,
     listen: deps.listen,
+    ...(deps.idTokens ? { idTokens: deps.idTokens } : {}),
     onDecision: (e) => reporter.record(e, new Date()),
     onDenied: (line) => {
       denialLines++;

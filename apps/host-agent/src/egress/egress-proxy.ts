@@ -14,7 +14,8 @@ import type { JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
 import { relayHttp, writeFramed } from "./http-relay.ts";
 import { listen, type ListenerHandle } from "./egress-listener.ts";
-import type { EgressListenerAddress } from "./egress-registry.ts";
+import { SANDBOX_PROXY_AUTHORITIES, type EgressListenerAddress } from "./egress-registry.ts";
+import type { IdTokenEndpoint } from "../identity/index.ts";
 
 type EgressPolicy = NonNullable<JobTicket["egress"]>;
 
@@ -34,6 +35,11 @@ export interface AttemptEgressSpec {
   onDecision(e: EgressDecisionEvent): void;
   /** Called with the denial line; the attempt writes it into the job's stderr log. */
   onDenied(line: string): void;
+  /**
+   * The attempt's ID token endpoint (docs/adr/0024), answered for origin-form requests on this
+   * listener (the sandbox addresses the proxy itself); absent, such requests are refused as before.
+   */
+  idTokens?: Pick<IdTokenEndpoint, "handle">;
 }
 
 export interface EgressProxyOptions {
@@ -181,6 +187,11 @@ export class EgressProxy {
     } catch {
       url = null;
     }
+    // Addressed to the proxy itself: origin-form (NO_PROXY names the proxy's host), or absolute-form
+    // to the proxy's own address from a client that ignores NO_PROXY (busybox wget in a guest). It
+    // serves only the attempt's ID token endpoint; nothing behind it is reachable this way.
+    const toSelf = (req.url ?? "").startsWith("/") || (url !== null && SANDBOX_PROXY_AUTHORITIES.has(url.host));
+    if (a?.spec.idTokens && toSelf) return a.spec.idTokens.handle(req, res);
     if (!a || !url)
       return writeFramed(
         res,

@@ -11,7 +11,16 @@
 //     connections and never passes a close).
 // Null means no egress for that attempt: the sandbox gets no way out at all.
 
+import { ID_TOKEN_PATH } from "../identity/index.ts";
+
 export type EgressListenerAddress = { kind: "tcp"; port: number } | { kind: "unix"; path: string };
+
+/**
+ * The proxy's address as each driver's sandbox sees it (process: the in-namespace forwarder,
+ * sandboxes/process/egress-forwarder.ts; microvm: QEMU's guestfwd, sandboxes/microvm/qemu-command.ts).
+ * A request for one of these is for the proxy itself, never proxied (the ID token endpoint).
+ */
+export const SANDBOX_PROXY_AUTHORITIES: ReadonlySet<string> = new Set(["127.0.0.1:3128", "10.0.2.100:3128"]);
 
 const listeners = new Map<string, EgressListenerAddress>();
 
@@ -27,16 +36,23 @@ export function egressSocketFor(attemptId: string): { path: string } | null {
   return l?.kind === "unix" ? { path: l.path } : null;
 }
 
-/** The proxy URL a step sees and the variables that point common tools at it. */
+/**
+ * The proxy URL a step sees and the variables that point common tools at it, plus the attempt's
+ * ID token endpoint on the same address (docs/adr/0024). The proxy's own host is in NO_PROXY, so
+ * a request to the endpoint goes straight to the listener instead of being proxied to itself.
+ */
 export function egressProxyEnv(proxyUrl: string): Record<string, string> {
+  const self = new URL(proxyUrl).hostname;
+  const noProxy = [...new Set(["localhost", "127.0.0.1", "::1", self])].join(",");
   return {
+    KILN_ID_TOKEN_URL: `${proxyUrl.replace(/\/+$/, "")}${ID_TOKEN_PATH}`,
     HTTP_PROXY: proxyUrl,
     HTTPS_PROXY: proxyUrl,
     http_proxy: proxyUrl,
     https_proxy: proxyUrl,
     // The sandbox's own loopback (services a job starts for itself) stays direct.
-    NO_PROXY: "localhost,127.0.0.1,::1",
-    no_proxy: "localhost,127.0.0.1,::1",
+    NO_PROXY: noProxy,
+    no_proxy: noProxy,
   };
 }
 

@@ -10,7 +10,9 @@ export type { SandboxSpec } from "./sandbox-driver.ts";
 export { SandboxLostError } from "./sandbox-driver.ts";
 export { createProcessDriver, ProcessDriver } from "./process/process-driver.ts";
 export { createMicrovmDriver, type MicrovmDriver } from "./microvm/microvm-driver.ts";
-export { findForwarderTools } from "./process/egress-forwarder.ts";
+export { findForwarderTools, SANDBOX_PROXY_URL } from "./process/egress-forwarder.ts";
+// The proxy address a guest sees (the ID token endpoint is advertised on it, docs/adr/0024).
+export { GUEST_PROXY_URL } from "./microvm/qemu-command.ts";
 export { probeNamespaces } from "./process/namespace-probe.ts";
 
 export interface SandboxDriverConfig {

@@ -48,8 +48,8 @@ export default async function Home() {
       </table>
       <h2 className="mt-12 text-lg font-semibold">Transparency log</h2>
       <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400">
-        Public, no token: the signed checkpoint at <code>/tlog/checkpoint</code>, C2SP tiles under <code>/tlog/tile/</code>,
-        entries and proofs under <code>/v1/tlog/</code>.{" "}
+        Public, no token: the signed checkpoint at <code>/tlog/checkpoint</code>, C2SP tiles under{" "}
+        <code>/tlog/tile/</code>, entries and proofs under <code>/v1/tlog/</code>.{" "}
         <Link href="/transparency-log" className="text-blue-700 hover:underline dark:text-blue-300">
           See the log&apos;s state and verifier key
         </Link>

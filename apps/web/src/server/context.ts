@@ -9,6 +9,8 @@ import {
   type CacheStore,
   type EngineConfig,
   KekSource,
+  type IdentityKek,
+  loadOrCreateIdentityKek,
 } from "@kiln/engine";
 import {
   LogArchiveReader,
@@ -19,11 +21,12 @@ import {
   type LogConfig,
   type LogFollowerDeps,
 } from "@kiln/engine";
+import { DomainError } from "@kiln/domain";
 import type { Logger } from "@kiln/logger";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { env, webEngineConfig, type WebEnv } from "./env.ts";
+import { env, identityKekFile, idTokenIssuer, webEngineConfig, type WebEnv } from "./env.ts";
 import { DispatchWaiter } from "./dispatch-waiter.ts";
 import { webLogger } from "./logger.ts";
 
@@ -43,6 +46,14 @@ interface Services {
   logs: () => LogServices;
   /** Secrets' KEK (ADR 0025), read on first use and again after a rotation installs a new file. */
   keks: KekSource;
+  /** Workload identity (ADR 0024): the issuer and the KEK that opens the signing key, on first use. */
+  identity: () => IdentityServices;
+}
+
+interface IdentityServices {
+  issuer: string;
+  /** The identity KEK; a failure to read it is ID_TOKEN.KEY_UNAVAILABLE and is retried next time. */
+  kek: () => Promise<IdentityKek>;
 }
 
 interface LogServices {
@@ -87,6 +98,7 @@ export function services(): Services {
     })),
     logs: lazy(() => createLogServices(e, log)),
     keks: new KekSource(e.KILN_SECRETS_KEK_FILE ?? null, e.KILN_SECRETS_KEK_ID ?? null),
+    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
   };
   return g.__kiln;
 }
@@ -111,6 +123,17 @@ function createLogServices(e: WebEnv, log: Logger): LogServices {
       keepAliveMs: e.KILN_SSE_KEEPALIVE_MS,
     },
   };
+}
+
+function identityKekLoader(file: string, log: Logger): () => Promise<IdentityKek> {
+  let loaded: Promise<IdentityKek> | null = null;
+  return () =>
+    (loaded ??= loadOrCreateIdentityKek(file).catch((err: unknown) => {
+      // Not cached: an operator who fixes the file (permissions, a mount) needs no restart.
+      loaded = null;
+      log.error("identity KEK unreadable", { file, err });
+      throw new DomainError("ID_TOKEN.KEY_UNAVAILABLE", `the identity KEK ${file} cannot be read`);
+    }));
 }
 
 function lazy<T>(make: () => T): () => T {

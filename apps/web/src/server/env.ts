@@ -1,4 +1,5 @@
 import { engineConfigFromEnv, engineEnvSchema, type EngineConfig } from "@kiln/engine";
+import path from "node:path";
 import { z } from "zod";
 
 // The web app's configuration, parsed once at first use (not at import: `next build` has no
@@ -26,6 +27,18 @@ const schema = z.object({
   KILN_LOG_DB_POOL: z.coerce.number().int().min(1).default(10),
   /** Local state; a manual trigger's ref check keeps its git mirrors under <dir>/git-ref-check. */
   KILN_DATA_DIR: z.string().default("./.kiln-data"),
+  /**
+   * The platform's public URL: the issuer of job ID tokens (ADR 0024) and where their discovery
+   * document and JWKS are fetched from, so it must be what relying parties reach. The default is a
+   * local `npm run up`; the dashboard's Origin check reads the same variable (auth/env.ts).
+   */
+  KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().default("http://localhost:3000")),
+  /**
+   * The identity KEK (32 bytes, base64) that seals ID-token signing keys at rest (ADR 0024).
+   * Unset: <KILN_DATA_DIR>/identity-kek, created with mode 0600 on first use. Every control-plane
+   * process (web, `kiln identity rotate-key`) must read the same file.
+   */
+  KILN_IDENTITY_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
   /** As for the workers (docs/adr/0017): enables file:// under this root and loopback clone URLs. */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** Secrets (ADR 0025): the file holding the base64 32-byte KEK. Unset: secrets cannot be set or delivered
@@ -52,6 +65,16 @@ export function parseWebEnv(source: Record<string, string | undefined>): WebEnv 
 /** The engine config this process runs with: the workers' mapping, so both read the same env alike. */
 export function webEngineConfig(e: WebEnv): EngineConfig {
   return engineConfigFromEnv(e);
+}
+
+/** The ID-token issuer: KILN_PUBLIC_URL without a trailing slash (the `iss` relying parties pin). */
+export function idTokenIssuer(e: WebEnv): string {
+  return e.KILN_PUBLIC_URL.replace(/\/+$/, "");
+}
+
+/** Where the identity KEK lives (see KILN_IDENTITY_KEK_FILE). */
+export function identityKekFile(e: WebEnv): string {
+  return e.KILN_IDENTITY_KEK_FILE ?? path.join(e.KILN_DATA_DIR, "identity-kek");
 }
 
 export function env(): WebEnv {

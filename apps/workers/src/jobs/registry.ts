@@ -3,6 +3,7 @@ import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
 import { gcArtifactsJob } from "./gc-artifacts.job.ts";
+import { pruneIdTokensJob } from "./prune-id-tokens.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 import { runSchedulesJob } from "./run-schedules.job.ts";
@@ -20,5 +21,6 @@ export const JOBS = [
   runSchedulesJob,
   attestJobJob,
   verifyAttestationJob,
+  pruneIdTokensJob,
   signTlogCheckpointJob,
 ] as const;

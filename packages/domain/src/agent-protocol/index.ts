@@ -8,6 +8,7 @@ import {
   RUNNER_LABEL_PATTERN,
   RUNNER_SIZES,
 } from "../dispatch/index.ts";
+import { AUDIENCE_PATTERN } from "../identity/index.ts";
 
 // The agent <-> control-plane contract, shared by both sides (conventions rule 10). Paths:
 //   POST /v1/agent/sessions               host credential  registerSessionRequest -> registerSessionResponse (201)
@@ -406,3 +407,13 @@ export const secretsResponse = z.object({
   required: z.boolean(),
 });
 export type SecretsResponseWire = z.infer<typeof secretsResponse>;
+// Workload identity (issue 16, docs/adr/0024): the agent asks for an ID token on a step's behalf.
+//   POST /v1/agent/jobs/{job_id}/id-token  job token  idTokenRequest -> idTokenResponse | 409 not current
+// The step reaches the agent, never this endpoint: the agent checks the attempt's request token first.
+export const idTokenRequest = z
+  .object({
+    epoch: z.number().int().min(1),
+    audience: z.string().regex(AUDIENCE_PATTERN, "audience must be 1-200 printable characters"),
+  })
+  .strict();
+export const idTokenResponse = z.object({ value: z.string(), expires_at: z.string() });

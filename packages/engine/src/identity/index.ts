@@ -20,3 +20,9 @@ export {
 } from "./tokens.ts";
 export { listApiTokens, revokeApiToken, type ApiTokenView } from "./api-tokens.ts";
 export { listAgentTokens, revokeAgentToken, type AgentTokenView } from "./agent-tokens.ts";
+// Workload identity (issue 16, ADR 0024): OIDC ID tokens for jobs.
+export { readIdentityKek, loadOrCreateIdentityKek, kekFromBytes, type IdentityKek } from "./identity-kek.ts";
+export { idTokenJwks, listIdTokenKeys, rotateIdTokenKey, type PublishedKey } from "./id-token-keys.ts";
+export { mintIdToken, type MintedIdToken } from "./mint-id-token.ts";
+export { pruneIdTokens } from "./prune-id-tokens.ts";
+export { verifyIdToken, introspectIdToken, type IdTokenVerdict, type IdTokenRefusal } from "./verify-id-token.ts";

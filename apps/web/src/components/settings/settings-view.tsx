@@ -9,11 +9,12 @@ import { useNow } from "../time.tsx";
 import { CacheConflicts } from "./cache-conflicts.tsx";
 import { CapacityCard } from "./capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
+import { IdentityCard } from "./identity-card.tsx";
 import { PoolsCard } from "./pools-card.tsx";
 import { RecentChanges } from "./recent-changes.tsx";
 
 /**
- * Org settings: capacity per pool, the egress allow-list and the audit trail. Everyone in the org
+ * Org settings: capacity per pool, the egress allow-list, pools, workload identity and the audit trail. Everyone in the org
  * reads them; only admins see the forms (the server refuses other roles regardless).
  */
 export function SettingsView({ org }: { org: string }) {
@@ -56,6 +57,7 @@ export function SettingsView({ org }: { org: string }) {
       <CapacityCard org={org} rows={q.data.entitlements} admin={admin} />
       <EgressCard org={org} rules={q.data.egress} admin={admin} now={now} />
       <PoolsCard org={org} />
+      <IdentityCard org={org} now={now} />
       <RecentChanges changes={q.data.changes} now={now} />
       {admin ? <CacheConflicts conflicts={q.data.cache_conflicts} now={now} /> : null}
     </div>

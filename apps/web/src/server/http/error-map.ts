@@ -44,6 +44,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   // 409 like a fenced epoch: the agent stops the step and destroys the sandbox at once.
   "ATTEMPT.HOST_REVOKED": 409,
   "TOKEN.NOT_FOUND": 404,
+  // The signing key cannot be opened (the identity KEK is missing or another one): an operator fix.
+  "ID_TOKEN.KEY_UNAVAILABLE": 503,
   "REQUEST.CROSS_ORIGIN": 403,
   "WEBHOOK.BAD_SIGNATURE": 401,
   "WEBHOOK.UNKNOWN_REPO": 404,

@@ -14,6 +14,7 @@ import { rerunFailed } from "./runs/rerun-failed.procedure.ts";
 import { listFlakyJobs } from "./runs/list-flaky-jobs.procedure.ts";
 import { allowEgressHost } from "./tenants/allow-egress-host.procedure.ts";
 import { getCapacityRights } from "./tenants/get-capacity-rights.procedure.ts";
+import { getIdentity } from "./tenants/get-identity.procedure.ts";
 import { getOrgSettings } from "./tenants/get-org-settings.procedure.ts";
 import { listOrgs } from "./tenants/list-orgs.procedure.ts";
 import { listPools } from "./tenants/list-pools.procedure.ts";
@@ -41,6 +42,7 @@ export const appRouter = router({
     capacityRights: getCapacityRights,
     allowEgressHost,
     removeEgressHost,
+    identity: getIdentity,
   },
   runs: {
     overview: getOverview,
