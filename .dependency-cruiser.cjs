@@ -25,10 +25,10 @@ module.exports = {
     {
       name: "domain-pure",
       comment:
-        "packages/domain is pure TypeScript: no I/O, frameworks, Prisma, queues or other workspaces (conventions 1). zod and yaml only.",
+        "packages/domain is pure TypeScript: no I/O, frameworks, Prisma, queues or other workspaces (conventions 1). zod and yaml only, and cron-parser (with its luxon) for schedules (ADR 0031): no I/O, always given the instant.",
       severity: "error",
       from: { path: "^packages/domain/src", pathNot: DOMAIN_TEST },
-      to: { pathNot: ["^packages/domain/", "node_modules/(zod|yaml)/"] },
+      to: { pathNot: ["^packages/domain/", "node_modules/(zod|yaml|cron-parser|luxon)/"] },
     },
     {
       name: "domain-tests-pure",

@@ -2,7 +2,9 @@
 // READY jobs on a durable embedded PostgreSQL, beside a floor of the same claimers each doing the
 // smallest durable transaction (BEGIN; touch its session row; COMMIT) on the same pool. Isolates the database path of a
 // claim from Next.js, to see what the claim itself costs.
-// Usage: tsx bench/control-plane/claim-inprocess.ts [--rounds 3]
+// Usage: tsx bench/control-plane/claim-inprocess.ts [--rounds 3] [--labelled]
+// --labelled (runner selection, issue 20): every other job asks `runs_on: {labels: [gpu]}` and half
+// the claimers advertise gpu, so each claim filters candidates by the host's labels.
 import { randomUUID } from "node:crypto";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -24,10 +26,12 @@ import { median, percentile } from "../lib/stats.ts";
 
 const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1] || 3) || 3;
 const CLAIMERS = 8;
+const LABELLED = process.argv.includes("--labelled");
 const RUNS = 8;
 
 async function seedRound(db: Db, orgId: string, repoId: string, pool: string): Promise<void> {
-  const yaml = `version: 1\njobs:\n${Array.from({ length: 256 }, (_, i) => `  - {name: j${i}, needs: [], steps: ["true"]}\n`).join("")}`;
+  const runsOn = (i: number) => (LABELLED && i % 2 === 0 ? ", runs_on: {labels: [gpu]}" : "");
+  const yaml = `version: 1\njobs:\n${Array.from({ length: 256 }, (_, i) => `  - {name: j${i}, needs: []${runsOn(i)}, steps: ["true"]}\n`).join("")}`;
   const parsed = parseWorkflow(yaml);
   if (!parsed.ok) throw new Error(parsed.error.message);
   for (let i = 0; i < RUNS; i++) {
@@ -78,6 +82,7 @@ async function main(): Promise<void> {
               hostname: `h${i}`,
               capacity: 4096,
               labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+              ...(LABELLED && i % 2 === 0 ? { runner_labels: ["gpu"] } : {}),
             },
           }),
         ),
@@ -132,7 +137,7 @@ async function main(): Promise<void> {
     await rm(tmp, { recursive: true, force: true });
   }
   const f = (x: number) => x.toFixed(1);
-  console.log(`| in-process claim, ${CLAIMERS} claimers (median of ${rounds}) | value |
+  console.log(`| in-process claim, ${CLAIMERS} claimers${LABELLED ? ", half the jobs and claimers labelled" : ""} (median of ${rounds}) | value |
 |---|---|
 | claims/s | ${f(median(out.map((o) => o.claimsPerSec)))} |
 | floor: one-row durable transactions/s, same pool and claimers | ${f(median(out.map((o) => o.floorTxPerSec)))} |

@@ -75,6 +75,11 @@ export class Platform {
     return this.started().startAgent(name, token, { env: extra });
   }
 
+  /** One more workers process (a second scheduler, relay and job runner racing the first). */
+  startWorkers(name: string, env?: Record<string, string>): Proc {
+    return this.started().startWorkers(name, env);
+  }
+
   seedTenant(slug: string, files: Record<string, string>, opts: { member?: string; secret?: string } = {}) {
     return seedTenant(this.db, this.git, slug, files, opts);
   }

@@ -10,6 +10,7 @@ import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
 import { runCommands } from "./runs.ts";
+import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
 
@@ -25,5 +26,6 @@ export const commands: CliCommand[] = [
   ...auditCommands,
   ...identityCommands,
   ...runCommands,
+  ...scheduleCommands,
   ...tlogCommands,
 ];

@@ -9,6 +9,7 @@ import type { AgentEnv } from "./env.ts";
 import { ImagePreparer } from "./images/index.ts";
 import { LocalCacheTier } from "./caches/index.ts";
 import { JobRunner } from "./job-runner.ts";
+import { DEFAULT_RUNNER_SIZE } from "@kiln/domain";
 import type { Logger } from "@kiln/logger";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
@@ -91,6 +92,8 @@ export class HostAgent {
         hostname: env.KILN_HOSTNAME,
         capacity: env.KILN_AGENT_SLOTS,
         labels: { os: process.platform, arch: process.arch, resource_class: "small", isolation: driver.kind },
+        runner_labels: env.KILN_AGENT_LABELS,
+        sizes: env.KILN_AGENT_SIZES.length > 0 ? env.KILN_AGENT_SIZES : [DEFAULT_RUNNER_SIZE],
       },
       logger,
       this.shutdown.signal,

@@ -32,3 +32,17 @@ describe("parseEnv", () => {
     expect(parseEnv({ KILN_AGENT_TOKEN: "t", KILN_SANDBOX_DRIVER: "microvm" }).KILN_SANDBOX_DRIVER).toBe("microvm");
   });
 });
+
+describe("runner labels and sizes (issue 20)", () => {
+  it("advertises no labels and small by default, and parses lists", () => {
+    expect(parseEnv({ KILN_AGENT_TOKEN: "t" })).toMatchObject({ KILN_AGENT_LABELS: [], KILN_AGENT_SIZES: ["small"] });
+    expect(
+      parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_LABELS: "gpu, cuda12,gpu", KILN_AGENT_SIZES: "large,small" }),
+    ).toMatchObject({ KILN_AGENT_LABELS: ["cuda12", "gpu"], KILN_AGENT_SIZES: ["large", "small"] });
+  });
+
+  it("refuses labels outside the alphabet and unknown sizes", () => {
+    expect(() => parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_LABELS: "GPU" })).toThrow();
+    expect(() => parseEnv({ KILN_AGENT_TOKEN: "t", KILN_AGENT_SIZES: "huge" })).toThrow();
+  });
+});

@@ -2,6 +2,7 @@
 // file that may read process.env; everything else receives the parsed `AgentEnv`.
 import os from "node:os";
 import path from "node:path";
+import { DEFAULT_RUNNER_SIZE, isRunnerSize, MAX_RUNNER_LABELS, RUNNER_LABEL_PATTERN } from "@kiln/domain";
 import { parseRegistryConfig } from "@kiln/oci";
 import { z } from "zod";
 
@@ -10,6 +11,23 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 
 const intVar = (min: number, max: number, fallback: number) =>
   optional(z.coerce.number().int().min(min).max(max).default(fallback));
+
+/** A comma-separated list, each entry matching `pattern`, deduplicated and sorted. */
+function listVar(v: string, ctx: z.RefinementCtx, pattern: RegExp): string[] {
+  const items = [
+    ...new Set(
+      v
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== ""),
+    ),
+  ].sort();
+  for (const x of items)
+    if (!pattern.test(x)) ctx.addIssue({ code: "custom", message: `invalid entry ${JSON.stringify(x)}` });
+  if (items.length > MAX_RUNNER_LABELS)
+    ctx.addIssue({ code: "custom", message: `at most ${MAX_RUNNER_LABELS} entries` });
+  return items;
+}
 
 export function parseEnv(source: Record<string, string | undefined>, pid = process.pid) {
   const schema = z.object({
@@ -23,6 +41,15 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     KILN_SANDBOX_DRIVER: optional(z.enum(["process", "microvm"]).default("process")),
     // Pool name, informational only (logged): the control plane derives the pool from the token.
     KILN_POOL: optional(z.string().min(1).default("default")),
+    // Runner selection (issue 20, docs/adr/0031): labels this host offers jobs' runs_on.labels,
+    // comma-separated (e.g. "gpu,cuda12"; a-z 0-9 . _ -). Default: none (jobs asking for labels skip it).
+    KILN_AGENT_LABELS: optional(z.string().default("")).transform((v, ctx) => listVar(v, ctx, RUNNER_LABEL_PATTERN)),
+    // Sizes this host serves (small, medium, large), comma-separated. The microvm driver gives a job
+    // its size's vCPUs and memory; the process driver cannot bound them and only claims the sizes
+    // listed. Default: small (what every host ran before sizes).
+    KILN_AGENT_SIZES: optional(z.string().default(DEFAULT_RUNNER_SIZE)).transform((v, ctx) =>
+      listVar(v, ctx, /^(small|medium|large)$/).filter(isRunnerSize),
+    ),
     // Jobs this agent runs at once; one claim loop per slot. Default 2.
     KILN_AGENT_SLOTS: intVar(1, 64, 2),
     // Pre-booted sandboxes kept ready. The process driver has nothing to pre-boot (a sandbox is a

@@ -39,6 +39,12 @@ const schema = z.object({
   KILN_ATTESTATION_KEY_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** How often the log archiver runs in-process (a cron job is the backstop). */
   KILN_LOG_ARCHIVE_MS: z.coerce.number().int().min(50).default(5_000),
+  /**
+   * How often this process runs the scheduler pass in-process (issue 20; the per-minute pg-boss cron
+   * is the backstop). Every worker process runs it; the slot's compare-and-set and primary key let
+   * exactly one admit each slot. Default 10 s: a slot starts within that of its minute.
+   */
+  KILN_SCHEDULE_TICK_MS: z.coerce.number().int().min(100).default(10_000),
   KILN_LOG_ARCHIVE_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
   /**
    * Image registries (ADR 0012) as JSON keyed by host[:port], e.g.

@@ -12,6 +12,7 @@ import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
 import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
 import { reconcileJob } from "./jobs/reconcile.job.ts";
 import { runForgeReconcile } from "./jobs/forge-reconcile.job.ts";
+import { runSchedulesJob } from "./jobs/run-schedules.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
 
@@ -200,6 +201,32 @@ const checkpointTicker = setInterval(() => {
     });
 }, env.KILN_TLOG_CHECKPOINT_MS);
 
+// The scheduler (issue 20): ticked in-process by every worker, cron as the backstop (ADR 0031).
+await boss.schedule(runSchedulesJob.name, "* * * * *", {});
+let scheduling = false;
+const scheduleTicker = setInterval(() => {
+  if (scheduling) return;
+  scheduling = true;
+  void runSchedulesJob
+    .handle(
+      deps,
+      {},
+      {
+        id: "tick",
+        name: runSchedulesJob.name,
+        data: {},
+        expireInSeconds: runSchedulesJob.expireInSeconds,
+        heartbeatSeconds: null,
+        retryCount: 0,
+        signal: new AbortController().signal,
+      },
+    )
+    .catch((err: unknown) => log.error("scheduler pass failed", { err }))
+    .finally(() => {
+      scheduling = false;
+    });
+}, env.KILN_SCHEDULE_TICK_MS);
+
 log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
@@ -207,6 +234,7 @@ const shutdown = async () => {
   clearInterval(archiveTicker);
   clearInterval(forgeTicker);
   clearInterval(checkpointTicker);
+  clearInterval(scheduleTicker);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);

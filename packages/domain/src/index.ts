@@ -13,6 +13,8 @@ export * as dispatch from "./dispatch/index.ts";
 // Placement is read by the claim, the queue view and the agent protocol, so its names are top-level.
 export * from "./dispatch/placement.ts";
 export * from "./forge/index.ts";
+export * from "./schedules/index.ts";
+export * from "./dispatch/runner-sizes.ts";
 export * from "./attestation/provenance/index.ts";
 export * from "./secrets/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";

@@ -211,6 +211,14 @@ export {
   type ListAuditEventsInput,
 } from "./audit/index.ts";
 export {
+  addSchedule,
+  listSchedules,
+  removeSchedule,
+  repoByFullName,
+  runScheduleTick,
+  type ScheduleView,
+} from "./schedules/index.ts";
+export {
   gcmEncrypt,
   gcmDecrypt,
   gcmSeal,

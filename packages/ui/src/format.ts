@@ -21,6 +21,14 @@ export function durationBetween(from: string | null, to: string | null, now: num
 export function formatRelative(iso: string | null, now: number): string {
   if (!iso) return "—";
   const d = (now - Date.parse(iso)) / 1000;
+  // The future too: schedules' next runs and waiting jobs' estimated starts (issue 20).
+  if (d < -5) {
+    const f = -d;
+    if (f < 60) return `in ${Math.round(f)}s`;
+    if (f < 3600) return `in ${Math.round(f / 60)}m`;
+    if (f < 86_400) return `in ${Math.round(f / 3600)}h`;
+    return `in ${Math.round(f / 86_400)}d`;
+  }
   if (d < 5) return "just now";
   if (d < 60) return `${Math.round(d)}s ago`;
   if (d < 3600) return `${Math.round(d / 60)}m ago`;

@@ -234,6 +234,7 @@ export class AttemptRun {
         attemptId: this.ticket.attemptId,
         image: job.image,
         rootfs: image.rootfs,
+        ...(job.size ? { size: job.size } : {}),
       });
       // Sandbox preparation (microVM boot or warm-pool restore) belongs to the image phase too.
       this.imageMs += this.now() - createStartedAt;

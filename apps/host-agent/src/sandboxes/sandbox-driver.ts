@@ -1,3 +1,4 @@
+import type { RunnerSize } from "@kiln/domain";
 // The SandboxDriver port (conventions rule 10): how the agent gets an isolated place to run one
 // attempt's steps. One folder per driver: `process/` (host processes + namespaces) and `microvm/`
 // (QEMU microvm, one VM per job, warm pool of snapshot restores):
@@ -29,6 +30,11 @@ export interface SandboxSpec {
    * overlay it, never write into it), `digest` its manifest digest. Drivers without images ignore it.
    */
   rootfs?: { dir: string; digest: string } | null;
+  /**
+   * The ticket's runs_on.size (issue 20): the microvm driver gives the VM that size's vCPUs and
+   * memory (SIZE_RESOURCES in @kiln/domain). The process driver has no VM to size and ignores it.
+   */
+  size?: RunnerSize;
 }
 
 /**

@@ -8,6 +8,7 @@ import { gcArtifactsJob } from "./gc-artifacts.job.ts";
 import { pruneIdTokensJob } from "./prune-id-tokens.job.ts";
 import { reconcileJob } from "./reconcile.job.ts";
 import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
+import { runSchedulesJob } from "./run-schedules.job.ts";
 import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 
@@ -21,6 +22,7 @@ export const JOBS = [
   rotateJobTokenKeyJob,
   forgeStatusJob,
   forgeReconcileJob,
+  runSchedulesJob,
   attestJobJob,
   verifyAttestationJob,
   pruneIdTokensJob,

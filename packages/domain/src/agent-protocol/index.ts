@@ -2,6 +2,12 @@ import { z } from "zod";
 import { OUTCOMES } from "../runs/index.ts";
 import { CACHE_RESTORE_RESULTS, CACHE_RESTORE_TIERS, CACHE_SAVE_RESULTS } from "../caches/index.ts";
 import { LOG_STREAMS, MAX_LOG_CHUNK_BYTES } from "../logs/index.ts";
+import {
+  DEFAULT_RUNNER_SIZE,
+  MAX_RUNNER_LABELS,
+  RUNNER_LABEL_PATTERN,
+  RUNNER_SIZES,
+} from "../dispatch/index.ts";
 import { AUDIENCE_PATTERN } from "../identity/index.ts";
 
 // The agent <-> control-plane contract, shared by both sides (conventions rule 10). Paths:
@@ -24,6 +30,12 @@ export const registerSessionRequest = z
         isolation: z.enum(["microvm", "process"]),
       })
       .strict(),
+    /**
+     * Runner selection (issue 20): the labels this host offers jobs' `runs_on.labels` and the sizes
+     * it serves. Absent (agents from before sizes): no labels, small only.
+     */
+    runner_labels: z.array(z.string().regex(RUNNER_LABEL_PATTERN)).max(MAX_RUNNER_LABELS).default([]),
+    sizes: z.array(z.enum(RUNNER_SIZES)).min(1).max(RUNNER_SIZES.length).default([DEFAULT_RUNNER_SIZE]),
   })
   .strict();
 export const registerSessionResponse = z.object({
@@ -74,6 +86,8 @@ export const jobTicket = z.object({
     steps: z.array(z.string()),
     env: z.record(z.string(), z.string()),
     timeoutMinutes: z.number(),
+    /** runs_on.size (issue 20): a microVM host gives the job SIZE_RESOURCES[size]. Absent: small. */
+    size: z.enum(RUNNER_SIZES).optional(),
     artifacts: z.object({
       publish: z.array(z.object({ name: z.string(), path: z.string() })),
       restore: z.array(z.object({ fromJob: z.string(), name: z.string(), path: z.string() })),

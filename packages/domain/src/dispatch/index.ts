@@ -5,3 +5,4 @@ export { planQueue, type PlanOptions } from "./plan-queue.ts";
 export { PoolScheduler, type PoolSchedulerConfig } from "./pool-scheduler.ts";
 export { jainIndex, percentileOfSorted } from "./metrics.ts";
 export * from "./placement.ts";
+export * from "./runner-sizes.ts";

@@ -128,3 +128,43 @@ describe("untrustedAllowedOn", () => {
         expect(untrustedAllowedOn(pool, host)).toBe(decidePlacement(pool, host, untrusted).ok);
   });
 });
+
+describe("runner selection (issue 20)", () => {
+  const gpuJob = { ...trusted, requires: { labels: ["gpu"], size: "small" as const } };
+  const largeJob = { ...trusted, requires: { labels: [], size: "large" as const } };
+
+  it("places a job only on a host with all of its labels and its size", () => {
+    expect(decidePlacement(shared, vm, gpuJob)).toEqual({ ok: false, refusal: "host_lacks_labels" });
+    expect(decidePlacement(shared, { ...vm, labels: ["gpu", "cuda"] }, gpuJob)).toEqual({ ok: true });
+    expect(decidePlacement(shared, vm, largeJob)).toEqual({ ok: false, refusal: "host_lacks_size" });
+    expect(decidePlacement(shared, { ...vm, sizes: ["small", "large"] }, largeJob)).toEqual({ ok: true });
+    // A host advertising sizes without small no longer takes jobs that name no size.
+    expect(
+      decidePlacement(shared, { ...vm, sizes: ["large"] }, { ...trusted, requires: { labels: [], size: "small" } }),
+    ).toEqual({
+      ok: false,
+      refusal: "host_lacks_size",
+    });
+  });
+
+  it("never lets labels override the isolation rules", () => {
+    expect(decidePlacement(shared, { ...proc, labels: ["gpu"] }, gpuJob)).toEqual({
+      ok: false,
+      refusal: "isolation_below_pool_minimum",
+    });
+  });
+
+  it("names the missing labels of the closest host, and says so with no host connected", () => {
+    const job = { ...trusted, requires: { labels: ["arm64", "gpu"], size: "small" as const } };
+    expect(placementWaitingReason(shared, [vm, { ...vm, labels: ["arm64"] }], job)).toEqual({
+      code: "host_lacks_labels",
+      message: "no host in pool default has labels [gpu]",
+    });
+    expect(placementWaitingReason(shared, [], gpuJob)).toEqual({
+      code: "host_lacks_labels",
+      message: "no host in pool default has labels [gpu]",
+    });
+    expect(placementWaitingReason(shared, [vm], largeJob)?.message).toBe("no host in pool default serves size large");
+    expect(placementWaitingReason(shared, [vm, { ...vm, labels: ["gpu"] }], gpuJob)).toBeNull();
+  });
+});

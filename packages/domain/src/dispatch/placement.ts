@@ -1,4 +1,5 @@
 import type { TrustClass } from "../tenants/index.ts";
+import { DEFAULT_RUNNER_SIZE, missingLabels, type RunnerRequirement, type RunnerSize } from "./runner-sizes.ts";
 
 // Placement (issue 15, docs/adr/0022): which host may run which job. Seed 002 wants a microVM for
 // every trust class and seed 000 section 11 says a kernel shared with other tenants is not
@@ -45,11 +46,17 @@ export interface HostFacts {
   isolation: IsolationClass;
   /** The org the host's credential is bound to, if any (an org's own host). */
   orgId: string | null;
+  /** Runner labels the agent advertises (KILN_AGENT_LABELS); none when absent. */
+  labels?: readonly string[];
+  /** Sizes the agent serves (KILN_AGENT_SIZES); small only when absent (agents from before sizes). */
+  sizes?: readonly RunnerSize[];
 }
 
 export interface JobFacts {
   orgId: string;
   trustClass: TrustClass;
+  /** The job's `runs_on` labels and size (issue 20); none and small when absent. */
+  requires?: RunnerRequirement;
 }
 
 export type PlacementRefusal =
@@ -58,7 +65,9 @@ export type PlacementRefusal =
   | "isolation_below_pool_minimum"
   | "pool_refuses_untrusted"
   | "untrusted_needs_microvm"
-  | "process_host_serves_one_org";
+  | "process_host_serves_one_org"
+  | "host_lacks_labels"
+  | "host_lacks_size";
 
 export type PlacementDecision = { ok: true } | { ok: false; refusal: PlacementRefusal };
 
@@ -95,7 +104,16 @@ export function decidePlacement(pool: PoolPolicy, host: HostFacts, job: JobFacts
   // bound to an org, or a pool owned by one, guarantees. Only a development pool is exempt.
   if (host.isolation === "process" && !pool.development && host.orgId === null && pool.tenancy.kind !== "org")
     return refuse("process_host_serves_one_org");
+  // Runner selection last: a host refused here was otherwise fit, which makes its reason the telling one.
+  if (job.requires) {
+    if (missingLabels(job.requires.labels, host.labels ?? []).length > 0) return refuse("host_lacks_labels");
+    if (!hostSizes(host).includes(job.requires.size)) return refuse("host_lacks_size");
+  }
   return { ok: true };
+}
+
+function hostSizes(host: HostFacts): readonly RunnerSize[] {
+  return host.sizes ?? [DEFAULT_RUNNER_SIZE];
 }
 
 const WAITING_MESSAGES: Record<PlacementRefusal, string> = {
@@ -106,6 +124,8 @@ const WAITING_MESSAGES: Record<PlacementRefusal, string> = {
   untrusted_needs_microvm: "waiting for a VM-isolated host: untrusted runs need microVM isolation",
   process_host_serves_one_org:
     "waiting for a VM-isolated host: process-isolated hosts in a shared pool serve one org only",
+  host_lacks_labels: "waiting for a host with this job's labels",
+  host_lacks_size: "waiting for a host that serves this job's size",
 };
 
 export interface WaitingReason {
@@ -122,18 +142,41 @@ export function placementWaitingReason(
   hosts: readonly HostFacts[],
   job: JobFacts,
 ): WaitingReason | null {
-  if (hosts.length === 0) return { code: "no_connected_host", message: `waiting for a host in pool ${pool.name}` };
+  const labels = job.requires?.labels ?? [];
+  if (hosts.length === 0)
+    return labels.length > 0
+      ? { code: "host_lacks_labels", message: labelsMessage(pool.name, labels) }
+      : { code: "no_connected_host", message: `waiting for a host in pool ${pool.name}` };
   let best: PlacementRefusal | null = null;
+  // Of the hosts refused for labels, the one missing fewest names what is missing.
+  let fewestMissing: string[] | null = null;
   for (const host of hosts) {
     const d = decidePlacement(pool, host, job);
     if (d.ok) return null;
+    if (d.refusal === "host_lacks_labels") {
+      const missing = missingLabels(labels, host.labels ?? []);
+      if (fewestMissing === null || missing.length < fewestMissing.length) fewestMissing = missing;
+    }
     if (best === null || REFUSAL_ORDER.indexOf(d.refusal) > REFUSAL_ORDER.indexOf(best)) best = d.refusal;
   }
   const code = best ?? "no_connected_host";
-  return {
-    code,
-    message: code === "no_connected_host" ? `waiting for a host in pool ${pool.name}` : WAITING_MESSAGES[code],
-  };
+  return { code, message: waitingMessage(code, pool.name, fewestMissing ?? labels, job.requires?.size) };
+}
+
+function labelsMessage(pool: string, labels: readonly string[]): string {
+  return `no host in pool ${pool} has labels [${labels.join(", ")}]`;
+}
+
+function waitingMessage(
+  code: PlacementRefusal | "no_connected_host",
+  pool: string,
+  labels: readonly string[],
+  size: RunnerSize | undefined,
+): string {
+  if (code === "no_connected_host") return `waiting for a host in pool ${pool}`;
+  if (code === "host_lacks_labels") return labelsMessage(pool, labels);
+  if (code === "host_lacks_size") return `no host in pool ${pool} serves size ${size ?? DEFAULT_RUNNER_SIZE}`;
+  return WAITING_MESSAGES[code];
 }
 
 // Later checks in decidePlacement mean the host passed the earlier ones: it came closer.
@@ -144,6 +187,8 @@ const REFUSAL_ORDER: readonly PlacementRefusal[] = [
   "pool_refuses_untrusted",
   "untrusted_needs_microvm",
   "process_host_serves_one_org",
+  "host_lacks_labels",
+  "host_lacks_size",
 ];
 
 function refuse(refusal: PlacementRefusal): PlacementDecision {

@@ -9,7 +9,13 @@ export type AdmissionEvent =
   | { kind: "push"; senderIsMember: boolean }
   | { kind: "pull_request"; senderIsMember: boolean; headRepoFullName: string | null; baseRepoFullName: string }
   | { kind: "manual"; callerRole: Role }
-  | { kind: "retry"; parentTrustClass: TrustClass };
+  | { kind: "retry"; parentTrustClass: TrustClass }
+  /**
+   * A schedule's slot, run at the default branch's head (ADR 0031). Trusted: the commit is already
+   * on the branch the org protects, the slot is fired by Kiln and not by any sender, and a schedule
+   * exists only because a member or admin added it or a trusted default-branch run recorded it.
+   */
+  | { kind: "schedule"; recordedByTrustedSource: boolean };
 
 export function computeTrustClass(e: AdmissionEvent): TrustClass {
   switch (e.kind) {
@@ -25,6 +31,8 @@ export function computeTrustClass(e: AdmissionEvent): TrustClass {
     case "retry":
       // A retry inherits the parent's class: it may never be raised by re-running.
       return e.parentTrustClass;
+    case "schedule":
+      return e.recordedByTrustedSource ? "trusted" : "untrusted";
   }
 }
 

@@ -5,6 +5,8 @@ export type {
   MatrixExpansion,
   ParseContext,
   ParseResult,
+  RunsOn,
+  WorkflowSchedule,
   Tier,
   WorkflowDefinition,
   WorkflowError,

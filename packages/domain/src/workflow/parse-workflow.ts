@@ -5,6 +5,7 @@ import { expandJobs } from "./expand-matrix.ts";
 import { checkExpressions, substituteExpressions } from "./expressions.ts";
 import { readEnv } from "./read-fields.ts";
 import { readJob, type JobDraft } from "./read-job.ts";
+import { readSchedules } from "./read-runner.ts";
 import { located, Reader, type Located } from "./reader.ts";
 import { resolveDependencies } from "./resolve-dependencies.ts";
 import type { ParseContext, ParseResult, WorkflowDefinition, WorkflowError } from "./types.ts";
@@ -29,7 +30,11 @@ function parseOrThrow(source: string, context: ParseContext): WorkflowDefinition
   const { root, position } = loadYaml(source);
   const reader = new Reader(position);
   const rootAt = located(root, "");
-  const fields = reader.mapping(rootAt, ["version", "env", "pull_request", "jobs"], "a mapping with version and jobs");
+  const fields = reader.mapping(
+    rootAt,
+    ["version", "env", "pull_request", "schedules", "jobs"],
+    "a mapping with version and jobs",
+  );
 
   const versionAt = reader.required(fields, "version", rootAt);
   reader.integer(versionAt, 1, 1, "1");
@@ -58,12 +63,15 @@ function parseOrThrow(source: string, context: ParseContext): WorkflowDefinition
   const pullRequest = prAt ? readPullRequest(reader, prAt) : null;
   const jobs = expandJobs(reader, drafts, inputs);
   const values = { matrix: {}, inputs };
-  return {
+  const definition: WorkflowDefinition = {
     version: 1,
     jobs,
     env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, substituteExpressions(v, values)])),
     ...(pullRequest ? { pullRequest } : {}),
   };
+  const schedulesAt = fields.get("schedules");
+  if (schedulesAt) definition.schedules = readSchedules(reader, schedulesAt);
+  return definition;
 }
 
 function toWorkflowError(error: unknown): WorkflowError {

@@ -16,6 +16,7 @@ import {
 } from "./read-fields.ts";
 import { readStrategy, type Strategy } from "./read-strategy.ts";
 import { label, type Located, type Reader } from "./reader.ts";
+import { readRunsOn } from "./read-runner.ts";
 import type { Tier, WorkflowJob } from "./types.ts";
 
 const JOB_KEYS = [
@@ -31,6 +32,7 @@ const JOB_KEYS = [
   "secrets",
   "secrets_required",
   "strategy",
+  "runs_on",
 ] as const;
 const TIERS: readonly Tier[] = ["interactive", "scheduled", "background"];
 const DEFAULT_TIMEOUT_MINUTES = 60;
@@ -105,6 +107,9 @@ export function readJob(reader: Reader, at: Located, index: number): JobDraft {
     secrets: secretsAt ? readSecretNames(reader, secretsAt) : [],
     secretsRequired: secretsRequiredAt ? readSecretsRequired(reader, secretsRequiredAt) : false,
   };
+  // runs_on (issue 20, ADR 0031): copied to every matrix expansion with the rest of the job.
+  const runsOnAt = fields.get("runs_on");
+  if (runsOnAt) job.runsOn = readRunsOn(reader, runsOnAt);
   return {
     job,
     nameAt,

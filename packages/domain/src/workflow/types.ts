@@ -1,4 +1,18 @@
 import type { CacheKind } from "../caches/index.ts";
+import type { RunnerSize } from "../dispatch/index.ts";
+
+/** `runs_on` as written (issue 20): absent keys mean the default pool, no labels, size small. */
+export interface RunsOn {
+  pool?: string;
+  labels?: string[];
+  size?: RunnerSize;
+}
+
+export interface WorkflowSchedule {
+  cron: string;
+  /** IANA name; UTC when the file names none. */
+  timezone: string;
+}
 
 export type Tier = "interactive" | "scheduled" | "background";
 
@@ -27,6 +41,8 @@ export interface WorkflowJob {
     publish: { name: string; path: string }[];
     restore: { fromJob: string; name: string; path: string }[];
   };
+  /** Present only when the job has `runs_on` (frozen with the definition). */
+  runsOn?: RunsOn;
   /**
    * Secret names the job declares (issue 16); only these are ever delivered, each into the step
    * environment under its own name. Frozen with the definition like every other field.
@@ -58,6 +74,8 @@ export interface WorkflowDefinition {
   env: Record<string, string>;
   /** `pull_request:` options (issue 19); absent when the file has none. */
   pullRequest?: { cancelSuperseded: boolean };
+  /** Present only when the file has `schedules:`; recorded when a default-branch commit is frozen. */
+  schedules?: WorkflowSchedule[];
 }
 
 /**

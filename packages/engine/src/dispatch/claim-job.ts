@@ -5,10 +5,12 @@ import {
   untrustedAllowedOn,
   type HostFacts,
   type IsolationClass,
+  DEFAULT_RUNNER_SIZE,
   DomainError,
   JOB_TRANSITIONS,
   legalSources,
   type JobStatus,
+  type RunnerSize,
   type RunStatus,
   type TrustClass,
   type WorkflowDefinition,
@@ -64,6 +66,8 @@ export interface JobTicket {
     steps: string[];
     env: Record<string, string>;
     timeoutMinutes: number;
+    /** runs_on.size (issue 20): what a microVM host sizes the sandbox to. */
+    size: RunnerSize;
     artifacts: WorkflowDefinition["jobs"][number]["artifacts"];
     /** Build cache block (issue 8); the key itself is derived by the control plane at each call. */
     cache: WorkflowDefinition["jobs"][number]["cache"];
@@ -94,11 +98,22 @@ type SessionRow = {
   untrusted_on_process: boolean | null;
   owner_org_id: string | null;
   development: boolean | null;
+  /** Runner labels and sizes the agent advertised (issue 20). */
+  runner_labels: string[];
+  sizes: RunnerSize[];
 };
 
-function hostFacts(isolation: string | null, org: string | null): HostFacts {
+function hostFacts(
+  isolation: string | null,
+  org: string | null,
+  runner?: { labels: readonly string[]; sizes: readonly RunnerSize[] },
+): HostFacts {
   // Anything but a reported microVM is treated as the weaker class.
-  return { isolation: isolation === "microvm" ? "microvm" : "process", orgId: org };
+  return {
+    isolation: isolation === "microvm" ? "microvm" : "process",
+    orgId: org,
+    ...(runner ? { labels: runner.labels, sizes: runner.sizes } : {}),
+  };
 }
 
 function sessionPolicy(s: SessionRow) {
@@ -128,7 +143,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const key = await platformKey(db);
   const sql = sqlPool(db);
   const credential = req.credentialHash ?? null;
-  const { pool, org, isolation } = await poolOfSession(sql, req.sessionId, credential);
+  const { pool, org, isolation, runner } = await poolOfSession(sql, req.sessionId, credential);
   // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
   // second here; the transaction below decides on the pool row it reads itself).
   const trustedOnly = !untrustedAllowedOn(await cachedPoolPolicy(sql, pool), hostFacts(isolation, org));
@@ -152,6 +167,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       org,
       req.offer ?? null,
       trustedOnly,
+      runner,
     );
     result = await withTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
@@ -162,13 +178,14 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       const locked = await c.query<
         SessionRow & { token_ok: boolean; revoked: boolean; replay_id: string | null; replay_session: string | null }
       >({
-        name: "claim-session-3",
+        name: "claim-session-4",
         text: `WITH s AS (
                  UPDATE agent_session SET last_seen_at = now()
                  WHERE id = $1::uuid
                    AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3))
-                 RETURNING id, pool, capacity, hostname, agent_token_id, labels)
+                 RETURNING id, pool, capacity, hostname, agent_token_id, labels, runner_labels, sizes)
                SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org, s.labels->>'isolation' AS isolation,
+                      s.runner_labels, s.sizes,
                       p.min_isolation, p.admits_untrusted, p.untrusted_on_process, p.owner_org_id, p.development,
                       ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3)) AS token_ok,
                       (t.revoked_at IS NOT NULL
@@ -227,7 +244,11 @@ async function chooseCandidates(
   org: string | null,
   offer: { jobId: string; generation: number } | null,
   trustedOnly: boolean,
+  runner: HostRunner,
 ): Promise<{ id: string; run_id: string }[]> {
+  // Runner selection (issue 20): only jobs whose labels this host has, of a size it serves. A job
+  // no host here may take is never a candidate, so it cannot hold the head of this host's queue.
+  const { labels, sizes } = runner;
   // A host bound to an org serves that org alone: the pool's shared ranking (across orgs) would
   // keep offering it other orgs' jobs. Within one org, tiers first, then the oldest.
   if (org !== null && !offer) {
@@ -235,23 +256,26 @@ async function chooseCandidates(
       SELECT id, run_id FROM job_run
       WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND org_id = ${org}::uuid
         AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+        AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
         AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
       ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
   }
   if (cfg.dispatchPolicy === "fair") {
-    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1, trustedOnly);
+    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1, trustedOnly, runner);
     return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
   }
   const hinted = offer
     ? await db.$queryRaw<
         { id: string; run_id: string }[]
       >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}
-          AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)`
+          AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
+          AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])`
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
     WHERE status = ANY(${CLAIMABLE}::text[]) AND pool = ${pool} AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
       AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+      AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
       AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
@@ -260,13 +284,21 @@ async function chooseCandidates(
 // A session's pool never changes: remembered per process (per credential, when one is given, so
 // a cached answer never stands in for a credential check), one query less per claim (bounded).
 // Revocation is not cached: the claim transaction re-checks it on every claim.
-const sessionPools = new Map<string, { pool: string; org: string | null; isolation: string | null }>();
+interface HostRunner {
+  labels: string[];
+  sizes: RunnerSize[];
+}
 
-async function poolOfSession(
-  sql: SqlPool,
-  sessionId: string,
-  credential: string | null,
-): Promise<{ pool: string; org: string | null; isolation: string | null }> {
+interface SessionFacts {
+  pool: string;
+  org: string | null;
+  isolation: string | null;
+  runner: HostRunner;
+}
+
+const sessionPools = new Map<string, SessionFacts>();
+
+async function poolOfSession(sql: SqlPool, sessionId: string, credential: string | null): Promise<SessionFacts> {
   const cacheKey = `${sessionId}:${credential ?? ""}`;
   const known = sessionPools.get(cacheKey);
   if (known !== undefined) return known;
@@ -275,11 +307,13 @@ async function poolOfSession(
     pool: string | null;
     org: string | null;
     isolation: string | null;
+    runner_labels: string[] | null;
+    sizes: RunnerSize[] | null;
   }>({
-    name: "session-pool-3",
+    name: "session-pool-4",
     text: `SELECT CASE WHEN $2::text IS NULL THEN 'live'
                        ELSE (SELECT CASE WHEN revoked_at IS NULL THEN 'live' ELSE 'revoked' END FROM agent_token WHERE token_hash = $2) END AS token,
-                  s.pool, t.org_id AS org, s.labels->>'isolation' AS isolation
+                  s.pool, t.org_id AS org, s.labels->>'isolation' AS isolation, s.runner_labels, s.sizes
            FROM (SELECT 1) AS one
              LEFT JOIN agent_session s ON s.id = $1::uuid
                AND ($2::text IS NULL OR s.agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $2))
@@ -291,7 +325,12 @@ async function poolOfSession(
   if (row.token === "revoked") throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
   if (row.pool === null) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
   if (sessionPools.size >= 10_000) sessionPools.clear();
-  const found = { pool: row.pool, org: row.org, isolation: row.isolation };
+  const found = {
+    pool: row.pool,
+    org: row.org,
+    isolation: row.isolation,
+    runner: { labels: row.runner_labels ?? [], sizes: row.sizes ?? [DEFAULT_RUNNER_SIZE] },
+  };
   sessionPools.set(cacheKey, found);
   return found;
 }
@@ -359,9 +398,12 @@ async function tryClaim(
     name: string;
     job_def: WorkflowDefinition["jobs"][number] | null;
     run_env: Record<string, string> | null;
+    runner_labels: string[];
+    runner_size: RunnerSize;
   }>({
-    name: "claim-lock-job",
+    name: "claim-lock-job-2",
     text: `SELECT j.id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now, j.job_index, j.name,
+             j.runner_labels, j.runner_size,
              NOT EXISTS (SELECT 1 FROM job_run p WHERE p.run_id = j.run_id AND p.job_index = ANY(j.needs)
                          AND p.outcome IS DISTINCT FROM 'success') AS preds_ok,
              r.definition->'jobs'->j.job_index AS job_def, r.definition->'env' AS run_env
@@ -370,6 +412,13 @@ async function tryClaim(
   });
   const job = jobs.rows[0];
   if (!job) return { ok: false, reason: "locked" };
+  // The job's runs_on, re-checked on the locked row against what this session advertised.
+  const fit = decidePlacement(
+    sessionPolicy(session),
+    hostFacts(session.isolation, session.token_org, { labels: session.runner_labels, sizes: session.sizes }),
+    { orgId: run.org_id, trustClass: run.trust_class, requires: { labels: job.runner_labels, size: job.runner_size } },
+  );
+  if (!fit.ok) return { ok: false, reason: fit.refusal };
   const decision = decideClaim({
     runStatus: run.status,
     jobStatus: job.status,
@@ -499,6 +548,7 @@ function ticketFrom(cfg: EngineConfig, key: SigningKey, a: Claimed): JobTicket {
       steps: def.steps,
       env: { ...a.runEnv, ...def.env },
       timeoutMinutes: def.timeoutMinutes,
+      size: def.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
       artifacts: def.artifacts,
       cache: def.cache ?? null,
       // Definitions frozen before issue 16 have neither field.
@@ -555,6 +605,7 @@ async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId:
       steps: def.steps,
       env: { ...a.definition.env, ...def.env },
       timeoutMinutes: def.timeoutMinutes,
+      size: def.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
       artifacts: def.artifacts,
       cache: def.cache ?? null,
       // Definitions frozen before issue 16 have neither field.

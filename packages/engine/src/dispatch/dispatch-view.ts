@@ -1,6 +1,6 @@
 import type { Db } from "@kiln/db";
 import { dispatch } from "@kiln/domain";
-import { loadPoolState } from "./pool-snapshot.ts";
+import { loadPoolState, type RunnerFilter } from "./pool-snapshot.ts";
 
 // A short-lived, per-process ranking of one pool's queue, shared by every claim this process
 // serves. Ranking the whole pool inside each claim made every claimer load the queue, the running
@@ -48,12 +48,20 @@ export async function takeCandidates(
   max: number,
   /** Only jobs of trusted runs: the view of hosts that may not run untrusted work (ADR 0022). */
   trustedOnly = false,
+  /** Only jobs this host's runner labels and sizes serve (issue 20); absent: no filter. */
+  runner?: RunnerFilter,
 ): Promise<Pick[]> {
   let pools = byDb.get(db);
   if (!pools) byDb.set(db, (pools = new Map()));
   // Hosts that may not take untrusted jobs rank their own view: picking such a job and refusing it
   // would mark it started in a view shared with the hosts that may.
-  const key = trustedOnly ? `${pool}\u0000trusted` : pool;
+  // Likewise per runner capability: hosts with the same labels and sizes share one view, so a job
+  // only a GPU host may take is never marked started in the view the other hosts draw from.
+  const key = [
+    pool,
+    trustedOnly ? "trusted" : "",
+    runner ? `${runner.labels.join(",")}|${runner.sizes.join(",")}` : "",
+  ].join("\u0000");
   let entry = pools.get(key);
   if (!entry) pools.set(key, (entry = { view: null, loading: null, loadingSince: 0, staleBefore: 0 }));
 
@@ -63,7 +71,7 @@ export async function takeCandidates(
     const picks = take(fresh, max);
     if (picks.length > 0) return picks;
   }
-  return take(await reload(db, entry, pool, policy, trustedOnly), max);
+  return take(await reload(db, entry, pool, policy, trustedOnly, runner), max);
 }
 
 function reload(
@@ -72,12 +80,13 @@ function reload(
   pool: string,
   policy: dispatch.DispatchPolicy,
   trustedOnly: boolean,
+  runner: RunnerFilter | undefined,
 ): Promise<View> {
   // Joining a load already in flight is fine unless the view was invalidated after it started.
   if (entry.loading && entry.loadingSince >= entry.staleBefore) return entry.loading;
   const started = performance.now();
   const loading = (async () => {
-    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG, trustedOnly });
+    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG, trustedOnly, runner });
     // Claimers have free slots even when sessions' announced capacity lags: never rank as "full"
     // (preemption is the reconciler's business, not a claim's).
     const scheduler = dispatch.PoolScheduler.fromState(

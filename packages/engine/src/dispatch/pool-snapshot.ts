@@ -9,6 +9,13 @@ export interface SnapshotOptions {
   perOrg?: number;
   /** Queue only jobs of trusted runs (the view of hosts that may not run untrusted work). */
   trustedOnly?: boolean;
+  /** Queue only jobs whose runs_on labels and size a host with these serves (issue 20). */
+  runner?: RunnerFilter;
+}
+
+export interface RunnerFilter {
+  labels: readonly string[];
+  sizes: readonly string[];
 }
 
 export async function loadPoolState(
@@ -17,6 +24,9 @@ export async function loadPoolState(
   opts: SnapshotOptions = {},
 ): Promise<{ state: dispatch.PoolState; caps: Map<string, number> }> {
   const perOrg = opts.perOrg ?? 1_000_000;
+  const runnerFiltered = opts.runner !== undefined;
+  const runnerLabels = [...(opts.runner?.labels ?? [])];
+  const runnerSizes = [...(opts.runner?.sizes ?? [])];
   const [nowRow] = await tx.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
   const now = (nowRow?.now ?? new Date()).getTime();
   const queued = await tx.$queryRaw<
@@ -38,6 +48,7 @@ export async function loadPoolState(
         FROM job_run j WHERE j.status = 'ready' AND j.pool = ${pool}
           AND (NOT ${opts.trustedOnly ?? false}
                OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = j.run_id AND r.trust_class = 'trusted'))
+          AND (NOT ${runnerFiltered} OR (j.runner_labels <@ ${runnerLabels}::text[] AND j.runner_size = ANY(${runnerSizes}::text[])))
       ) w WHERE w.rn <= ${perOrg}
     ),
     -- Progress once per run (not once per queued job): a 256-job run was otherwise counted 256 times.

@@ -1,10 +1,11 @@
 import type { Db } from "@kiln/db";
-import { type agentProtocol, DomainError, isolationAtLeast } from "@kiln/domain";
+import { type agentProtocol, DEFAULT_RUNNER_SIZE, DomainError, isolationAtLeast } from "@kiln/domain";
 import type { z } from "zod";
 import type { EngineConfig } from "../shared/config.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 
-type RegisterBody = z.infer<typeof agentProtocol.registerSessionRequest>;
+// The input side: callers in-process (tests, benches) may leave the runner fields to their defaults.
+type RegisterBody = z.input<typeof agentProtocol.registerSessionRequest>;
 
 /**
  * A host agent announces its labels (isolation class included) and capacity; each process start is a
@@ -34,8 +35,9 @@ export async function registerSession(
         `npm run kiln -- pool set ${input.pool} --isolation process --org <org>|--development`,
     );
   const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO agent_session (agent_token_id, pool, hostname, labels, capacity)
-    VALUES (${input.agentTokenId}::uuid, ${input.pool}, ${input.body.hostname}, ${JSON.stringify(input.body.labels)}::jsonb, ${input.body.capacity})
+    INSERT INTO agent_session (agent_token_id, pool, hostname, labels, capacity, runner_labels, sizes)
+    VALUES (${input.agentTokenId}::uuid, ${input.pool}, ${input.body.hostname}, ${JSON.stringify(input.body.labels)}::jsonb, ${input.body.capacity},
+            ${[...new Set(input.body.runner_labels ?? [])].sort()}::text[], ${[...new Set(input.body.sizes ?? [DEFAULT_RUNNER_SIZE])]}::text[])
     RETURNING id`;
   const id = rows[0]?.id;
   if (!id) throw new DomainError("SESSION.NOT_FOUND", "session insert failed");

@@ -1,6 +1,7 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
   advanceGraph,
+  DEFAULT_RUNNER_SIZE,
   initialReadyJobs,
   legalSources,
   parseWorkflow,
@@ -13,6 +14,7 @@ import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
+import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 
 export const DEFAULT_POOL = "default";
@@ -60,9 +62,16 @@ export async function freezeRun(
       workflow_path: string;
       trigger: string;
       inputs: Record<string, string | number | boolean> | null;
+      records_schedules: boolean;
+      created_at: Date;
+      actor: string | null;
     }[]
   >`
-    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.inputs
+    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.inputs, r.created_at, r.actor,
+           -- Only a trusted push to (or a scheduled run of) the default branch records the file's schedules:
+           -- a pull request's head ref is the forge's word for a branch anywhere, a fork's included.
+           (r.trust_class = 'trusted' AND r.trigger IN ('push', 'schedule')
+            AND r.ref = 'refs/heads/' || rp.default_branch) AS records_schedules
     FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
   const run = rows[0];
   if (!run || run.status !== "pending") return "not_pending";
@@ -147,6 +156,12 @@ export async function freezeRun(
       data: { workflow_hash: file.sha256, jobs: definition.jobs.length },
     });
     await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
+    if (run.records_schedules)
+      await recordWorkflowSchedules(
+        tx,
+        { orgId: locked.orgId, repoId: run.repo_id, admittedAt: run.created_at, actor: run.actor ?? "workflow" },
+        definition.schedules ?? [],
+      );
     return true;
   });
   return done ? "frozen" : "not_pending";
@@ -171,11 +186,15 @@ export async function createJobs(
   pinned: ReadonlyMap<number, { runId: string; jobId: string }> = new Map(),
 ): Promise<void> {
   const fallback = defaultTier(run.trigger ?? "manual");
+  // runs_on (issue 20): the job's pool, labels and size are columns the claim filters on.
   const rows = def.jobs.map((j) => ({
     job_index: j.index,
     name: j.name,
     needs: j.needs,
     tier: j.tier ?? fallback,
+    pool: j.runsOn?.pool ?? pool,
+    labels: j.runsOn?.labels ?? [],
+    size: j.runsOn?.size ?? DEFAULT_RUNNER_SIZE,
     matrix_group: j.matrix?.job ?? null,
     matrix_values: j.matrix?.values ?? null,
     max_parallel: j.matrix?.maxParallel ?? null,
@@ -185,15 +204,17 @@ export async function createJobs(
   }));
   const inserted = await tx.$queryRaw<{ id: string; job_index: number; reused_from_job_id: string | null }[]>`
     INSERT INTO job_run (run_id, org_id, job_index, name, needs, pool, status, outcome, finished_at, tier,
-                         matrix_group, matrix_values, max_parallel, fail_fast, reused_from_run_id, reused_from_job_id)
-    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, ${pool},
+                         matrix_group, matrix_values, max_parallel, fail_fast, reused_from_run_id, reused_from_job_id,
+                         runner_labels, runner_size)
+    SELECT ${run.id}::uuid, ${run.orgId}::uuid, x.job_index, x.name, x.needs, x.pool,
            CASE WHEN x.reused_job IS NULL THEN 'pending' ELSE 'completed' END,
            CASE WHEN x.reused_job IS NULL THEN NULL ELSE 'success' END,
            CASE WHEN x.reused_job IS NULL THEN NULL ELSE now() END,
-           x.tier, x.matrix_group, x.matrix_values, x.max_parallel, x.fail_fast, x.reused_run, x.reused_job
+           x.tier, x.matrix_group, x.matrix_values, x.max_parallel, x.fail_fast, x.reused_run, x.reused_job,
+           x.labels, x.size
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
       AS x(job_index int, name text, needs int[], tier text, matrix_group text, matrix_values jsonb, max_parallel int,
-           fail_fast boolean, reused_run uuid, reused_job uuid)
+           fail_fast boolean, reused_run uuid, reused_job uuid, pool text, labels text[], size text)
     RETURNING id, job_index, reused_from_job_id`;
   const ids = new Map(inserted.map((r) => [r.job_index, r.id]));
   for (const r of inserted) {

@@ -1,3 +1,4 @@
+import { DEFAULT_RUNNER_SIZE, SIZE_RESOURCES } from "@kiln/domain";
 // The `microvm` SandboxDriver: every sandbox is a QEMU microvm that runs exactly one job and is then
 // destroyed. Warmth comes from a pool of VMs restored from a snapshot of the idle base guest (never
 // from reuse); a job with its own root filesystem, or a pool miss, cold-boots.
@@ -164,15 +165,18 @@ export class MicrovmDriver implements SandboxDriver {
       throw new MicrovmError("MICROVM.BAD_INPUT", `unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
     const started = performance.now();
     const ownRoot = spec.rootfs ? await this.rootfsCache.ensure(spec.rootfs.dir, spec.rootfs.digest) : null;
-    // Only the base image is pre-booted: a job with its own root filesystem always cold-boots.
-    const pooled = ownRoot ? null : (this.pool?.take() ?? null);
+    // Only the base image at the small size is pre-booted (a snapshot restores with the memory it
+    // was saved with): a job with its own root filesystem, or a larger size, always cold-boots.
+    const size = spec.size ?? DEFAULT_RUNNER_SIZE;
+    const resources = size === DEFAULT_RUNNER_SIZE ? undefined : SIZE_RESOURCES[size];
+    const pooled = ownRoot || resources ? null : (this.pool?.take() ?? null);
     let booted: BootedVm;
     if (pooled) {
       booted = pooled;
       this.counters.hits++;
     } else {
       if (this.pool || ownRoot) this.counters.misses++;
-      booted = await this.bootCold(ownRoot ?? this.assets.baseRootfs);
+      booted = await this.bootCold(ownRoot ?? this.assets.baseRootfs, resources);
     }
     const hostWorkspaceDir = path.join(booted.runDir, "workspace");
     await mkdir(hostWorkspaceDir, { mode: 0o700 });
@@ -186,6 +190,7 @@ export class MicrovmDriver implements SandboxDriver {
       attempt_id: spec.attemptId,
       run_dir: booted.runDir,
       source: pooled ? "warm_pool" : "cold_boot",
+      size,
       pool_hit: Boolean(pooled),
       create_ms: Math.round(ms),
       pool_hits: this.counters.hits,
@@ -212,9 +217,11 @@ export class MicrovmDriver implements SandboxDriver {
     await this.pool?.stop();
   }
 
-  private async bootCold(rootfs: string): Promise<BootedVm> {
+  private async bootCold(rootfs: string, resources?: { vcpus: number; memoryMiB: number }): Promise<BootedVm> {
     const runDir = await newRunDir(this.workDir, (d) => this.live.add(d));
-    return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS).catch((err: unknown) => this.forget(runDir, err));
+    return coldBoot(this.cfg, rootfs, runDir, BOOT_TIMEOUT_MS, resources).catch((err: unknown) =>
+      this.forget(runDir, err),
+    );
   }
 
   private async restoreOne(): Promise<BootedVm> {

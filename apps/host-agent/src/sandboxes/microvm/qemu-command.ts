@@ -23,6 +23,8 @@ export interface QemuLaunch {
   incomingSnapshot?: string;
   /** The per-connection relay QEMU runs for the guest's proxy address (egress-relay.ts). */
   egressRelay: EgressRelay;
+  /** vCPUs and memory of the job's size; absent: VM_CPUS and VM_MEMORY (small, the warm pool's). */
+  resources?: { vcpus: number; memoryMiB: number };
 }
 
 export interface EgressRelay {
@@ -65,9 +67,9 @@ export function qemuArgs(l: QemuLaunch): string[] {
     "-cpu",
     "max",
     "-smp",
-    String(VM_CPUS),
+    String(l.resources?.vcpus ?? VM_CPUS),
     "-m",
-    VM_MEMORY,
+    l.resources ? `${l.resources.memoryMiB}M` : VM_MEMORY,
     "-nodefaults",
     "-no-user-config",
     "-display",

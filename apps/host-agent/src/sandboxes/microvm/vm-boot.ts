@@ -42,9 +42,15 @@ export async function newRunDir(workDir: string, claim: (runDir: string) => void
   return runDir;
 }
 
-export async function coldBoot(cfg: BootConfig, rootfs: string, runDir: string, timeoutMs: number): Promise<BootedVm> {
+export async function coldBoot(
+  cfg: BootConfig,
+  rootfs: string,
+  runDir: string,
+  timeoutMs: number,
+  resources?: { vcpus: number; memoryMiB: number },
+): Promise<BootedVm> {
   const started = performance.now();
-  const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, rootfs, runDir });
+  const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, rootfs, runDir, ...(resources ? { resources } : {}) });
   try {
     await vm.ctl.expect("READY", timeoutMs, "READY (boot)");
   } catch (err) {

@@ -12,6 +12,7 @@ import { ForgeStatuses } from "./forge-statuses.tsx";
 import { JobDetails } from "./job-details.tsx";
 import { ArtifactsList, CachesList, DefinitionFacts } from "./run-facts.tsx";
 import { RunActions } from "./run-actions.tsx";
+import { queueDetail, WaitingJobs } from "./waiting-jobs.tsx";
 import { RunHistory } from "../provenance/run-history.tsx";
 
 /**
@@ -62,7 +63,7 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
                   ? "flaky"
                   : j.attempts.length > 1
                     ? `${j.attempts.length} attempts`
-                    : undefined,
+                    : queueDetail(j.queue),
           }))}
         />
         {r.jobs.length === 0 ? (
@@ -72,6 +73,7 @@ export function RunView({ org, runId }: { org: string; runId: string }) {
               : "This run has no jobs (its definition never froze)."}
           </p>
         ) : null}
+        <WaitingJobs data={d} now={now} />
       </Card>
       <Card title="Attempts and phases" id="attempts">
         <JobDetails data={d} now={now} />

@@ -22,6 +22,7 @@ export function AppHeader({ orgs, current, login }: { orgs: Membership[]; curren
             Overview
           </NavLink>
           <NavLink href={`${base}/runs`}>Runs</NavLink>
+          <NavLink href={`${base}/schedules`}>Schedules</NavLink>
           <NavLink href={`${base}/provenance`}>Provenance</NavLink>
           <NavLink href={`${base}/flaky`}>Flaky jobs</NavLink>
           <NavLink href={`${base}/settings`}>Settings</NavLink>

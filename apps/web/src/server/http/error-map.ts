@@ -79,6 +79,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   "FORGE.NO_SECRETS_KEY": 503,
   "FORGE.SECRET_UNREADABLE": 503,
   "FORGE.SECRET_KEY_MISMATCH": 503,
+  // Schedules (issue 20): a cron or zone the parser refuses; one the repo has; one the workflow owns.
+  "SCHEDULE.INVALID": 422,
+  "SCHEDULE.NOT_FOUND": 404,
+  "SCHEDULE.EXISTS": 409,
+  "SCHEDULE.LIMIT_REACHED": 422,
+  "SCHEDULE.FROM_WORKFLOW": 409,
   // Secrets (issue 16, ADR 0025). Another org's secret is SECRET.NOT_FOUND, like one never set.
   "SECRET.NOT_FOUND": 404,
   "SECRET.INVALID_NAME": 422,

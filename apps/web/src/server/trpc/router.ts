@@ -23,6 +23,9 @@ import { removeEgressHost } from "./tenants/remove-egress-host.procedure.ts";
 import { setEntitlement } from "./tenants/set-entitlement.procedure.ts";
 import { listApiTokens } from "./tenants/list-api-tokens.procedure.ts";
 import { revokeApiToken } from "./tenants/revoke-api-token.procedure.ts";
+import { addSchedule } from "./schedules/add-schedule.procedure.ts";
+import { listSchedules } from "./schedules/list-schedules.procedure.ts";
+import { removeSchedule } from "./schedules/remove-schedule.procedure.ts";
 import { listAuditEvents } from "./audit/list-audit-events.procedure.ts";
 import { deleteSecret } from "./secrets/delete-secret.procedure.ts";
 import { listSecrets } from "./secrets/list-secrets.procedure.ts";
@@ -60,6 +63,7 @@ export const appRouter = router({
     flaky: listFlakyJobs,
   },
   jobs: { get: getJob },
+  schedules: { list: listSchedules, add: addSchedule, remove: removeSchedule },
   provenance: {
     search: searchProvenance,
     record: getProvenanceRecord,

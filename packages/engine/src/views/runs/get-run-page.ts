@@ -8,6 +8,7 @@ import {
   type WorkflowDefinition,
 } from "@kiln/domain";
 import { placementReasonsForRun } from "../../dispatch/index.ts";
+import type { EngineConfig } from "../../shared/config.ts";
 import { getRun, type RunView } from "../../runs/index.ts";
 import { orgCacheFigures, runCacheFigures, type JobCacheFigures, type OrgCacheFigures } from "../../caches/index.ts";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";
@@ -63,9 +64,14 @@ const cls = (o: string | null): OutcomeClass | null => (o !== null && isOutcome(
  * org_id in its own WHERE clause, so a run id from another org yields RUN.NOT_FOUND from getRun and
  * empty extras, never another tenant's rows.
  */
-export async function getRunPage(db: Db, scope: TenantScope, input: { runId: string }): Promise<RunPageView> {
+export async function getRunPage(
+  db: Db,
+  scope: TenantScope,
+  /** With `cfg`, waiting jobs carry their queue position, reason and estimated start (getRun's `queue`). */
+  input: { runId: string; cfg?: EngineConfig },
+): Promise<RunPageView> {
   const [run, meta, artifacts, retries, caches, cacheOrg, waiting] = await Promise.all([
-    getRun(db, { orgId: scope.orgId, runId: input.runId }),
+    getRun(db, { orgId: scope.orgId, runId: input.runId, ...(input.cfg ? { cfg: input.cfg } : {}) }),
     db.$queryRaw<{ repo_name: string; definition: WorkflowDefinition | null }[]>`
       SELECT repo.full_name AS repo_name, r.definition
       FROM workflow_run r JOIN repo ON repo.id = r.repo_id

@@ -35,6 +35,10 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/attestation/keys": () => import("@/app/v1/attestation/keys/route.ts"),
   "v1/attestations": () => import("@/app/v1/attestations/route.ts"),
   "v1/artifacts/[artifactId]/attestation": () => import("@/app/v1/artifacts/[artifactId]/attestation/route.ts"),
+  // Schedules (docs/adr/0031).
+  "v1/schedules": () => import("@/app/v1/schedules/route.ts"),
+  "v1/schedules/[scheduleId]": () => import("@/app/v1/schedules/[scheduleId]/route.ts"),
+  "v1/repos/[repoId]/schedules": () => import("@/app/v1/repos/[repoId]/schedules/route.ts"),
   // The forge loop (docs/adr/0028).
   "v1/repos/[repoId]/forge": () => import("@/app/v1/repos/[repoId]/forge/route.ts"),
   // The transparency log (docs/adr/0026): public, no token.
