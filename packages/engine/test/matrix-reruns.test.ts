@@ -232,6 +232,9 @@ describe("re-run failed jobs", () => {
         size: data.length,
         sha256: sha256(data),
         attempt_epoch: 1,
+        // The pinned job's artifact is the producer's, with the producer's attestation state.
+        attestation_state: "pending",
+        quarantine_reason: null,
       },
     ]);
     const [again] = await claimAll(session);
