@@ -15,6 +15,8 @@ import {
   listOrgRepos,
   removeMember,
 } from "../src/tenants/index.ts";
+import { setRepoForge } from "../src/forge/repo-forge.ts";
+import { forgeCfg } from "./forge/support.ts";
 import { LOCAL_SOURCE, seedTenant, useTestDb } from "./support.ts";
 
 // The admin console's use cases (issue 19) on real PostgreSQL: the last-admin rule under
@@ -227,5 +229,30 @@ describe("repositories", () => {
       await codeOf(disconnectRepo(t.db(), { orgSlug: a.slug, repo: { fullName: b.repoName }, actor: "web:x" })),
     ).toBe("REPO.NOT_FOUND");
     expect((await listOrgRepos(t.db(), { orgSlug: b.slug }))[0]?.disconnectedAt).toBeNull();
+  });
+});
+
+describe("the forge credential on the repositories list", () => {
+  it("says token once one is stored, and none for a repo without one; the token itself never", async () => {
+    const ten = await seedTenant(t.db());
+    const other = `${ten.slug}/no-forge`;
+    await connectRepo(
+      t.db(),
+      { orgSlug: ten.slug, name: other, cloneUrl: "file:///x", actor: "web:ada" },
+      LOCAL_SOURCE,
+    );
+    await setRepoForge(t.db(), forgeCfg("http://127.0.0.1:1"), {
+      repoId: ten.repoId,
+      token: "ghp_forge-token-value",
+      actor: "cli:test",
+    });
+    const listed = await listOrgRepos(t.db(), { orgSlug: ten.slug });
+    expect(listed.find((r) => r.id === ten.repoId)?.forgeCredential).toEqual({
+      state: "token",
+      lastCheckedAt: null,
+      problem: null,
+    });
+    expect(listed.find((r) => r.fullName === other)?.forgeCredential).toEqual({ state: "none" });
+    expect(JSON.stringify(listed)).not.toContain("ghp_forge-token-value");
   });
 });
