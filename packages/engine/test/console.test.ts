@@ -3,6 +3,7 @@ import { isDomainError } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { listAuditEvents } from "../src/audit/index.ts";
 import { admitManualRun } from "../src/runs/admit-manual.ts";
+import { rerunFailedJobs } from "../src/runs/rerun-failed.ts";
 import { retryRun } from "../src/runs/retry-run.ts";
 import { admitGithubWebhook } from "../src/webhooks/admit-webhook.ts";
 import {
@@ -189,6 +190,7 @@ describe("repositories", () => {
     await t.db()
       .$executeRaw`UPDATE workflow_run SET status = 'completed', outcome = 'success', finished_at = now() WHERE id = ${first.runId}::uuid`;
     expect(await codeOf(retryRun(t.db(), { caller, runId: first.runId }))).toBe("REPO.DISCONNECTED");
+    expect(await codeOf(rerunFailedJobs(t.db(), { caller, runId: first.runId }))).toBe("REPO.DISCONNECTED");
 
     const row = (await listOrgRepos(t.db(), { orgSlug: ten.slug })).find((r) => r.fullName === name);
     expect(row?.disconnectedAt).toBe(d.disconnectedAt);

@@ -63,6 +63,11 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
     if (parent.status !== "completed") {
       throw new DomainError("RUN.NOT_FINISHED", "only a finished run's failed jobs can be re-run");
     }
+    // A disconnected repo admits no new run by any path (docs/adr/0029), re-runs included.
+    const repo = await tx.$queryRaw<{ disconnected: boolean }[]>`
+      SELECT disconnected_at IS NOT NULL AS disconnected FROM repo WHERE id = ${parent.repo_id}::uuid`;
+    if (repo[0]?.disconnected)
+      throw new DomainError("REPO.DISCONNECTED", "this run's repository is disconnected; connect it again to re-run");
     if (!parent.definition) {
       throw new DomainError(
         "RUN.NOTHING_TO_RERUN",
