@@ -281,7 +281,10 @@ describe("kiln tlog monitor", { timeout: 300_000 }, () => {
     const real = (await get("/tlog/checkpoint")).bytes.toString();
     const sigAt = real.lastIndexOf(" ") + 10;
     serveCheckpoint = () => real.slice(0, sigAt) + (real[sigAt] === "A" ? "B" : "A") + real.slice(sigAt + 1);
-    expect(await monitor(hostileBase)).toMatchObject({ status: 1, out: { ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" } });
+    expect(await monitor(hostileBase)).toMatchObject({
+      status: 1,
+      out: { ok: false, rule: "TLOG.CHECKPOINT_SIGNATURE" },
+    });
 
     const fork = await forged(315, new Uint8Array(randomBytes(32)));
     serveCheckpoint = () => fork;

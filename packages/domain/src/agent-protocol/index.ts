@@ -2,12 +2,7 @@ import { z } from "zod";
 import { OUTCOMES } from "../runs/index.ts";
 import { CACHE_RESTORE_RESULTS, CACHE_RESTORE_TIERS, CACHE_SAVE_RESULTS } from "../caches/index.ts";
 import { LOG_STREAMS, MAX_LOG_CHUNK_BYTES } from "../logs/index.ts";
-import {
-  DEFAULT_RUNNER_SIZE,
-  MAX_RUNNER_LABELS,
-  RUNNER_LABEL_PATTERN,
-  RUNNER_SIZES,
-} from "../dispatch/index.ts";
+import { DEFAULT_RUNNER_SIZE, MAX_RUNNER_LABELS, RUNNER_LABEL_PATTERN, RUNNER_SIZES } from "../dispatch/index.ts";
 import { AUDIENCE_PATTERN } from "../identity/index.ts";
 
 // The agent <-> control-plane contract, shared by both sides (conventions rule 10). Paths:
