@@ -36,8 +36,8 @@ import { createLogger } from "@kiln/logger";
 import { startPostgres } from "@kiln/testkit";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { runAttestJob } from "../../apps/workers/src/jobs/attest-job.job.ts";
-import { OutboxRelay } from "../../apps/workers/src/relay.ts";
+import { runAttestJob } from "@kiln/workers/attest-job";
+import { OutboxRelay } from "@kiln/workers/relay";
 import { median, percentile } from "../lib/stats.ts";
 
 const arg = (name: string, fallback: string) =>

@@ -18,7 +18,7 @@ interface MonitorState {
   checked_at: string;
 }
 
-export type MonitorRule =
+type MonitorRule =
   | "TLOG.UNREACHABLE"
   | "TLOG.BAD_VERIFIER_KEY"
   | "TLOG.CHECKPOINT_SIGNATURE"

@@ -3,8 +3,8 @@
 // ciphertext||tag; Go's cipher.AEAD.Open too), so a third party needs no Kiln code to decrypt.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
-export const GCM_NONCE_BYTES = 12;
-export const GCM_TAG_BYTES = 16;
+const GCM_NONCE_BYTES = 12;
+const GCM_TAG_BYTES = 16;
 
 function algorithm(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
   if (key.length === 16) return "aes-128-gcm";

@@ -7,7 +7,7 @@ import { newDek, unwrapDek, wrapDek } from "./envelope.ts";
 import type { Kek, KekSource } from "./kek.ts";
 
 /** Registers `kek` as the active KEK on first use; refuses a KEK that is not (or no longer) it. */
-export async function assertActiveKek(tx: Tx, kek: Kek): Promise<void> {
+async function assertActiveKek(tx: Tx, kek: Kek): Promise<void> {
   // ON CONFLICT without a target also absorbs the one-active index: another active KEK means ours is foreign.
   await tx.$executeRaw`INSERT INTO secret_kek (id, state) VALUES (${kek.id}, 'active') ON CONFLICT DO NOTHING`;
   // FOR SHARE: a rotation (which locks the row FOR UPDATE) waits for this transaction's new DEK and rewraps it too.

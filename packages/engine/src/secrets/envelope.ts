@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { DomainError } from "@kiln/domain";
 import { gcmOpen, gcmSeal } from "./aead.ts";
 
-export const DEK_BYTES = 32;
+const DEK_BYTES = 32;
 
 /** `org` or `repo:<repo_id>`. */
 export type SecretScope = "org" | `repo:${string}`;

@@ -1,7 +1,7 @@
 // Secrets (issue 16, docs/adr/0025-secrets-envelope-and-broker.md): envelope storage under a KEK,
 // admin writes with audit records, the broker that delivers values to trusted jobs only.
-export { gcmEncrypt, gcmDecrypt, gcmSeal, gcmOpen, GCM_NONCE_BYTES, GCM_TAG_BYTES } from "./aead.ts";
-export { dekAad, secretAad, type SecretScope } from "./envelope.ts";
+export { gcmEncrypt, gcmDecrypt, gcmSeal, gcmOpen } from "./aead.ts";
+export { dekAad, secretAad } from "./envelope.ts";
 export { KekSource, readKekFile, parseKek, kekIdOf, generateKekText, type Kek } from "./kek.ts";
 export {
   setSecret,

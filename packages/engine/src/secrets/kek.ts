@@ -5,7 +5,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { DomainError } from "@kiln/domain";
 
-export const KEK_BYTES = 32;
+const KEK_BYTES = 32;
 
 export interface Kek {
   id: string;

@@ -10,7 +10,7 @@ export interface SecretTarget {
   scope: SecretScope;
 }
 
-export function scopeOf(repoId: string | null): SecretScope {
+function scopeOf(repoId: string | null): SecretScope {
   return repoId === null ? "org" : `repo:${repoId}`;
 }
 

@@ -9,10 +9,7 @@ import { DEFAULT_FORGE_CONFIG, type ForgeConfig } from "../../src/forge/forge-co
 import { parseSecretsKey } from "../../src/forge/secret-box.ts";
 
 /** A recorded payload from @octokit/webhooks-examples (GitHub's own examples), deep-copied. */
-export function example(
-  event: string,
-  pick: (e: Record<string, unknown>) => boolean = () => true,
-): Record<string, any> {
+function example(event: string, pick: (e: Record<string, unknown>) => boolean = () => true): Record<string, any> {
   const group = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((g) => g.name === event);
   const e = group?.examples.find(pick);
   if (!e) throw new Error(`no ${event} example`);
@@ -48,7 +45,7 @@ export function prPayload(
   return p;
 }
 
-export const SECRETS_KEY = parseSecretsKey(Buffer.alloc(32, 7).toString("base64"));
+const SECRETS_KEY = parseSecretsKey(Buffer.alloc(32, 7).toString("base64"));
 
 export function forgeCfg(apiUrl: string, extra: Partial<ForgeConfig> = {}): ForgeConfig {
   return {

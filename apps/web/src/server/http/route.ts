@@ -23,7 +23,7 @@ export type RouteAuth =
   | "webhook_signature"
   | "none";
 
-export interface ResponseSpec {
+interface ResponseSpec {
   description: string;
   /** The JSON body; omit for a body-less answer (302, 204). */
   schema?: z.ZodType;

@@ -16,7 +16,7 @@ export const tlogHasher: tlog.MerkleHasher = tlog.merkleHasher(sha256);
 const SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 
-export function ed25519PublicKey(raw: Uint8Array): KeyObject {
+function ed25519PublicKey(raw: Uint8Array): KeyObject {
   if (raw.length !== 32) throw new RangeError("an Ed25519 public key is 32 bytes");
   return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: "der", type: "spki" });
 }

@@ -16,7 +16,7 @@ const OUTCOME_CLASSES = [
   "policy",
 ] as const satisfies readonly OutcomeClass[];
 
-export const runSummary = z.object({
+const runSummary = z.object({
   id: z.uuid(),
   repo_id: z.uuid(),
   repo_name: z.string(),
@@ -83,7 +83,7 @@ const attempt = z.object({
   }),
 });
 
-export const job = z.object({
+const job = z.object({
   id: z.uuid(),
   name: z.string(),
   index: z.number().int(),

@@ -3,7 +3,7 @@ import { ROLES } from "@kiln/domain";
 import { z } from "zod";
 import { adminProcedure } from "../init.ts";
 
-export const addMemberInput = z.object({
+const addMemberInput = z.object({
   login: z.string().trim().min(1, "enter the forge login").max(100),
   // Required: members are matched by the forge's numeric id, never by a re-registrable login.
   forgeId: z.number("enter the forge's numeric user id").int("a whole number").min(1, "a positive number"),

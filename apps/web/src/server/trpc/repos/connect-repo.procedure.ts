@@ -4,7 +4,7 @@ import { env } from "../../env.ts";
 import { adminProcedure } from "../init.ts";
 
 // Shapes only; the engine owns the rules (name form, clone-URL policy, branch) and their messages.
-export const connectRepoInput = z.object({
+const connectRepoInput = z.object({
   name: z.string().trim().min(3, "enter owner/name").max(300),
   cloneUrl: z.string().trim().min(1, "enter the clone URL").max(2000),
   workflowPath: z.string().trim().min(1).max(500).default(".kiln/workflow.yaml"),

@@ -3,7 +3,7 @@ import { ROLES } from "@kiln/domain";
 import { z } from "zod";
 import { adminProcedure } from "../init.ts";
 
-export const createApiTokenInput = z.object({
+const createApiTokenInput = z.object({
   name: z.string().trim().min(1, "enter a name").max(64, "at most 64 characters"),
   role: z.enum(ROLES),
   expiresInDays: z.number("enter a number of days").int("a whole number of days").min(1).max(366),
