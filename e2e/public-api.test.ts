@@ -260,12 +260,11 @@ describe("public API", { timeout: 120_000 }, () => {
     ]);
 
     // Bytes retention deleted: a named 410, not a URL that 404s at the store.
-    await p.db.$executeRaw`UPDATE artifact_generation SET object_deleted_at = now()
-      WHERE id = (SELECT generation_id FROM artifact_binding WHERE id = ${artifact.id}::uuid)`;
+    // An artifact's id is its sealed generation's (the bytes its attestation names).
+    await p.db.$executeRaw`UPDATE artifact_generation SET object_deleted_at = now() WHERE id = ${artifact.id}::uuid`;
     const gone = await p.api("GET", `/v1/artifacts/${artifact.id}/download`, acme.token);
     expect([gone.status, gone.json.error.code]).toEqual([410, "ARTIFACT.EXPIRED"]);
-    await p.db.$executeRaw`UPDATE artifact_generation SET object_deleted_at = NULL
-      WHERE id = (SELECT generation_id FROM artifact_binding WHERE id = ${artifact.id}::uuid)`;
+    await p.db.$executeRaw`UPDATE artifact_generation SET object_deleted_at = NULL WHERE id = ${artifact.id}::uuid`;
   });
 
   it("another org's token gets 404s, never data; no token gets 401", async () => {

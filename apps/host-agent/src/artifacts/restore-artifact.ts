@@ -58,6 +58,10 @@ export async function restoreArtifact(
         message: `${what}: the producer has no bound artifact in this run`,
       };
     }
+    if (grant.failure.kind === "error" && grant.failure.code === "ARTIFACT.QUARANTINED") {
+      // Storage no longer holds what was sealed: the platform's fault, named as such (never the user's).
+      return { ok: false, cause: "artifact.quarantined", message: `${what}: ${grant.failure.message}` };
+    }
     return { ok: false, failure: grant.failure };
   }
   const g = grant.data;

@@ -29,6 +29,8 @@ export const ARTIFACT_PLATFORM_CAUSES = [
   "artifact.binding_missing",
   "artifact.download_failed",
   "artifact.digest_mismatch",
+  // The attestor's verifier found the stored bytes differ from their signed provenance (issue 17).
+  "artifact.quarantined",
 ] as const;
 export type ArtifactCause = (typeof ARTIFACT_USER_CAUSES)[number] | (typeof ARTIFACT_PLATFORM_CAUSES)[number];
 

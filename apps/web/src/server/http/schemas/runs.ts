@@ -103,6 +103,21 @@ const job = z.object({
   attempts: z.array(attempt),
 });
 
+const forgeStatus = z.object({
+  context: z.string().describe("kiln/<workflow path> for the run, kiln/<workflow path>/<job> per job"),
+  job_id: z.uuid().nullable(),
+  state: z.string().describe("what Kiln wants the forge to show"),
+  description: z.string(),
+  delivered_state: z.string().nullable().describe("what the forge was last told; null: nothing yet"),
+  delivered_at: iso.nullable(),
+  delivery: z.enum(["delivered", "pending"]),
+  attempts: z.number().int(),
+  last_http_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  next_attempt_at: iso.nullable(),
+  check_run_id: z.number().int().nullable(),
+});
+
 export const run = z.object({
   id: z.uuid(),
   repo_id: z.uuid(),
@@ -122,6 +137,7 @@ export const run = z.object({
   started_at: iso.nullable(),
   finished_at: iso.nullable(),
   jobs: z.array(job),
+  forge_statuses: z.array(forgeStatus).describe("commit statuses for this run on the forge (issue 19)"),
 });
 
 export const jobList = z.object({ run_id: z.uuid(), jobs: z.array(job) });
