@@ -5,6 +5,12 @@
 // const array for that column, in both directions.
 import {
   ARTIFACT_FORMATS,
+  ATTESTATION_ALGORITHMS,
+  ATTESTATION_ROW_STATES,
+  FORGE_STATES,
+  RUNNER_SIZES,
+  SCHEDULE_ORIGINS,
+  SECRET_KEK_STATES,
   ARTIFACT_STATES,
   ATTEMPT_STATUSES,
   CACHE_ENTRY_STATES,
@@ -55,6 +61,12 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "cache_job_stat.save_result": CACHE_SAVE_RESULTS,
   "pool.min_isolation": dispatch.ISOLATION_CLASSES,
   "id_token_key.alg": ID_TOKEN_ALGS,
+  "attestation.state": ATTESTATION_ROW_STATES,
+  "attestation_key.algorithm": ATTESTATION_ALGORITHMS,
+  "forge_status.state": FORGE_STATES,
+  "job_run.runner_size": RUNNER_SIZES,
+  "schedule.origin": SCHEDULE_ORIGINS,
+  "secret_kek.state": SECRET_KEK_STATES,
 };
 
 const t = useMigratedDb(2);

@@ -4,7 +4,8 @@ import { assertNever } from "../shared/errors.ts";
 import type { Outcome } from "../runs/index.ts";
 
 /** GitHub's commit status states (Gitea and Forgejo accept the same four). */
-export type ForgeState = "pending" | "success" | "failure" | "error";
+export const FORGE_STATES = ["pending", "success", "failure", "error"] as const;
+export type ForgeState = (typeof FORGE_STATES)[number];
 
 /** GitHub refuses longer descriptions (422); it counts characters, not bytes. */
 export const FORGE_DESCRIPTION_MAX = 140;

@@ -11,6 +11,8 @@ export {
   decideTick,
   replaceWorkflowSchedules,
   scheduledActor,
+  SCHEDULE_ORIGINS,
+  type ScheduleOrigin,
   type ScheduleReplacement,
   type StoredSchedule,
   type TickDecision,

@@ -60,3 +60,7 @@ export function replaceWorkflowSchedules(
 export function scheduledActor(scheduleId: string): string {
   return `schedule:${scheduleId}`;
 }
+
+/** Where a schedule came from (schedule.origin): the workflow file on the default branch, or the API/CLI. */
+export const SCHEDULE_ORIGINS = ["workflow", "api"] as const;
+export type ScheduleOrigin = (typeof SCHEDULE_ORIGINS)[number];

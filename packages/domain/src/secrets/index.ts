@@ -1,4 +1,9 @@
-export { SECRET_NAME_PATTERN, secretNameProblem, MAX_SECRET_VALUE_BYTES } from "./secret-names.ts";
+export {
+  SECRET_NAME_PATTERN,
+  secretNameProblem,
+  MAX_SECRET_VALUE_BYTES,
+  SECRET_KEK_STATES,
+} from "./secret-names.ts";
 export {
   decideSecretDelivery,
   SECRET_WITHHELD_UNTRUSTED,

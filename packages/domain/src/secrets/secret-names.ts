@@ -12,3 +12,6 @@ export function secretNameProblem(name: string): string | null {
 
 /** Largest value accepted for one secret (bytes, UTF-8). Environment variables are not for blobs. */
 export const MAX_SECRET_VALUE_BYTES = 48 * 1024;
+
+/** A key-encryption key's state (secret_kek.state): one active at a time; rotation disables the old one. */
+export const SECRET_KEK_STATES = ["active", "disabled"] as const;

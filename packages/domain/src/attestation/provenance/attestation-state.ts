@@ -1,4 +1,8 @@
 // What the listing, the run page and the auditor views call an artifact's attestation state.
+/** The attestation row's own state (its CHECK constraint): logged, then verified or mismatch. */
+export const ATTESTATION_ROW_STATES = ["logged", "verified", "mismatch"] as const;
+/** The signing algorithms attestation keys may have (attestation_key.algorithm). */
+export const ATTESTATION_ALGORITHMS = ["ecdsa-p256-sha256"] as const;
 export type AttestationState = "pending" | "logged" | "verified" | "quarantined" | "none";
 
 /**

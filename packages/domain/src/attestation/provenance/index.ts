@@ -25,4 +25,9 @@ export {
   KILN_BUILD_TYPE,
   type ProvenanceInput,
 } from "./compose-provenance.ts";
-export { attestationStateOf, type AttestationState } from "./attestation-state.ts";
+export {
+  attestationStateOf,
+  ATTESTATION_ROW_STATES,
+  ATTESTATION_ALGORITHMS,
+  type AttestationState,
+} from "./attestation-state.ts";
