@@ -120,6 +120,8 @@ describe("admin console", { timeout: 150_000 }, () => {
       expect(secret).toMatch(/^whsec_/);
       expect(await nina.getByTestId("webhook-url").textContent()).toBe(`${p.base}/v1/webhooks/github`);
       // The secret's heading takes focus: the next thing to do is to copy it.
+      // (Focus moves once the panel has rendered: wait for it rather than sample it.)
+      await nina.waitForFunction(() => document.activeElement?.id === "webhook-secret-title");
       expect(await nina.evaluate(() => document.activeElement?.id)).toBe("webhook-secret-title");
       const row = nina.locator("[data-repo='newco/site']");
       expect((await row.locator("[data-field=last-delivery]").textContent())?.trim()).toBe("none yet");
