@@ -10,6 +10,13 @@ describe("jainIndex", () => {
     expect(jainIndex([0, 0])).toBe(1);
   });
 
+  it("does not lose tiny or huge shares to underflow or overflow", () => {
+    // fast-check found [0, 2.2e-163]: its square underflowed to 0 and the index read 1 instead of 1/2.
+    expect(jainIndex([0, 2.245325406718041e-163])).toBe(0.5);
+    expect(jainIndex([0, 1e300])).toBe(0.5);
+    expect(jainIndex([Number.MIN_VALUE, Number.MIN_VALUE])).toBe(1);
+  });
+
   it("lies in [1/n, 1] and ignores scale", () => {
     fc.assert(
       fc.property(fc.array(fc.double({ min: 0, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 50 }), (xs) => {

@@ -3,13 +3,18 @@
  * An empty or all-zero input is vacuously fair (1).
  */
 export function jainIndex(xs: readonly number[]): number {
+  // Divide by the largest share first: the index is scale-free, and squaring raw values underflows
+  // to 0 for tiny shares (2e-163 squared) or overflows for huge ones, which made [0, 2e-163] read 1.
+  let max = 0;
+  for (const x of xs) if (x > max) max = x;
+  if (xs.length === 0 || max === 0) return 1;
   let sum = 0;
   let sumSquares = 0;
   for (const x of xs) {
-    sum += x;
-    sumSquares += x * x;
+    const r = x / max;
+    sum += r;
+    sumSquares += r * r;
   }
-  if (xs.length === 0 || sumSquares === 0) return 1;
   return (sum * sum) / (xs.length * sumSquares);
 }
 
