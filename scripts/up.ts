@@ -46,7 +46,10 @@ async function main(): Promise<void> {
       KILN_DATA_DIR: DATA,
       // Local use only: a member's login signs in without a password (refused unless this is set).
       KILN_DEV_LOGIN: "1",
-      AUTH_SECRET: process.env.AUTH_SECRET ?? (await authSecret()),
+      AUTH_SECRET: process.env.AUTH_SECRET ?? (await localKey("auth-secret", "base64url")),
+      // Forge tokens are sealed at rest with this key (docs/forge.md); generated once per data dir so
+      // `kiln repo add --forge-token-file` works on a fresh instance.
+      KILN_SECRETS_KEY: process.env.KILN_SECRETS_KEY ?? (await localKey(FORGE_KEY_FILE, "base64")),
       AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
       // The ID-token issuer (docs/adr/0024): the address this instance is reached at. The identity
       // KEK defaults to <KILN_DATA_DIR>/identity-kek for the web server and the CLI alike.
@@ -67,6 +70,8 @@ async function main(): Promise<void> {
         port: PORT,
         // `kiln secret ...` and `kiln secrets rotate-kek` read the same KEK as the web processes.
         secretsKekFile: platform.env.KILN_SECRETS_KEK_FILE,
+        // `kiln repo add|forge-set --forge-token-file` seal with the same key as the web processes.
+        ...(process.env.KILN_SECRETS_KEY ? {} : { forgeSecretsKeyFile: path.join(DATA, FORGE_KEY_FILE) }),
       },
       null,
       2,
@@ -145,10 +150,13 @@ function chooseDriver(): { driver: "microvm" | "process"; why: string } {
 }
 
 /** Session signing key for the dashboard, kept across restarts so sign-ins survive them. */
-async function authSecret(): Promise<string> {
+const FORGE_KEY_FILE = "forge-secrets-key";
+
+/** 32 random bytes kept in a 0600 file under the data dir: stable across restarts of one instance. */
+async function localKey(name: string, encoding: "base64" | "base64url"): Promise<string> {
   await mkdir(DATA, { recursive: true });
-  const file = path.join(DATA, "auth-secret");
-  if (!existsSync(file)) await writeFile(file, randomBytes(32).toString("base64url"), { mode: 0o600 });
+  const file = path.join(DATA, name);
+  if (!existsSync(file)) await writeFile(file, randomBytes(32).toString(encoding), { mode: 0o600 });
   return (await readFile(file, "utf8")).trim();
 }
 

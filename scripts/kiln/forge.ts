@@ -1,6 +1,7 @@
 // Forge credentials and delivery state per repo (issue 19, docs/forge.md): a per-repo token (sealed
 // with KILN_SECRETS_KEY, never printed), the webhook's hook id, and what the forge loop last did.
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import {
   engineEnvSchema,
   findRepoByName,
@@ -11,9 +12,26 @@ import {
 } from "@kiln/engine";
 import { arg, type CliCommand, type CliContext, intOpt, opt, UsageError } from "./command.ts";
 
-/** The same variables the workers read (KILN_SECRETS_KEY, KILN_GITHUB_*, KILN_PUBLIC_URL). */
+/** The same variables the workers read (KILN_SECRETS_KEY, KILN_GITHUB_*, KILN_PUBLIC_URL); without
+ * KILN_SECRETS_KEY, the key `npm run up` generated for its instance (recorded in instance.json). */
 function forgeConfig(): ForgeConfig {
-  return forgeConfigFromEnv(engineEnvSchema.parse(process.env), (p) => readFileSync(p, "utf8"));
+  const env = engineEnvSchema.parse(process.env);
+  return forgeConfigFromEnv({ ...env, KILN_SECRETS_KEY: env.KILN_SECRETS_KEY ?? instanceForgeKey() }, (p) =>
+    readFileSync(p, "utf8"),
+  );
+}
+
+function instanceForgeKey(): string | undefined {
+  const dataDir = path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data");
+  try {
+    const info = JSON.parse(readFileSync(path.join(dataDir, "instance.json"), "utf8")) as {
+      forgeSecretsKeyFile?: string;
+    };
+    return info.forgeSecretsKeyFile ? readFileSync(info.forgeSecretsKeyFile, "utf8").trim() : undefined;
+  } catch {
+    // No running instance here: forge tokens then need KILN_SECRETS_KEY, and the command says so.
+    return undefined;
+  }
 }
 
 export const FORGE_OPTIONS = {
