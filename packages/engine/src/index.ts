@@ -121,6 +121,7 @@ export {
   addMember,
   createApiToken,
   createAgentToken,
+  createMemberApiToken,
   setEntitlement,
   setEntitlementAsPlatformAdmin,
   lowerOwnHardCap,

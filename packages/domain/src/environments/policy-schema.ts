@@ -22,7 +22,7 @@ const refPattern = z
   .min(1)
   .max(200)
   .regex(/^[A-Za-z0-9._\-/*]+$/, "a ref pattern: letters, digits, . _ - / and * (** spans /)");
-const login = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}$/, "a member's login");
+const login = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, "a member's login");
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "HH:MM, 24-hour");
 const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
 export type Weekday = (typeof DAYS)[number];
