@@ -92,12 +92,14 @@ export async function loadProvenanceBatch(
     values: [jobs.map((j) => j.job_id), jobs.map((j) => j.attempt_id)],
   });
   const restored = await loadRestores(sql, jobs);
-  const { rows: caches } = await sql.query<{ attempt_id: string; cache_key: string; sha256: string; entry_id: string }>({
-    name: "attest-load-caches",
-    text: `SELECT attempt_id, cache_key, sha256, entry_id FROM cache_restore_grant
+  const { rows: caches } = await sql.query<{ attempt_id: string; cache_key: string; sha256: string; entry_id: string }>(
+    {
+      name: "attest-load-caches",
+      text: `SELECT attempt_id, cache_key, sha256, entry_id FROM cache_restore_grant
            WHERE attempt_id = ANY($1::uuid[]) ORDER BY attempt_id, granted_at`,
-    values: [jobs.map((j) => j.attempt_id)],
-  });
+      values: [jobs.map((j) => j.attempt_id)],
+    },
+  );
 
   const out: LoadOutcome[] = refs.map(() => null);
   await eachLimited(jobs, 2, async (j) => {

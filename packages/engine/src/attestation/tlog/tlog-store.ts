@@ -39,7 +39,8 @@ async function query<R>(c: TlogConn, text: string, values: unknown[]): Promise<R
 
 /** Why the log would refuse this entry, or null: callers batching entries check each one first. */
 export function entryProblem(input: AppendInput): string | null {
-  if (input.bytes.length === 0 || input.bytes.length > MAX_ENTRY_BYTES) return `an entry is 1..${MAX_ENTRY_BYTES} bytes`;
+  if (input.bytes.length === 0 || input.bytes.length > MAX_ENTRY_BYTES)
+    return `an entry is 1..${MAX_ENTRY_BYTES} bytes`;
   if (!/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(input.kind)) return "kind must match [a-z0-9][a-z0-9_.-]{0,62}";
   if (input.dedupeKey.length === 0 || input.dedupeKey.length > 300) return "dedupeKey is 1..300 characters";
   return null;
