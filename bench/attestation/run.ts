@@ -1,33 +1,42 @@
-// The attestor's figures (issue 17, docs/benchmarks.md "Attestation"), one machine, one run:
-//   throughput: attestations signed (ECDSA P-256) and appended to the transparency log per second,
-//     through the real use case (load records, compose, sign, one transaction: row + leaf + outbox),
-//     beside its baseline, signing alone (the CPU floor no attestor can beat on this machine);
-//   latency: completion commit -> attestation committed in the log, through the real path (the
-//     completion transaction's outbox row, the relay, pg-boss, the attest-job handler), p50/p95.
-// Real PostgreSQL (embedded) and the real engine; no web server (the attestor never calls it).
-// Usage: npm run bench -- attestation [--jobs 2000] [--completions 400] [--rate 100] [--concurrency 4]
-import { generateKeyPairSync, randomUUID } from "node:crypto";
+// The attestor's figures (issue 17, docs/benchmarks.md "Attestation"), one machine, one run, each
+// measurement beside its baselines, rounds interleaved, `cat /proc/loadavg` recorded with each:
+//   throughput (attestations signed and appended to the transparency log per second):
+//     sign only: compose + DSSE sign (ECDSA P-256) of the same statement shape, the CPU floor;
+//     bare append: envelope-sized log entries, one per transaction (8 writers) and 64 per
+//       transaction (2 writers), the log's own ceiling either way;
+//     per job: the real use case one job per call (attestJob, 4 concurrent), as the handler ran
+//       before batching;
+//     batched: attestJobs over 64 jobs per call, 2 in flight (what the attest-job handler does);
+//   latency: completion commit -> attestation committed in the log (the handler returned), and ->
+//     first signed checkpoint covering it, through the real path (the completion transaction's
+//     outbox row, the workers' OutboxRelay, pg-boss with the attest-job definition's batch size and
+//     concurrency, runAttestJobs, a checkpoint signer ticking every second), commits paced at each
+//     --latency rate for --seconds by a separate process (complete-paced.ts: real completions, or
+//     only the completion's outbox row for rates the completion path itself cannot reach here).
+// Real PostgreSQL (embedded, durable) and the real engine; no web server (the attestor never calls it).
+// Usage: npm run bench -- attestation [--per-job 300] [--batched 1500] [--rounds 2] [--seconds 10]
+//   [--latency complete:10,complete:40,outbox:200]
+import { spawn } from "node:child_process";
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, withTx, type Db } from "@kiln/db";
-import { composeProvenance, parseWorkflow, type ProvenanceInput } from "@kiln/domain";
+import { composeProvenance, type ProvenanceInput } from "@kiln/domain";
 import {
-  addRepo,
+  appendTlogEntries,
+  appendTlogEntry,
   attestJob,
-  claimJob,
-  completeAttempt,
-  createAgentToken,
-  createJobs,
+  attestJobs,
   createObjectStore,
-  createOrg,
-  DEFAULT_ENGINE_CONFIG,
   engineTlog,
+  latestCheckpoint,
   LogArchiveReader,
   loadFileSigner,
-  registerSession,
+  logSigner,
   s3LogStore,
-  setPoolPolicy,
+  signCheckpoint,
   signStatement,
   type AttestorDeps,
   type JobTicket,
@@ -35,72 +44,149 @@ import {
 import { createLogger } from "@kiln/logger";
 import { startPostgres } from "@kiln/testkit";
 import pg from "pg";
-import { PgBoss } from "pg-boss";
-import { runAttestJob } from "@kiln/workers/attest-job";
+import { PgBoss, type JobResult } from "pg-boss";
+import { attestJobJob, runAttestJobs } from "@kiln/workers/attest-job";
 import { OutboxRelay } from "@kiln/workers/relay";
 import { median, percentile } from "../lib/stats.ts";
+import { complete, pool, seedJobs, seedTenant, type BenchTenant } from "./seed.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
-const JOBS = Number(arg("jobs", "2000"));
-const COMPLETIONS = Number(arg("completions", "400"));
-const RATE = Number(arg("rate", "100"));
-const CONCURRENCY = Number(arg("concurrency", "4"));
-const CFG = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 3_600_000 };
-const WORKFLOW = `version: 1
-jobs:
-  - name: compile
-    steps: ["true"]
-    artifacts: {publish: [{name: app, path: app.bin}, {name: sbom, path: sbom.json}]}
-`;
-const progress = (m: string) => process.stderr.write(`${m}\n`);
+const PER_JOB = Number(arg("per-job", "300"));
+const BATCHED = Number(arg("batched", "1500"));
+const ROUNDS = Number(arg("rounds", "2"));
+// mode:rate pairs; "complete" runs completeAttempt, "outbox" commits only the completion's outbox row.
+const LATENCY = arg("latency", "complete:10,complete:40,outbox:200")
+  .split(",")
+  .map((x) => ({ mode: x.split(":")[0]!, rate: Number(x.split(":")[1]) }));
+const SECONDS = Number(arg("seconds", "10"));
+const BATCH = attestJobJob.batchSize ?? 2;
+const IN_FLIGHT = attestJobJob.concurrency ?? 1;
+const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+const load = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const chunks = <T>(xs: T[], n: number) =>
+  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
-async function seedJobs(
-  db: Db,
-  n: number,
-  ctx: { orgId: string; repoId: string; sessionId: string },
-): Promise<JobTicket[]> {
-  const parsed = parseWorkflow(WORKFLOW);
-  if (!parsed.ok) throw new Error(parsed.error.message);
-  const def = parsed.definition;
-  const out: JobTicket[] = [];
-  for (let i = 0; i < n; i++) {
-    await withTx(db, "bench-run", async (tx) => {
-      const r = await tx.$queryRaw<{ id: string }[]>`
-        INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, ref, commit_sha, workflow_path, workflow_hash, definition, inputs)
-        VALUES (${ctx.orgId}::uuid, ${ctx.repoId}::uuid, 'running', 'trusted', 'manual', 'refs/heads/main', ${"b".repeat(40)},
-                '.kiln/workflow.yaml', ${"c".repeat(64)}, ${JSON.stringify(def)}::jsonb, '{}'::jsonb) RETURNING id`;
-      await createJobs(tx, { id: r[0]!.id, orgId: ctx.orgId }, def, "bench");
-    });
-    const c = await claimJob(db, CFG, { sessionId: ctx.sessionId, claimRequestId: randomUUID() });
-    if (c.kind !== "claimed") throw new Error(`claim: ${c.kind}`);
-    // Sealed generations as the finaliser leaves them (the bytes' path is benchmarked elsewhere).
-    for (const name of ["app", "sbom"])
-      await db.$executeRaw`
-        INSERT INTO artifact_generation (attempt_id, job_id, run_id, org_id, epoch, name, object_key, size_bytes, sha256, state, sealed_at)
-        VALUES (${c.ticket.attemptId}::uuid, ${c.ticket.jobId}::uuid, ${c.ticket.runId}::uuid, ${ctx.orgId}::uuid, ${c.ticket.epoch}, ${name},
-                ${`bench/${randomUUID()}`}, 1024, encode(sha256(${randomUUID()}::bytea), 'hex'), 'sealed', now())`;
-    out.push(c.ticket);
+async function timed(n: number, f: () => Promise<unknown>): Promise<{ perSec: number; load: string }> {
+  const t0 = performance.now();
+  await f();
+  return { perSec: Math.round(n / ((performance.now() - t0) / 1000)), load: load() };
+}
+
+function sampleInput(orgId: string): ProvenanceInput {
+  return {
+    instanceUri: "https://kiln.bench",
+    org: { id: orgId, slug: "bench" },
+    repo: { fullName: "bench/app", cloneUrl: "file:///none" },
+    run: {
+      id: randomUUID(),
+      ref: "refs/heads/main",
+      commitSha: "b".repeat(40),
+      workflowPath: ".kiln/workflow.yaml",
+      workflowSha256: "c".repeat(64),
+      inputs: {},
+      trustClass: "trusted",
+    },
+    job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
+    startedOn: new Date(),
+    finishedOn: new Date(),
+    subjects: [
+      { name: "app", sha256: "d".repeat(64) },
+      { name: "sbom", sha256: "e".repeat(64) },
+    ],
+    restored: [],
+    caches: [],
+    logs: null,
+  };
+}
+
+let seq = 0;
+const entry = (size: number) => ({ kind: "bench", bytes: randomBytes(size), dedupeKey: `bench-${seq++}` });
+
+/** One throughput round: every variant on fresh jobs, in the given order. */
+async function throughputRound(db: Db, deps: AttestorDeps, ctx: BenchTenant, order: string[], envSize: number) {
+  progress(`seeding ${PER_JOB + BATCHED} completed jobs`);
+  const tickets = await seedJobs(db, ctx, PER_JOB + BATCHED);
+  for (const t of tickets) await complete(db, t);
+  const perJob = tickets.slice(0, PER_JOB);
+  const batched = tickets.slice(PER_JOB);
+  const ref = (t: JobTicket) => ({ jobId: t.jobId, epoch: t.epoch });
+  const out: Record<string, { perSec: number; load: string }> = {};
+  for (const v of order) {
+    progress(`round: ${v}`);
+    if (v === "sign_only")
+      out[v] = await timed(BATCHED, () =>
+        pool(batched, 4, () => signStatement(deps.signer, composeProvenance(sampleInput(ctx.orgId)))),
+      );
+    if (v === "append_one_per_tx")
+      out[v] = await timed(PER_JOB, () =>
+        pool(perJob, 8, () => withTx(db, "bench-append", (tx) => appendTlogEntry(tx, entry(envSize)))),
+      );
+    if (v === "append_batched")
+      out[v] = await timed(BATCHED, () =>
+        pool(chunks(batched, BATCH), IN_FLIGHT, (c) =>
+          withTx(db, "bench-append", (tx) =>
+            appendTlogEntries(
+              tx,
+              c.map(() => entry(envSize)),
+            ),
+          ),
+        ),
+      );
+    if (v === "attest_per_job") out[v] = await timed(PER_JOB, () => pool(perJob, 4, (t) => attestJob(deps, ref(t))));
+    if (v === "attest_batched")
+      out[v] = await timed(BATCHED, () =>
+        pool(chunks(batched, BATCH), IN_FLIGHT, async (c) => {
+          const rs = await attestJobs(deps, c.map(ref));
+          const bad = rs.find((r) => r.kind !== "attested");
+          if (bad) throw new Error(`batched attest: ${JSON.stringify(bad)}`);
+        }),
+      );
   }
   return out;
 }
 
-const complete = (db: Db, t: JobTicket) =>
-  completeAttempt(db, CFG, {
-    attemptId: t.attemptId,
-    jobId: t.jobId,
-    epoch: t.epoch,
-    outcome: "success",
-    sandboxDestroyed: true,
-  });
-
-async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: n }, async () => {
-      while (next < items.length) await fn(items[next++] as T);
-    }),
+/** Completions paced at `rate`/s (by a process of their own) through outbox, relay, pg-boss and the handler. */
+async function latencyRound(
+  db: Db,
+  url: string,
+  root: string,
+  ctx: BenchTenant,
+  { mode, rate }: { mode: string; rate: number },
+  attestedAt: Map<string, number>,
+  startRelay: () => Promise<OutboxRelay>,
+) {
+  const late = await seedJobs(db, ctx, rate * SECONDS);
+  if (mode === "outbox") for (const t of late) await complete(db, t);
+  // Earlier phases' outbox rows (and in outbox mode these completions' own) are not this
+  // measurement's: the relay starts after they are set aside.
+  await db.$executeRaw`UPDATE outbox SET published_at = now() WHERE published_at IS NULL`;
+  const relay = await startRelay();
+  const file = path.join(root, `tickets-${rate}.json`);
+  await writeFile(file, JSON.stringify(late.map((t) => ({ ...t, orgId: ctx.orgId }))));
+  const startLoad = load();
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, path.join(import.meta.dirname, "complete-paced.ts"), url, file, String(rate), mode],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
   );
+  let stdout = "";
+  child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+  const code = await new Promise<number | null>((r) => child.on("exit", r));
+  if (code !== 0) throw new Error(`completer exited ${code}`);
+  const done = JSON.parse(stdout) as { offeredPerSec: number; committedAt: Record<string, number> };
+  const ids = late.map((t) => t.jobId);
+  for (let waited = 0; waited < 120_000 && ids.some((id) => !attestedAt.has(id)); waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
+  relay.stop();
+  const ms = ids.flatMap((id) => {
+    const a = attestedAt.get(id);
+    const c = done.committedAt[id];
+    return a !== undefined && c !== undefined ? [a - c] : [];
+  });
+  return { ids, completedAt: done.committedAt, offered: done.offeredPerSec, ms, startLoad, endLoad: load() };
 }
 
 async function main(): Promise<void> {
@@ -112,11 +198,8 @@ async function main(): Promise<void> {
   const db = createDb({ url, max: 10 });
   const sqlPool = new pg.Pool({ connectionString: url, max: 4 });
   const keyFile = path.join(root, "attestation-key.pem");
-  await writeFile(
-    keyFile,
-    generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }),
-    { mode: 0o600 },
-  );
+  const pkcs8 = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" });
+  await writeFile(keyFile, pkcs8, { mode: 0o600 });
   await chmod(keyFile, 0o600);
   const signer = await loadFileSigner(keyFile);
   // Logs are never read here (the jobs wrote none); the reader needs a store object all the same.
@@ -134,132 +217,118 @@ async function main(): Promise<void> {
     instanceUri: "https://kiln.bench",
   };
   const boss = new PgBoss({ connectionString: url, max: 4 });
-  let relay: OutboxRelay | null = null;
+  let relay: OutboxRelay | null = null as OutboxRelay | null;
+  let stopSigner = false;
+  let signerLoop: Promise<void> = Promise.resolve();
   try {
-    const org = await createOrg(db, "bench");
-    const repo = await addRepo(
-      db,
-      {
-        orgSlug: "bench",
-        name: "bench/app",
-        cloneUrl: "file:///none",
-        webhookSecret: "bench-secret",
-        workflowPath: ".kiln/workflow.yaml",
-      },
-      { localReposRoot: "/" },
-    );
-    await setPoolPolicy(db, { name: "bench", minIsolation: "process", development: true, actor: "bench" });
-    const token = await createAgentToken(db, { pool: "bench" });
-    const session = await registerSession(db, CFG, {
-      agentTokenId: token.id,
-      pool: "bench",
-      body: {
-        hostname: "bench",
-        capacity: 100_000,
-        labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
-      },
-    });
-    const ctx = { orgId: org.id, repoId: repo.id, sessionId: session.sessionId };
+    const ctx = await seedTenant(db);
+    const envSize = (await signStatement(signer, composeProvenance(sampleInput(ctx.orgId)))).envelopeJson.length;
+    const orders = [
+      ["sign_only", "append_one_per_tx", "append_batched", "attest_per_job", "attest_batched"],
+      ["attest_batched", "attest_per_job", "append_batched", "append_one_per_tx", "sign_only"],
+    ];
+    const rounds: Record<string, { perSec: number; load: string }>[] = [];
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await throughputRound(db, deps, ctx, orders[r % 2]!, envSize));
+    const leaves = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM tlog_entry WHERE kind = 'dsse'`;
+    const rows = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM attestation`;
 
-    // Baseline: signing alone, the same statement shape, same concurrency.
-    progress(`seeding ${JOBS} completed jobs with 2 artifacts each`);
-    const tickets = await seedJobs(db, JOBS, ctx);
-    for (const t of tickets) await complete(db, t);
-    const sample: ProvenanceInput = {
-      instanceUri: "https://kiln.bench",
-      org: { id: org.id, slug: "bench" },
-      repo: { fullName: "bench/app", cloneUrl: "file:///none" },
-      run: {
-        id: randomUUID(),
-        ref: "refs/heads/main",
-        commitSha: "b".repeat(40),
-        workflowPath: ".kiln/workflow.yaml",
-        workflowSha256: "c".repeat(64),
-        inputs: {},
-        trustClass: "trusted",
-      },
-      job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
-      startedOn: new Date(),
-      finishedOn: new Date(),
-      subjects: [
-        { name: "app", sha256: "d".repeat(64) },
-        { name: "sbom", sha256: "e".repeat(64) },
-      ],
-      restored: [],
-      caches: [],
-      logs: null,
-    };
-    let t0 = performance.now();
-    await pool(tickets, CONCURRENCY, () => signStatement(signer, composeProvenance(sample)));
-    const signRate = JOBS / ((performance.now() - t0) / 1000);
-
-    progress(`attesting ${JOBS} jobs (concurrency ${CONCURRENCY})`);
-    t0 = performance.now();
-    await pool(tickets, CONCURRENCY, (t) => attestJob(deps, { jobId: t.jobId, epoch: t.epoch }));
-    const attestRate = JOBS / ((performance.now() - t0) / 1000);
-    const leaves = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM tlog_entry`;
-
-    // Latency through the real path: outbox -> relay -> pg-boss -> handler, completions paced at RATE/s.
-    progress(`latency: ${COMPLETIONS} completions at ${RATE}/s through outbox, relay and pg-boss`);
-    const late = await seedJobs(db, COMPLETIONS, ctx);
+    // The real path, with the workers' settings for the attest-job queue and a checkpoint signer.
     await boss.start();
-    await boss.createQueue("attest-job", { retryLimit: 10, retryDelay: 1, retryBackoff: true, expireInSeconds: 120 });
+    await boss.createQueue(attestJobJob.name, {
+      retryLimit: attestJobJob.retryLimit,
+      retryDelay: attestJobJob.retryDelaySeconds,
+      retryBackoff: true,
+      expireInSeconds: attestJobJob.expireInSeconds,
+    });
     const log = createLogger({ service: "bench" }, () => undefined);
-    // Commit to commit, on this process's clock: completeAttempt returned / the handler returned.
-    const completedAt = new Map<string, number>();
     const attestedAt = new Map<string, number>();
+    let failures = 0;
     const workerId = await boss.work(
-      "attest-job",
-      { batchSize: 2, pollingIntervalSeconds: 0.5, localConcurrency: CONCURRENCY },
+      attestJobJob.name,
+      {
+        batchSize: BATCH,
+        burstWhenBatchFull: true,
+        perJobResults: true,
+        pollingIntervalSeconds: 0.5,
+        localConcurrency: IN_FLIGHT,
+      },
       async (jobs) => {
-        for (const j of jobs) {
-          const data = j.data as { jobId: string; runId: string; orgId: string; epoch: number };
-          await runAttestJob(deps, data, log);
-          if (!attestedAt.has(data.jobId)) attestedAt.set(data.jobId, performance.now());
-        }
+        const data = jobs.map((j) => attestJobJob.payload.parse(j.data));
+        const outcomes = await runAttestJobs(deps, data, log);
+        const now = performance.timeOrigin + performance.now();
+        return jobs.map((j, i): JobResult => {
+          if (outcomes[i]) {
+            failures++;
+            return { id: j.id, status: "failed", output: { message: outcomes[i].message } };
+          }
+          if (!attestedAt.has(data[i]!.jobId)) attestedAt.set(data[i]!.jobId, now);
+          return { id: j.id, status: "completed" };
+        });
       },
     );
-    relay = new OutboxRelay(db, boss, url, 1_000, false, log, () => boss.notifyWorker(workerId));
-    await relay.start();
-    const startedAt = Date.now();
-    for (const [i, t] of late.entries()) {
-      const due = startedAt + (i * 1000) / RATE;
-      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-      await complete(db, t);
-      completedAt.set(t.jobId, performance.now());
+    const startRelay = async () => {
+      relay = new OutboxRelay(db, boss, url, 1_000, false, log, () => boss.notifyWorker(workerId));
+      await relay.start();
+      return relay;
+    };
+    const logKey = await logSigner(db, { origin: "bench.kiln.test/tlog", kek: new Uint8Array(randomBytes(32)) });
+    const checkpointedAt: { size: number; at: number }[] = [];
+    signerLoop = (async () => {
+      while (!stopSigner) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        await signCheckpoint(db, logKey);
+        const cp = await latestCheckpoint(db);
+        if (cp) checkpointedAt.push({ size: cp.size, at: performance.timeOrigin + performance.now() });
+      }
+    })();
+
+    const latency = [];
+    for (const l of LATENCY) {
+      progress(`latency: ${l.rate * SECONDS} ${l.mode} commits at ${l.rate}/s`);
+      const r = await latencyRound(db, url, root, ctx, l, attestedAt, startRelay);
+      await new Promise((res) => setTimeout(res, 2_500)); // the next checkpoint covers the last ones
+      const idx = await db.$queryRaw<{ job_id: string; tlog_index: bigint }[]>`
+        SELECT job_id, tlog_index FROM attestation WHERE job_id = ANY(${r.ids}::uuid[])`;
+      const toCheckpoint = idx.flatMap((a) => {
+        const cp = checkpointedAt.find((c) => c.size > Number(a.tlog_index));
+        const c = r.completedAt[a.job_id];
+        return cp && c !== undefined ? [cp.at - c] : [];
+      });
+      latency.push({
+        mode: l.mode,
+        rate_per_s: l.rate,
+        offered_per_s: Math.round(r.offered),
+        completions: r.ids.length,
+        attested: r.ms.length,
+        p50_ms: Math.round(median(r.ms)),
+        p95_ms: Math.round(percentile(r.ms, 95)),
+        max_ms: Math.round(Math.max(...r.ms)),
+        to_checkpoint_p50_ms: Math.round(median(toCheckpoint)),
+        to_checkpoint_p95_ms: Math.round(percentile(toCheckpoint, 95)),
+        load: `${r.startLoad} -> ${r.endLoad}`,
+      });
     }
-    const ids = late.map((t) => t.jobId);
-    for (let waited = 0; waited < 120_000; waited += 100) {
-      const n = await db.$queryRaw<
-        { n: bigint }[]
-      >`SELECT count(*) AS n FROM attestation WHERE job_id = ANY(${ids}::uuid[])`;
-      if (Number(n[0]?.n) === ids.length) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const ms = ids.flatMap((id) => {
-      const a = attestedAt.get(id);
-      const c = completedAt.get(id);
-      return a !== undefined && c !== undefined ? [a - c] : [];
-    });
+    const med = (k: string) => median(rounds.map((x) => x[k]!.perSec));
+    const sign = med("sign_only");
     const report = {
       machine: `${os.cpus().length} cores`,
-      jobs: JOBS,
-      concurrency: CONCURRENCY,
-      sign_only_per_s: Math.round(signRate),
-      attest_and_append_per_s: Math.round(attestRate),
-      ratio_attest_to_sign: Number((attestRate / signRate).toFixed(2)),
-      leaves: Number(leaves[0]?.n),
-      latency: {
-        completions: COMPLETIONS,
-        rate_per_s: RATE,
-        attested: ms.length,
-        p50_ms: Math.round(median(ms)),
-        p95_ms: Math.round(percentile(ms, 95)),
-        max_ms: Math.round(Math.max(...ms)),
-      },
+      batch_size: BATCH,
+      batches_in_flight: IN_FLIGHT,
+      envelope_bytes: envSize,
+      throughput_median_per_s: Object.fromEntries(
+        Object.keys(rounds[0]!).map((k) => [k, { median: med(k), ratio_to_sign: Number((med(k) / sign).toFixed(3)) }]),
+      ),
+      ratio_batched_to_per_job: Number((med("attest_batched") / med("attest_per_job")).toFixed(2)),
+      rounds,
+      dsse_leaves_after_throughput: Number(leaves[0]?.n),
+      attestation_rows_after_throughput: Number(rows[0]?.n),
+      latency,
+      handler_failures: failures,
     };
     console.log(JSON.stringify(report, null, 2));
   } finally {
+    stopSigner = true;
+    await signerLoop.catch(() => undefined);
     relay?.stop();
     await boss.stop({ graceful: false }).catch(() => undefined);
     await sqlPool.end();

@@ -9,11 +9,13 @@
 //     checkpoint that covers it;
 //   proof latency at size N: getInclusionProof / getConsistencyProof from the stored subtree hashes,
 //     vs the baseline of reading all N leaf hashes and computing the same proof in memory.
-// Usage: npm run bench -- tlog [--writers 8] [--seconds 5] [--rounds 3] [--size 20000] [--tick 1000]
+//   (and, beside them, BATCH entries per transaction in one statement: appendTlogEntries)
+// Usage: npm run bench -- tlog [--writers 8] [--seconds 5] [--rounds 3] [--size 20000] [--tick 1000] [--batch 64]
 import { randomBytes } from "node:crypto";
 import { withTx, type Db } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import {
+  appendTlogEntries,
   appendTlogEntry,
   getConsistencyProof,
   getInclusionProof,
@@ -39,7 +41,10 @@ const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOS
 const body = () => randomBytes(1100).toString("base64");
 let seq = 0;
 
-type Kind = "tlog" | "tlog-async" | "plain";
+type Kind = "tlog" | "tlog-async" | "tlog-batch" | "plain";
+// tlog-batch: each transaction appends BATCH entries in one statement (appendTlogEntries, ADR 0026
+// "Batched appends"), as the attestor does with a pg-boss fetch.
+const BATCH = Number(arg("batch", "64"));
 
 async function run(db: Db, kind: Kind): Promise<{ perSec: number; lat: number[] }> {
   const lat: number[] = [];
@@ -51,6 +56,17 @@ async function run(db: Db, kind: Kind): Promise<{ perSec: number; lat: number[] 
         const key = `bench-${kind}-${seq++}`;
         const bytes = Buffer.from(body());
         const t = performance.now();
+        if (kind === "tlog-batch") {
+          const entries = Array.from({ length: BATCH }, () => ({
+            kind: "bench",
+            bytes: Buffer.from(body()),
+            dedupeKey: `bench-${kind}-${seq++}`,
+          }));
+          await withTx(db, "bench-batch", (tx) => appendTlogEntries(tx, entries));
+          lat.push(performance.now() - t);
+          n += BATCH;
+          continue;
+        }
         await withTx(db, `bench-${kind}`, async (tx) => {
           // tlog-async: the commit does not wait for its WAL flush (see docs/adr/0026 on why a
           // checkpoint can still never cover a lost entry); the row lock is then held for less.
@@ -135,12 +151,13 @@ try {
   const results: Record<Kind, { perSec: number[]; lat: number[] }> = {
     tlog: { perSec: [], lat: [] },
     "tlog-async": { perSec: [], lat: [] },
+    "tlog-batch": { perSec: [], lat: [] },
     plain: { perSec: [], lat: [] },
   };
   const orders: Kind[][] = [
-    ["tlog", "tlog-async", "plain"],
-    ["plain", "tlog", "tlog-async"],
-    ["tlog-async", "plain", "tlog"],
+    ["tlog", "tlog-async", "tlog-batch", "plain"],
+    ["plain", "tlog-batch", "tlog", "tlog-async"],
+    ["tlog-batch", "tlog-async", "plain", "tlog"],
   ];
   for (let r = 0; r < ROUNDS; r++) {
     for (const kind of orders[r % 3]!) {
@@ -154,11 +171,15 @@ try {
   const a = median(results.tlog.perSec);
   const c = median(results["tlog-async"].perSec);
   const b = median(results.plain.perSec);
+  const d = median(results["tlog-batch"].perSec);
   console.log(
     `  tlog_append                       ${a.toFixed(0).padStart(6)}/s   ratio to plain ${(a / b).toFixed(2)}`,
   );
   console.log(
     `  tlog_append, asynchronous commit  ${c.toFixed(0).padStart(6)}/s   ratio to plain ${(c / b).toFixed(2)}`,
+  );
+  console.log(
+    `  tlog_append x${BATCH} per transaction   ${d.toFixed(0).padStart(6)}/s   ratio to plain ${(d / b).toFixed(2)}, to one per transaction ${(d / a).toFixed(1)}`,
   );
   console.log(`  plain insert (baseline)           ${b.toFixed(0).padStart(6)}/s`);
   console.log(
@@ -166,6 +187,7 @@ try {
   );
   row("  append transaction latency (tlog)", results.tlog.lat);
   row("  append transaction latency (tlog, async commit)", results["tlog-async"].lat);
+  row(`  append transaction latency (tlog, ${BATCH} per transaction)`, results["tlog-batch"].lat);
   row("  insert transaction latency (plain baseline)", results.plain.lat);
 
   const cpLat = await checkpointLatency(db, 200, 10);

@@ -52,13 +52,14 @@ for (const job of JOBS) {
   if (!(await boss.getQueue(job.name)))
     await boss.createQueue(job.name, { ...queue, policy: job.policy ?? "standard" }).catch(() => undefined);
   else await boss.updateQueue(job.name, queue);
-  // Batches of two with burstWhenBatchFull: while a fetch comes back full there is a backlog and
-  // the worker fetches again at once; with batches of one pg-boss waits a polling interval between
-  // jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each job settles on its own.
+  // Batches of two (or the job's batchSize) with burstWhenBatchFull: while a fetch comes back full
+  // there is a backlog and the worker fetches again at once; with batches of one pg-boss waits a
+  // polling interval between jobs, which capped a freeze backlog at localConcurrency / 0.5 s. Each
+  // job settles on its own, also when its definition handles the whole fetch at once.
   const workerId = await boss.work(
     job.name,
     {
-      batchSize: 2,
+      batchSize: job.batchSize ?? 2,
       burstWhenBatchFull: true,
       perJobResults: true,
       pollingIntervalSeconds: 0.5,
@@ -66,13 +67,35 @@ for (const job of JOBS) {
     },
     async (jobs) => {
       const results: JobResult[] = [];
+      const settle = (j: { id: string }, e: unknown) => {
+        if (e === null) return results.push({ id: j.id, status: "completed" });
+        log.warn("job failed", { queue: job.name, job_id: j.id, err: e });
+        return results.push({
+          id: j.id,
+          status: "failed",
+          output: { message: e instanceof Error ? e.message : String(e) },
+        });
+      };
+      if (job.handleBatch) {
+        // A payload that does not parse fails alone; the rest go to the handler together.
+        const items: { data: never; job: (typeof jobs)[number] }[] = [];
+        for (const j of jobs) {
+          const p = job.payload.safeParse(j.data);
+          if (p.success) items.push({ data: p.data as never, job: j });
+          else settle(j, p.error);
+        }
+        const outcomes: unknown[] = await job.handleBatch(deps, items).catch((e: unknown) => items.map(() => e));
+        // A handler that answered for fewer jobs than it got has not done the rest.
+        const missing = new Error(`${job.name} returned ${outcomes.length} outcomes for ${items.length} jobs`);
+        items.forEach((it, i) => settle(it.job, outcomes.length === items.length ? (outcomes[i] ?? null) : missing));
+        return results;
+      }
       for (const j of jobs) {
         try {
           await job.handle(deps, job.payload.parse(j.data) as never, j);
-          results.push({ id: j.id, status: "completed" });
+          settle(j, null);
         } catch (e) {
-          log.warn("job failed", { queue: job.name, job_id: j.id, err: e });
-          results.push({ id: j.id, status: "failed", output: { message: e instanceof Error ? e.message : String(e) } });
+          settle(j, e);
         }
       }
       return results;

@@ -89,6 +89,7 @@ export class OutboxRelay {
 
   private async publish(messages: OutboxMessage[]): Promise<void> {
     const pools = new Set<string>();
+    const attestation = new Map<string, object[]>();
     let freezes = 0;
     for (const m of messages) {
       if (m.topic === "job.dispatch") {
@@ -116,13 +117,21 @@ export class OutboxRelay {
         await this.boss.send("environment-pointer-moved", p, { singletonKey: `${p.environmentId}:${p.pointerSeq}` });
         this.onQueued("environment-pointer-moved");
       } else {
-        // Attestation work (issue 17). A relay pass repeated after a crash may queue a second
-        // copy; both handlers are idempotent (one statement and one leaf per job).
+        // Attestation work (issue 17), queued below in one insert per queue: at hundreds of
+        // completions a second one send per message made the relay the bottleneck.
         const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
-        await this.ensureQueue(queue);
-        await this.boss.send(queue, m.payload);
-        this.onQueued(queue);
+        attestation.set(queue, [...(attestation.get(queue) ?? []), m.payload]);
       }
+    }
+    // A relay pass repeated after a crash may queue a second copy; both handlers are idempotent
+    // (one statement and one leaf per job).
+    for (const [queue, payloads] of attestation) {
+      await this.ensureQueue(queue);
+      await this.boss.insert(
+        queue,
+        payloads.map((data) => ({ data })),
+      );
+      this.onQueued(queue);
     }
     if (freezes > 0) this.onQueued("run-freeze");
     for (const pool of pools) await this.db.$executeRaw`SELECT pg_notify('kiln_dispatch', ${pool})`;

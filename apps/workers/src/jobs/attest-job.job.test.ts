@@ -20,7 +20,7 @@ import {
 } from "@kiln/engine/testing";
 import { createLogger } from "@kiln/logger";
 import { describe, expect, it } from "vitest";
-import { attestJobJob, runAttestJob } from "./attest-job.job.ts";
+import { attestJobJob, runAttestJob, runAttestJobs } from "./attest-job.job.ts";
 import { runVerifyAttestation, verifyAttestationJob } from "./verify-attestation.job.ts";
 
 // Run-it-twice (conventions rule 9) for both attestation jobs, on real PostgreSQL and s3rver.
@@ -58,6 +58,24 @@ describe("attest-job", () => {
       { n: bigint }[]
     >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${first[0]!.id}`;
     expect(Number(leaves[0]?.n)).toBe(1);
+  });
+});
+
+describe("attest-job batches", () => {
+  it("handles a fetch at once: a job delivered twice, and the whole batch run twice, leave one row and one leaf each", async () => {
+    const a = await succeededProducer();
+    const b = await succeededProducer();
+    const d = attestorDeps(t.db(), pool(), s3.store(), signer());
+    expect(attestJobJob.batchSize).toBeGreaterThan(1);
+    expect(await runAttestJobs(d, [a.payload, b.payload, a.payload], log)).toEqual([null, null, null]);
+    const first = [...(await snapshot(a.p.jobId)), ...(await snapshot(b.p.jobId))];
+    expect(first).toHaveLength(2);
+    expect(await runAttestJobs(d, [b.payload, a.payload], log)).toEqual([null, null]);
+    expect([...(await snapshot(a.p.jobId)), ...(await snapshot(b.p.jobId))]).toEqual(first);
+    const leaves = await t.db().$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ANY(${first.map((f) => f.id)})`;
+    expect(Number(leaves[0]?.n)).toBe(2);
   });
 });
 

@@ -36,6 +36,13 @@ export interface JobDefinition<S extends z.ZodType> {
   /** Handlers this process runs at once (I/O-bound jobs such as git fetches benefit). */
   concurrency?: number;
   handle: (deps: WorkerDeps, data: z.infer<S>, job: Job<unknown>) => Promise<void>;
+  /** Jobs per pg-boss fetch (default 2; see the work loop in ../index.ts). */
+  batchSize?: number;
+  /**
+   * Handles a whole fetch at once (a set-based handler: one transaction for many jobs). One entry
+   * per item, in order: null when that job is done, its Error when that job (alone) failed.
+   */
+  handleBatch?: (deps: WorkerDeps, items: { data: z.infer<S>; job: Job<unknown> }[]) => Promise<(Error | null)[]>;
 }
 
 export function defineJob<S extends z.ZodType>(d: JobDefinition<S>): JobDefinition<S> {

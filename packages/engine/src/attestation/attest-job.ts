@@ -1,17 +1,19 @@
-// The attestor's use case (issue 17, ADR 0027): compose the statement from control-plane records,
-// sign it outside any transaction, then in one transaction record it, append it to the
-// transparency log and queue its verification. Safe to run any number of times per job.
+// The attestor's use case (issue 17, ADR 0027): compose each statement from control-plane records,
+// sign it outside any transaction, then in one transaction per batch record them, append them to
+// the transparency log and queue their verification. Safe to run any number of times per job.
 import { createHash } from "node:crypto";
-import { withTx, type Db } from "@kiln/db";
-import { composeProvenance, utf8 } from "@kiln/domain";
+import { sqlPool, type Db } from "@kiln/db";
+import { composeProvenance, DomainError, utf8 } from "@kiln/domain";
 import type { LogArchiveReader } from "../logs/index.ts";
 import type { SqlPool } from "../shared/sql-pool.ts";
-import { enqueueOutbox } from "../shared/journal.ts";
 import { signStatement } from "./dsse-envelope.ts";
-import { loadProvenanceRecords } from "./load-provenance.ts";
+import { loadProvenanceBatch, type JobRef } from "./load-provenance.ts";
 import { publishSigningKey } from "./attestation-keys.ts";
 import type { AttestationSigner } from "./signer.ts";
 import type { TlogPort } from "./tlog-port.ts";
+import { writeAttestations, type AttestResult, type SignedAttestation } from "./write-attestations.ts";
+
+export type { AttestResult };
 
 export interface AttestorDeps {
   db: Db;
@@ -22,10 +24,8 @@ export interface AttestorDeps {
   instanceUri: string;
 }
 
-export type AttestResult =
-  | { kind: "attested"; attestationId: string; tlogIndex: bigint }
-  | { kind: "already"; attestationId: string }
-  | { kind: "not_applicable" };
+/** A batch member's outcome: its result, or the error that failed this job (and only it). */
+export type AttestOutcome = AttestResult | { kind: "failed"; error: Error };
 
 /**
  * The attestation id is derived from the job and its winning epoch, so every retry of the same
@@ -40,30 +40,79 @@ export function attestationIdFor(jobId: string, epoch: number): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
 }
 
-export async function attestJob(d: AttestorDeps, ref: { jobId: string; epoch: number }): Promise<AttestResult> {
-  const id = attestationIdFor(ref.jobId, ref.epoch);
-  const existing = await d.db.$queryRaw<{ id: string }[]>`SELECT id FROM attestation WHERE job_id = ${ref.jobId}::uuid`;
-  if (existing[0]) return { kind: "already", attestationId: existing[0].id };
-  const rec = await loadProvenanceRecords(d.db, d.logs, d.instanceUri, ref);
-  if (!rec) return { kind: "not_applicable" };
-  await publishSigningKey(d.db, d.signer);
-  const signed = await signStatement(d.signer, composeProvenance(rec.input));
-  return withTx(d.db, "attest-job", async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`attest:${ref.jobId}`}, 0))`;
-    const again = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM attestation WHERE job_id = ${ref.jobId}::uuid`;
-    if (again[0]) return { kind: "already" as const, attestationId: again[0].id };
-    await tx.$executeRaw`
-      INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope)
-      VALUES (${id}::uuid, ${rec.orgId}::uuid, ${rec.runId}::uuid, ${ref.jobId}::uuid, ${rec.attemptId}::uuid, ${ref.epoch},
-              ${rec.input.run.commitSha}, ${d.signer.keyId}, ${signed.envelopeJson})`;
-    await tx.$executeRaw`
-      INSERT INTO attestation_subject (attestation_id, generation_id, name, sha256)
-      SELECT ${id}::uuid, g, n, s FROM unnest(${rec.subjects.map((x) => x.generationId)}::uuid[],
-        ${rec.subjects.map((x) => x.name)}::text[], ${rec.subjects.map((x) => x.sha256)}::text[]) AS t(g, n, s)`;
-    await enqueueOutbox(tx, "attestation.verify", { attestationId: id }, { dedupeKey: id });
-    // Last: the append takes the log's one-writer lock, held until this transaction commits.
-    const { index } = await d.tlog.append(tx, { kind: "dsse", bytes: utf8(signed.envelopeJson), dedupeKey: id });
-    await tx.$executeRaw`UPDATE attestation SET tlog_index = ${index} WHERE id = ${id}::uuid`;
-    return { kind: "attested" as const, attestationId: id, tlogIndex: index };
+/** One job (the API the tests and tools use): a batch of one, its failure thrown. */
+export async function attestJob(d: AttestorDeps, ref: JobRef): Promise<AttestResult> {
+  const [r] = await attestJobs(d, [ref]);
+  if (!r) throw new Error("attestJobs returned nothing");
+  if (r.kind === "failed") throw r.error;
+  return r;
+}
+
+const errorOf = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/**
+ * Attests a batch of jobs: one outcome per ref, in order. Loading, signing and the write are each
+ * one pass for the whole batch; a job whose records, statement or log entry fail gets its own
+ * `failed` outcome and the rest go on (a write the database refuses is retried job by job, so only
+ * the bad job fails). Duplicate refs (pg-boss redelivery) share one outcome.
+ */
+export async function attestJobs(d: AttestorDeps, refs: JobRef[]): Promise<AttestOutcome[]> {
+  const keyOf = (r: JobRef) => `${r.jobId}:${r.epoch}`;
+  const unique = [...new Map(refs.map((r) => [keyOf(r), r])).values()];
+  const done = new Map<string, AttestOutcome>();
+  const sql = sqlPool(d.db);
+
+  const { rows: existing } = await sql.query<{ id: string; job_id: string }>({
+    name: "attest-existing",
+    text: "SELECT id, job_id FROM attestation WHERE job_id = ANY($1::uuid[])",
+    values: [unique.map((r) => r.jobId)],
   });
+  const already = new Map(existing.map((e) => [e.job_id, e.id]));
+  const todo = unique.filter((r) => {
+    const id = already.get(r.jobId);
+    if (id) done.set(keyOf(r), { kind: "already", attestationId: id });
+    return !id;
+  });
+
+  const signed: SignedAttestation[] = [];
+  if (todo.length > 0) {
+    const loaded = await loadProvenanceBatch(sql, d.logs, d.instanceUri, todo);
+    await publishSigningKey(d.db, d.signer);
+    for (const [i, ref] of todo.entries()) {
+      const rec = loaded[i];
+      if (rec === null || rec === undefined) done.set(keyOf(ref), { kind: "not_applicable" });
+      else if (rec instanceof Error) done.set(keyOf(ref), { kind: "failed", error: rec });
+      else {
+        try {
+          const s = await signStatement(d.signer, composeProvenance(rec.input));
+          const id = attestationIdFor(ref.jobId, ref.epoch);
+          const entry = { kind: "dsse", bytes: utf8(s.envelopeJson), dedupeKey: id };
+          // Checked before the batch's write: a statement the log refuses fails alone, honestly.
+          const problem = d.tlog.entryProblem(entry);
+          if (problem) throw new DomainError("TLOG.ENTRY_INVALID", `the statement of job ${ref.jobId}: ${problem}`);
+          signed.push({ id, ref, rec, envelopeJson: s.envelopeJson, entry });
+        } catch (e) {
+          done.set(keyOf(ref), { kind: "failed", error: errorOf(e) });
+        }
+      }
+    }
+  }
+
+  if (signed.length > 0) {
+    try {
+      for (const [k, r] of await writeAttestations(sql, d.tlog, d.signer.keyId, signed)) done.set(k, r);
+    } catch (batchError) {
+      // One job's row the database refuses must not fail the others: write each alone.
+      if (signed.length === 1) done.set(keyOf(signed[0]!.ref), { kind: "failed", error: errorOf(batchError) });
+      else
+        for (const s of signed) {
+          try {
+            for (const [k, r] of await writeAttestations(sql, d.tlog, d.signer.keyId, [s])) done.set(k, r);
+          } catch (e) {
+            done.set(keyOf(s.ref), { kind: "failed", error: errorOf(e) });
+          }
+        }
+    }
+  }
+  return refs.map((r) => done.get(keyOf(r)) ?? { kind: "failed", error: new Error("no outcome") });
 }

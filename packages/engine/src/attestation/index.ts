@@ -2,7 +2,14 @@
 export { ATTESTATION_ALGORITHM, keyIdOfSpki, loadFileSigner, type AttestationSigner } from "./signer.ts";
 export { verifyDsseSignature, verifyEcdsaP256, type SigEncoding } from "./ecdsa-verify.ts";
 export { signStatement, verifyAttestationEnvelope, type SignedStatement, type TrustedKey } from "./dsse-envelope.ts";
-export { attestJob, attestationIdFor, type AttestorDeps, type AttestResult } from "./attest-job.ts";
+export {
+  attestJob,
+  attestJobs,
+  attestationIdFor,
+  type AttestorDeps,
+  type AttestOutcome,
+  type AttestResult,
+} from "./attest-job.ts";
 export { verifyAttestation, type VerifyResult } from "./verify-attestation.ts";
 export { listAttestationKeys, publishSigningKey, type AttestationKeyView } from "./attestation-keys.ts";
 export {

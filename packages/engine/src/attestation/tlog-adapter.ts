@@ -1,20 +1,21 @@
 // The attestor's port onto the transparency log (./tlog, ADR 0026): the one place that knows the
 // log's own function names and number types.
 import { DomainError, isDomainError, tlog, toBase64 } from "@kiln/domain";
-import { appendTlogEntry, getInclusionProof, getTlogEntry } from "./tlog/tlog-store.ts";
+import { appendTlogEntries, entryProblem, getInclusionProof, getTlogEntry } from "./tlog/tlog-store.ts";
 import { latestCheckpoint } from "./tlog/tlog-checkpoint.ts";
 import { logVerifierKey } from "./tlog/tlog-key.ts";
 import { openCheckpoint, tlogHasher } from "./tlog/tlog-crypto.ts";
 import type { TlogPort } from "./tlog-port.ts";
 
 export const engineTlog: TlogPort = {
-  async append(tx, e) {
-    const r = await appendTlogEntry(tx, e);
+  async append(tx, entries) {
+    const rs = await appendTlogEntries(tx, entries);
     // A replay under the same dedupe key with other bytes would leave the row naming a leaf that
     // is not its envelope; the attestor's lock makes that impossible, so it is a bug if seen.
-    if (!r.created && !r.sameBytes) throw new Error("tlog entry for this attestation holds other bytes");
-    return { index: BigInt(r.index) };
+    if (rs.some((r) => !r.created && !r.sameBytes)) throw new Error("tlog entry for an attestation holds other bytes");
+    return rs.map((r) => ({ index: BigInt(r.index) }));
   },
+  entryProblem,
   async entry(db, index) {
     try {
       return (await getTlogEntry(db, Number(index))).bytes;

@@ -1,6 +1,6 @@
 // The transparency log as the attestor uses it (issue 17; the log itself is packages/engine/src/tlog,
 // ADR 0026). One port, so the attestor's use cases name the four operations they need and nothing else.
-import type { Db, Tx } from "@kiln/db";
+import type { Db, SqlClient, Tx } from "@kiln/db";
 
 export interface TlogInclusion {
   index: bigint;
@@ -12,9 +12,20 @@ export interface TlogInclusion {
   rootHash: string;
 }
 
+export interface TlogAppend {
+  kind: string;
+  bytes: Uint8Array;
+  dedupeKey: string;
+}
+
 export interface TlogPort {
-  /** Appends inside the caller's transaction; one leaf per dedupeKey however often it is called. */
-  append(tx: Tx, e: { kind: string; bytes: Uint8Array; dedupeKey: string }): Promise<{ index: bigint }>;
+  /**
+   * Appends inside the caller's transaction, in order, under one sequencer lock; one leaf per
+   * dedupeKey however often it is called. Indices in input order.
+   */
+  append(tx: Tx | SqlClient, entries: TlogAppend[]): Promise<{ index: bigint }[]>;
+  /** Why the log would refuse this entry (size, kind, key), or null. */
+  entryProblem(e: TlogAppend): string | null;
   /** The leaf bytes GET /v1/tlog/entries/{index} serves; null when not (yet) in the log. */
   entry(db: Db, index: bigint): Promise<Uint8Array | null>;
   /** Inclusion of `index` in the latest checkpoint; null until a checkpoint covers it. */

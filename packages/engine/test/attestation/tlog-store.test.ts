@@ -3,6 +3,7 @@ import { sqlPool, withTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import {
+  appendTlogEntries,
   appendTlogEntry,
   getConsistencyProof,
   getInclusionProof,
@@ -84,6 +85,27 @@ describe("transparency log storage", () => {
     const r = await append(1000);
     expect(r.index).toBe(51);
     leaves.push(tlogHasher.leaf(entry(1000)));
+  });
+
+  it("appends a batch in order under one lock: dense, and a key repeated or replayed keeps its first index", async () => {
+    const pool = sqlPool(t.db());
+    const n = await tlogSize(t.db());
+    const e = (k: string) => ({ kind: "test", bytes: enc.encode(`batch ${k}`), dedupeKey: k });
+    const made = (index: number) => ({ index, created: true, sameBytes: true });
+    const found = (index: number) => ({ index, created: false, sameBytes: true });
+    const rs = await withTx(pool, "batch", (c) => appendTlogEntries(c, [e("b0"), e("b1"), e("b0"), e("b2")]));
+    expect(rs).toEqual([made(n), made(n + 1), found(n), made(n + 2)]);
+    // Through Prisma as well: a replayed key and a new one in one batch.
+    const rs2 = await withTx(t.db(), "batch", (tx) => appendTlogEntries(tx, [e("b1"), e("b3")]));
+    expect(rs2).toEqual([found(n + 1), made(n + 3)]);
+    // One invalid entry refuses the whole batch; nothing of it is appended.
+    await expect(
+      withTx(pool, "batch", (c) =>
+        appendTlogEntries(c, [e("b4"), { kind: "test", bytes: randomBytes(65_536), dedupeKey: "b5" }]),
+      ),
+    ).rejects.toMatchObject({ code: "TLOG.ENTRY_INVALID" });
+    expect(await tlogSize(t.db())).toBe(n + 4);
+    for (const k of ["b0", "b1", "b2", "b3"]) leaves.push(tlogHasher.leaf(enc.encode(`batch ${k}`)));
   });
 
   it("serves roots and proofs from stored nodes that the RFC 9162 verifier accepts", async () => {

@@ -1,6 +1,8 @@
 // The transparency log (issue 17, docs/adr/0026-transparency-log.md).
 export {
   appendTlogEntry,
+  appendTlogEntries,
+  entryProblem,
   getTlogEntry,
   getInclusionProof,
   getConsistencyProof,

@@ -37,25 +37,58 @@ async function query<R>(c: TlogConn, text: string, values: unknown[]): Promise<R
   return (await c.query<R & Record<string, unknown>>(text, values)).rows;
 }
 
+/** Why the log would refuse this entry, or null: callers batching entries check each one first. */
+export function entryProblem(input: AppendInput): string | null {
+  if (input.bytes.length === 0 || input.bytes.length > MAX_ENTRY_BYTES)
+    return `an entry is 1..${MAX_ENTRY_BYTES} bytes`;
+  if (!/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(input.kind)) return "kind must match [a-z0-9][a-z0-9_.-]{0,62}";
+  if (input.dedupeKey.length === 0 || input.dedupeKey.length > 300) return "dedupeKey is 1..300 characters";
+  return null;
+}
+
 /**
  * Appends one entry inside the caller's transaction. The sequencer row stays locked until that
  * transaction ends, so append last and commit promptly: the lock is what makes indices dense.
  */
 export async function appendTlogEntry(c: TlogConn, input: AppendInput): Promise<AppendResult> {
-  if (input.bytes.length === 0 || input.bytes.length > MAX_ENTRY_BYTES)
-    throw new DomainError("TLOG.ENTRY_INVALID", `an entry is 1..${MAX_ENTRY_BYTES} bytes`);
-  if (!/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(input.kind))
-    throw new DomainError("TLOG.ENTRY_INVALID", "kind must match [a-z0-9][a-z0-9_.-]{0,62}");
-  if (input.dedupeKey.length === 0 || input.dedupeKey.length > 300)
-    throw new DomainError("TLOG.ENTRY_INVALID", "dedupeKey is 1..300 characters");
-  const rows = await query<{ idx: string; created: boolean; same_body: boolean }>(
-    c,
-    `SELECT idx::text AS idx, created, same_body FROM tlog_append($1, $2, $3)`,
-    [input.kind, Buffer.from(input.bytes), input.dedupeKey],
-  );
-  const r = rows[0];
+  const [r] = await appendTlogEntries(c, [input]);
   if (!r) throw new Error("tlog_append returned no row");
-  return { index: Number(r.idx), created: r.created, sameBytes: r.same_body };
+  return r;
+}
+
+/**
+ * Appends several entries in one statement, in the order given, inside the caller's transaction:
+ * one sequencer lock and one commit for all of them (ADR 0026, "Batched appends"). Each is still
+ * its own tlog_append call, with its dedupe lookup and the parents it completes, and each call
+ * sees the ones before it (the function is VOLATILE), so a key repeated within the batch gets the
+ * first one's index. Results are in input order. An invalid entry refuses the whole batch: check
+ * entryProblem first to keep a bad one out.
+ */
+export async function appendTlogEntries(c: TlogConn, inputs: AppendInput[]): Promise<AppendResult[]> {
+  if (inputs.length === 0) return [];
+  for (const input of inputs) {
+    const problem = entryProblem(input);
+    if (problem) throw new DomainError("TLOG.ENTRY_INVALID", problem);
+  }
+  // ORDER BY ord inside the subquery: a sorted subquery is not flattened, so the lateral calls
+  // run in input order (indices follow the caller's order; correctness does not depend on it).
+  // Bodies travel as base64 text: both drivers (Prisma's and node-postgres) pass a text[] alike.
+  const rows = await query<{ ord: string; idx: string; created: boolean; same_body: boolean }>(
+    c,
+    `SELECT x.ord::text AS ord, a.idx::text AS idx, a.created, a.same_body
+     FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(kind, body, dedupe_key, ord)
+           ORDER BY ord) x
+     CROSS JOIN LATERAL tlog_append(x.kind, decode(x.body, 'base64'), x.dedupe_key) a`,
+    [
+      inputs.map((i) => i.kind),
+      inputs.map((i) => Buffer.from(i.bytes.buffer, i.bytes.byteOffset, i.bytes.byteLength).toString("base64")),
+      inputs.map((i) => i.dedupeKey),
+    ],
+  );
+  if (rows.length !== inputs.length) throw new Error(`tlog_append returned ${rows.length} rows for ${inputs.length}`);
+  const out: AppendResult[] = new Array<AppendResult>(inputs.length);
+  for (const r of rows) out[Number(r.ord) - 1] = { index: Number(r.idx), created: r.created, sameBytes: r.same_body };
+  return out;
 }
 
 /** Committed entries: the sequencer's size as this transaction sees it. */
