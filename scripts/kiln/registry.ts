@@ -10,6 +10,7 @@ import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
 import { runCommands } from "./runs.ts";
+import { runnerCommands } from "./runners.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
@@ -19,6 +20,7 @@ export const commands: CliCommand[] = [
   ...consoleCommands,
   ...credentialCommands,
   ...capacityCommands,
+  ...runnerCommands,
   ...egressCommands,
   ...forgeCommands,
   ...attestationCommands,

@@ -119,6 +119,7 @@ export {
   addMember,
   createApiToken,
   createAgentToken,
+  orgIdOf,
   setEntitlement,
   setEntitlementAsPlatformAdmin,
   lowerOwnHardCap,
