@@ -31,7 +31,7 @@ export async function quarantineHostIfUnhealthy(tx: Tx, attemptId: string, cause
     FROM agent_session s JOIN attempt a ON a.session_id = s.id
     WHERE s.runner_id = ${h.id}::uuid AND a.outcome = 'platform_failure'
       AND a.finished_at > now() - make_interval(secs => ${AUTO_QUARANTINE.windowMs / 1000}::float8)
-      AND a.cause IS DISTINCT FROM ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[])`;
+      AND (a.cause IS NULL OR a.cause <> ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[]))`;
   const c = counts[0];
   const decision = decideAutoQuarantine({ failures: c?.failures ?? 0, leaseExpiries: c?.lease_expiries ?? 0 });
   if (!decision) return false;
