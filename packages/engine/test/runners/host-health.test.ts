@@ -2,7 +2,7 @@ import { AUTO_QUARANTINE_ACTOR, dispatch } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { completeAttempt, heartbeat, reconcile } from "../../src/attempts/index.ts";
 import { applyRunnerAction, listRunners } from "../../src/runners/index.ts";
-import { TEST_CFG, useTestDb } from "../support.ts";
+import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import { claim, orgWithPool, registeredHost, runnerRow, runOnPool } from "./support.ts";
 
 // Drain, quarantine and revoke (issue 22, ADR 0034), by admins and automatically, on PostgreSQL:
@@ -156,6 +156,25 @@ describe("automatic quarantine", () => {
     await new Promise((r) => setTimeout(r, 1_100));
     await failOnce(host.sessionId, a, "sandbox.create_failed");
     expect((await runnerRow(t.db(), host.runnerId))?.state).toBe("online");
+  });
+
+  it("leaves an operator-made credential alone: several agent processes may share it", async () => {
+    const tenant = await seedTenant(t.db());
+    const s = await newSession(t.db(), tenant);
+    for (let i = 0; i < 3; i++) {
+      await seedFrozenRun(t.db(), tenant, def(ONE_JOB));
+      const ticket = await claim(t.db(), s);
+      if (!ticket) throw new Error("expected a ticket");
+      await completeAttempt(t.db(), TEST_CFG, {
+        ...ticket,
+        outcome: "platform_failure",
+        cause: "x.y",
+        sandboxDestroyed: true,
+      });
+    }
+    const rows = await t.db().$queryRaw<{ state: string }[]>`
+      SELECT state FROM runner WHERE agent_token_id = ${tenant.agentTokenId}::uuid`;
+    expect(rows).toEqual([{ state: "online" }]);
   });
 
   it("quarantines a host whose leases keep expiring, from the reconciler's fencing transaction", async () => {
