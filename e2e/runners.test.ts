@@ -277,7 +277,16 @@ describe("self-hosted runners", { timeout: 240_000 }, () => {
     await act(gpu2?.id ?? "", "drain");
     await new Promise((res) => setTimeout(res, 1_500));
     const flaky = new ProtocolAgent(p.base, state.credential, "flaky");
-    await flaky.register();
+    const session = await flaky.post("/v1/agent/sessions", state.credential, {
+      hostname: "flaky",
+      capacity: 1,
+      labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
+      runner_labels: ["gpu"],
+      protocol_version: 2,
+    });
+    expect(session.status).toBe(201);
+    expect(session.json).toMatchObject({ runner_id: state.runner_id, protocol_version: 2 });
+    flaky.sessionId = session.json.session_id;
     for (let i = 0; i < 3; i++) {
       await trigger(".kiln/quick.yaml", `flaky-${i}`);
       const ticket = await flaky.claim(30_000);
