@@ -41,7 +41,7 @@ export async function registeredHost(db: Db, t: Tenant & { orgPool: string }, la
   return { ...reg, sessionId: s.sessionId };
 }
 
-export const labelledJob = (pool: string) =>
+const labelledJob = (pool: string) =>
   def(`version: 1\njobs:\n  - name: train\n    runs_on: {pool: ${pool}, labels: [gpu]}\n    steps: [echo hi]\n`);
 
 export async function runOnPool(db: Db, t: Tenant & { orgPool: string }): Promise<string> {
