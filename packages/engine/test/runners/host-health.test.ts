@@ -1,6 +1,7 @@
 import { AUTO_QUARANTINE_ACTOR, dispatch } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { completeAttempt, heartbeat, reconcile } from "../../src/attempts/index.ts";
+import { revokeAgentToken } from "../../src/identity/agent-tokens.ts";
 import { applyRunnerAction, listRunners } from "../../src/runners/index.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import { claim, orgWithPool, registeredHost, runnerRow, runOnPool } from "./support.ts";
@@ -107,6 +108,21 @@ describe("runner states", () => {
     await reconcile(t.db(), TEST_CFG);
     const retried = await claim(t.db(), other.sessionId);
     expect(retried).toMatchObject({ runId, jobId: running.jobId, epoch: running.epoch + 1 });
+  });
+
+  it("marks the host revoked when an operator revokes its credential (kiln agent-token revoke)", async () => {
+    const a = await orgWithPool(t.db());
+    const host = await registeredHost(t.db(), a);
+    const agent = await t.db().$queryRaw<
+      { id: string }[]
+    >`SELECT agent_token_id AS id FROM runner WHERE id = ${host.runnerId}::uuid`;
+    await revokeAgentToken(t.db(), { id: agent[0]?.id ?? "", actor: "cli:ops" });
+    await revokeAgentToken(t.db(), { id: agent[0]?.id ?? "", actor: "cli:ops" });
+    expect((await runnerRow(t.db(), host.runnerId))?.state).toBe("revoked");
+    const audit = await t.db().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM audit_event WHERE subject = ${host.runnerId} AND kind = 'runner.revoked'`;
+    expect(audit[0]?.n).toBe(1);
+    await expect(claim(t.db(), host.sessionId)).rejects.toMatchObject({ code: "AUTH.CREDENTIAL_REVOKED" });
   });
 
   it("lets an org admin neither see nor act on another org's runners", async () => {
