@@ -15,6 +15,9 @@ import {
   ATTESTATION_ROW_STATES,
   FORGE_STATES,
   RUNNER_SIZES,
+  RUNNER_STATES,
+  QUARANTINE_KINDS,
+  POOL_SCOPES,
   SCHEDULE_ORIGINS,
   SECRET_KEK_STATES,
   ARTIFACT_STATES,
@@ -81,6 +84,10 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "promotion_approval.decision": APPROVAL_DECISIONS,
   "promotion_override.state": OVERRIDE_STATES,
   "environment_pointer_move.kind": PROMOTION_KINDS,
+  "runner.state": RUNNER_STATES,
+  "runner.quarantine_kind": QUARANTINE_KINDS,
+  "runner.isolation": dispatch.ISOLATION_CLASSES,
+  "pool.scope": POOL_SCOPES,
 };
 
 const t = useMigratedDb(2);

@@ -19,3 +19,4 @@ export * from "./attestation/provenance/index.ts";
 export * from "./secrets/index.ts";
 export * from "./environments/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";
+export * from "./runners/index.ts";

@@ -122,6 +122,7 @@ export {
   createApiToken,
   createAgentToken,
   createMemberApiToken,
+  orgIdOf,
   setEntitlement,
   setEntitlementAsPlatformAdmin,
   lowerOwnHardCap,
@@ -266,3 +267,4 @@ export {
   type ForgeCredentialState,
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
+export * from "./runners/index.ts";

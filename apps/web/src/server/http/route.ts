@@ -17,6 +17,8 @@ export type RouteAuth =
   | "api_token_or_session"
   /** A host agent's credential (Authorization: Bearer kagent_...). */
   | "agent_token"
+  /** A self-hosted runner's registration token (Authorization: Bearer kreg_...), spent once. */
+  | "registration_token"
   /** A job token minted for one attempt (Authorization: Bearer <JWT>). */
   | "job_token"
   /** The forge's HMAC signature of the body (X-Hub-Signature-256). */
@@ -126,9 +128,11 @@ function notFoundCode(
   | "ARTIFACT.NOT_FOUND"
   | "SCHEDULE.NOT_FOUND"
   | "ENV.NOT_FOUND"
-  | "PROMOTION.NOT_FOUND" {
+  | "PROMOTION.NOT_FOUND"
+  | "RUNNER.NOT_FOUND" {
   if (param.startsWith("env")) return "ENV.NOT_FOUND";
   if (param.startsWith("promotion")) return "PROMOTION.NOT_FOUND";
+  if (param.startsWith("runner")) return "RUNNER.NOT_FOUND";
   if (param.startsWith("run")) return "RUN.NOT_FOUND";
   if (param.startsWith("repo")) return "REPO.NOT_FOUND";
   if (param.startsWith("schedule")) return "SCHEDULE.NOT_FOUND";

@@ -49,6 +49,11 @@ import { requestPromotion } from "./environments/request-promotion.procedure.ts"
 import { reviewPromotion } from "./environments/review-promotion.procedure.ts";
 import { rollbackEnvironment } from "./environments/rollback-environment.procedure.ts";
 import { setPolicy } from "./environments/set-policy.procedure.ts";
+import { createOrgPool } from "./runners/create-org-pool.procedure.ts";
+import { createRegistrationToken } from "./runners/create-registration-token.procedure.ts";
+import { listOrgPools } from "./runners/list-org-pools.procedure.ts";
+import { listRunners } from "./runners/list-runners.procedure.ts";
+import { runnerAction } from "./runners/runner-action.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -103,6 +108,14 @@ export const appRouter = router({
     review: reviewPromotion,
     override: overridePromotion,
     overrides: listOverrides,
+  },
+  // Runners an org owns (issue 22): admins only, refused in the tenant query for everyone else.
+  runners: {
+    list: listRunners,
+    act: runnerAction,
+    createRegistrationToken,
+    pools: listOrgPools,
+    createPool: createOrgPool,
   },
 });
 
