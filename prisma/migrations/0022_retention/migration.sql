@@ -23,6 +23,8 @@ ALTER TABLE "log_attempt"
     ADD COLUMN "retention_class" TEXT CHECK ("retention_class" IN ('release','default_branch','other')),
     ADD COLUMN "expires_at" TIMESTAMPTZ(3),
     ADD COLUMN "expired_at" TIMESTAMPTZ(3),
+    -- Its segments, index object and journal rows were deleted after it expired.
+    ADD COLUMN "objects_deleted_at" TIMESTAMPTZ(3),
     ADD CONSTRAINT "log_attempt_retention_check" CHECK (("retention_class" IS NULL) = ("expires_at" IS NULL)),
     ADD CONSTRAINT "log_attempt_expired_check" CHECK ("expired_at" IS NULL OR "expires_at" IS NOT NULL);
 ALTER TABLE "log_segment"

@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { DEFAULT_PART_BYTES } from "@kiln/domain";
+import { DEFAULT_PART_BYTES, type RetentionWindows } from "@kiln/domain";
 
 /** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */
 export interface ArtifactSettings {
@@ -11,6 +11,8 @@ export interface ArtifactSettings {
   downloadUrlTtlSec: number;
   /** Unbound generations and abandoned multipart uploads are collected this long after creation. */
   gcGraceMs: number;
+  /** Platform retention windows stamped on a generation when it is sealed (issue 21); default the seed's. */
+  retention?: RetentionWindows;
 }
 
 export const DEFAULT_ARTIFACT_SETTINGS: ArtifactSettings = {

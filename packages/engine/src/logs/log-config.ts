@@ -1,3 +1,5 @@
+import type { RetentionWindows } from "@kiln/domain";
+
 // Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (shared/engine-env.ts).
 export interface LogConfig {
   /** Per-attempt log size limit (stdout + stderr); the agent truncates at the same bound. */
@@ -10,6 +12,8 @@ export interface LogConfig {
   segmentTargetBytes: number;
   /** How long an archiver owns one attempt before another may take over. */
   archiveLeaseMs: number;
+  /** Platform retention windows stamped on archived segments (issue 21); default the seed's. */
+  retention?: RetentionWindows;
 }
 
 export const DEFAULT_LOG_CONFIG: LogConfig = {
