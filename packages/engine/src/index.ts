@@ -156,6 +156,7 @@ export {
   endUnsealedLog,
   authorizeLogRead,
   loadLogHead,
+  assertLogRetained,
   LogHeadCache,
   readLogChunks,
   readStreamBytes,
