@@ -9,6 +9,7 @@ import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
+import { retentionCommands } from "./retention.ts";
 import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
@@ -24,6 +25,7 @@ export const commands: CliCommand[] = [
   ...attestationCommands,
   ...secretCommands,
   ...auditCommands,
+  ...retentionCommands,
   ...identityCommands,
   ...runCommands,
   ...scheduleCommands,

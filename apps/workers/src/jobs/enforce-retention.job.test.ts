@@ -42,7 +42,9 @@ describe("enforce-retention job", () => {
       SELECT expires_at FROM artifact_generation WHERE id = ${genId}::uuid`;
     const at = g!.expires_at;
 
-    const snapshot = async () => t.db().$queryRaw<{ expired: boolean; deleted: boolean; audits: bigint; events: bigint }[]>`
+    const snapshot = async () => t.db().$queryRaw<
+      { expired: boolean; deleted: boolean; audits: bigint; events: bigint }[]
+    >`
       SELECT g.expired_at IS NOT NULL AS expired, g.object_deleted_at IS NOT NULL AS deleted,
              (SELECT count(*) FROM audit_event WHERE kind = 'retention.evicted' AND subject = 'artifact:' || g.id::text) AS audits,
              (SELECT count(*) FROM transition_event WHERE run_id = ${runId}::uuid) AS events
@@ -52,7 +54,11 @@ describe("enforce-retention job", () => {
     const after = await snapshot();
     expect(after[0]).toMatchObject({ expired: true, deleted: true, audits: 1n });
     const second = await runRetention(t.db(), s3.store(), WINDOWS, at);
-    expect(second).toMatchObject({ evicted: { artifact: 0, log: 0, run_metadata: 0 }, objectsDeleted: 0, stampedRuns: 0 });
+    expect(second).toMatchObject({
+      evicted: { artifact: 0, log: 0, run_metadata: 0 },
+      objectsDeleted: 0,
+      stampedRuns: 0,
+    });
     expect(await snapshot()).toEqual(after);
   });
 });

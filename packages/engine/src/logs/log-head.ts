@@ -102,7 +102,11 @@ export class LogHeadCache {
 /** Reading an evicted log answers 410 LOG.EXPIRED, like an expired artifact's download. */
 export function assertLogRetained(head: LogHead): void {
   if (head.expiredAt)
-    throw new DomainError("LOG.EXPIRED", `this log expired under retention (${head.retentionClass ?? "unclassified"})`, {
-      expired_at: head.expiredAt.toISOString(),
-    });
+    throw new DomainError(
+      "LOG.EXPIRED",
+      `this log expired under retention (${head.retentionClass ?? "unclassified"})`,
+      {
+        expired_at: head.expiredAt.toISOString(),
+      },
+    );
 }

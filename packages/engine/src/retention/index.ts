@@ -19,3 +19,5 @@ export {
   type OrgRetentionView,
 } from "./retention-settings.ts";
 export { applyBucketLifecycle, BUCKET_LIFECYCLE_RULES, type LifecycleOutcome } from "./bucket-lifecycle.ts";
+// The CLI names orgs by slug.
+export { orgIdOf } from "../tenants/admin.ts";

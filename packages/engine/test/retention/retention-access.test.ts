@@ -29,7 +29,10 @@ describe("holds across orgs and roles", () => {
       addRetentionHold(t.db(), as(victim.orgId, "auditor"), { artifactId: a.genId, reason: " " }),
     ).rejects.toMatchObject({ code: "REQUEST.INVALID" });
 
-    const hold = await addRetentionHold(t.db(), as(victim.orgId, "auditor"), { artifactId: a.genId, reason: "audit 2026" });
+    const hold = await addRetentionHold(t.db(), as(victim.orgId, "auditor"), {
+      artifactId: a.genId,
+      reason: "audit 2026",
+    });
     expect(hold).toMatchObject({ artifact_id: a.genId, org_id: victim.orgId, created_by: "token:auditor" });
     await expect(
       addRetentionHold(t.db(), as(victim.orgId, "admin"), { artifactId: a.genId, reason: "twice" }),
@@ -39,7 +42,9 @@ describe("holds across orgs and roles", () => {
       code: "RETENTION.HOLD_NOT_FOUND",
     });
     expect(await listRetentionHolds(t.db(), as(other.orgId, "admin"))).toEqual([]);
-    await expect(listRetentionHolds(t.db(), as(victim.orgId, "member"))).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
+    await expect(listRetentionHolds(t.db(), as(victim.orgId, "member"))).rejects.toMatchObject({
+      code: "AUTH.FORBIDDEN",
+    });
     expect((await listRetentionHolds(t.db(), as(victim.orgId, "auditor"))).map((h) => h.id)).toEqual([hold.id]);
 
     const removed = await removeRetentionHold(t.db(), as(victim.orgId, "admin"), { artifactId: a.genId });

@@ -82,7 +82,14 @@ describe("the retention worker", () => {
     const opts = { windows: W, orgId: tenant.orgId, at: expiresAt };
     const plan = await planRetentionPass(t.db(), opts);
     expect(plan.evict.filter((e) => e.kind === "artifact")).toEqual([
-      { kind: "artifact", id: a.genId, org_id: tenant.orgId, class: "other", expires_at: expiresAt.toISOString(), reason: "expired" },
+      {
+        kind: "artifact",
+        id: a.genId,
+        org_id: tenant.orgId,
+        class: "other",
+        expires_at: expiresAt.toISOString(),
+        reason: "expired",
+      },
     ]);
     // The plan changed nothing.
     expect(await objectThere(a.objectKey)).toBe(true);
@@ -167,10 +174,12 @@ describe("the retention worker", () => {
     await reopen(a.runId);
     const plan = await planRetentionPass(t.db(), { windows: W, orgId: tenant.orgId, at: expiresAt });
     expect(plan.kept.find((k) => k.id === a.genId)?.reason).toBe("retryable_run");
-    await t.db().$executeRaw`UPDATE workflow_run SET status = 'completed', outcome = 'success' WHERE id = ${a.runId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE workflow_run SET status = 'completed', outcome = 'success' WHERE id = ${a.runId}::uuid`;
     const b = await sealedArtifact(t.db(), s3.store(), tenant, "refs/heads/topic");
     await reopen(b.runId);
-    await t.db().$executeRaw`UPDATE job_run SET reused_from_job_id = ${a.jobId}::uuid, reused_from_run_id = ${a.runId}::uuid WHERE id = ${b.jobId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE job_run SET reused_from_job_id = ${a.jobId}::uuid, reused_from_run_id = ${a.runId}::uuid WHERE id = ${b.jobId}::uuid`;
     const again = await planRetentionPass(t.db(), { windows: W, orgId: tenant.orgId, at: expiresAt });
     expect(again.kept.find((k) => k.id === a.genId)?.reason).toBe("consuming_run");
   });

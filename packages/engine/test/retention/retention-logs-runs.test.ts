@@ -68,9 +68,9 @@ describe("log retention", () => {
     expect(Number(row.segs)).toBeGreaterThanOrEqual(2);
     const segs = await t.db().$queryRaw<{ retention_class: string; expires_at: Date }[]>`
       SELECT retention_class, expires_at FROM log_segment WHERE attempt_id = ${a.attemptId}::uuid`;
-    expect(segs.every((s) => s.retention_class === "other" && s.expires_at.getTime() === row.expires_at.getTime())).toBe(
-      true,
-    );
+    expect(
+      segs.every((s) => s.retention_class === "other" && s.expires_at.getTime() === row.expires_at.getTime()),
+    ).toBe(true);
     const keys = [...(await segmentKeys(a.attemptId)), row.index_key];
     const logs = s3LogStore(s3.store().s3, s3.store().bucket);
 

@@ -83,7 +83,10 @@ const attempt = z.object({
   }),
   log: z
     .object({
-      retention_class: z.enum(RETENTION_CLASSES).nullable().describe("release, default_branch, other; null until archived"),
+      retention_class: z
+        .enum(RETENTION_CLASSES)
+        .nullable()
+        .describe("release, default_branch, other; null until archived"),
       expires_at: iso.nullable().describe("when retention evicts this log"),
       expired_at: iso.nullable().describe("set once evicted: reads answer 410 LOG.EXPIRED"),
     })

@@ -9,7 +9,8 @@ export const dynamic = "force-dynamic";
 export const PUT = route({
   path: "/v1/repos/{repo_id}/release-patterns",
   summary: "Set the repo's release ref patterns (globs; tags are always releases); admins",
-  description: "`*` matches within a path segment, `**` across; a bare pattern names branches (release/* = refs/heads/release/*).",
+  description:
+    "`*` matches within a path segment, `**` across; a bare pattern names branches (release/* = refs/heads/release/*).",
   auth: "api_token",
   uuidParams: ["repoId"],
   body: releasePatternsBody,
