@@ -52,81 +52,72 @@ export const retentionCommands: CliCommand[] = [
     },
   },
   {
-    name: "retention hold add",
-    usage: "retention hold add <artifact_id> --reason <text>   (kept past its expiry until removed; audited)",
-    options: { reason: { type: "string" } },
+    // Commands are "noun verb": add | remove | list is the first argument here.
+    name: "retention hold",
+    usage: `retention hold add <artifact_id> --reason <text>   (kept past its expiry until removed; audited)
+  retention hold remove <artifact_id>
+  retention hold list [--org <org>] [--all]   (--all: lifted holds too)`,
+    options: { reason: { type: "string" }, org: { type: "string" }, all: { type: "boolean" } },
     async run(ctx) {
-      const reason = opt(ctx.values, "reason");
-      if (!reason) throw new UsageError("--reason is required");
-      const h = await addRetentionHold(ctx.db, operator(ctx, null), { artifactId: arg(ctx, 0, "artifact_id"), reason });
-      ctx.out(`hold ${h.id} on artifact ${h.artifact_id}: ${h.reason}`, h);
+      const verb = arg(ctx, 0, "add|remove|list");
+      if (verb === "add") {
+        const reason = opt(ctx.values, "reason");
+        if (!reason) throw new UsageError("--reason is required");
+        const h = await addRetentionHold(ctx.db, operator(ctx, null), {
+          artifactId: arg(ctx, 1, "artifact_id"),
+          reason,
+        });
+        ctx.out(`hold ${h.id} on artifact ${h.artifact_id}: ${h.reason}`, h);
+      } else if (verb === "remove") {
+        const h = await removeRetentionHold(ctx.db, operator(ctx, null), { artifactId: arg(ctx, 1, "artifact_id") });
+        ctx.out(`hold ${h.id} on artifact ${h.artifact_id} removed`, h);
+      } else if (verb === "list") {
+        const org = opt(ctx.values, "org");
+        const holds = await listRetentionHolds(ctx.db, operator(ctx, org ? await orgIdOf(ctx.db, org) : null), {
+          includeRemoved: ctx.values.all === true,
+        });
+        ctx.out(
+          holds
+            .map(
+              (h) =>
+                `${h.artifact_id}\t${h.created_at}\t${h.created_by}\t${h.removed_at ? "removed" : "active"}\t${h.reason}`,
+            )
+            .join("\n") || "(no holds)",
+          holds,
+        );
+      } else throw new UsageError("retention hold add|remove|list");
       return 0;
     },
   },
   {
-    name: "retention hold remove",
-    usage: "retention hold remove <artifact_id>",
-    async run(ctx) {
-      const h = await removeRetentionHold(ctx.db, operator(ctx, null), { artifactId: arg(ctx, 0, "artifact_id") });
-      ctx.out(`hold ${h.id} on artifact ${h.artifact_id} removed`, h);
-      return 0;
-    },
-  },
-  {
-    name: "retention hold list",
-    usage: "retention hold list [--org <org>] [--all]   (--all: lifted holds too)",
-    options: { org: { type: "string" }, all: { type: "boolean" } },
-    async run(ctx) {
-      const org = opt(ctx.values, "org");
-      const holds = await listRetentionHolds(ctx.db, operator(ctx, org ? await orgIdOf(ctx.db, org) : null), {
-        includeRemoved: ctx.values.all === true,
-      });
-      ctx.out(
-        holds
-          .map(
-            (h) =>
-              `${h.artifact_id}\t${h.created_at}\t${h.created_by}\t${h.removed_at ? "removed" : "active"}\t${h.reason}`,
-          )
-          .join("\n") || "(no holds)",
-        holds,
-      );
-      return 0;
-    },
-  },
-  {
-    name: "retention window show",
-    usage: "retention window show <org>",
-    async run(ctx) {
-      const v = await getOrgRetention(
-        ctx.db,
-        operator(ctx, await orgIdOf(ctx.db, arg(ctx, 0, "org"))),
-        platformWindows(),
-      );
-      ctx.out(
-        RETENTION_KINDS.map(
-          (k) => `${k}\t${RETENTION_CLASSES.map((c) => `${c}=${v.effective[k][c]}d`).join("\t")}`,
-        ).join("\n"),
-        v,
-      );
-      return 0;
-    },
-  },
-  {
-    name: "retention window set",
-    usage: `retention window set <org> <kind> <class> <days|clear>
+    name: "retention window",
+    usage: `retention window show <org>
+  retention window set <org> <kind> <class> <days|clear>
     (kind: ${RETENTION_KINDS.join("|")}; class: ${RETENTION_CLASSES.join("|")}; never longer than the platform's)`,
     async run(ctx) {
-      const kind = RETENTION_KINDS.find((k) => k === arg(ctx, 1, "kind"));
-      const cls = RETENTION_CLASSES.find((c) => c === arg(ctx, 2, "class"));
+      const verb = arg(ctx, 0, "show|set");
+      const org = operator(ctx, await orgIdOf(ctx.db, arg(ctx, 1, "org")));
+      if (verb === "show") {
+        const v = await getOrgRetention(ctx.db, org, platformWindows());
+        ctx.out(
+          RETENTION_KINDS.map(
+            (k) => `${k}\t${RETENTION_CLASSES.map((c) => `${c}=${v.effective[k][c]}d`).join("\t")}`,
+          ).join("\n"),
+          v,
+        );
+        return 0;
+      }
+      if (verb !== "set") throw new UsageError("retention window show|set");
+      const kind = RETENTION_KINDS.find((k) => k === arg(ctx, 2, "kind"));
+      const cls = RETENTION_CLASSES.find((c) => c === arg(ctx, 3, "class"));
       if (!kind || !cls) throw new UsageError("unknown kind or class");
-      const daysText = arg(ctx, 3, "days");
+      const daysText = arg(ctx, 4, "days");
       if (daysText !== "clear" && !/^\d+$/.test(daysText)) throw new UsageError("<days> is a whole number or clear");
-      const v = await setOrgRetentionWindow(
-        ctx.db,
-        operator(ctx, await orgIdOf(ctx.db, arg(ctx, 0, "org"))),
-        platformWindows(),
-        { kind, cls, days: daysText === "clear" ? null : Number(daysText) },
-      );
+      const v = await setOrgRetentionWindow(ctx.db, org, platformWindows(), {
+        kind,
+        cls,
+        days: daysText === "clear" ? null : Number(daysText),
+      });
       ctx.out(`${kind}/${cls}: ${v.effective[kind][cls]} days`, v);
       return 0;
     },
