@@ -46,7 +46,9 @@ describe("kiln retention (the CLI)", { timeout: 240_000 }, () => {
     expect((await kiln(["retention", "hold", "remove", a.genId])).code).toBe(0);
 
     const plan = (await kiln(["retention", "plan", "--at", at, "--org", tenant.slug])).out as Plan;
-    expect(plan.evict).toEqual([expect.objectContaining({ kind: "artifact", id: a.genId, class: "other", reason: "expired" })]);
+    expect(plan.evict).toEqual([
+      expect.objectContaining({ kind: "artifact", id: a.genId, class: "other", reason: "expired" }),
+    ]);
     const pass = await runRetentionPass(t.db(), s3.store(), { at: new Date(at), windows: W, orgId: tenant.orgId });
     expect(pass.evicted).toEqual({ artifact: 1, log: 0, run_metadata: 0 });
 
