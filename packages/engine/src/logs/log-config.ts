@@ -1,4 +1,4 @@
-import type { RetentionWindows } from "@kiln/domain";
+import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
 // Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (shared/engine-env.ts).
 export interface LogConfig {
@@ -21,4 +21,5 @@ export const DEFAULT_LOG_CONFIG: LogConfig = {
   journalMaxBytes: 4 * 1024 * 1024 * 1024,
   segmentTargetBytes: 8 * 1024 * 1024,
   archiveLeaseMs: 60_000,
+  retention: DEFAULT_RETENTION_WINDOWS,
 };
