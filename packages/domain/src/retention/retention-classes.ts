@@ -2,7 +2,7 @@
 // what produced the data, decided once when the data is sealed from the run's trigger and ref, so
 // eviction never has to re-derive intent later (seed 002, "retention by provenance").
 import { z } from "zod";
-import type { RUN_TRIGGERS } from "../runs/run-filters.ts";
+import type { RUN_TRIGGERS } from "../runs/index.ts";
 
 type RunTrigger = (typeof RUN_TRIGGERS)[number];
 

@@ -11,7 +11,7 @@ import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
 import { completeMultipartUpload, headObject, readBack } from "./store-ops.ts";
-import { loadRunRetention, prismaRows, stampFor } from "../retention/retention-facts.ts";
+import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
 
 export interface SealedArtifact {
   generationId: string;

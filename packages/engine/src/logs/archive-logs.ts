@@ -9,7 +9,7 @@ import type { LogObjectStore } from "./log-object-store.ts";
 import { attemptPrefix, encodeSegment, segmentKey, type LogChunkRecord, type SegmentEntry } from "./log-segments.ts";
 import { withTx } from "@kiln/db";
 import { num, type SqlPool } from "../shared/sql-pool.ts";
-import { loadRunRetention, pgRows, stampFor } from "../retention/retention-facts.ts";
+import { loadRunRetention, pgRows, stampFor } from "../shared/retention-stamp.ts";
 
 export interface ArchiveReport {
   attempts: number;

@@ -11,7 +11,7 @@ import {
   type LifecycleRule,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { s3ErrorName } from "../artifacts/store-ops.ts";
+import { s3ErrorName } from "../artifacts/index.ts";
 
 export const BUCKET_LIFECYCLE_RULES: LifecycleRule[] = [
   {

@@ -5,11 +5,11 @@
 import type { Tx } from "@kiln/db";
 import { assertNever, decideEviction, type EvictionKind, type RetentionPlanEntry } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
-import { recordArtifactTransition } from "../artifacts/artifact-journal.ts";
+import { recordArtifactTransition } from "../artifacts/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { loadCandidates } from "./retention-candidates.ts";
 
-export const RETENTION_ACTOR = "system:retention";
+const RETENTION_ACTOR = "system:retention";
 
 const LOCK: Record<EvictionKind, string> = {
   artifact:

@@ -20,4 +20,4 @@ export {
 } from "./retention-settings.ts";
 export { applyBucketLifecycle, BUCKET_LIFECYCLE_RULES, type LifecycleOutcome } from "./bucket-lifecycle.ts";
 // The CLI names orgs by slug.
-export { orgIdOf } from "../tenants/admin.ts";
+export { orgIdOf } from "../tenants/index.ts";

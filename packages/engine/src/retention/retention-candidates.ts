@@ -10,7 +10,7 @@ import {
   type RetentionCandidate,
   type RetentionWindows,
 } from "@kiln/domain";
-import { loadRunRetention, prismaRows, stampFor } from "./retention-facts.ts";
+import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
 
 export interface CandidateQuery {
   at: Date;
@@ -93,12 +93,6 @@ export async function loadCandidates(db: DbOrTx, kind: EvictionKind, q: Candidat
     expiresAt: r.expires_at,
     blockers: EVICTION_BLOCKERS.filter((b: EvictionBlocker) => r[b]),
   }));
-}
-
-export async function loadAllCandidates(db: DbOrTx, q: CandidateQuery): Promise<RetentionCandidate[]> {
-  const out: RetentionCandidate[] = [];
-  for (const kind of ["artifact", "log", "run_metadata"] as const) out.push(...(await loadCandidates(db, kind, q)));
-  return out;
 }
 
 /**

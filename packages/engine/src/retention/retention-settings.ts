@@ -15,7 +15,7 @@ import {
   type RetentionWindows,
 } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
-import { loadOrgOverrides, prismaRows } from "./retention-facts.ts";
+import { loadOrgOverrides, prismaRows } from "../shared/retention-stamp.ts";
 import { requireRetentionRole, type RetentionActor } from "./retention-holds.ts";
 
 export interface OrgRetentionView {

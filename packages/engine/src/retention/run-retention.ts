@@ -12,7 +12,7 @@ import {
   type RetentionPlanEntry,
   type RetentionWindows,
 } from "@kiln/domain";
-import type { ArtifactStore } from "../artifacts/artifact-context.ts";
+import type { ArtifactStore } from "../artifacts/index.ts";
 import { evictItem } from "./evict-item.ts";
 import { loadCandidates, stampFinishedRuns } from "./retention-candidates.ts";
 import { sweepExpiredObjects } from "./sweep-objects.ts";

@@ -2,8 +2,7 @@
 // index objects. Idempotent: deleting a deleted object succeeds, and each row is marked only after
 // its objects are gone, so a crash between the two is repaired by the next pass.
 import { withTx, type Db } from "@kiln/db";
-import type { ArtifactStore } from "../artifacts/artifact-context.ts";
-import { deleteObject } from "../artifacts/store-ops.ts";
+import { deleteObject, type ArtifactStore } from "../artifacts/index.ts";
 
 export async function sweepExpiredObjects(db: Db, store: ArtifactStore, limit = 200): Promise<number> {
   let deleted = 0;

@@ -9,7 +9,7 @@ import { claimJob } from "../../src/dispatch/claim-job.ts";
 import { bytes, publish } from "../artifacts/support.ts";
 import { def, newSession, seedFrozenRun, TEST_CFG, type Tenant } from "../support.ts";
 
-export const PUBLISH_ONE = `version: 1
+const PUBLISH_ONE = `version: 1
 jobs:
   - name: build
     steps: [make]
