@@ -135,13 +135,18 @@ describe("retention over the API", { timeout: 120_000 }, () => {
       await cell.getByLabel("Reason for holding report").fill("kept for the dashboard test");
       await cell.getByLabel("Reason for holding report").press("Enter");
       await cell.getByText("· held").waitFor();
-
-      const member = await browser.page();
+    } finally {
+      await browser.close();
+    }
+    // A member sees the class and expiry but no hold control (a page context holds one session).
+    const other = await TestBrowser.launch();
+    try {
+      const member = await other.page();
       await signIn(member, p.base, "dev", `/orgs/acme/runs/${runId}`);
       await member.getByTestId("artifact-retention").first().getByText("default branch").waitFor();
       expect(await member.getByTestId("artifact-hold").count()).toBe(0);
     } finally {
-      await browser.close();
+      await other.close();
     }
   });
 });
