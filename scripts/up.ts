@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { applyBucketLifecycle, createObjectStore, engineEnvSchema, objectStoreConfigFromEnv } from "@kiln/engine";
 import { buildWebIfStale, registryAvailable, REPO_ROOT, startPlatform, type Platform } from "@kiln/testkit";
 import { seedDemo } from "./up/seed-demo.ts";
 
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
       ...(process.env.KILN_SECRETS_KEK_FILE ? { KILN_SECRETS_KEK_FILE: process.env.KILN_SECRETS_KEK_FILE } : {}),
     },
   });
+  await applyLifecycle(platform);
   const demo = await seedDemo(platform.db, DATA);
   await writeFile(
     path.join(DATA, "instance.json"),
@@ -176,3 +178,23 @@ main().catch(async (e: unknown) => {
   console.error(`[up] failed: ${e instanceof Error ? e.message : String(e)}`);
   await shutdown(1);
 });
+
+/**
+ * Object-store lifecycle rules (docs/adr/0036): abort multipart uploads nobody finished after 7
+ * days, expire noncurrent versions after 1 day. s3rver keeps neither (NotImplemented) and has no
+ * versioning; a real S3 or MinIO endpoint (S3_ENDPOINT) gets both. Said either way, never hidden.
+ */
+async function applyLifecycle(p: Platform): Promise<void> {
+  const env = engineEnvSchema.parse({ ...process.env, ...p.env });
+  const s3 = createObjectStore(objectStoreConfigFromEnv(env));
+  try {
+    const r = await applyBucketLifecycle(s3, env.KILN_S3_BUCKET);
+    log(
+      r.lifecycle === "applied"
+        ? `bucket ${env.KILN_S3_BUCKET}: lifecycle rules applied (abort incomplete multipart 7 d, noncurrent versions 1 d); versioning ${r.versioning}`
+        : `bucket ${env.KILN_S3_BUCKET}: this store keeps no lifecycle rules (s3rver); the artifact GC aborts unfinished uploads itself; versioning ${r.versioning}`,
+    );
+  } finally {
+    s3.destroy();
+  }
+}

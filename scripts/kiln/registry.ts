@@ -10,6 +10,7 @@ import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
+import { retentionCommands } from "./retention.ts";
 import { runCommands } from "./runs.ts";
 import { runnerCommands } from "./runners.ts";
 import { scheduleCommands } from "./schedules.ts";
@@ -27,6 +28,7 @@ export const commands: CliCommand[] = [
   ...attestationCommands,
   ...secretCommands,
   ...auditCommands,
+  ...retentionCommands,
   ...identityCommands,
   ...runCommands,
   ...scheduleCommands,

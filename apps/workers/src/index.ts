@@ -6,6 +6,7 @@ import { workersEngineConfig, workersEnv, workersForgeConfig } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
+import { enforceRetentionJob } from "./jobs/enforce-retention.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
 import { pruneIdTokensJob } from "./jobs/prune-id-tokens.job.ts";
 import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
@@ -108,6 +109,8 @@ await boss.schedule("reconcile", "* * * * *", {});
 await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
 // Build caches: idle and over-quota entries, unfinished uploads (docs/adr/0014-build-caches.md).
 await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
+// Retention by provenance (docs/adr/0036): evict what expired, hourly; expiry is at whole UTC days.
+await boss.schedule(enforceRetentionJob.name, "23 * * * *", {});
 // Job-token signing key: replaced once it is 30 days old, checked hourly (docs/adr/0018).
 await boss.schedule(rotateJobTokenKeyJob.name, "17 * * * *", {});
 // ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).

@@ -7,6 +7,7 @@ export * from "./artifacts/index.ts";
 export * from "./logs/index.ts";
 export * from "./egress/index.ts";
 export * from "./caches/index.ts";
+export * from "./retention/index.ts";
 export * from "./identity/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
 export * as dispatch from "./dispatch/index.ts";

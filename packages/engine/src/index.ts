@@ -160,6 +160,7 @@ export {
   endUnsealedLog,
   authorizeLogRead,
   loadLogHead,
+  assertLogRetained,
   LogHeadCache,
   readLogChunks,
   readStreamBytes,
@@ -268,3 +269,4 @@ export {
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
 export * from "./runners/index.ts";
+export * from "./retention/index.ts";

@@ -29,6 +29,15 @@ describe("engine env", () => {
     });
   });
 
+  it("reads retention windows as JSON over the seed's defaults and refuses a malformed one", () => {
+    const env = engineEnvSchema.parse({ KILN_RETENTION_WINDOWS: '{"artifact":{"other":7}}' });
+    expect(artifactSettingsFromEnv(env).retention?.artifact).toEqual({ release: 400, default_branch: 90, other: 7 });
+    expect(logConfigFromEnv(env).retention?.log).toEqual({ release: 400, default_branch: 90, other: 90 });
+    expect(engineEnvSchema.safeParse({ KILN_RETENTION_WINDOWS: '{"artifact":{"other":0}}' }).success).toBe(false);
+    expect(engineEnvSchema.safeParse({ KILN_RETENTION_WINDOWS: '{"tlog":{"other":1}}' }).success).toBe(false);
+    expect(engineEnvSchema.safeParse({ KILN_RETENTION_WINDOWS: "not json" }).success).toBe(false);
+  });
+
   it("maps every variable, in the units the engine uses", () => {
     const env = engineEnvSchema.parse({
       KILN_BACKOFF_BASE_MS: "250",

@@ -235,6 +235,10 @@ describe("re-run failed jobs", () => {
         // The pinned job's artifact is the producer's, with the producer's attestation state.
         attestation_state: "pending",
         quarantine_reason: null,
+        // Written at seal time (issue 21): the run is on the default branch.
+        retention_class: "default_branch",
+        expires_at: expect.any(String),
+        expired_at: null,
       },
     ]);
     const [again] = await claimAll(session);

@@ -21,7 +21,7 @@ import {
   type LogConfig,
   type LogFollowerDeps,
 } from "@kiln/engine";
-import { DomainError } from "@kiln/domain";
+import { DomainError, type RetentionWindows } from "@kiln/domain";
 import type { Logger } from "@kiln/logger";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -48,6 +48,8 @@ interface Services {
   keks: KekSource;
   /** Workload identity (ADR 0024): the issuer and the KEK that opens the signing key, on first use. */
   identity: () => IdentityServices;
+  /** Platform retention windows (KILN_RETENTION_WINDOWS, issue 21): what orgs may shorten. */
+  retention: RetentionWindows;
 }
 
 interface IdentityServices {
@@ -99,6 +101,7 @@ export function services(): Services {
     logs: lazy(() => createLogServices(e, log)),
     keks: new KekSource(e.KILN_SECRETS_KEK_FILE ?? null, e.KILN_SECRETS_KEK_ID ?? null),
     identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
+    retention: e.KILN_RETENTION_WINDOWS,
   };
   return g.__kiln;
 }

@@ -1,6 +1,7 @@
 import { archiveLogsJob } from "./archive-logs.job.ts";
 import { attestJobJob } from "./attest-job.job.ts";
 import { evictCachesJob } from "./evict-caches.job.ts";
+import { enforceRetentionJob } from "./enforce-retention.job.ts";
 import { forgeReconcileJob } from "./forge-reconcile.job.ts";
 import { forgeStatusJob } from "./forge-status.job.ts";
 import { freezeRunJob } from "./freeze-run.job.ts";
@@ -19,6 +20,7 @@ export const JOBS = [
   gcArtifactsJob,
   archiveLogsJob,
   evictCachesJob,
+  enforceRetentionJob,
   rotateJobTokenKeyJob,
   forgeStatusJob,
   forgeReconcileJob,

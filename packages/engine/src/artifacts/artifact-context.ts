@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import { DEFAULT_PART_BYTES } from "@kiln/domain";
+import { DEFAULT_PART_BYTES, DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
 /** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */
 export interface ArtifactSettings {
@@ -11,6 +11,8 @@ export interface ArtifactSettings {
   downloadUrlTtlSec: number;
   /** Unbound generations and abandoned multipart uploads are collected this long after creation. */
   gcGraceMs: number;
+  /** Platform retention windows stamped on a generation when it is sealed (issue 21); default the seed's. */
+  retention?: RetentionWindows;
 }
 
 export const DEFAULT_ARTIFACT_SETTINGS: ArtifactSettings = {
@@ -18,6 +20,7 @@ export const DEFAULT_ARTIFACT_SETTINGS: ArtifactSettings = {
   uploadUrlTtlSec: 3600,
   downloadUrlTtlSec: 300,
   gcGraceMs: 24 * 3600_000,
+  retention: DEFAULT_RETENTION_WINDOWS,
 };
 
 /** The object store and bucket artifacts live in, plus settings. Built once per process by the app. */

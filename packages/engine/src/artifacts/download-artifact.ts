@@ -37,9 +37,16 @@ export async function downloadArtifact(
   // The artifact's id is its sealed generation's (the bytes its attestation's subject names, so
   // download and attestation agree on one id); visible through a binding of a job of the caller's org.
   const rows = await db.$queryRaw<
-    { name: string; object_key: string; state: string; object_deleted_at: Date | null; quarantine: string | null }[]
+    {
+      name: string;
+      object_key: string;
+      state: string;
+      object_deleted_at: Date | null;
+      expired_at: Date | null;
+      quarantine: string | null;
+    }[]
   >`
-    SELECT b.name, g.object_key, g.state, g.object_deleted_at,
+    SELECT b.name, g.object_key, g.state, g.object_deleted_at, g.expired_at,
            (SELECT q.reason FROM artifact_quarantine q WHERE q.generation_id = g.id) AS quarantine
     FROM artifact_generation g
     JOIN artifact_binding b ON b.generation_id = g.id
@@ -50,9 +57,11 @@ export async function downloadArtifact(
     LIMIT 1`;
   const a = rows[0];
   if (!a || a.state !== "sealed") throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
-  if (a.object_deleted_at)
+  // Expired by retention (issue 21): refused from the moment the eviction commits, before the bytes go.
+  const gone = a.expired_at ?? a.object_deleted_at;
+  if (gone)
     throw new DomainError("ARTIFACT.EXPIRED", `artifact ${a.name} has expired: its bytes were deleted`, {
-      deleted_at: a.object_deleted_at.toISOString(),
+      deleted_at: gone.toISOString(),
     });
   // Downloads of bytes that disagree with their signed provenance are refused, never deleted (issue 17).
   if (a.quarantine) throw quarantined(a.quarantine);

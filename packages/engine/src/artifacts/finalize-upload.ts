@@ -1,10 +1,17 @@
 import { createHash } from "node:crypto";
 import { sqlPool, withTx, type Db, type DbOrTx } from "@kiln/db";
-import { decideArtifactSeal, decideStoreDigestCheck, DomainError, type ArtifactState } from "@kiln/domain";
+import {
+  decideArtifactSeal,
+  decideStoreDigestCheck,
+  DEFAULT_RETENTION_WINDOWS,
+  DomainError,
+  type ArtifactState,
+} from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
 import { completeMultipartUpload, headObject, readBack } from "./store-ops.ts";
+import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
 
 export interface SealedArtifact {
   generationId: string;
@@ -27,6 +34,7 @@ interface Row {
   sha256: string;
   part_count: number;
   store_completed_at: Date | null;
+  created_at: Date;
 }
 
 /**
@@ -141,8 +149,17 @@ async function finalizeLocked(
   return withTx(db, "artifact-seal", async (tx) => {
     // The linearisation point: the attempt must still be current now, not only when it started.
     const { attempt } = await lockCurrentAttempt(tx, claims);
+    // Retention by provenance (docs/adr/0036): class and expiry are facts of the seal, written with
+    // it. The day is the upload session's (its creation), the day the bytes' data key belongs to.
+    const stamp = stampFor(
+      await loadRunRetention(prismaRows(tx), g.run_id),
+      "artifact",
+      g.created_at,
+      store.settings.retention ?? DEFAULT_RETENTION_WINDOWS,
+    );
     const n = await tx.$executeRaw`
-      UPDATE artifact_generation SET state = 'sealed', sealed_at = now()
+      UPDATE artifact_generation SET state = 'sealed', sealed_at = now(),
+        retention_class = ${stamp.cls}, expires_at = ${stamp.expiresAt}
       WHERE id = ${g.id}::uuid AND attempt_id = ${attempt.id}::uuid AND state = 'uploading'`;
     if (n === 1) {
       await recordArtifactTransition(tx, {
@@ -160,6 +177,8 @@ async function finalizeLocked(
           size_bytes: expected.sizeBytes,
           sha256: expected.sha256,
           verified_by: verifiedBy,
+          retention_class: stamp.cls,
+          expires_at: stamp.expiresAt.toISOString(),
         },
       });
       return sealedView(g);
@@ -177,7 +196,7 @@ function sealedView(g: Row): SealedArtifact {
 
 async function loadOwnGeneration(db: DbOrTx, claims: JobClaims, id: string): Promise<Row> {
   const rows = await db.$queryRaw<Row[]>`
-    SELECT id, org_id, run_id, job_id, attempt_id, epoch, name, state, object_key, upload_id, size_bytes, sha256, part_count, store_completed_at
+    SELECT id, org_id, run_id, job_id, attempt_id, epoch, name, state, object_key, upload_id, size_bytes, sha256, part_count, store_completed_at, created_at
     FROM artifact_generation WHERE id = ${id}::uuid AND attempt_id = ${claims.attemptId}::uuid`;
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session for this attempt");

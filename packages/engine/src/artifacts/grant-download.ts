@@ -45,9 +45,10 @@ export async function grantDownload(
         format: ArtifactFormat;
         object_key: string;
         quarantine: string | null;
+        expired_at: Date | null;
       }[]
     >`
-      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine
+      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine, g.expired_at
       FROM job_run p
       JOIN artifact_binding b ON b.job_id = COALESCE(p.reused_from_job_id, p.id) AND b.name = ${req.name}
       JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
@@ -61,6 +62,9 @@ export async function grantDownload(
       );
     // A consumer job never restores quarantined bytes either (issue 17).
     if (g.quarantine) throw quarantined(g.quarantine);
+    // A consumer never reaches an expired generation (a run still consuming it blocks eviction);
+    // this guards a re-run pinned to a job whose artifacts retention has since evicted.
+    if (g.expired_at) throw new DomainError("ARTIFACT.EXPIRED", "this artifact has expired: its bytes were deleted");
     return g;
   });
   const url = await presignDownload(store, bound.object_key);

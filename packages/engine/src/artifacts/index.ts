@@ -8,5 +8,7 @@ export { grantDownload, type DownloadGrant } from "./grant-download.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./download-artifact.ts";
 export { listJobArtifacts, artifactDownloadUrl, type JobArtifactView } from "./job-artifacts.ts";
 // Object-store operations the caches capability reuses for its own objects.
-export { objectExists, readBack, s3ErrorName } from "./store-ops.ts";
+export { objectExists, readBack, s3ErrorName, deleteObject } from "./store-ops.ts";
+// Retention (issue 21) records its evictions in the artifact's own event stream.
+export { recordArtifactTransition } from "./artifact-journal.ts";
 export { collectArtifactGarbage, type ArtifactGcReport } from "./collect-garbage.ts";

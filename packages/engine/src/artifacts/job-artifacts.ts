@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import { attestationStateOf, DomainError, type AttestationState } from "@kiln/domain";
+import { attestationStateOf, DomainError, type AttestationState, type RetentionClass } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { presignDownload } from "./store-ops.ts";
 
@@ -13,6 +13,12 @@ export interface JobArtifactView {
   /** pending | logged | verified | quarantined (issue 17). */
   attestation_state: AttestationState;
   quarantine_reason: string | null;
+  /** release | default_branch | other (issue 21); null for artifacts sealed before classes existed. */
+  retention_class: RetentionClass | null;
+  /** When retention evicts it (unless a pointer, its history or a hold keeps it); null: unclassified. */
+  expires_at: string | null;
+  /** Set once retention evicted it: downloads answer 410 ARTIFACT.EXPIRED. */
+  expired_at: string | null;
 }
 
 /**
@@ -30,9 +36,12 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
       epoch: number;
       state: "logged" | "verified" | "mismatch" | null;
       reason: string | null;
+      retention_class: RetentionClass | null;
+      expires_at: Date | null;
+      expired_at: Date | null;
     }[]
   >`
-    SELECT g.id, b.name, g.size_bytes, g.sha256, g.epoch, a.state, q.reason
+    SELECT g.id, b.name, g.size_bytes, g.sha256, g.epoch, a.state, q.reason, g.retention_class, g.expires_at, g.expired_at
     FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
     JOIN artifact_generation g ON g.id = b.generation_id
     LEFT JOIN attestation_subject s ON s.generation_id = g.id
@@ -48,6 +57,9 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
     // Bindings exist only for a successful job, so a missing attestation is pending, not none.
     attestation_state: attestationStateOf({ jobSucceeded: true, attestation: r.state, quarantined: r.reason !== null }),
     quarantine_reason: r.reason,
+    retention_class: r.retention_class,
+    expires_at: r.expires_at?.toISOString() ?? null,
+    expired_at: r.expired_at?.toISOString() ?? null,
   }));
 }
 
@@ -57,8 +69,8 @@ export async function artifactDownloadUrl(
   store: ArtifactStore,
   input: { orgId: string; jobId: string; name: string },
 ): Promise<string> {
-  const rows = await db.$queryRaw<{ object_key: string; quarantine: string | null }[]>`
-    SELECT g.object_key, q.reason AS quarantine
+  const rows = await db.$queryRaw<{ object_key: string; quarantine: string | null; expired_at: Date | null }[]>`
+    SELECT g.object_key, q.reason AS quarantine, COALESCE(g.expired_at, g.object_deleted_at) AS expired_at
     FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
     JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
     LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
@@ -66,6 +78,10 @@ export async function artifactDownloadUrl(
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
   if (g.quarantine) throw quarantined(g.quarantine);
+  if (g.expired_at)
+    throw new DomainError("ARTIFACT.EXPIRED", `artifact ${input.name} has expired: its bytes were deleted`, {
+      deleted_at: g.expired_at.toISOString(),
+    });
   return presignDownload(store, g.object_key, input.name);
 }
 

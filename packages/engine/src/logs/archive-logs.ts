@@ -3,12 +3,13 @@
 // rows, in the same transaction that records the segment. Ended logs also get an index.json.
 // Idempotent: segment boundaries are a function of the journal's prefix, keys are derived from
 // them, and a per-attempt lease plus the archived_seq guard make a second run a no-op.
-import type { LogStream } from "@kiln/domain";
+import { DEFAULT_RETENTION_WINDOWS, type LogStream } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import type { LogObjectStore } from "./log-object-store.ts";
 import { attemptPrefix, encodeSegment, segmentKey, type LogChunkRecord, type SegmentEntry } from "./log-segments.ts";
 import { withTx } from "@kiln/db";
 import { num, type SqlPool } from "../shared/sql-pool.ts";
+import { loadRunRetention, pgRows, stampFor } from "../shared/retention-stamp.ts";
 
 export interface ArchiveReport {
   attempts: number;
@@ -36,6 +37,7 @@ export async function archiveLogs(
     `SELECT attempt_id FROM log_attempt
      WHERE ((journal_bytes > 0 AND (state <> 'open' OR journal_bytes >= $1)) OR (state <> 'open' AND index_key IS NULL))
        AND (archive_lease_until IS NULL OR archive_lease_until < now())
+       AND expired_at IS NULL -- evicted by retention (issue 21): nothing left to archive or index
      ORDER BY ended_at NULLS LAST LIMIT $2`,
     [cfg.segmentTargetBytes, opts.limit ?? 50],
   );
@@ -102,6 +104,7 @@ async function archiveAttempt(
     await store.put(key, seg.body, "application/gzip");
     const moved = await commitSegment(
       pool,
+      cfg,
       owner.attempt_id,
       key,
       first.seq,
@@ -173,6 +176,7 @@ async function readPrefix(
 
 async function commitSegment(
   pool: SqlPool,
+  cfg: LogConfig,
   attemptId: string,
   key: string,
   fromSeq: number,
@@ -183,15 +187,39 @@ async function commitSegment(
   entries: SegmentEntry[],
 ): Promise<boolean> {
   return withTx(pool, "archive-log-segment", async (c) => {
-    const { rows } = await c.query<{ archived_seq: number }>(
-      "SELECT archived_seq FROM log_attempt WHERE attempt_id = $1 FOR UPDATE",
+    const { rows } = await c.query<{ archived_seq: number; run_id: string; created_at: Date }>(
+      "SELECT archived_seq, run_id::text, created_at FROM log_attempt WHERE attempt_id = $1 FOR UPDATE",
       [attemptId],
     );
-    if (rows[0]?.archived_seq !== fromSeq) return false;
+    const head = rows[0];
+    if (head?.archived_seq !== fromSeq) return false;
+    // Retention by provenance (docs/adr/0036): the segment's class and expiry are written with it.
+    // Every segment of one log shares the log's day (when it opened), so a log expires whole.
+    const stamp = stampFor(
+      await loadRunRetention(pgRows(c), head.run_id),
+      "log",
+      head.created_at,
+      cfg.retention ?? DEFAULT_RETENTION_WINDOWS,
+    );
     await c.query(
-      `INSERT INTO log_segment (attempt_id, from_seq, to_seq, object_key, raw_bytes, stored_bytes, sha256, chunks)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) ON CONFLICT DO NOTHING`,
-      [attemptId, fromSeq, toSeq, key, rawBytes, storedBytes, sha256, JSON.stringify(entries)],
+      `INSERT INTO log_segment (attempt_id, from_seq, to_seq, object_key, raw_bytes, stored_bytes, sha256, chunks, retention_class, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10) ON CONFLICT DO NOTHING`,
+      [
+        attemptId,
+        fromSeq,
+        toSeq,
+        key,
+        rawBytes,
+        storedBytes,
+        sha256,
+        JSON.stringify(entries),
+        stamp.cls,
+        stamp.expiresAt,
+      ],
+    );
+    await c.query(
+      `UPDATE log_attempt SET retention_class = $2, expires_at = $3 WHERE attempt_id = $1 AND expires_at IS NULL`,
+      [attemptId, stamp.cls, stamp.expiresAt],
     );
     const del = await c.query<{ freed: string | null }>(
       "WITH d AS (DELETE FROM log_chunk WHERE attempt_id = $1 AND seq BETWEEN $2 AND $3 RETURNING length) SELECT sum(length) AS freed FROM d",

@@ -5,7 +5,7 @@ export { appendLogChunks, type IncomingChunk, type AppendResult, type LogWriter 
 export { sealLog } from "./seal-log.ts";
 export { endUnsealedLog, type LogOwner } from "./log-transitions.ts";
 export { authorizeLogRead, type LogReadGrant } from "./authorize-log-read.ts";
-export { loadLogHead, LogHeadCache, type LogHead } from "./log-head.ts";
+export { assertLogRetained, loadLogHead, LogHeadCache, type LogHead } from "./log-head.ts";
 export { readLogChunks, readStreamBytes } from "./read-log-chunks.ts";
 export { s3LogStore, type LogObjectStore } from "./log-object-store.ts";
 export { LogArchiveReader, type LogChunkRecord } from "./log-segments.ts";

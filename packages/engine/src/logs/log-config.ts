@@ -1,3 +1,5 @@
+import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
+
 // Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (shared/engine-env.ts).
 export interface LogConfig {
   /** Per-attempt log size limit (stdout + stderr); the agent truncates at the same bound. */
@@ -10,6 +12,8 @@ export interface LogConfig {
   segmentTargetBytes: number;
   /** How long an archiver owns one attempt before another may take over. */
   archiveLeaseMs: number;
+  /** Platform retention windows stamped on archived segments (issue 21); default the seed's. */
+  retention?: RetentionWindows;
 }
 
 export const DEFAULT_LOG_CONFIG: LogConfig = {
@@ -17,4 +21,5 @@ export const DEFAULT_LOG_CONFIG: LogConfig = {
   journalMaxBytes: 4 * 1024 * 1024 * 1024,
   segmentTargetBytes: 8 * 1024 * 1024,
   archiveLeaseMs: 60_000,
+  retention: DEFAULT_RETENTION_WINDOWS,
 };

@@ -1,5 +1,5 @@
 // Where one attempt's log stands: the row readers poll and the follower decides from.
-import type { LogState, LogStream } from "@kiln/domain";
+import { DomainError, type LogState, type LogStream } from "@kiln/domain";
 import { num, type SqlPool } from "../shared/sql-pool.ts";
 
 // Compile-time proof that the CHECK list in prisma/migrations/0002_logs matches the domain union.
@@ -17,6 +17,10 @@ export interface LogHead {
   bytes: Record<LogStream, number>;
   dropped: Record<LogStream, number>;
   archivedSeq: number;
+  /** Retention (issue 21): the log's class and expiry once archiving stamped them, and when it was evicted. */
+  retentionClass: string | null;
+  expiresAt: Date | null;
+  expiredAt: Date | null;
 }
 
 interface HeadRow extends Record<string, unknown> {
@@ -30,6 +34,9 @@ interface HeadRow extends Record<string, unknown> {
   stdout_dropped: string | null;
   stderr_dropped: string | null;
   archived_seq: number | null;
+  retention_class: string | null;
+  expires_at: Date | null;
+  expired_at: Date | null;
 }
 
 /** The log of attempt `epoch` of `jobId`, or null when that attempt does not exist. */
@@ -37,7 +44,7 @@ export async function loadLogHead(pool: SqlPool, jobId: string, epoch: number): 
   const { rows } = await pool.query<HeadRow>({
     name: "log-head",
     text: `SELECT a.id AS attempt_id, a.epoch, a.status AS attempt_status, l.state, l.next_seq, l.stdout_bytes, l.stderr_bytes,
-                  l.stdout_dropped, l.stderr_dropped, l.archived_seq
+                  l.stdout_dropped, l.stderr_dropped, l.archived_seq, l.retention_class, l.expires_at, l.expired_at
            FROM attempt a LEFT JOIN log_attempt l ON l.attempt_id = a.id
            WHERE a.job_id = $1 AND a.epoch = $2`,
     values: [jobId, epoch],
@@ -55,6 +62,9 @@ export async function loadLogHead(pool: SqlPool, jobId: string, epoch: number): 
     bytes: { stdout: num(r.stdout_bytes ?? 0), stderr: num(r.stderr_bytes ?? 0) },
     dropped: { stdout: num(r.stdout_dropped ?? 0), stderr: num(r.stderr_dropped ?? 0) },
     archivedSeq: r.archived_seq ?? 0,
+    retentionClass: r.retention_class,
+    expiresAt: r.expires_at,
+    expiredAt: r.expired_at,
   };
 }
 
@@ -87,4 +97,16 @@ export class LogHeadCache {
     this.entries.set(key, entry);
     return entry.value;
   }
+}
+
+/** Reading an evicted log answers 410 LOG.EXPIRED, like an expired artifact's download. */
+export function assertLogRetained(head: LogHead): void {
+  if (head.expiredAt)
+    throw new DomainError(
+      "LOG.EXPIRED",
+      `this log expired under retention (${head.retentionClass ?? "unclassified"})`,
+      {
+        expired_at: head.expiredAt.toISOString(),
+      },
+    );
 }

@@ -66,6 +66,8 @@ interface AttemptView {
     execution_ms: number | null;
     artifact_finalization_ms: number | null;
   };
+  /** The attempt's log under retention (issue 21): class and expiry once archived; expired_at once evicted. */
+  log: { retention_class: string | null; expires_at: string | null; expired_at: string | null };
 }
 
 /** GET /v1/workflow-runs/{id}; another org's run is indistinguishable from a missing one. */
@@ -132,10 +134,15 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
       dispatch_ms: number | null;
       execution_ms: number | null;
       finalize_ms: number | null;
+      retention_class: string | null;
+      log_expires_at: Date | null;
+      log_expired_at: Date | null;
     }[]
-  >`SELECT job_id, epoch, status, outcome, cause, cause_message, host, exit_code, claimed_at, started_at, finished_at,
-           queued_ms, image_ms, dispatch_ms, execution_ms, finalize_ms
-    FROM attempt WHERE run_id = ${r.id}::uuid ORDER BY job_id, epoch`;
+  >`SELECT a.job_id, a.epoch, a.status, a.outcome, a.cause, a.cause_message, a.host, a.exit_code, a.claimed_at, a.started_at,
+           a.finished_at, a.queued_ms, a.image_ms, a.dispatch_ms, a.execution_ms, a.finalize_ms,
+           l.retention_class, l.expires_at AS log_expires_at, l.expired_at AS log_expired_at
+    FROM attempt a LEFT JOIN log_attempt l ON l.attempt_id = a.id
+    WHERE a.run_id = ${r.id}::uuid ORDER BY a.job_id, a.epoch`;
   const forgeStatuses = await listRunForgeStatuses(db, { orgId: input.orgId, runId: r.id });
   const names = new Map(jobs.map((j) => [j.job_index, j.name]));
   const queue =
@@ -195,6 +202,11 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
             dispatch_ms: a.dispatch_ms,
             execution_ms: a.execution_ms,
             artifact_finalization_ms: a.finalize_ms,
+          },
+          log: {
+            retention_class: a.retention_class,
+            expires_at: iso(a.log_expires_at),
+            expired_at: iso(a.log_expired_at),
           },
         })),
     })),

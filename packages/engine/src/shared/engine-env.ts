@@ -3,6 +3,7 @@
 // once at boot; the functions below map the parsed values to the engine's config objects, so the
 // two apps cannot drift apart again (web once built its EngineConfig by hand and lost the backoff).
 import { z } from "zod";
+import { platformRetentionWindows, retentionOverridesSchema, type RetentionWindows } from "@kiln/domain";
 import { type ArtifactSettings, DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/index.ts";
 import { type CacheSettings, DEFAULT_CACHE_SETTINGS } from "../caches/index.ts";
 import { DEFAULT_LOG_CONFIG, type LogConfig } from "../logs/index.ts";
@@ -82,6 +83,24 @@ export const engineEnvSchema = z.object({
   /** Target size of an archived log segment; a still-open log is archived once this much is journaled. */
   KILN_LOG_SEGMENT_BYTES: int().min(1024).default(DEFAULT_LOG_CONFIG.segmentTargetBytes),
 
+  /**
+   * Retention windows in days (issue 21, docs/adr/0036) as JSON, any subset of kind x class over
+   * the seed's defaults, e.g. {"artifact":{"other":7}}. Kinds: artifact, log, log_searchable,
+   * run_metadata; classes: release, default_branch, other. Unset: artifacts 400/90/14, logs
+   * 400/90/90, run metadata 400. Orgs may shorten these, never lengthen them.
+   */
+  KILN_RETENTION_WINDOWS: z.preprocess(blankIsUnset, z.string().optional()).transform((v, ctx): RetentionWindows => {
+    try {
+      return platformRetentionWindows(v === undefined ? undefined : retentionOverridesSchema.parse(JSON.parse(v)));
+    } catch (err) {
+      ctx.addIssue({
+        code: "custom",
+        message: `KILN_RETENTION_WINDOWS: ${err instanceof Error ? err.message : String(err)}`,
+      });
+      return z.NEVER;
+    }
+  }),
+
   /** The forge loop (docs/adr/0028, docs/forge.md). GitHub's REST API, or GitHub Enterprise
    * (https://host/api/v3), Gitea or Forgejo (same status call). */
   KILN_GITHUB_API_URL: z.preprocess(blankIsUnset, z.string().url().default(DEFAULT_FORGE_CONFIG.apiUrl)),
@@ -132,6 +151,7 @@ export function artifactSettingsFromEnv(env: EngineEnv): ArtifactSettings {
     uploadUrlTtlSec: env.KILN_ARTIFACT_UPLOAD_URL_TTL_S,
     downloadUrlTtlSec: env.KILN_ARTIFACT_DOWNLOAD_URL_TTL_S,
     gcGraceMs: env.KILN_ARTIFACT_GC_GRACE_MS,
+    retention: env.KILN_RETENTION_WINDOWS,
   };
 }
 
@@ -150,6 +170,7 @@ export function logConfigFromEnv(env: EngineEnv): LogConfig {
     maxBytesPerAttempt: env.KILN_LOG_MAX_BYTES,
     journalMaxBytes: env.KILN_LOG_JOURNAL_MAX_BYTES,
     segmentTargetBytes: env.KILN_LOG_SEGMENT_BYTES,
+    retention: env.KILN_RETENTION_WINDOWS,
   };
 }
 

@@ -76,6 +76,10 @@ describe("publish, bind, restore", () => {
         // Bound, not yet signed: the attestor runs from the outbox (issue 17).
         attestation_state: "pending",
         quarantine_reason: null,
+        // Written at seal time (issue 21): the run is on the default branch.
+        retention_class: "default_branch",
+        expires_at: expect.any(String),
+        expired_at: null,
       },
     ]);
 

@@ -13,6 +13,7 @@ import {
   type ArtifactSettings,
 } from "../../src/artifacts/artifact-context.ts";
 import { createObjectStore } from "../../src/storage/object-store.ts";
+import { applyBucketLifecycle } from "../../src/retention/bucket-lifecycle.ts";
 import { openUpload, type UploadSession } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { finalizeUpload } from "../../src/artifacts/finalize-upload.ts";
@@ -46,6 +47,8 @@ export function useS3(kind: "s3rver" | "s3rver+abort" = "s3rver"): {
       bucket: "kiln",
       settings: TEST_SETTINGS,
     };
+    // As `npm run up` does (docs/adr/0036); s3rver answers "unsupported" (retention tests assert it).
+    await applyBucketLifecycle(store.s3, store.bucket);
   });
   afterAll(async () => {
     store?.s3.destroy();

@@ -7,6 +7,7 @@ import { useOrg } from "../org-context.tsx";
 import { Elapsed } from "../time.tsx";
 import type { JobData, RunPageData } from "../types.ts";
 import { FlakyBadge, ReusedFrom } from "./job-flags.tsx";
+import { RetentionFacts } from "./run-facts.tsx";
 
 /** Per job: outcome, cause, steps and the attempt timeline. Native <details> for keyboard use. */
 export function JobDetails({ data, now }: { data: RunPageData; now: number }) {
@@ -123,6 +124,16 @@ function JobDetail({
           >
             View log →
           </Link>
+          {last?.log.retention_class ? (
+            <p className="text-xs text-zinc-600 dark:text-zinc-400" data-testid="log-retention">
+              Log retention:{" "}
+              <RetentionFacts
+                cls={last.log.retention_class}
+                expiresAt={last.log.expires_at}
+                expiredAt={last.log.expired_at}
+              />
+            </p>
+          ) : null}
         </div>
       ) : null}
     </details>

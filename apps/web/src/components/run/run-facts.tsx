@@ -1,6 +1,7 @@
 import { EmptyState, formatBytes, shortSha } from "@kiln/ui";
 import Link from "next/link";
 import { AttestationBadge } from "../provenance/attestation-badge.tsx";
+import { ArtifactHold } from "./artifact-hold.tsx";
 import type { RunPageData } from "../types.ts";
 
 const TRUST: Record<string, string> = {
@@ -52,6 +53,9 @@ export function ArtifactsList({ data, org }: { data: RunPageData; org: string })
           <th scope="col" className="py-1.5 pr-4 font-medium">
             Provenance
           </th>
+          <th scope="col" className="py-1.5 pr-4 font-medium">
+            Retention
+          </th>
           <th scope="col" className="py-1.5 font-medium">
             <span className="sr-only">Download</span>
           </th>
@@ -89,10 +93,22 @@ export function ArtifactsList({ data, org }: { data: RunPageData; org: string })
               ) : null}
               {a.quarantine_reason ? <span className="ml-2 text-xs text-red-700">{a.quarantine_reason}</span> : null}
             </td>
+            <td className="py-1.5 pr-4 text-xs" data-testid="artifact-retention">
+              <RetentionFacts cls={a.retention_class} expiresAt={a.expires_at} expiredAt={a.expired_at} held={a.held} />
+              {a.state === "sealed" ? (
+                <ArtifactHold
+                  runId={data.run.id}
+                  artifactId={a.id}
+                  name={a.name}
+                  held={a.held}
+                  expired={a.expired_at !== null}
+                />
+              ) : null}
+            </td>
             <td className="py-1.5 text-right">
               {/* The API's own download (authorised per request, 302 to a presigned URL): a plain link,
                   so the browser follows the redirect and saves the file; no bytes pass through Kiln. */}
-              {a.state === "sealed" ? (
+              {a.state === "sealed" && !a.expired_at ? (
                 <a
                   href={`/v1/artifacts/${a.id}/download`}
                   className="rounded text-blue-700 underline-offset-2 hover:underline focus-visible:outline-2 focus-visible:outline-blue-600 dark:text-blue-400"
@@ -173,5 +189,37 @@ export function CachesList({ data }: { data: RunPageData }) {
         </p>
       ) : null}
     </div>
+  );
+}
+
+const CLASS_LABEL: Record<string, string> = {
+  release: "release",
+  default_branch: "default branch",
+  other: "branch / PR",
+};
+
+/** Retention (issue 21): the class written at seal time and when it expires, or that it has. */
+export function RetentionFacts(p: {
+  cls: string | null;
+  expiresAt: string | null;
+  expiredAt: string | null;
+  held?: boolean;
+}) {
+  if (!p.cls) return <span className="text-zinc-500 dark:text-zinc-400">unclassified (kept)</span>;
+  const day = (iso: string) => iso.slice(0, 10);
+  return (
+    <span>
+      <span className="rounded bg-zinc-100 px-1.5 py-0.5 font-medium dark:bg-zinc-800">
+        {CLASS_LABEL[p.cls] ?? p.cls}
+      </span>{" "}
+      {p.expiredAt ? (
+        <span className="text-red-700 dark:text-red-400">expired {day(p.expiredAt)}</span>
+      ) : p.expiresAt ? (
+        <time dateTime={p.expiresAt} title={p.expiresAt}>
+          expires {day(p.expiresAt)}
+        </time>
+      ) : null}
+      {p.held ? <span className="ml-1 text-amber-700 dark:text-amber-400">· held</span> : null}
+    </span>
   );
 }

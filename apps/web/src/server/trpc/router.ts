@@ -1,4 +1,7 @@
 import { getTlogStatus } from "./attestation/get-tlog-status.procedure.ts";
+import { addHold } from "./retention/add-hold.procedure.ts";
+import { listHolds } from "./retention/list-holds.procedure.ts";
+import { removeHold } from "./retention/remove-hold.procedure.ts";
 import { getJob } from "./jobs/get-job.procedure.ts";
 import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
 import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
@@ -117,6 +120,8 @@ export const appRouter = router({
     pools: listOrgPools,
     createPool: createOrgPool,
   },
+  // Retention holds (issue 21): admins and auditors.
+  retention: { holds: listHolds, addHold, removeHold },
 });
 
 export type AppRouter = typeof appRouter;

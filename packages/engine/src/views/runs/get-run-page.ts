@@ -29,6 +29,13 @@ export interface ArtifactView {
   quarantine_reason: string | null;
   /** The run that produced it when the job was pinned by a re-run ("reused from run X"). */
   reused_from_run_id: string | null;
+  /** Issue 21: release | default_branch | other, written at seal time; null for older artifacts. */
+  retention_class: string | null;
+  expires_at: string | null;
+  /** Set once retention evicted it (downloads answer 410). */
+  expired_at: string | null;
+  /** An active retention hold keeps it past expires_at. */
+  held: boolean;
 }
 
 export interface JobStepsView {
@@ -77,14 +84,18 @@ export async function getRunPage(
       FROM workflow_run r JOIN repo ON repo.id = r.repo_id
       WHERE r.id = ${input.runId}::uuid AND r.org_id = ${scope.orgId}::uuid`,
     db.$queryRaw<
-      (Omit<ArtifactView, "sealed_at" | "size_bytes" | "attestation_state"> & {
+      (Omit<ArtifactView, "sealed_at" | "size_bytes" | "attestation_state" | "expires_at" | "expired_at"> & {
+        expires_at: Date | null;
+        expired_at: Date | null;
         sealed_at: Date | null;
         size_bytes: bigint | null;
         att_state: "logged" | "verified" | "mismatch" | null;
       })[]
     >`
       SELECT g.id, j.id AS job_id, b.name, g.size_bytes, g.sha256, g.state, g.sealed_at, j.reused_from_run_id,
-             s.attestation_id, a.state AS att_state, q.reason AS quarantine_reason
+             s.attestation_id, a.state AS att_state, q.reason AS quarantine_reason,
+             g.retention_class, g.expires_at, g.expired_at,
+             EXISTS (SELECT 1 FROM retention_hold h WHERE h.generation_id = g.id AND h.removed_at IS NULL) AS held
       FROM job_run j
       JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
       JOIN artifact_generation g ON g.id = b.generation_id
@@ -129,6 +140,8 @@ export async function getRunPage(
       }),
       size_bytes: a.size_bytes === null ? null : Number(a.size_bytes),
       sealed_at: a.sealed_at ? a.sealed_at.toISOString() : null,
+      expires_at: a.expires_at ? a.expires_at.toISOString() : null,
+      expired_at: a.expired_at ? a.expired_at.toISOString() : null,
     })),
     caches,
     cache_org: cacheOrg,

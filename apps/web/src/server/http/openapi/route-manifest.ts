@@ -37,6 +37,12 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/repos/[repoId]/secrets": () => import("@/app/v1/repos/[repoId]/secrets/route.ts"),
   "v1/repos/[repoId]/secrets/[name]": () => import("@/app/v1/repos/[repoId]/secrets/[name]/route.ts"),
   "v1/orgs/[org]/audit-events": () => import("@/app/v1/orgs/[org]/audit-events/route.ts"),
+  // Retention by provenance (docs/adr/0036).
+  "v1/orgs/[org]/retention": () => import("@/app/v1/orgs/[org]/retention/route.ts"),
+  "v1/orgs/[org]/retention/plan": () => import("@/app/v1/orgs/[org]/retention/plan/route.ts"),
+  "v1/orgs/[org]/retention/holds": () => import("@/app/v1/orgs/[org]/retention/holds/route.ts"),
+  "v1/artifacts/[artifactId]/hold": () => import("@/app/v1/artifacts/[artifactId]/hold/route.ts"),
+  "v1/repos/[repoId]/release-patterns": () => import("@/app/v1/repos/[repoId]/release-patterns/route.ts"),
   // Provenance (docs/adr/0027).
   "v1/attestation/keys": () => import("@/app/v1/attestation/keys/route.ts"),
   "v1/attestations": () => import("@/app/v1/attestations/route.ts"),

@@ -1,3 +1,4 @@
+import { RETENTION_CLASSES } from "@kiln/domain";
 import { z } from "zod";
 
 // Wire schemas of the public API's other resources (docs/adr/0029): artifacts, repos, pools, the
@@ -15,6 +16,12 @@ export const jobArtifacts = z.object({
       attempt_epoch: z.number().int(),
       attestation_state: z.string().describe("pending, logged, verified, quarantined (issue 17)").optional(),
       quarantine_reason: z.string().nullable().optional(),
+      retention_class: z
+        .enum(RETENTION_CLASSES)
+        .nullable()
+        .describe("release, default_branch or other, from the run's trigger and ref at seal time (issue 21)"),
+      expires_at: iso.nullable().describe("when retention evicts it, unless a pointer, its history or a hold keeps it"),
+      expired_at: iso.nullable().describe("set once evicted: downloads answer 410 ARTIFACT.EXPIRED"),
     }),
   ),
 });

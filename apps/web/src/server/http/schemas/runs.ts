@@ -1,4 +1,4 @@
-import { OUTCOMES, type OutcomeClass, RUN_STATUSES, RUN_TRIGGERS } from "@kiln/domain";
+import { OUTCOMES, type OutcomeClass, RETENTION_CLASSES, RUN_STATUSES, RUN_TRIGGERS } from "@kiln/domain";
 import { z } from "zod";
 
 // Wire schemas of the public API's run resources (docs/adr/0029). They describe what the engine's
@@ -81,6 +81,16 @@ const attempt = z.object({
     execution_ms: z.number().nullable(),
     artifact_finalization_ms: z.number().nullable(),
   }),
+  log: z
+    .object({
+      retention_class: z
+        .enum(RETENTION_CLASSES)
+        .nullable()
+        .describe("release, default_branch, other; null until archived"),
+      expires_at: iso.nullable().describe("when retention evicts this log"),
+      expired_at: iso.nullable().describe("set once evicted: reads answer 410 LOG.EXPIRED"),
+    })
+    .describe("the attempt's log under retention (issue 21)"),
 });
 
 const job = z.object({

@@ -1,4 +1,4 @@
-import { planLogStream } from "@kiln/domain";
+import { DomainError, planLogStream } from "@kiln/domain";
 import { authorizeLogRead, followJobLog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
@@ -16,7 +16,7 @@ export const GET = route({
   path: "/v1/jobs/{job_id}/logs/events",
   summary: "The job's live log over Server-Sent Events, resumable with Last-Event-ID",
   description:
-    "`id:` is a resumable cursor; `data:` is {stream, offset, data: base64}. Ends with log.sealed / log.truncated / log.gapped, then 204 on reconnect (docs/adr/0006).",
+    "`id:` is a resumable cursor; `data:` is {stream, offset, data: base64}. Ends with log.sealed / log.truncated / log.gapped, then 204 on reconnect (docs/adr/0006). 410 LOG.EXPIRED once retention evicted the log.",
   auth: "api_token_or_session",
   query: logEventsQuery,
   headers: { "Last-Event-ID": { description: "the last event id received: resume just after it" } },
@@ -33,6 +33,10 @@ export const GET = route({
     const pinnedEpoch = attemptParam(url);
     const lastEventId = req.headers.get("last-event-id");
     const plan = planLogStream({ lastEventId, pinnedEpoch, epochs: grant.epochs, jobFinished: grant.jobFinished });
+    // Retention (issue 21): an evicted log is gone for the live stream too, not an empty stream.
+    const epoch = pinnedEpoch ?? grant.epochs[grant.epochs.length - 1];
+    if (epoch !== undefined && grant.expiredEpochs.includes(epoch))
+      throw new DomainError("LOG.EXPIRED", "this log expired under retention: its segments were deleted");
     if (plan.kind === "done") return new Response(null, { status: 204, headers: { "cache-control": "no-store" } });
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });

@@ -1,5 +1,5 @@
 import { isTerminalLogState, DomainError } from "@kiln/domain";
-import { authorizeLogRead, loadLogHead, readStreamBytes } from "@kiln/engine";
+import { assertLogRetained, authorizeLogRead, loadLogHead, readStreamBytes } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
 import { logRawQuery } from "../_lib/log-request.ts";
@@ -25,6 +25,8 @@ export const GET = route({
         "X-Kiln-Log-State": "open (a snapshot) or sealed / truncated / gapped (final)",
         "X-Kiln-Log-Attempt": "the attempt's epoch",
         "X-Kiln-Log-Dropped-Bytes": "bytes the agent dropped over its limit",
+        "X-Kiln-Retention-Class": "release, default_branch or other once archived (issue 21); absent before",
+        "X-Kiln-Expires-At": "when retention evicts this log (ISO 8601); absent before it is archived",
       },
     },
   },
@@ -40,6 +42,7 @@ export const GET = route({
     const { follower } = services().logs();
     const head = await loadLogHead(follower.pool, grant.jobId, epoch);
     if (!head) throw new DomainError("ATTEMPT.NOT_FOUND", `the job has no attempt ${epoch}`);
+    assertLogRetained(head);
     const abort = new AbortController();
     const bytes = readStreamBytes(follower.pool, follower.archive, head.attemptId, head.nextSeq, stream);
     return streamingResponse(
@@ -53,6 +56,8 @@ export const GET = route({
         "x-kiln-log-state": head.state,
         "x-kiln-log-attempt": String(epoch),
         "x-kiln-log-dropped-bytes": String(head.dropped[stream]),
+        ...(head.retentionClass ? { "x-kiln-retention-class": head.retentionClass } : {}),
+        ...(head.expiresAt ? { "x-kiln-expires-at": head.expiresAt.toISOString() } : {}),
       },
       services().log.child({ org_id: orgId, run_id: grant.runId, job_id: grant.jobId, attempt_id: head.attemptId }),
     );
