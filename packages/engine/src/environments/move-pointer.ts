@@ -37,6 +37,15 @@ export interface PointerMoved {
  * the `environment.pointer_moved` outbox message the deployer consumes.
  */
 export async function movePointer(tx: Tx, m: PointerMove): Promise<PointerMoved> {
+  // The retention worker locks a generation FOR UPDATE and re-checks pointers before it expires it
+  // (engine/src/retention/evict-item.ts); this share lock orders the two: either the eviction saw
+  // this pointer and kept the bytes, or it committed first and the move is refused here, so a
+  // pointer never names evicted bytes.
+  const target = await tx.$queryRaw<{ expired_at: Date | null; object_deleted_at: Date | null }[]>`
+    SELECT expired_at, object_deleted_at FROM artifact_generation WHERE id = ${m.generationId}::uuid FOR SHARE`;
+  const t = target[0];
+  if (!t || t.expired_at || t.object_deleted_at)
+    throw new DomainError("ARTIFACT.EXPIRED", "the artifact's retention window has passed and its bytes are gone");
   const rows = await tx.$queryRaw<
     {
       repo_id: string;
