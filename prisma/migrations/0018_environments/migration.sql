@@ -92,8 +92,9 @@ CREATE TABLE "promotion" (
     -- The pointer when the promotion was requested (what a rollback moves away from).
     "from_digest" TEXT,
     -- pending: waiting for approvals or an override; denied / rejected: final, nothing moved;
-    -- promoted: the pointer moved; deploying / deployed / deploy_failed: the deploy run (0019's).
-    "state" TEXT NOT NULL CHECK ("state" IN ('pending','denied','rejected','promoted','deploying','deployed','deploy_failed')),
+    -- promoted: the pointer moved; deploying / deployed / deploy_failed: the deploy run (0019's);
+    -- superseded: final, still pending when another move changed the pointer it was decided against.
+    "state" TEXT NOT NULL CHECK ("state" IN ('pending','denied','rejected','promoted','deploying','deployed','deploy_failed','superseded')),
     -- The latest decision (every decision is also in the audit trail and the event log).
     "verdict" TEXT NOT NULL CHECK ("verdict" IN ('allow','deny','override_required')),
     "reasons" JSONB NOT NULL DEFAULT '[]',

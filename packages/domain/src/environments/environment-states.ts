@@ -22,6 +22,10 @@ export const PROMOTION_STATES = [
   "deploying",
   "deployed",
   "deploy_failed",
+  // Final: it was still pending when another promotion or a rollback moved the pointer, so its
+  // gates were judged against an environment that no longer exists; approving it later would
+  // silently move production back. The requester asks again.
+  "superseded",
 ] as const;
 export type PromotionState = (typeof PROMOTION_STATES)[number];
 

@@ -98,6 +98,29 @@ export async function movePointer(tx: Tx, m: PointerMove): Promise<PointerMoved>
     subject: m.environmentId,
     data: facts,
   });
+  // Pending promotions of this environment were decided against the pointer that just moved away.
+  const superseded = await tx.$queryRaw<{ id: string }[]>`
+    UPDATE promotion SET state = 'superseded', version = version + 1, updated_at = clock_timestamp()
+    WHERE environment_id = ${m.environmentId}::uuid AND org_id = ${m.orgId}::uuid AND state = 'pending'
+      AND id <> ${m.promotionId}::uuid
+    RETURNING id::text`;
+  for (const s of superseded) {
+    await recordTransition(tx, {
+      orgId: m.orgId,
+      entity: "promotion",
+      from: "pending",
+      to: "superseded",
+      reason: "pointer_moved",
+      data: { promotionId: s.id, environmentId: m.environmentId, byPromotionId: m.promotionId },
+    });
+    await recordAuditEvent(tx, {
+      orgId: m.orgId,
+      kind: "promotion.superseded",
+      actor: m.actor,
+      subject: s.id,
+      data: { promotionId: s.id, environmentId: m.environmentId, byPromotionId: m.promotionId, toDigest: m.digest },
+    });
+  }
   const payload: EnvironmentPointerMovedPayload = {
     orgId: m.orgId,
     repoId: r.repo_id,
