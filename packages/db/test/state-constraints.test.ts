@@ -9,6 +9,9 @@ import {
   ATTESTATION_ROW_STATES,
   FORGE_STATES,
   RUNNER_SIZES,
+  RUNNER_STATES,
+  QUARANTINE_KINDS,
+  POOL_SCOPES,
   SCHEDULE_ORIGINS,
   SECRET_KEK_STATES,
   ARTIFACT_STATES,
@@ -67,6 +70,10 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "job_run.runner_size": RUNNER_SIZES,
   "schedule.origin": SCHEDULE_ORIGINS,
   "secret_kek.state": SECRET_KEK_STATES,
+  "runner.state": RUNNER_STATES,
+  "runner.quarantine_kind": QUARANTINE_KINDS,
+  "runner.isolation": dispatch.ISOLATION_CLASSES,
+  "pool.scope": POOL_SCOPES,
 };
 
 const t = useMigratedDb(2);
