@@ -2,8 +2,8 @@
 
 -- What each agent process reports about itself (POST /v1/agent/sessions/{id}/stats), on its session:
 -- a session is one agent process, so the counters are that process's and start again at 0 with it.
+-- (agent_version is 0020_runners' column; the stats report keeps it current too.)
 ALTER TABLE "agent_session"
-    ADD COLUMN "agent_version" TEXT CHECK ("agent_version" IS NULL OR length("agent_version") <= 100),
     ADD COLUMN "warm_pool_size" INTEGER CHECK ("warm_pool_size" IS NULL OR "warm_pool_size" >= 0),
     ADD COLUMN "warm_hits" BIGINT CHECK ("warm_hits" IS NULL OR "warm_hits" >= 0),
     ADD COLUMN "warm_misses" BIGINT CHECK ("warm_misses" IS NULL OR "warm_misses" >= 0),

@@ -429,9 +429,7 @@ export const sessionStatsRequest = z
         misses: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
       })
       .strict(),
-    slots: z
-      .object({ in_use: z.number().int().min(0).max(1024), total: z.number().int().min(1).max(1024) })
-      .strict(),
+    slots: z.object({ in_use: z.number().int().min(0).max(1024), total: z.number().int().min(1).max(1024) }).strict(),
   })
   .strict();
 export const sessionStatsResponse = z.object({ recorded: z.boolean(), reclaim_requested: z.boolean() });

@@ -76,7 +76,10 @@ export async function takeCandidates(
     const picks = take(fresh, max);
     if (picks.length > 0) return picks;
   }
-  return take(await reload(db, entry, pool, policy, { trustedOnly, backgroundOnly, ...(runner ? { runner } : {}) }), max);
+  return take(
+    await reload(db, entry, pool, policy, { trustedOnly, backgroundOnly, ...(runner ? { runner } : {}) }),
+    max,
+  );
 }
 
 function reload(

@@ -26,7 +26,9 @@ export async function cachedCapacityKind(sql: SqlPool, pool: string): Promise<Ca
   });
   const row = rows.rows[0];
   const kind: CapacityKind =
-    row?.interruptible && row.serves ? { interruptible: true, queuePool: row.serves } : { interruptible: false, queuePool: pool };
+    row?.interruptible && row.serves
+      ? { interruptible: true, queuePool: row.serves }
+      : { interruptible: false, queuePool: pool };
   if (cache.size >= 1_000) cache.clear();
   cache.set(pool, { at: performance.now(), kind });
   return kind;
