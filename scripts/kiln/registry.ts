@@ -5,6 +5,7 @@ import { capacityCommands } from "./capacity.ts";
 import { consoleCommands } from "./console.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { fleetCommands } from "./fleet.ts";
 import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
@@ -19,6 +20,7 @@ export const commands: CliCommand[] = [
   ...consoleCommands,
   ...credentialCommands,
   ...capacityCommands,
+  ...fleetCommands,
   ...egressCommands,
   ...forgeCommands,
   ...attestationCommands,

@@ -74,8 +74,17 @@ export function poolShareWire(s: PoolShare): z.infer<typeof poolShare> {
   };
 }
 
-export const reclaimAnswer = z.object({ runner_id: z.string(), name: z.string(), pool: z.string(), sessions: z.number().int() });
+export const reclaimAnswer = z.object({
+  runner_id: z.string(),
+  name: z.string(),
+  pool: z.string(),
+  sessions: z.number().int(),
+});
 export const interruptibleBody = z
   .object({ interruptible: z.boolean(), serves: z.string().min(1).max(110).nullable().optional() })
   .strict();
-export const interruptibleAnswer = z.object({ pool: z.string(), interruptible: z.boolean(), serves: z.string().nullable() });
+export const interruptibleAnswer = z.object({
+  pool: z.string(),
+  interruptible: z.boolean(),
+  serves: z.string().nullable(),
+});

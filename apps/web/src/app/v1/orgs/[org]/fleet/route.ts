@@ -8,7 +8,8 @@ export const dynamic = "force-dynamic";
 /** The fleet view of the org's hosts with their agents' stats (issue 22, ADR 0035); admins. */
 export const GET = route({
   path: "/v1/orgs/{org}/fleet",
-  summary: "The org's hosts: state, heartbeat, slots, running jobs, agent version, warm pool, platform failures and reclaims in the last hour",
+  summary:
+    "The org's hosts: state, heartbeat, slots, running jobs, agent version, warm pool, platform failures and reclaims in the last hour",
   auth: "api_token",
   responses: { 200: { description: "the hosts", schema: fleet } },
   handler: async ({ req, params }) => {

@@ -9,7 +9,8 @@ export const dynamic = "force-dynamic";
 /** Seed 002's figure per pool, over the org's own background attempts (issue 22, ADR 0035); admins. */
 export const GET = route({
   path: "/v1/orgs/{org}/interruptible-share",
-  summary: "Per pool: the share of the org's background job-minutes that ran on interruptible capacity (target 55%), reclaims",
+  summary:
+    "Per pool: the share of the org's background job-minutes that ran on interruptible capacity (target 55%), reclaims",
   auth: "api_token",
   query: z.object({
     window_hours: z.coerce.number().int().min(1).max(2160).default(24),

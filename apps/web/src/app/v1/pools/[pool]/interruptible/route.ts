@@ -9,7 +9,8 @@ export const dynamic = "force-dynamic";
 /** Flags a pool the caller's org owns interruptible (issue 22, ADR 0035); admins, audited. */
 export const PUT = route({
   path: "/v1/pools/{pool}/interruptible",
-  summary: "Flag an org-owned pool interruptible ({interruptible, serves}): its hosts take background work of `serves` only; admins, audited",
+  summary:
+    "Flag an org-owned pool interruptible ({interruptible, serves}): its hosts take background work of `serves` only; admins, audited",
   auth: "api_token",
   body: interruptibleBody,
   responses: { 200: { description: "the pool's flag", schema: interruptibleAnswer } },

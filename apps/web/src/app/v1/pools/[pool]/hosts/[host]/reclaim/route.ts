@@ -13,7 +13,8 @@ export const dynamic = "force-dynamic";
  */
 export const POST = route({
   path: "/v1/pools/{pool}/hosts/{host}/reclaim",
-  summary: "Send a reclaim notice to an interruptible host (runner id or name): its jobs re-dispatch to on-demand capacity; admins, audited",
+  summary:
+    "Send a reclaim notice to an interruptible host (runner id or name): its jobs re-dispatch to on-demand capacity; admins, audited",
   auth: "api_token",
   responses: { 202: { description: "the notice is left for the host's agent", schema: reclaimAnswer } },
   handler: async ({ req, params }) => {
