@@ -11,6 +11,7 @@ import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
 import { identityCommands } from "./identity.ts";
 import { runCommands } from "./runs.ts";
+import { runnerCommands } from "./runners.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
@@ -20,6 +21,7 @@ export const commands: CliCommand[] = [
   ...consoleCommands,
   ...credentialCommands,
   ...capacityCommands,
+  ...runnerCommands,
   ...fleetCommands,
   ...egressCommands,
   ...forgeCommands,

@@ -56,7 +56,7 @@ export class AgentSession {
       if (this.shutdown.aborted) break;
       if (!res.ok && res.kind === "http" && (res.status === 401 || res.status === 403)) {
         throw new FatalAgentError(
-          `the control plane rejected the host credential (KILN_AGENT_TOKEN): ${describeFailure(res)}`,
+          `the control plane rejected the host credential (KILN_AGENT_TOKEN or the state directory's): ${describeFailure(res)}`,
         );
       }
       if (!res.ok && res.kind === "http" && res.status === 400) {

@@ -9,11 +9,11 @@ import type { AgentEnv } from "./env.ts";
 import { ImagePreparer } from "./images/index.ts";
 import { LocalCacheTier } from "./caches/index.ts";
 import { JobRunner } from "./job-runner.ts";
-import { DEFAULT_RUNNER_SIZE } from "@kiln/domain";
+import { AGENT_PROTOCOL_VERSION, DEFAULT_RUNNER_SIZE } from "@kiln/domain";
+import { AGENT_VERSION } from "./version.ts";
 import type { Logger } from "@kiln/logger";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
-import { AGENT_VERSION } from "./fleet/agent-version.ts";
 import { StatsLoop } from "./fleet/stats-loop.ts";
 
 const SHUTDOWN_BUDGET_MS = 5_000;
@@ -96,6 +96,8 @@ export class HostAgent {
         labels: { os: process.platform, arch: process.arch, resource_class: "small", isolation: driver.kind },
         runner_labels: env.KILN_AGENT_LABELS,
         sizes: env.KILN_AGENT_SIZES.length > 0 ? env.KILN_AGENT_SIZES : [DEFAULT_RUNNER_SIZE],
+        protocol_version: AGENT_PROTOCOL_VERSION,
+        agent_version: AGENT_VERSION,
       },
       logger,
       this.shutdown.signal,

@@ -17,6 +17,8 @@ const CLAIM_TIMEOUT_SLACK_MS = 15_000;
 // so idle agents do not hammer the control plane.
 const FAST_EMPTY_CLAIM_MS = 500;
 const EMPTY_CLAIM_PAUSE_MS = 1_000;
+// Between claims of a quarantined host: lifting the quarantine takes effect within this.
+const QUARANTINED_PAUSE_MS = 2_000;
 
 export interface ClaimLoopDeps {
   client: ControlClient;
@@ -34,6 +36,7 @@ type ClaimOutcome =
 
 export class ClaimLoop {
   private readonly log: Logger;
+  private quarantined = false;
 
   constructor(
     slot: number,
@@ -72,14 +75,24 @@ export class ClaimLoop {
         { timeoutMs: waitMs + CLAIM_TIMEOUT_SLACK_MS, signal: shutdown },
       );
       if (res.ok) {
+        if (this.quarantined) this.log.info("quarantine lifted; claiming again");
+        this.quarantined = false;
         if (res.data) return { kind: "ticket", ticket: res.data, claimedAt: monotonicNow() };
         return { kind: "empty", tookMs: monotonicNow() - startedAt };
       }
       if (shutdown.aborted) return { kind: "empty", tookMs: Infinity };
       if (res.kind === "http" && (res.status === 401 || res.status === 403)) {
         throw new FatalAgentError(
-          `the control plane rejected the host credential (KILN_AGENT_TOKEN) on claim: ${describeFailure(res)}`,
+          `the control plane rejected the host credential (KILN_AGENT_TOKEN or the state directory's) on claim: ${describeFailure(res)}`,
         );
+      }
+      // Quarantined (issue 22): claims are refused until an admin lifts it; keep asking, quietly.
+      if (res.kind === "http" && res.code === "RUNNER.QUARANTINED") {
+        if (!this.quarantined)
+          this.log.warn("host quarantined; claiming nothing until it is lifted", { error: res.message });
+        this.quarantined = true;
+        await sleep(QUARANTINED_PAUSE_MS, shutdown);
+        return { kind: "empty", tookMs: Infinity };
       }
       if (res.kind === "http" && res.status === 404 && res.code === "SESSION.NOT_FOUND") {
         session.invalidate(sessionId);

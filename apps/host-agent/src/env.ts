@@ -35,7 +35,11 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     KILN_CONTROL_URL: optional(z.url().default("http://127.0.0.1:3000")),
     // Host credential (Bearer) for /v1/agent/sessions and /v1/agent/claims. Required, no default:
     // the control plane maps it to a pool. Never logged and never passed to a step.
-    KILN_AGENT_TOKEN: z.string({ error: "KILN_AGENT_TOKEN is required (the host credential)" }).min(1),
+    // Required unless KILN_AGENT_STATE_DIR holds a registered credential (issue 22).
+    KILN_AGENT_TOKEN: optional(z.string().min(1).optional()),
+    // Issue 22: the state directory `npm run agent -- register` wrote the host credential to (0600);
+    // with it the agent runs from that credential, which never passes through an environment variable.
+    KILN_AGENT_STATE_DIR: optional(z.string().min(1).optional()),
     // Which SandboxDriver runs jobs: `process` (host processes + namespaces when available) or
     // `microvm` (QEMU microvm per job, docs/adr/0011-microvm-sandboxes.md). Default: process.
     KILN_SANDBOX_DRIVER: optional(z.enum(["process", "microvm"]).default("process")),
@@ -123,12 +127,20 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // A restore slower than this is abandoned and counts as a miss. 10 minutes.
     KILN_CACHE_RESTORE_TIMEOUT_MS: intVar(1_000, 3_600_000, 600_000),
   });
-  const env = schema.parse(source);
+  const env = schema
+    .refine((e) => e.KILN_AGENT_TOKEN !== undefined || e.KILN_AGENT_STATE_DIR !== undefined, {
+      message:
+        "KILN_AGENT_TOKEN is required (the host credential), or KILN_AGENT_STATE_DIR naming a registered agent's state directory",
+      path: ["KILN_AGENT_TOKEN"],
+    })
+    .parse(source);
   const workDir = path.resolve(env.KILN_WORK_DIR);
   return {
     ...env,
     KILN_WORK_DIR: workDir,
     KILN_MICROVM_ASSETS: path.resolve(env.KILN_MICROVM_ASSETS ?? path.join(workDir, "..", "microvm-assets")),
+    /** Whether KILN_CONTROL_URL was given: a registered agent otherwise uses the URL it registered with. */
+    controlUrlGiven: (source.KILN_CONTROL_URL ?? "") !== "",
   };
 }
 
@@ -145,6 +157,15 @@ export function loadEnv(): AgentEnv {
     }
     throw err;
   }
+}
+
+/** What `npm run agent -- register` reads from the environment: the state directory and the driver. */
+export function registerEnv(): { stateDir: string | undefined; driver: "process" | "microvm" } {
+  const dir = process.env.KILN_AGENT_STATE_DIR;
+  return {
+    stateDir: dir === undefined || dir === "" ? undefined : dir,
+    driver: process.env.KILN_SANDBOX_DRIVER === "microvm" ? "microvm" : "process",
+  };
 }
 
 /**

@@ -1,13 +1,28 @@
 // Composition root: parse env, build the driver and client, start the agent, wire signals.
+// `register` (issue 22) exchanges a registration token for a credential in a state directory.
 import { HostAgent } from "./agent.ts";
 import { ControlClient } from "./control-client.ts";
 import { loadEnv } from "./env.ts";
 import { createLogger, errorMessage } from "@kiln/logger";
+import { resolveIdentity } from "./registration/identity.ts";
+import { register } from "./registration/register.ts";
 import { createSandboxDriver } from "./sandboxes/index.ts";
 
+if (process.argv[2] === "register") {
+  try {
+    process.exit(await register(process.argv.slice(3), (line) => process.stdout.write(`${line}\n`)));
+  } catch (err) {
+    process.stderr.write(`${errorMessage(err)}\n`);
+    process.exit(1);
+  }
+}
+
 let env;
+let identity;
 try {
   env = loadEnv();
+  identity = await resolveIdentity(env);
+  env = { ...env, KILN_CONTROL_URL: identity.controlUrl, KILN_AGENT_LABELS: identity.runnerLabels };
 } catch (err) {
   process.stderr.write(`${errorMessage(err)}\n`);
   process.exit(1);
@@ -23,7 +38,7 @@ try {
     microvmAssetsDir: env.KILN_MICROVM_ASSETS,
     microvmAccel: env.KILN_MICROVM_ACCEL,
   });
-  const client = new ControlClient(env.KILN_CONTROL_URL, env.KILN_AGENT_TOKEN);
+  const client = new ControlClient(env.KILN_CONTROL_URL, identity.credential);
   const agent = new HostAgent({ env, client, driver, logger });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {

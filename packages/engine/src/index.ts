@@ -119,6 +119,7 @@ export {
   addMember,
   createApiToken,
   createAgentToken,
+  orgIdOf,
   setEntitlement,
   setEntitlementAsPlatformAdmin,
   lowerOwnHardCap,
@@ -263,4 +264,5 @@ export {
   type ForgeCredentialState,
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
+export * from "./runners/index.ts";
 export * from "./fleet/index.ts";

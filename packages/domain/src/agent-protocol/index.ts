@@ -31,6 +31,9 @@ export const registerSessionRequest = z
      */
     runner_labels: z.array(z.string().regex(RUNNER_LABEL_PATTERN)).max(MAX_RUNNER_LABELS).default([]),
     sizes: z.array(z.enum(RUNNER_SIZES)).min(1).max(RUNNER_SIZES.length).default([DEFAULT_RUNNER_SIZE]),
+    /** Issue 22: the agent's protocol version (absent: 1) and its build, shown in the fleet view. */
+    protocol_version: z.number().int().min(0).max(1_000_000).optional(),
+    agent_version: z.string().min(1).max(100).optional(),
   })
   .strict();
 export const registerSessionResponse = z.object({
@@ -38,7 +41,36 @@ export const registerSessionResponse = z.object({
   pool: z.string(),
   lease_ttl_ms: z.number(),
   heartbeat_ms: z.number(),
+  /** Issue 22: the host record this session belongs to and the control plane's protocol version. */
+  runner_id: z.string().optional(),
+  protocol_version: z.number().optional(),
 });
+
+// Registration (issue 22): POST /v1/agent/registrations with a registration token as Bearer
+// exchanges it (spent atomically) for a host credential bound to the token's org and pool.
+export const registrationRequest = z
+  .object({
+    /** The pool the token was made for: `<org>/<name>` or just `<name>`. */
+    pool: z.string().min(1).max(102),
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/),
+    labels: z.array(z.string().regex(RUNNER_LABEL_PATTERN)).max(MAX_RUNNER_LABELS).default([]),
+    isolation: z.enum(["microvm", "process"]).optional(),
+    protocol_version: z.number().int().min(0).max(1_000_000),
+    agent_version: z.string().min(1).max(100).optional(),
+  })
+  .strict();
+export const registrationResponse = z
+  .object({
+    runner_id: z.string(),
+    /** The host credential (kagent_...): returned once, stored 0600 in the agent's state directory. */
+    credential: z.string(),
+    org: z.string(),
+    pool: z.string(),
+    name: z.string(),
+    labels: z.array(z.string()),
+    protocol_version: z.number(),
+  })
+  .strict();
 
 export const claimRequest = z
   .object({

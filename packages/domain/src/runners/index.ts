@@ -1,1 +1,3 @@
 export * from "./states.ts";
+export * from "./health.ts";
+export * from "./protocol.ts";

@@ -98,7 +98,18 @@ export type DomainErrorCode =
   | "TLOG.TILE_NOT_FOUND"
   | "TLOG.NO_CHECKPOINT"
   | "TLOG.KEY_UNAVAILABLE"
-  | "TLOG.ORIGIN_CHANGED";
+  | "TLOG.ORIGIN_CHANGED"
+  // Runners an org owns (issue 22, docs/adr/0034).
+  | "RUNNER.NOT_FOUND"
+  | "RUNNER.ILLEGAL_TRANSITION"
+  | "RUNNER.QUARANTINED"
+  | "REGISTRATION.TOKEN_INVALID"
+  | "REGISTRATION.TOKEN_SPENT"
+  | "REGISTRATION.TOKEN_EXPIRED"
+  | "REGISTRATION.POOL_MISMATCH"
+  | "AGENT.PROTOCOL_INCOMPATIBLE"
+  | "POOL.NOT_FOUND"
+  | "POOL.EXISTS";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

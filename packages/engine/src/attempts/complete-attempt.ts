@@ -18,6 +18,7 @@ import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
+import { quarantineHostIfUnhealthy } from "../runners/health.ts";
 import { endUnsealedLog } from "../logs/index.ts";
 import { reclaimHonoured, requeueReclaimed } from "./reclaim.ts";
 
@@ -219,6 +220,8 @@ export async function finishAttempt(
   });
   // Every way an attempt ends passes here: a log the agent did not seal is marked gapped (ADR 0006).
   await endUnsealedLog(tx, a, outcome);
+  // Host health (issue 22): repeated platform failures on one host quarantine it, in this transaction.
+  if (outcome === "platform_failure") await quarantineHostIfUnhealthy(tx, a.id, cause);
 }
 
 export async function finishJob(

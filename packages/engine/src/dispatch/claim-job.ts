@@ -151,6 +151,14 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const { pool, org, isolation, runner } = await poolOfSession(sql, req.sessionId, credential);
   // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
   // second here; the transaction below decides on the pool row it reads itself).
+  // A draining or quarantined host takes no picks (issue 22): a pick counts as started in the shared
+  // view, so asking for candidates it may not claim would withhold them from other hosts. Advisory
+  // (cached for a second); the transaction below re-checks the runner row it reads.
+  // A draining host still runs the transaction (with no candidates) so that a retried claim gets
+  // its ticket back.
+  const standing = await cachedRunnerStanding(sql, req.sessionId);
+  if (standing.state === "quarantined") throw quarantined(standing.reason);
+  const draining = standing.state === "draining";
   const trustedOnly = !untrustedAllowedOn(await cachedPoolPolicy(sql, pool), hostFacts(isolation, org));
   // An interruptible pool's hosts draw background work from the queue of the pool it serves (issue 22,
   // ADR 0035); advisory like the policy above, re-checked on the locked rows.
@@ -168,16 +176,18 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   for (let round = 0; round < 6; round++) {
     // After a round whose picks all failed, only a view loaded since this claim began is trusted.
     const viewMs = round === 0 ? cfg.dispatchViewMs : Math.min(cfg.dispatchViewMs, performance.now() - began);
-    const candidates = await chooseCandidates(
-      db,
-      { ...cfg, dispatchViewMs: viewMs },
-      kind.queuePool,
-      org,
-      req.offer ?? null,
-      trustedOnly,
-      runner,
-      kind.interruptible,
-    );
+    const candidates = draining
+      ? []
+      : await chooseCandidates(
+          db,
+          { ...cfg, dispatchViewMs: viewMs },
+          kind.queuePool,
+          org,
+          req.offer ?? null,
+          trustedOnly,
+          runner,
+          kind.interruptible,
+        );
     result = await withTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
       // The host credential is checked here as well, on every claim, not only by the cached pool
@@ -185,14 +195,21 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       // Revocation is checked on the session's own credential even when the caller authenticated
       // it (credentialHash omitted): a revoked host claims nothing, whoever asks for it.
       const locked = await c.query<
-        SessionRow & { token_ok: boolean; revoked: boolean; replay_id: string | null; replay_session: string | null }
+        SessionRow & {
+          token_ok: boolean;
+          revoked: boolean;
+          replay_id: string | null;
+          replay_session: string | null;
+          runner_state: string | null;
+          quarantine_reason: string | null;
+        }
       >({
         name: "claim-session-5",
         text: `WITH s AS (
                  UPDATE agent_session SET last_seen_at = now()
                  WHERE id = $1::uuid
                    AND ($3::text IS NULL OR agent_token_id = (SELECT id FROM agent_token WHERE token_hash = $3))
-                 RETURNING id, pool, capacity, hostname, agent_token_id, labels, runner_labels, sizes)
+                 RETURNING id, pool, capacity, hostname, agent_token_id, labels, runner_labels, sizes, runner_id)
                SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org, s.labels->>'isolation' AS isolation,
                       s.runner_labels, s.sizes,
                       p.min_isolation, p.admits_untrusted, p.untrusted_on_process, p.owner_org_id, p.development,
@@ -201,9 +218,10 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
                       (t.revoked_at IS NOT NULL
                        OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NOT NULL))) AS revoked,
                       (SELECT count(*)::int FROM attempt WHERE session_id = s.id AND status = 'running') AS running,
-                      r.id AS replay_id, r.session_id AS replay_session
+                      r.id AS replay_id, r.session_id AS replay_session,
+                      h.state AS runner_state, h.quarantine_reason
                FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN agent_token t ON t.id = s.agent_token_id
-                 LEFT JOIN pool p ON p.name = s.pool
+                 LEFT JOIN pool p ON p.name = s.pool LEFT JOIN runner h ON h.id = s.runner_id
                  LEFT JOIN attempt r ON r.claim_request_id = $2`,
         values: [req.sessionId, req.claimRequestId, credential],
       });
@@ -211,6 +229,10 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       if (!session?.token_ok) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid host credential");
       if (session.revoked) throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host credential was revoked");
       if (!session.id) throw new DomainError("SESSION.NOT_FOUND", "unknown agent session; register again");
+      if (session.runner_state === "revoked") throw new DomainError("AUTH.CREDENTIAL_REVOKED", "this host was revoked");
+      if (session.runner_state === "quarantined") throw quarantined(session.quarantine_reason);
+      // A draining host finishes what it runs and claims nothing new (a replayed claim is not new).
+      if (session.runner_state === "draining" && !session.replay_id) return { kind: "none" as const };
       if (session.replay_id) {
         // A claim id is only meaningful to the session that made it.
         if (session.replay_session !== req.sessionId)
@@ -638,6 +660,33 @@ async function loadTicket(db: Db, cfg: EngineConfig, key: SigningKey, attemptId:
       secretsRequired: def.secretsRequired ?? false,
     },
   };
+}
+
+function quarantined(reason: string | null): DomainError {
+  return new DomainError(
+    "RUNNER.QUARANTINED",
+    `this host is quarantined (${reason ?? "no reason given"}); it claims nothing until an admin lifts it`,
+  );
+}
+
+// A host's standing for the pre-candidate check only, per session, for a second.
+const standingCache = new Map<string, { at: number; state: string | null; reason: string | null }>();
+
+async function cachedRunnerStanding(
+  sql: SqlPool,
+  sessionId: string,
+): Promise<{ state: string | null; reason: string | null }> {
+  const hit = standingCache.get(sessionId);
+  if (hit && performance.now() - hit.at < 1_000) return hit;
+  const rows = await sql.query<{ state: string | null; reason: string | null }>({
+    name: "claim-runner-standing",
+    text: `SELECT h.state, h.quarantine_reason AS reason FROM agent_session s JOIN runner h ON h.id = s.runner_id WHERE s.id = $1::uuid`,
+    values: [sessionId],
+  });
+  const got = { at: performance.now(), state: rows.rows[0]?.state ?? null, reason: rows.rows[0]?.reason ?? null };
+  if (standingCache.size >= 10_000) standingCache.clear();
+  standingCache.set(sessionId, got);
+  return got;
 }
 
 // The pool policy for candidate filtering only, per process, for a second: a claim loop should not

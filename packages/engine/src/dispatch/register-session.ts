@@ -1,5 +1,12 @@
 import type { Db } from "@kiln/db";
-import { type agentProtocol, DEFAULT_RUNNER_SIZE, DomainError, isolationAtLeast } from "@kiln/domain";
+import {
+  type agentProtocol,
+  AGENT_PROTOCOL_VERSION,
+  DEFAULT_RUNNER_SIZE,
+  DomainError,
+  isolationAtLeast,
+  protocolIncompatibility,
+} from "@kiln/domain";
 import type { z } from "zod";
 import type { EngineConfig } from "../shared/config.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
@@ -16,7 +23,17 @@ export async function registerSession(
   db: Db,
   cfg: EngineConfig,
   input: { agentTokenId: string; pool: string; body: RegisterBody },
-): Promise<{ sessionId: string; pool: string; leaseTtlMs: number; heartbeatMs: number }> {
+): Promise<{
+  sessionId: string;
+  pool: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  runnerId: string;
+  protocolVersion: number;
+}> {
+  // Issue 22: an agent speaking a protocol this control plane does not is refused before anything is written.
+  const incompatible = protocolIncompatibility(input.body.protocol_version);
+  if (incompatible) throw new DomainError("AGENT.PROTOCOL_INCOMPATIBLE", incompatible);
   const pools = await db.$queryRaw<
     {
       min_isolation: "process" | "microvm";
@@ -34,12 +51,36 @@ export async function registerSession(
         `run the agent with KILN_SANDBOX_DRIVER=microvm, or (an operator, for a pool only one org or one operator uses) ` +
         `npm run kiln -- pool set ${input.pool} --isolation process --org <org>|--development`,
     );
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO agent_session (agent_token_id, pool, hostname, labels, capacity, runner_labels, sizes)
-    VALUES (${input.agentTokenId}::uuid, ${input.pool}, ${input.body.hostname}, ${JSON.stringify(input.body.labels)}::jsonb, ${input.body.capacity},
-            ${[...new Set(input.body.runner_labels ?? [])].sort()}::text[], ${[...new Set(input.body.sizes ?? [DEFAULT_RUNNER_SIZE])]}::text[])
-    RETURNING id`;
-  const id = rows[0]?.id;
-  if (!id) throw new DomainError("SESSION.NOT_FOUND", "session insert failed");
-  return { sessionId: id, pool: input.pool, leaseTtlMs: cfg.leaseTtlMs, heartbeatMs: cfg.heartbeatMs };
+  const runnerLabels = [...new Set(input.body.runner_labels ?? [])].sort();
+  const protocol = input.body.protocol_version ?? 1;
+  // Every host credential has its runner row (issue 22): a registered host's was made at the
+  // exchange; an operator-made credential's is made by its first session. Either way the session
+  // refreshes what the host reports. One statement: the runner upsert and the session insert.
+  const rows = await db.$queryRaw<{ id: string; runner_id: string }[]>`
+    WITH h AS (
+      INSERT INTO runner (org_id, pool, name, labels, isolation, protocol_version, agent_version, last_heartbeat_at,
+                          agent_token_id, created_by)
+      SELECT t.org_id, t.pool, left(${input.body.hostname}, 100), ${runnerLabels}::text[], ${input.body.labels.isolation},
+             ${protocol}::int, ${input.body.agent_version ?? null}, now(), t.id, 'system:first-session'
+      FROM agent_token t WHERE t.id = ${input.agentTokenId}::uuid
+      ON CONFLICT (agent_token_id) DO UPDATE SET labels = EXCLUDED.labels, isolation = EXCLUDED.isolation,
+        protocol_version = EXCLUDED.protocol_version, agent_version = EXCLUDED.agent_version, last_heartbeat_at = now()
+      RETURNING id)
+    INSERT INTO agent_session (agent_token_id, pool, hostname, labels, capacity, runner_labels, sizes, runner_id,
+                               protocol_version, agent_version)
+    SELECT ${input.agentTokenId}::uuid, ${input.pool}, ${input.body.hostname}, ${JSON.stringify(input.body.labels)}::jsonb, ${input.body.capacity},
+           ${runnerLabels}::text[], ${[...new Set(input.body.sizes ?? [DEFAULT_RUNNER_SIZE])]}::text[], h.id,
+           ${protocol}::int, ${input.body.agent_version ?? null}
+    FROM h
+    RETURNING id, runner_id`;
+  const row = rows[0];
+  if (!row) throw new DomainError("SESSION.NOT_FOUND", "session insert failed");
+  return {
+    sessionId: row.id,
+    pool: input.pool,
+    leaseTtlMs: cfg.leaseTtlMs,
+    heartbeatMs: cfg.heartbeatMs,
+    runnerId: row.runner_id,
+    protocolVersion: AGENT_PROTOCOL_VERSION,
+  };
 }

@@ -81,6 +81,18 @@ const STATUS: Record<DomainErrorCode, number> = {
   "LOG.JOURNAL_FULL": 503,
   "LOG.ARCHIVE_UNAVAILABLE": 503,
   // Forge credentials (ADR 0028): the operator's configuration is missing or changed, not the request.
+  // Runners (issue 22): a quarantined host's claims are 409, not 401/403, so its agent keeps polling
+  // (with backoff) and resumes by itself once an admin lifts the quarantine.
+  "RUNNER.NOT_FOUND": 404,
+  "RUNNER.ILLEGAL_TRANSITION": 409,
+  "RUNNER.QUARANTINED": 409,
+  "REGISTRATION.TOKEN_INVALID": 401,
+  "REGISTRATION.TOKEN_SPENT": 401,
+  "REGISTRATION.TOKEN_EXPIRED": 401,
+  "REGISTRATION.POOL_MISMATCH": 403,
+  "AGENT.PROTOCOL_INCOMPATIBLE": 400,
+  "POOL.NOT_FOUND": 404,
+  "POOL.EXISTS": 409,
   "FORGE.NO_SECRETS_KEY": 503,
   "FORGE.SECRET_UNREADABLE": 503,
   "FORGE.SECRET_KEY_MISMATCH": 503,

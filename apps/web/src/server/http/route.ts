@@ -17,6 +17,8 @@ export type RouteAuth =
   | "api_token_or_session"
   /** A host agent's credential (Authorization: Bearer kagent_...). */
   | "agent_token"
+  /** A self-hosted runner's registration token (Authorization: Bearer kreg_...), spent once. */
+  | "registration_token"
   /** A job token minted for one attempt (Authorization: Bearer <JWT>). */
   | "job_token"
   /** The forge's HMAC signature of the body (X-Hub-Signature-256). */
@@ -119,7 +121,14 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
 /** An id that is not a UUID names the same "not found" as a UUID nobody has. */
 function notFoundCode(
   param: string,
-): "RUN.NOT_FOUND" | "REPO.NOT_FOUND" | "JOB.NOT_FOUND" | "ARTIFACT.NOT_FOUND" | "SCHEDULE.NOT_FOUND" {
+):
+  | "RUN.NOT_FOUND"
+  | "REPO.NOT_FOUND"
+  | "JOB.NOT_FOUND"
+  | "ARTIFACT.NOT_FOUND"
+  | "SCHEDULE.NOT_FOUND"
+  | "RUNNER.NOT_FOUND" {
+  if (param.startsWith("runner")) return "RUNNER.NOT_FOUND";
   if (param.startsWith("run")) return "RUN.NOT_FOUND";
   if (param.startsWith("repo")) return "REPO.NOT_FOUND";
   if (param.startsWith("schedule")) return "SCHEDULE.NOT_FOUND";

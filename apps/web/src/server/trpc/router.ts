@@ -38,6 +38,11 @@ import { removeMember } from "./members/remove-member.procedure.ts";
 import { connectRepo } from "./repos/connect-repo.procedure.ts";
 import { disconnectRepo } from "./repos/disconnect-repo.procedure.ts";
 import { listReposAdmin } from "./repos/list-repos-admin.procedure.ts";
+import { createOrgPool } from "./runners/create-org-pool.procedure.ts";
+import { createRegistrationToken } from "./runners/create-registration-token.procedure.ts";
+import { listOrgPools } from "./runners/list-org-pools.procedure.ts";
+import { listRunners } from "./runners/list-runners.procedure.ts";
+import { runnerAction } from "./runners/runner-action.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -77,6 +82,14 @@ export const appRouter = router({
   repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },
   members: { list: listMembers, add: addMember, setRole: changeMemberRole, remove: removeMember },
   tlog: { status: getTlogStatus },
+  // Runners an org owns (issue 22): admins only, refused in the tenant query for everyone else.
+  runners: {
+    list: listRunners,
+    act: runnerAction,
+    createRegistrationToken,
+    pools: listOrgPools,
+    createPool: createOrgPool,
+  },
 });
 
 export type AppRouter = typeof appRouter;

@@ -42,6 +42,7 @@ const SECURITY: Record<RouteAuth, Record<string, string[]>[]> = {
   api_token: [{ apiToken: [] }],
   api_token_or_session: [{ apiToken: [] }, { session: [] }],
   agent_token: [{ agentToken: [] }],
+  registration_token: [{ registrationToken: [] }],
   job_token: [{ jobToken: [] }],
   webhook_signature: [{ webhookSignature: [] }],
   none: [],
@@ -55,6 +56,11 @@ const SECURITY_SCHEMES = {
   },
   session: { type: "apiKey", in: "cookie", name: "authjs.session-token", description: "The dashboard's session." },
   agentToken: { type: "http", scheme: "bearer", description: "A host agent's credential (kagent_...)." },
+  registrationToken: {
+    type: "http",
+    scheme: "bearer",
+    description: "A self-hosted runner's registration token (kreg_...), spent by its one exchange.",
+  },
   jobToken: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A job token for one attempt." },
   webhookSignature: {
     type: "apiKey",

@@ -26,6 +26,12 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   ".well-known/jwks.json": () => import("@/app/.well-known/jwks.json/route.ts"),
   "v1/oauth/introspect": () => import("@/app/v1/oauth/introspect/route.ts"),
   // Secrets and the audit trail (docs/adr/0025).
+  // Runners an org owns (issue 22, docs/adr/0034).
+  "v1/orgs/[org]/pools": () => import("@/app/v1/orgs/[org]/pools/route.ts"),
+  "v1/orgs/[org]/runners": () => import("@/app/v1/orgs/[org]/runners/route.ts"),
+  "v1/orgs/[org]/runners/registration-tokens": () => import("@/app/v1/orgs/[org]/runners/registration-tokens/route.ts"),
+  "v1/orgs/[org]/runners/[runnerId]": () => import("@/app/v1/orgs/[org]/runners/[runnerId]/route.ts"),
+  "v1/orgs/[org]/runners/[runnerId]/actions": () => import("@/app/v1/orgs/[org]/runners/[runnerId]/actions/route.ts"),
   "v1/orgs/[org]/secrets": () => import("@/app/v1/orgs/[org]/secrets/route.ts"),
   "v1/orgs/[org]/secrets/[name]": () => import("@/app/v1/orgs/[org]/secrets/[name]/route.ts"),
   "v1/repos/[repoId]/secrets": () => import("@/app/v1/repos/[repoId]/secrets/route.ts"),
@@ -56,6 +62,7 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.
   "v1/agent/openapi.json": () => import("@/app/v1/agent/openapi.json/route.ts"),
   "v1/agent/sessions": () => import("@/app/v1/agent/sessions/route.ts"),
+  "v1/agent/registrations": () => import("@/app/v1/agent/registrations/route.ts"),
   "v1/agent/claims": () => import("@/app/v1/agent/claims/route.ts"),
   "v1/agent/sessions/[sessionId]/stats": () => import("@/app/v1/agent/sessions/[sessionId]/stats/route.ts"),
   "v1/agent/jobs/[jobId]/heartbeat": () => import("@/app/v1/agent/jobs/[jobId]/heartbeat/route.ts"),

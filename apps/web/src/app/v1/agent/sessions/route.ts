@@ -20,6 +20,8 @@ export const POST = route({
       pool: s.pool,
       lease_ttl_ms: s.leaseTtlMs,
       heartbeat_ms: s.heartbeatMs,
+      runner_id: s.runnerId,
+      protocol_version: s.protocolVersion,
     });
   },
 });
