@@ -32,6 +32,8 @@ export class HostAgent {
 
   private readonly egress: EgressProxy | null;
   private readonly cacheTier: LocalCacheTier;
+  private stats: StatsLoop | null = null;
+  private session: AgentSession | null = null;
 
   constructor(private readonly deps: HostAgentDeps) {
     this.egress =
@@ -103,7 +105,7 @@ export class HostAgent {
       this.shutdown.signal,
     );
     // Fleet stats run beside the claim loops and never end the agent: they are advisory.
-    const stats = new StatsLoop({
+    this.stats = new StatsLoop({
       client,
       session,
       intervalMs: env.KILN_AGENT_STATS_MS,
@@ -115,7 +117,9 @@ export class HostAgent {
       onReclaim: () => void this.reclaim(),
       logger: logger.child({ component: "fleet-stats" }),
       shutdown: this.shutdown.signal,
-    }).run();
+    });
+    this.session = session;
+    const stats = this.stats.run();
     const loops = Array.from({ length: env.KILN_AGENT_SLOTS }, (_, slot) =>
       new ClaimLoop(slot, {
         client,
@@ -153,6 +157,8 @@ export class HostAgent {
       });
       this.shutdown.abort();
       await Promise.race([this.runner.shutdown(reason), sleep(SHUTDOWN_BUDGET_MS)]);
+      // The session ends with the agent: the fleet view shows the host offline at once.
+      await this.stats?.reportEnding(this.session?.id ?? null);
       await this.egress?.close();
       if (this.runner.activeCount > 0)
         this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", {

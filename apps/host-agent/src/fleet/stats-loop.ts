@@ -32,6 +32,20 @@ export class StatsLoop {
     }
   }
 
+  /**
+   * The agent's last report, after its jobs were reported: the control plane ends the session at
+   * once instead of waiting for it to go quiet. Best effort: a lost one leaves the session to age out.
+   */
+  async reportEnding(sessionId: string | null): Promise<void> {
+    if (!sessionId) return;
+    const res = await this.deps.client.sessionStats(
+      sessionId,
+      { ...this.deps.gather(), ending: true },
+      { timeoutMs: 2_000 },
+    );
+    if (!res.ok) this.deps.logger.warn("could not end the session", { error: describeFailure(res) });
+  }
+
   async reportOnce(): Promise<void> {
     const { client, session, logger, shutdown } = this.deps;
     const sessionId = await session.current().catch(() => null);

@@ -462,6 +462,8 @@ export const sessionStatsRequest = z
       })
       .strict(),
     slots: z.object({ in_use: z.number().int().min(0).max(1024), total: z.number().int().min(1).max(1024) }).strict(),
+    /** The agent's last word (a reclaim or shutdown, its jobs reported): the session ends now. */
+    ending: z.boolean().optional(),
   })
   .strict();
 export const sessionStatsResponse = z.object({ recorded: z.boolean(), reclaim_requested: z.boolean() });

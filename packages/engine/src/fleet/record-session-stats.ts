@@ -8,6 +8,8 @@ export interface SessionStats {
   agentVersion: string;
   warmPool: { size: number; hits: number; misses: number };
   slots: { inUse: number; total: number };
+  /** The agent is leaving (reclaimed or shut down, its jobs reported): end the session. */
+  ending?: boolean;
 }
 
 /**
@@ -22,7 +24,8 @@ export async function recordSessionStats(
   const rows = await db.$queryRaw<{ reclaim_requested: boolean }[]>`
     UPDATE agent_session SET agent_version = ${stats.agentVersion}, warm_pool_size = ${stats.warmPool.size},
       warm_hits = ${stats.warmPool.hits}, warm_misses = ${stats.warmPool.misses},
-      slots_in_use = ${Math.min(stats.slots.inUse, stats.slots.total)}, stats_at = now(), last_seen_at = now()
+      slots_in_use = ${Math.min(stats.slots.inUse, stats.slots.total)}, stats_at = now(), last_seen_at = now(),
+      ended_at = CASE WHEN ${stats.ending === true} THEN now() ELSE NULL END
     WHERE id = ${input.sessionId}::uuid AND agent_token_id = ${input.agentTokenId}::uuid AND ended_at IS NULL
     RETURNING reclaim_requested_at IS NOT NULL AS reclaim_requested`;
   const row = rows[0];

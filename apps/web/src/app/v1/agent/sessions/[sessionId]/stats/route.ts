@@ -26,6 +26,7 @@ export const POST = route({
         agentVersion: body.agent_version,
         warmPool: body.warm_pool,
         slots: { inUse: body.slots.in_use, total: body.slots.total },
+        ...(body.ending ? { ending: true } : {}),
       },
     });
     return machineJson(200, { recorded: true, reclaim_requested: r.reclaimRequested });
