@@ -31,6 +31,17 @@ async function until<T>(what: string, f: () => Promise<T | null | undefined | fa
   }
 }
 
+/** The page's note after an action, or the action's error message as the failure. */
+async function outcome(page: Page, text: string): Promise<void> {
+  const err = page.getByTestId("fleet-error");
+  await Promise.race([
+    page.getByTestId("fleet-note").filter({ hasText: text }).waitFor(),
+    err.waitFor().then(async () => {
+      throw new Error(`the action failed: ${await err.textContent()}`);
+    }),
+  ]);
+}
+
 async function fleet(): Promise<any[]> {
   const r = await p.api("GET", "/v1/orgs/acme/fleet", admin);
   expect(r.status).toBe(200);
@@ -182,7 +193,7 @@ describe("the fleet page in Chromium", () => {
     const target = ada.locator('tr[data-host="ondemand-2"]');
     await target.getByRole("button", { name: "Drain" }).focus();
     await ada.keyboard.press("Enter");
-    await ada.getByTestId("fleet-note").filter({ hasText: "drain done" }).waitFor();
+    await outcome(ada, "drain done");
     expect(await target.locator('[data-field="state"]').textContent()).toContain("draining");
     // Quarantine asks for a reason; Enter submits.
     await target.getByRole("button", { name: "Quarantine" }).focus();
