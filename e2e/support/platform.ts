@@ -2,12 +2,15 @@ import { type Db } from "@kiln/db";
 import {
   cloneDatabase,
   dropDatabase,
+  REPO_ROOT,
   startPlatform,
   uniqueDatabaseName,
   type ManagedProc,
   type Platform as TestPlatform,
   type TestGitServer,
 } from "@kiln/testkit";
+import { execFile } from "node:child_process";
+import path from "node:path";
 import { inject } from "vitest";
 import { seedTenant } from "./seed-tenant.ts";
 
@@ -73,6 +76,44 @@ export class Platform {
   /** Starts one more host agent process (process driver) with a host credential for `pool`. */
   async startAgent(name: string, token: string, extra: Record<string, string> = {}): Promise<Proc> {
     return this.started().startAgent(name, token, { env: extra });
+  }
+
+  /**
+   * A host agent registered with `npm run agent -- register` (issue 22): it runs from its state
+   * directory alone, no credential in its environment.
+   */
+  startRegisteredAgent(name: string, stateDir: string, extra: Record<string, string> = {}): Proc {
+    const platform = this.started();
+    return platform.launch(name, {
+      cmd: process.execPath,
+      args: ["--import", "tsx", "apps/host-agent/src/index.ts"],
+      cwd: REPO_ROOT,
+      env: {
+        KILN_AGENT_STATE_DIR: stateDir,
+        KILN_WORK_DIR: path.join(platform.dataDir, name),
+        KILN_HOSTNAME: name,
+        KILN_SANDBOX_DRIVER: "process",
+        KILN_AGENT_SLOTS: "2",
+        KILN_CLAIM_WAIT_MS: "2000",
+        ...extra,
+      },
+    });
+  }
+
+  /** The agent's own command line (`npm run agent -- <args>`), run to completion. */
+  async agentCommand(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+    return new Promise((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "apps/host-agent/src/index.ts", ...args],
+        { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "", ...env }, timeout: 60_000 },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+          if (err && code === -1) reject(err);
+          else resolve({ code, out: `${stdout}${stderr}` });
+        },
+      );
+    });
   }
 
   /** One more workers process (a second scheduler, relay and job runner racing the first). */

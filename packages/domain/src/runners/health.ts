@@ -1,7 +1,7 @@
 // Host health (issue 22, ADR 0034; seed 000 section 8): a host whose attempts keep ending in
 // platform failures, or whose leases keep expiring, is quarantined automatically. Pure: the
 // counts come from the caller's query over the window.
-import { PREEMPTED_CAUSE } from "../dispatch/types.ts";
+import { PREEMPTED_CAUSE } from "../dispatch/index.ts";
 import type { QuarantineKind } from "./states.ts";
 
 export const AUTO_QUARANTINE = {

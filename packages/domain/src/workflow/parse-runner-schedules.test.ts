@@ -9,6 +9,15 @@ describe("runs_on", () => {
     expect(def.jobs[0]?.runsOn).toEqual({ pool: "gpu-pool", labels: ["cuda12", "gpu"], size: "large" });
   });
 
+  it("names an org pool as <org>/<name> (issue 22), never with more than one slash", () => {
+    expect(parseOk(job("runs_on: {pool: acme/gpu, labels: [gpu]}")).jobs[0]?.runsOn).toEqual({
+      pool: "acme/gpu",
+      labels: ["gpu"],
+    });
+    expect(parseError(job("runs_on: {pool: a/b/c}")).message).toContain("or <org>/<name> for an org pool");
+    expect(parseError(job("runs_on: {pool: /gpu}")).path).toBe("jobs[0].runs_on.pool");
+  });
+
   it("leaves a job without runs_on exactly as before (no key at all)", () => {
     expect(parseOk(job("")).jobs[0]).not.toHaveProperty("runsOn");
   });

@@ -5,8 +5,9 @@ import { quote } from "./errors.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import type { RunsOn, WorkflowSchedule } from "./types.ts";
 
-// Pool names as the operator CLI accepts them (kiln pool set): they reach SQL only as parameters.
-const POOL_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+// Pool names as the operator CLI accepts them (kiln pool set), or an org pool's `<org>/<name>`
+// (issue 22, kiln pool create): they reach SQL only as parameters.
+const POOL_PATTERN = /^([a-z0-9][a-z0-9-]{0,62}\/)?[a-z0-9][a-z0-9._-]{0,62}$/;
 
 /** `runs_on: {pool, labels, size}` on a job: which hosts may run it (issue 20, ADR 0031). */
 export function readRunsOn(reader: Reader, at: Located): RunsOn {
@@ -17,7 +18,10 @@ export function readRunsOn(reader: Reader, at: Located): RunsOn {
   if (poolAt) {
     const pool = reader.text(poolAt, "a pool name");
     if (!POOL_PATTERN.test(pool))
-      reader.fail(poolAt, `${label(poolAt)} must be 1-63 characters from a-z 0-9 . _ - (got ${quote(pool)})`);
+      reader.fail(
+        poolAt,
+        `${label(poolAt)} must be 1-63 characters from a-z 0-9 . _ -, or <org>/<name> for an org pool (got ${quote(pool)})`,
+      );
     out.pool = pool;
   }
   const labelsAt = fields.get("labels");

@@ -18,7 +18,7 @@ import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
-import { quarantineHostIfUnhealthy } from "../runners/health.ts";
+import { quarantineHostIfUnhealthy } from "../runners/index.ts";
 import { endUnsealedLog } from "../logs/index.ts";
 import { reclaimHonoured, requeueReclaimed } from "./reclaim.ts";
 

@@ -149,8 +149,6 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const sql = sqlPool(db);
   const credential = req.credentialHash ?? null;
   const { pool, org, isolation, runner } = await poolOfSession(sql, req.sessionId, credential);
-  // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
-  // second here; the transaction below decides on the pool row it reads itself).
   // A draining or quarantined host takes no picks (issue 22): a pick counts as started in the shared
   // view, so asking for candidates it may not claim would withhold them from other hosts. Advisory
   // (cached for a second); the transaction below re-checks the runner row it reads.
@@ -159,6 +157,8 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   const standing = await cachedRunnerStanding(sql, req.sessionId);
   if (standing.state === "quarantined") throw quarantined(standing.reason);
   const draining = standing.state === "draining";
+  // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
+  // second here; the transaction below decides on the pool row it reads itself).
   const trustedOnly = !untrustedAllowedOn(await cachedPoolPolicy(sql, pool), hostFacts(isolation, org));
   // An interruptible pool's hosts draw background work from the queue of the pool it serves (issue 22,
   // ADR 0035); advisory like the policy above, re-checked on the locked rows.

@@ -21,9 +21,12 @@ const QUARANTINABLE: readonly RunnerState[] = RUNNER_ACTIONS.quarantine.from;
  */
 export async function quarantineHostIfUnhealthy(tx: Tx, attemptId: string, cause: string | null): Promise<boolean> {
   if (cause !== null && CAUSES_NOT_ATTRIBUTED_TO_HOST.includes(cause)) return false;
+  // Registered hosts only: their credential is one host's. An operator-made credential (`kiln
+  // agent-token create`) may be shared by several agent processes on several machines, so its
+  // failures say nothing about any one of them (ADR 0034 names this limit).
   const hosts = await tx.$queryRaw<{ id: string; org_id: string | null; state: RunnerState }[]>`
     SELECT h.id, h.org_id, h.state FROM attempt a JOIN agent_session s ON s.id = a.session_id JOIN runner h ON h.id = s.runner_id
-    WHERE a.id = ${attemptId}::uuid FOR UPDATE OF h`;
+    WHERE a.id = ${attemptId}::uuid AND h.registration_token_id IS NOT NULL FOR UPDATE OF h`;
   const h = hosts[0];
   if (!h || !QUARANTINABLE.includes(h.state)) return false;
   const counts = await tx.$queryRaw<{ failures: number; lease_expiries: number }[]>`
@@ -31,7 +34,7 @@ export async function quarantineHostIfUnhealthy(tx: Tx, attemptId: string, cause
     FROM agent_session s JOIN attempt a ON a.session_id = s.id
     WHERE s.runner_id = ${h.id}::uuid AND a.outcome = 'platform_failure'
       AND a.finished_at > now() - make_interval(secs => ${AUTO_QUARANTINE.windowMs / 1000}::float8)
-      AND a.cause IS DISTINCT FROM ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[])`;
+      AND (a.cause IS NULL OR a.cause <> ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[]))`;
   const c = counts[0];
   const decision = decideAutoQuarantine({ failures: c?.failures ?? 0, leaseExpiries: c?.lease_expiries ?? 0 });
   if (!decision) return false;

@@ -6,6 +6,11 @@ export {
   type RegistrationInput,
   type Registration,
 } from "./registration.ts";
-export { listRunners, applyRunnerAction, type RunnerView, type RunnerActionInput } from "./runners.ts";
+export {
+  listRunners,
+  applyRunnerAction,
+  type RunnerView,
+  type RunnerActionInput,
+} from "./runners.ts";
 export { quarantineHostIfUnhealthy } from "./health.ts";
 export { createOrgPool, listOrgPools, type OrgPoolView } from "./org-pools.ts";

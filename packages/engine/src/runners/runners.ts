@@ -105,7 +105,7 @@ async function selectRunners(db: Db, where: { orgId: string | null; runnerId: st
               WHERE s.runner_id = h.id AND a.status = 'running') AS in_use,
            (SELECT count(*)::int FROM attempt a JOIN agent_session s ON s.id = a.session_id
               WHERE s.runner_id = h.id AND a.outcome = 'platform_failure' AND a.finished_at > now() - interval '1 hour'
-                AND a.cause IS DISTINCT FROM ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[])) AS failures
+                AND (a.cause IS NULL OR a.cause <> ALL(${CAUSES_NOT_ATTRIBUTED_TO_HOST}::text[]))) AS failures
     FROM runner h LEFT JOIN org o ON o.id = h.org_id
     WHERE (${where.orgId}::uuid IS NULL OR h.org_id = ${where.orgId}::uuid)
       AND (${where.runnerId}::uuid IS NULL OR h.id = ${where.runnerId}::uuid)
