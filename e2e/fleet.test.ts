@@ -15,6 +15,8 @@ let admin = "";
 
 const WORKFLOW = 'version: 1\njobs:\n  - name: nightly\n    tier: background\n    steps: ["sleep 4", "echo done"]\n';
 const STATS = { KILN_AGENT_STATS_MS: "300" };
+// The page's fleet.list call, alone or in a tRPC batch with the page's other queries.
+const FLEET_LIST = /\/api\/trpc\/[^?]*fleet\.list/;
 
 async function agent(name: string, pool: "spot" | "default"): Promise<Proc> {
   const cred = await createAgentToken(p.db, { pool, orgSlug: "acme", name });
@@ -167,20 +169,20 @@ describe("the fleet page in Chromium", () => {
     // Loading, then an error at the network edge, then "Try again".
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    await ada.route("**/api/trpc/fleet.list**", async (route) => {
+    await ada.route(FLEET_LIST, async (route) => {
       await gate;
       await route.continue().catch(() => undefined);
     });
     await ada.goto(`${p.base}/orgs/acme/settings/fleet`);
     await ada.getByRole("status").filter({ hasText: "Loading hosts" }).waitFor();
     release();
-    await ada.unroute("**/api/trpc/fleet.list**");
+    await ada.unroute(FLEET_LIST);
     await ada.locator('tr[data-host="ondemand-1"]').waitFor();
-    await ada.route("**/api/trpc/fleet.list**", (route) => route.abort("failed"));
+    await ada.route(FLEET_LIST, (route) => route.abort("failed"));
     await ada.goto(`${p.base}/orgs/acme/settings/fleet`);
     const alert = ada.getByRole("alert").filter({ hasText: "Could not load hosts" });
     await alert.waitFor();
-    await ada.unroute("**/api/trpc/fleet.list**");
+    await ada.unroute(FLEET_LIST);
     await alert.getByRole("button", { name: "Try again" }).click();
     await ada.locator('tr[data-host="ondemand-1"]').waitFor();
     const row = ada.locator('tr[data-host="ondemand-1"]');
@@ -202,9 +204,11 @@ describe("the fleet page in Chromium", () => {
     await ada.keyboard.press("Enter");
     await target.locator('[data-field="quarantine-reason"]').filter({ hasText: "disk errors" }).waitFor();
     await screenshot(ada, "fleet-page");
-    // Revoke asks to confirm; the confirm button has focus.
+    // Revoke asks to confirm first.
     await target.getByRole("button", { name: "Revoke" }).click();
-    await ada.keyboard.press("Enter");
+    await target.getByText("Its running jobs are retried elsewhere").waitFor();
+    await target.getByRole("button", { name: "Revoke" }).click();
+    await outcome(ada, "revoke done");
     await target.locator('[data-field="state"]').filter({ hasText: "revoked" }).waitFor();
     await until("ondemand-2's credential to die", async () => {
       const h = (await fleet()).find((x) => x.name === "ondemand-2");
