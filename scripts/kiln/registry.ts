@@ -6,6 +6,7 @@ import { consoleCommands } from "./console.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
 import { environmentCommands } from "./environments.ts";
+import { fleetCommands } from "./fleet.ts";
 import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
@@ -23,6 +24,7 @@ export const commands: CliCommand[] = [
   ...credentialCommands,
   ...capacityCommands,
   ...runnerCommands,
+  ...fleetCommands,
   ...egressCommands,
   ...forgeCommands,
   ...attestationCommands,

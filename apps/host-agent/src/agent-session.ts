@@ -28,6 +28,11 @@ export class AgentSession {
     return this.registering;
   }
 
+  /** The session id if one is registered now; never registers. */
+  get id(): string | null {
+    return this.sessionId;
+  }
+
   /** The server no longer knows `sessionId`; the next `current()` registers again. */
   invalidate(sessionId: string): void {
     if (this.sessionId === sessionId) {

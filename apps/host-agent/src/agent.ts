@@ -14,6 +14,7 @@ import { AGENT_VERSION } from "./version.ts";
 import type { Logger } from "@kiln/logger";
 import type { SandboxDriver } from "./sandboxes/index.ts";
 import { sleep } from "./timing.ts";
+import { StatsLoop } from "./fleet/stats-loop.ts";
 
 const SHUTDOWN_BUDGET_MS = 5_000;
 
@@ -31,6 +32,8 @@ export class HostAgent {
 
   private readonly egress: EgressProxy | null;
   private readonly cacheTier: LocalCacheTier;
+  private stats: StatsLoop | null = null;
+  private session: AgentSession | null = null;
 
   constructor(private readonly deps: HostAgentDeps) {
     this.egress =
@@ -101,6 +104,22 @@ export class HostAgent {
       logger,
       this.shutdown.signal,
     );
+    // Fleet stats run beside the claim loops and never end the agent: they are advisory.
+    this.stats = new StatsLoop({
+      client,
+      session,
+      intervalMs: env.KILN_AGENT_STATS_MS,
+      gather: () => ({
+        agent_version: AGENT_VERSION,
+        warm_pool: driver.warmPoolStats?.() ?? { size: 0, hits: 0, misses: 0 },
+        slots: { in_use: Math.min(this.runner.activeCount, env.KILN_AGENT_SLOTS), total: env.KILN_AGENT_SLOTS },
+      }),
+      onReclaim: () => void this.reclaim(),
+      logger: logger.child({ component: "fleet-stats" }),
+      shutdown: this.shutdown.signal,
+    });
+    this.session = session;
+    const stats = this.stats.run();
     const loops = Array.from({ length: env.KILN_AGENT_SLOTS }, (_, slot) =>
       new ClaimLoop(slot, {
         client,
@@ -113,20 +132,33 @@ export class HostAgent {
     );
     try {
       await Promise.all(loops);
+      await stats;
     } catch (err) {
       await this.stop();
       throw err;
     }
   }
 
+  /**
+   * The cloud is taking this host back (SIGUSR2, or an operator's notice in a stats answer): like
+   * stop(), but running jobs report host.reclaimed, which the control plane re-dispatches to
+   * on-demand capacity instead of counting a retry (ADR 0035). run() then resolves: the session ends.
+   */
+  reclaim(): Promise<void> {
+    return this.stop("reclaimed");
+  }
+
   /** Stops claiming and interrupts running jobs; resolves within SHUTDOWN_BUDGET_MS. */
-  stop(): Promise<void> {
+  stop(reason: "shutdown" | "reclaimed" = "shutdown"): Promise<void> {
     this.stopping ??= (async () => {
       this.deps.logger.info("shutting down: no new claims, stopping running jobs", {
         running_jobs: this.runner.activeCount,
+        reason,
       });
       this.shutdown.abort();
-      await Promise.race([this.runner.shutdown(), sleep(SHUTDOWN_BUDGET_MS)]);
+      await Promise.race([this.runner.shutdown(reason), sleep(SHUTDOWN_BUDGET_MS)]);
+      // The session ends with the agent: the fleet view shows the host offline at once.
+      await this.stats?.reportEnding(this.session?.id ?? null);
       await this.egress?.close();
       if (this.runner.activeCount > 0)
         this.deps.logger.warn("shutdown budget exhausted with jobs still finishing", {

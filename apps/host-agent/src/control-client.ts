@@ -34,6 +34,8 @@ export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsRes
 export type SecretsResponse = z.output<typeof agentProtocol.secretsResponse>;
 export type IdTokenRequest = z.input<typeof agentProtocol.idTokenRequest>;
 export type IdTokenResponse = z.output<typeof agentProtocol.idTokenResponse>;
+export type SessionStatsRequest = z.input<typeof agentProtocol.sessionStatsRequest>;
+export type SessionStatsResponse = z.output<typeof agentProtocol.sessionStatsResponse>;
 
 export type ApiResult<T> =
   | { ok: true; status: number; data: T }
@@ -83,6 +85,17 @@ export class ControlClient {
   claim(body: ClaimRequest, opts: CallOptions): Promise<ApiResult<JobTicket | null>> {
     const payload = agentProtocol.claimRequest.parse(body);
     return this.post("/v1/agent/claims", this.hostToken, payload, agentProtocol.jobTicket, opts, true);
+  }
+
+  /** Fleet stats (issue 22); the answer says whether an operator sent a reclaim notice. */
+  sessionStats(
+    sessionId: string,
+    body: SessionStatsRequest,
+    opts: CallOptions,
+  ): Promise<ApiResult<SessionStatsResponse>> {
+    const payload = agentProtocol.sessionStatsRequest.parse(body);
+    const path = `/v1/agent/sessions/${encodeURIComponent(sessionId)}/stats`;
+    return this.post(path, this.hostToken, payload, agentProtocol.sessionStatsResponse, opts);
   }
 
   heartbeat(

@@ -56,6 +56,9 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     ),
     // Jobs this agent runs at once; one claim loop per slot. Default 2.
     KILN_AGENT_SLOTS: intVar(1, 64, 2),
+    // How often the agent reports its fleet stats (version, warm pool, slots) and reads an operator's
+    // reclaim notice (issue 22), ms. Default 10 s: the fleet view's figures are at most that old.
+    KILN_AGENT_STATS_MS: intVar(200, 600_000, 10_000),
     // Pre-booted sandboxes kept ready. The process driver has nothing to pre-boot (a sandbox is a
     // directory), so the default is 0 and other values are ignored with a log line.
     KILN_WARM_POOL_SIZE: intVar(0, 64, 0),

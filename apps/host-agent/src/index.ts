@@ -46,7 +46,17 @@ try {
       void agent.stop().then(() => process.exit(0));
     });
   }
+  // The cloud's reclaim notice for an interruptible host (issue 22): whatever relays the provider's
+  // drain notice sends SIGUSR2; running jobs report host.reclaimed and the agent exits.
+  process.once("SIGUSR2", () => {
+    logger.warn("reclaim notice received", { signal: "SIGUSR2" });
+    void agent.reclaim().then(() => process.exit(0));
+  });
   await agent.run();
+  // run() resolves once the loops ended (a reclaim notice from the control plane): let the stop that
+  // ended them finish reporting the running jobs, then exit.
+  await agent.stop();
+  process.exit(0);
 } catch (err) {
   logger.error("host agent stopped on a fatal error", { error: errorMessage(err) });
   process.exit(1);

@@ -5,7 +5,7 @@ import { errorMessage } from "@kiln/logger";
 
 export class JobRunner {
   private readonly active = new Map<string, { run: AttemptRun; done: Promise<void> }>();
-  private stopping = false;
+  private stopping: "shutdown" | "reclaimed" | null = null;
 
   constructor(private readonly deps: AttemptDeps) {}
 
@@ -32,7 +32,7 @@ export class JobRunner {
     const done = run.run().catch((err: unknown) => logger.error("attempt crashed", { error: errorMessage(err) }));
     this.active.set(ticket.attemptId, { run, done });
     // A claim that raced with shutdown: release it honestly instead of running it.
-    if (this.stopping) run.stop("shutdown");
+    if (this.stopping) run.stop(this.stopping);
     try {
       await done;
     } finally {
@@ -40,11 +40,14 @@ export class JobRunner {
     }
   }
 
-  /** Kills every running attempt (each destroys its sandbox and reports agent.shutdown). */
-  async shutdown(): Promise<void> {
-    this.stopping = true;
+  /**
+   * Kills every running attempt (each destroys its sandbox and reports agent.shutdown, or
+   * host.reclaimed when the cloud is taking the host back).
+   */
+  async shutdown(reason: "shutdown" | "reclaimed" = "shutdown"): Promise<void> {
+    this.stopping ??= reason;
     const entries = [...this.active.values()];
-    for (const { run } of entries) run.stop("shutdown");
+    for (const { run } of entries) run.stop(reason);
     await Promise.all(entries.map((e) => e.done));
   }
 }

@@ -270,3 +270,4 @@ export {
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
 export * from "./runners/index.ts";
 export * from "./retention/index.ts";
+export * from "./fleet/index.ts";

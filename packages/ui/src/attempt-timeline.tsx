@@ -70,6 +70,16 @@ export function AttemptTimeline({ attempts, now }: { attempts: TimelineAttempt[]
                 <span className="text-zinc-500 dark:text-zinc-400">Ended: </span>
                 <code className="rounded bg-zinc-100 px-1 py-0.5 text-xs dark:bg-zinc-800">{a.cause ?? "unknown"}</code>
                 {a.cause_message ? <span className="ml-1.5">{a.cause_message}</span> : null}
+                {/* A reclaim of interruptible capacity (ADR 0035) is the capacity's doing, not the
+                    infrastructure failing: shown apart, as the re-dispatch it caused. */}
+                {a.cause === "host.reclaimed" ? (
+                  <span
+                    className="ml-1.5 rounded bg-sky-100 px-1 text-xs text-sky-800 dark:bg-sky-900 dark:text-sky-200"
+                    data-testid="attempt-reclaimed"
+                  >
+                    reclaimed: re-dispatched to on-demand capacity
+                  </span>
+                ) : null}
               </p>
             ) : null}
             <PhaseBreakdown phases={a.phases} />

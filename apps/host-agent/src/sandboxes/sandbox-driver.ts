@@ -110,4 +110,6 @@ export interface SandboxDriver {
   removeLeftovers(): Promise<number>;
   /** Releases what the driver holds besides sandboxes (the microvm warm pool). */
   close?(): Promise<void>;
+  /** Pre-booted sandboxes ready now and how often a create found one (fleet stats, issue 22). */
+  warmPoolStats?(): { size: number; hits: number; misses: number };
 }

@@ -1,5 +1,5 @@
 // What an attempt reports, and why it stopped early when it did.
-import type { Outcome } from "@kiln/domain";
+import { dispatch, type Outcome } from "@kiln/domain";
 import type { StepResult } from "../sandboxes/index.ts";
 
 export interface Verdict {
@@ -13,16 +13,25 @@ export interface Verdict {
  * Why an attempt was interrupted. cancel/timeout end the step gracefully (SIGTERM, grace, SIGKILL);
  * the others kill at once. Higher rank wins when several arrive.
  */
-export type StopReason = "cancel" | "timeout" | "shutdown" | "lease_lost" | "fenced";
+export type StopReason = "cancel" | "timeout" | "shutdown" | "reclaimed" | "lease_lost" | "fenced";
 
-const RANK: Record<StopReason, number> = { cancel: 1, timeout: 1, shutdown: 2, lease_lost: 3, fenced: 4 };
+// A reclaim outranks a plain shutdown: the host is going away for a reason the control plane treats
+// apart (re-dispatch to on-demand capacity, not a retry), so it must not be reported as agent.shutdown.
+const RANK: Record<StopReason, number> = {
+  cancel: 1,
+  timeout: 1,
+  shutdown: 2,
+  reclaimed: 2.5,
+  lease_lost: 3,
+  fenced: 4,
+};
 
 export function outranks(next: StopReason, current: StopReason | null): boolean {
   return current === null || RANK[next] > RANK[current];
 }
 
 export function killsAtOnce(reason: StopReason): boolean {
-  return reason === "shutdown" || reason === "lease_lost" || reason === "fenced";
+  return reason === "shutdown" || reason === "reclaimed" || reason === "lease_lost" || reason === "fenced";
 }
 
 /** True for reasons that still matter after the steps finished (the lease is not ours any more). */
@@ -55,6 +64,11 @@ export function verdictForStop(reason: StopReason, ctx: { timeoutMinutes: number
       };
     case "shutdown":
       return platformFailure("agent.shutdown", "the host agent shut down while the job was running");
+    case "reclaimed":
+      return platformFailure(
+        dispatch.RECLAIMED_CAUSE,
+        "the cloud reclaimed this interruptible host while the job was running; re-dispatched to on-demand capacity",
+      );
     case "lease_lost":
       return platformFailure(
         "lease.lost",

@@ -14,3 +14,5 @@ export type SettingsChangeData = OrgSettingsData["changes"][number];
 // The admin console (issue 19).
 export type ReposAdminData = Out["repos"]["list"];
 export type MemberData = Out["members"]["list"][number];
+// The fleet view (issue 22).
+export type FleetHostData = Out["fleet"]["list"][number];

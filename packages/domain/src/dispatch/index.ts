@@ -6,3 +6,4 @@ export { PoolScheduler, type PoolSchedulerConfig } from "./pool-scheduler.ts";
 export { jainIndex, percentileOfSorted } from "./metrics.ts";
 export * from "./placement.ts";
 export * from "./runner-sizes.ts";
+export * from "./interruptible.ts";

@@ -58,6 +58,11 @@ export type DomainErrorCode =
   | "SESSION.NOT_FOUND"
   | "POOL.POLICY_REFUSED"
   | "POOL.ISOLATION_TOO_WEAK"
+  // Fleet view and interruptible capacity (issue 22, docs/adr/0035).
+  | "POOL.NOT_INTERRUPTIBLE"
+  | "POOL.INTERRUPTIBLE_REFUSED"
+  | "FLEET.HOST_NOT_FOUND"
+  | "FLEET.NO_SESSION"
   | "LOG.CONFLICT"
   | "LOG.OUT_OF_ORDER"
   | "LOG.INCOMPLETE"

@@ -20,6 +20,7 @@ import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/ind
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
 import { quarantineHostIfUnhealthy } from "../runners/index.ts";
 import { endUnsealedLog } from "../logs/index.ts";
+import { reclaimHonoured, requeueReclaimed } from "./reclaim.ts";
 
 // Guards from the transition tables: an attempt ends once, its job completes from running only.
 const ATTEMPT_ENDS_FROM = legalSources(ATTEMPT_TRANSITIONS, "ended", "completed");
@@ -78,6 +79,21 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
       retryBudget: cfg.retryBudget,
     });
 
+    // A reclaim of interruptible capacity (ADR 0035) is re-dispatched whatever the retry budget says.
+    const platformEnd =
+      decision.kind === "retry" || (decision.kind === "fail" && decision.outcome === "platform_failure");
+    if (platformEnd && (await reclaimHonoured(tx, a, rep.cause))) {
+      await finishAttempt(
+        tx,
+        a,
+        "platform_failure",
+        dispatch.RECLAIMED_CAUSE,
+        rep.message ?? "the cloud reclaimed the interruptible host; re-dispatched to on-demand capacity",
+        rep,
+      );
+      await requeueReclaimed(tx, a);
+      return { accepted: true as const, jobOutcome: "retry_scheduled" as const };
+    }
     switch (decision.kind) {
       case "cancelled_first": {
         // Cancel committed first: record that this attempt stopped, publish nothing.

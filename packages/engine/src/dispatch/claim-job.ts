@@ -14,6 +14,7 @@ import {
   type RunStatus,
   type TrustClass,
   type WorkflowDefinition,
+  type dispatch,
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import type { SqlClient, SqlPool } from "../shared/sql-pool.ts";
@@ -22,6 +23,7 @@ import { platformKey, signJobToken, type SigningKey } from "../identity/index.ts
 import { takeCandidates } from "./dispatch-view.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 import { egressPolicy, egressPolicyForAttempt, type EgressPolicy } from "../egress/index.ts";
+import { cachedCapacityKind, interruptibleClaimRefusal } from "./interruptible-capacity.ts";
 
 // The claim's guards, from the job table. Fixed at module load: the claim's statements stay
 // prepared with the same text on every call (ADR 0015).
@@ -101,6 +103,9 @@ type SessionRow = {
   /** Runner labels and sizes the agent advertised (issue 20). */
   runner_labels: string[];
   sizes: RunnerSize[];
+  /** Interruptible capacity (issue 22): the pool row's flag and the pool whose queue it serves. */
+  interruptible: boolean | null;
+  serves: string | null;
 };
 
 function hostFacts(
@@ -155,6 +160,9 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
   // Candidates leave out untrusted jobs this host may never run (advisory: the policy is cached for a
   // second here; the transaction below decides on the pool row it reads itself).
   const trustedOnly = !untrustedAllowedOn(await cachedPoolPolicy(sql, pool), hostFacts(isolation, org));
+  // An interruptible pool's hosts draw background work from the queue of the pool it serves (issue 22,
+  // ADR 0035); advisory like the policy above, re-checked on the locked rows.
+  const kind = await cachedCapacityKind(sql, pool);
   // Candidates are chosen outside the transaction (the fair view may need its own connection to
   // reload); picks another claimer won meanwhile fail the locked re-check and the next round takes
   // fresh ones. A few rounds bound the work of one request; the agent simply claims again.
@@ -173,11 +181,12 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
       : await chooseCandidates(
           db,
           { ...cfg, dispatchViewMs: viewMs },
-          pool,
+          kind.queuePool,
           org,
           req.offer ?? null,
           trustedOnly,
           runner,
+          kind.interruptible,
         );
     result = await withTx(sql, "claim-job", async (c) => {
       // The update is the session's row lock too: one claim per session at a time (capacity check).
@@ -204,6 +213,7 @@ export async function claimJob(db: Db, cfg: EngineConfig, req: ClaimRequest): Pr
                SELECT s.id, s.pool, s.capacity, s.hostname, t.org_id AS token_org, s.labels->>'isolation' AS isolation,
                       s.runner_labels, s.sizes,
                       p.min_isolation, p.admits_untrusted, p.untrusted_on_process, p.owner_org_id, p.development,
+                      p.interruptible, p.serves,
                       ($3::text IS NULL OR EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3)) AS token_ok,
                       (t.revoked_at IS NOT NULL
                        OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM agent_token WHERE token_hash = $3 AND revoked_at IS NOT NULL))) AS revoked,
@@ -267,6 +277,8 @@ async function chooseCandidates(
   offer: { jobId: string; generation: number } | null,
   trustedOnly: boolean,
   runner: HostRunner,
+  /** An interruptible host: background-tier jobs a reclaim never hit, nothing else (ADR 0035). */
+  backgroundOnly: boolean,
 ): Promise<{ id: string; run_id: string }[]> {
   // Runner selection (issue 20): only jobs whose labels this host has, of a size it serves. A job
   // no host here may take is never a candidate, so it cannot hold the head of this host's queue.
@@ -280,10 +292,11 @@ async function chooseCandidates(
         AND (next_attempt_at IS NULL OR next_attempt_at <= now())
         AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
         AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
+        AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))
       ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
   }
   if (cfg.dispatchPolicy === "fair") {
-    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1, trustedOnly, runner);
+    const picks = await takeCandidates(db, pool, "fair", cfg.dispatchViewMs, 1, trustedOnly, runner, backgroundOnly);
     return picks.map((p) => ({ id: p.jobId, run_id: p.runId }));
   }
   const hinted = offer
@@ -291,7 +304,8 @@ async function chooseCandidates(
         { id: string; run_id: string }[]
       >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}
           AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
-          AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])`
+          AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
+          AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))`
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
@@ -299,6 +313,7 @@ async function chooseCandidates(
       AND (next_attempt_at IS NULL OR next_attempt_at <= now())
       AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
       AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
+      AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }
@@ -422,10 +437,13 @@ async function tryClaim(
     run_env: Record<string, string> | null;
     runner_labels: string[];
     runner_size: RunnerSize;
+    tier: dispatch.Tier;
+    pool: string;
+    interruptible_excluded: boolean;
   }>({
-    name: "claim-lock-job-2",
+    name: "claim-lock-job-3",
     text: `SELECT j.id, j.status, j.dispatch_generation, j.current_epoch, j.next_attempt_at, j.ready_at, now() AS now, j.job_index, j.name,
-             j.runner_labels, j.runner_size,
+             j.runner_labels, j.runner_size, j.tier, j.pool, j.interruptible_excluded,
              NOT EXISTS (SELECT 1 FROM job_run p WHERE p.run_id = j.run_id AND p.job_index = ANY(j.needs)
                          AND p.outcome IS DISTINCT FROM 'success') AS preds_ok,
              r.definition->'jobs'->j.job_index AS job_def, r.definition->'env' AS run_env
@@ -441,6 +459,11 @@ async function tryClaim(
     { orgId: run.org_id, trustClass: run.trust_class, requires: { labels: job.runner_labels, size: job.runner_size } },
   );
   if (!fit.ok) return { ok: false, reason: fit.refusal };
+  // Interruptible capacity (ADR 0035), on the locked job row and the pool row this transaction read:
+  // whatever a candidate list or a hint offered, an interruptible host takes background work of the
+  // pool it serves only, and never a job a reclaim already hit.
+  const refusal = interruptibleClaimRefusal(session, job);
+  if (refusal) return { ok: false, reason: refusal };
   const decision = decideClaim({
     runStatus: run.status,
     jobStatus: job.status,
@@ -475,7 +498,7 @@ async function tryClaim(
     events: number;
     allow_list: string[];
   }>({
-    name: "claim-commit",
+    name: "claim-commit-2",
     text: `WITH cap AS (
              SELECT COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = $1::uuid AND pool = $2), 2147483647) AS n),
            slot AS (
@@ -484,8 +507,8 @@ async function tryClaim(
              WHERE org_pool_usage.running < (SELECT n FROM cap)
              RETURNING running),
            ins AS (
-             INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool)
-             SELECT $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2 FROM slot
+             INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool, on_interruptible)
+             SELECT $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2, $15 FROM slot
              RETURNING id, lease_expires_at),
            upd AS (
              UPDATE job_run SET status = 'running', current_epoch = $5, wait_reason = NULL
@@ -504,7 +527,8 @@ async function tryClaim(
                        ELSE '{}'::text[] END AS allow_list`,
     values: [
       run.org_id,
-      session.pool,
+      // The job's own pool: an interruptible host's attempt holds its org's slot in the pool it serves.
+      job.pool,
       job.id,
       run.id,
       epoch,
@@ -517,6 +541,7 @@ async function tryClaim(
       data,
       run.trust_class === "trusted",
       job.status,
+      session.interruptible === true,
     ],
   });
   const row = done.rows[0];

@@ -50,6 +50,8 @@ export async function takeCandidates(
   trustedOnly = false,
   /** Only jobs this host's runner labels and sizes serve (issue 20); absent: no filter. */
   runner?: RunnerFilter,
+  /** Interruptible hosts (issue 22): background jobs no reclaim hit, ranked in a view of their own. */
+  backgroundOnly = false,
 ): Promise<Pick[]> {
   let pools = byDb.get(db);
   if (!pools) byDb.set(db, (pools = new Map()));
@@ -61,6 +63,9 @@ export async function takeCandidates(
     pool,
     trustedOnly ? "trusted" : "",
     runner ? `${runner.labels.join(",")}|${runner.sizes.join(",")}` : "",
+    // Interruptible hosts rank background work only: a foreground pick refused there would be marked
+    // started in the view the on-demand hosts draw from.
+    backgroundOnly ? "interruptible" : "",
   ].join("\u0000");
   let entry = pools.get(key);
   if (!entry) pools.set(key, (entry = { view: null, loading: null, loadingSince: 0, staleBefore: 0 }));
@@ -71,7 +76,10 @@ export async function takeCandidates(
     const picks = take(fresh, max);
     if (picks.length > 0) return picks;
   }
-  return take(await reload(db, entry, pool, policy, trustedOnly, runner), max);
+  return take(
+    await reload(db, entry, pool, policy, { trustedOnly, backgroundOnly, ...(runner ? { runner } : {}) }),
+    max,
+  );
 }
 
 function reload(
@@ -79,14 +87,13 @@ function reload(
   entry: PoolEntry,
   pool: string,
   policy: dispatch.DispatchPolicy,
-  trustedOnly: boolean,
-  runner: RunnerFilter | undefined,
+  filter: { trustedOnly: boolean; backgroundOnly: boolean; runner?: RunnerFilter },
 ): Promise<View> {
   // Joining a load already in flight is fine unless the view was invalidated after it started.
   if (entry.loading && entry.loadingSince >= entry.staleBefore) return entry.loading;
   const started = performance.now();
   const loading = (async () => {
-    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG, trustedOnly, runner });
+    const { state, caps } = await loadPoolState(db, pool, { perOrg: PER_ORG, ...filter });
     // Claimers have free slots even when sessions' announced capacity lags: never rank as "full"
     // (preemption is the reconciler's business, not a claim's).
     const scheduler = dispatch.PoolScheduler.fromState(

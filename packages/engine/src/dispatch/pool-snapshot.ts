@@ -11,6 +11,8 @@ export interface SnapshotOptions {
   trustedOnly?: boolean;
   /** Queue only jobs whose runs_on labels and size a host with these serves (issue 20). */
   runner?: RunnerFilter;
+  /** Queue only background jobs no reclaim hit: the view of interruptible hosts (issue 22). */
+  backgroundOnly?: boolean;
 }
 
 export interface RunnerFilter {
@@ -49,6 +51,7 @@ export async function loadPoolState(
           AND (NOT ${opts.trustedOnly ?? false}
                OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = j.run_id AND r.trust_class = 'trusted'))
           AND (NOT ${runnerFiltered} OR (j.runner_labels <@ ${runnerLabels}::text[] AND j.runner_size = ANY(${runnerSizes}::text[])))
+          AND (NOT ${opts.backgroundOnly ?? false} OR (j.tier = 'background' AND NOT j.interruptible_excluded))
       ) w WHERE w.rn <= ${perOrg}
     ),
     -- Progress once per run (not once per queued job): a 256-job run was otherwise counted 256 times.
@@ -65,9 +68,12 @@ export async function loadPoolState(
     WHERE a.status = 'running' AND a.pool = ${pool}`;
   const ents = await tx.$queryRaw<{ org_id: string; slots: number; weight: number; hard_cap: number | null }[]>`
     SELECT org_id, slots, weight, hard_cap FROM entitlement WHERE pool = ${pool}`;
-  // Capacity: what the pool's live agents announced (seen within the last minute).
+  // Capacity: what the pool's live agents announced (seen within the last minute), the hosts of the
+  // interruptible pools that serve this queue included (issue 22).
   const cap = await tx.$queryRaw<{ capacity: bigint | null }[]>`
-    SELECT sum(capacity) AS capacity FROM agent_session WHERE pool = ${pool} AND last_seen_at > now() - interval '60 seconds'`;
+    SELECT sum(capacity) AS capacity FROM agent_session
+    WHERE (pool = ${pool} OR pool IN (SELECT name FROM pool WHERE serves = ${pool} AND interruptible))
+      AND last_seen_at > now() - interval '60 seconds'`;
   // Statements see different snapshots under READ COMMITTED: a job claimed between the two reads
   // shows up in both; it is running.
   const runningIds = new Set(running.map((r) => r.job_id));

@@ -131,6 +131,10 @@ export class MicrovmDriver implements SandboxDriver {
     };
   }
 
+  warmPoolStats(): { size: number; hits: number; misses: number } {
+    return { size: this.pool?.readyCount ?? 0, hits: this.counters.hits, misses: this.counters.misses };
+  }
+
   /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
   async startPool(size: number): Promise<void> {
     const qemu = await stat(this.cfg.qemuPath);

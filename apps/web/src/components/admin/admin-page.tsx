@@ -77,6 +77,9 @@ export function AdminLinks({ org }: { org: string }) {
       <Link href={`/orgs/${org}/audit`} className={link}>
         Audit trail
       </Link>
+      <Link href={`/orgs/${org}/settings/fleet`} className={link}>
+        Fleet
+      </Link>
     </p>
   );
 }

@@ -68,6 +68,11 @@ const STATUS: Record<DomainErrorCode, number> = {
   // Placement (issue 15): a pool policy the rules refuse; a host weaker than its pool requires.
   "POOL.POLICY_REFUSED": 422,
   "POOL.ISOLATION_TOO_WEAK": 403,
+  // Fleet (issue 22): a reclaim names an interruptible pool's live host; a bad interruptible setting is 422.
+  "POOL.NOT_INTERRUPTIBLE": 409,
+  "POOL.INTERRUPTIBLE_REFUSED": 422,
+  "FLEET.HOST_NOT_FOUND": 404,
+  "FLEET.NO_SESSION": 409,
   "LOG.CONFLICT": 409,
   "LOG.OUT_OF_ORDER": 409,
   "LOG.INCOMPLETE": 409,

@@ -57,6 +57,11 @@ import { createRegistrationToken } from "./runners/create-registration-token.pro
 import { listOrgPools } from "./runners/list-org-pools.procedure.ts";
 import { listRunners } from "./runners/list-runners.procedure.ts";
 import { runnerAction } from "./runners/runner-action.procedure.ts";
+import { fleetAction } from "./fleet/fleet-action.procedure.ts";
+import { interruptibleShare } from "./fleet/interruptible-share.procedure.ts";
+import { listFleet } from "./fleet/list-fleet.procedure.ts";
+import { reclaimHost } from "./fleet/reclaim-host.procedure.ts";
+import { setPoolInterruptible } from "./fleet/set-pool-interruptible.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -122,6 +127,14 @@ export const appRouter = router({
   },
   // Retention holds (issue 21): admins and auditors.
   retention: { holds: listHolds, addHold, removeHold },
+  // The fleet view and interruptible capacity (issue 22, docs/adr/0035): admins; `all` for operators.
+  fleet: {
+    list: listFleet,
+    act: fleetAction,
+    reclaim: reclaimHost,
+    setInterruptible: setPoolInterruptible,
+    share: interruptibleShare,
+  },
 });
 
 export type AppRouter = typeof appRouter;

@@ -61,6 +61,11 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/promotions/[promotionId]/overrides": () => import("@/app/v1/promotions/[promotionId]/overrides/route.ts"),
   // The forge loop (docs/adr/0028).
   "v1/repos/[repoId]/forge": () => import("@/app/v1/repos/[repoId]/forge/route.ts"),
+  // The fleet view and interruptible capacity (docs/adr/0035).
+  "v1/orgs/[org]/fleet": () => import("@/app/v1/orgs/[org]/fleet/route.ts"),
+  "v1/orgs/[org]/interruptible-share": () => import("@/app/v1/orgs/[org]/interruptible-share/route.ts"),
+  "v1/pools/[pool]/hosts/[host]/reclaim": () => import("@/app/v1/pools/[pool]/hosts/[host]/reclaim/route.ts"),
+  "v1/pools/[pool]/interruptible": () => import("@/app/v1/pools/[pool]/interruptible/route.ts"),
   // The transparency log (docs/adr/0026): public, no token.
   "tlog/checkpoint": () => import("@/app/tlog/checkpoint/route.ts"),
   "tlog/tile/[...path]": () => import("@/app/tlog/tile/[...path]/route.ts"),
@@ -73,6 +78,7 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/agent/sessions": () => import("@/app/v1/agent/sessions/route.ts"),
   "v1/agent/registrations": () => import("@/app/v1/agent/registrations/route.ts"),
   "v1/agent/claims": () => import("@/app/v1/agent/claims/route.ts"),
+  "v1/agent/sessions/[sessionId]/stats": () => import("@/app/v1/agent/sessions/[sessionId]/stats/route.ts"),
   "v1/agent/jobs/[jobId]/heartbeat": () => import("@/app/v1/agent/jobs/[jobId]/heartbeat/route.ts"),
   "v1/agent/jobs/[jobId]/complete": () => import("@/app/v1/agent/jobs/[jobId]/complete/route.ts"),
   "v1/agent/jobs/[jobId]/logs": () => import("@/app/v1/agent/jobs/[jobId]/logs/route.ts"),
