@@ -93,7 +93,12 @@ export type DomainErrorCode =
   | "TLOG.TILE_NOT_FOUND"
   | "TLOG.NO_CHECKPOINT"
   | "TLOG.KEY_UNAVAILABLE"
-  | "TLOG.ORIGIN_CHANGED";
+  | "TLOG.ORIGIN_CHANGED"
+  // Crypto-shredding (issue 21, docs/adr/0037).
+  | "SHRED.BAD_FORMAT"
+  | "SHRED.DECRYPT_FAILED"
+  | "SHRED.KEY_DESTROYED"
+  | "SHRED.KEY_UNAVAILABLE";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

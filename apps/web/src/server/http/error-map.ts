@@ -112,6 +112,11 @@ const STATUS: Record<DomainErrorCode, number> = {
   "TLOG.NO_CHECKPOINT": 503,
   "TLOG.KEY_UNAVAILABLE": 503,
   "TLOG.ORIGIN_CHANGED": 503,
+  // A shredded object whose key is gone reads as gone (410): that is the point of shredding.
+  "SHRED.BAD_FORMAT": 502,
+  "SHRED.DECRYPT_FAILED": 502,
+  "SHRED.KEY_DESTROYED": 410,
+  "SHRED.KEY_UNAVAILABLE": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
