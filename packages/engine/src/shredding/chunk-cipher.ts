@@ -1,0 +1,239 @@
+// The cipher half of the shred framing (docs/adr/0037; layout in @kiln/domain chunk-framing.ts).
+// No database, no env: the host agent imports this file alone (package export
+// "@kiln/engine/shredding-cipher") to seal artifacts before upload and open them on restore.
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { Transform, type TransformCallback } from "node:stream";
+import {
+  chunkAad,
+  chunkNonce,
+  cipherRangeFor,
+  DomainError,
+  encodeShredHeader,
+  parseShredHeader,
+  SHRED_DEFAULT_CHUNK_BYTES,
+  SHRED_HEADER_BYTES,
+  SHRED_SALT_BYTES,
+  SHRED_TAG_BYTES,
+  type ShredHeader,
+} from "@kiln/domain";
+
+export interface DataKey {
+  id: string;
+  key: Buffer;
+}
+
+function checkKey(k: DataKey): void {
+  if (k.key.length !== 32) throw new DomainError("SHRED.KEY_UNAVAILABLE", "a data key is 32 bytes");
+}
+
+/** A fresh header for one object (its random salt keeps nonces unique under a shared data key). */
+export function newHeader(k: DataKey, chunkSize = SHRED_DEFAULT_CHUNK_BYTES, salt?: Uint8Array): Buffer {
+  checkKey(k);
+  // `salt` is for known-answer tests; production objects always draw a fresh one.
+  const objectSalt = salt ?? randomBytes(SHRED_SALT_BYTES);
+  return Buffer.from(encodeShredHeader({ chunkSize, keyId: k.id, objectSalt }));
+}
+
+export function sealChunk(
+  key: Buffer,
+  header: Uint8Array,
+  salt: Uint8Array,
+  index: number,
+  final: boolean,
+  plain: Uint8Array,
+): Buffer {
+  const c = createCipheriv("aes-256-gcm", key, chunkNonce(salt, index), { authTagLength: SHRED_TAG_BYTES });
+  c.setAAD(chunkAad(header, index, final));
+  return Buffer.concat([c.update(plain), c.final(), c.getAuthTag()]);
+}
+
+/** Opens one sealed chunk; throws SHRED.DECRYPT_FAILED and never hands out unauthenticated bytes. */
+export function openChunk(
+  key: Buffer,
+  header: Uint8Array,
+  salt: Uint8Array,
+  index: number,
+  final: boolean,
+  sealed: Uint8Array,
+): Buffer {
+  if (sealed.length < SHRED_TAG_BYTES) throw new DomainError("SHRED.DECRYPT_FAILED", `chunk ${index} is truncated`);
+  const d = createDecipheriv("aes-256-gcm", key, chunkNonce(salt, index), { authTagLength: SHRED_TAG_BYTES });
+  d.setAAD(chunkAad(header, index, final));
+  d.setAuthTag(sealed.subarray(sealed.length - SHRED_TAG_BYTES));
+  const out = d.update(sealed.subarray(0, sealed.length - SHRED_TAG_BYTES));
+  try {
+    return Buffer.concat([out, d.final()]);
+  } catch {
+    out.fill(0);
+    throw new DomainError(
+      "SHRED.DECRYPT_FAILED",
+      `chunk ${index} does not authenticate (wrong key, reordered, truncated or altered)`,
+    );
+  }
+}
+
+/** Seals a whole buffer (log segments: small, already in memory). */
+export function sealBuffer(
+  k: DataKey,
+  plain: Uint8Array,
+  chunkSize = SHRED_DEFAULT_CHUNK_BYTES,
+  fixedSalt?: Uint8Array,
+): Buffer {
+  const header = newHeader(k, chunkSize, fixedSalt);
+  const salt = header.subarray(28, 36);
+  const parts: Buffer[] = [header];
+  const n = Math.max(1, Math.ceil(plain.length / chunkSize));
+  for (let i = 0; i < n; i++)
+    parts.push(sealChunk(k.key, header, salt, i, i === n - 1, plain.subarray(i * chunkSize, (i + 1) * chunkSize)));
+  return Buffer.concat(parts);
+}
+
+/** The key id a sealed object names (to look the key up before opening it). */
+export function sealedKeyId(sealed: Uint8Array): string {
+  return parseShredHeader(sealed).keyId;
+}
+
+/** Opens a whole sealed buffer: every chunk in order, the last flagged final, nothing after it. */
+export function openBuffer(k: DataKey, sealed: Uint8Array): Buffer {
+  const h = parseShredHeader(sealed);
+  if (h.keyId !== k.id) throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${h.keyId}, not ${k.id}`);
+  const header = sealed.subarray(0, SHRED_HEADER_BYTES);
+  const stride = h.chunkSize + SHRED_TAG_BYTES;
+  const out: Buffer[] = [];
+  for (let i = 0, pos = SHRED_HEADER_BYTES; ; i++, pos += stride) {
+    const final = sealed.length - pos <= stride;
+    out.push(
+      openChunk(k.key, header, h.objectSalt, i, final, sealed.subarray(pos, Math.min(sealed.length, pos + stride))),
+    );
+    if (final) return Buffer.concat(out);
+  }
+}
+
+/**
+ * Opens plaintext [start, end) from the sealed bytes cipherRangeFor named (`body` starts at
+ * range.cipherStart). Only the touched chunks are fetched and authenticated.
+ */
+export function openRange(
+  k: DataKey,
+  header: Uint8Array,
+  plainSize: number,
+  start: number,
+  end: number,
+  body: Uint8Array,
+): Buffer {
+  const h = parseShredHeader(header);
+  const r = cipherRangeFor(plainSize, h.chunkSize, start, end);
+  if (body.length !== r.cipherEnd - r.cipherStart)
+    throw new DomainError(
+      "SHRED.DECRYPT_FAILED",
+      `range body is ${body.length} bytes, expected ${r.cipherEnd - r.cipherStart}`,
+    );
+  const lastIndex = Math.max(1, Math.ceil(plainSize / h.chunkSize)) - 1;
+  const stride = h.chunkSize + SHRED_TAG_BYTES;
+  const out: Buffer[] = [];
+  for (let i = r.firstChunk, pos = 0; i <= r.lastChunk; i++, pos += stride)
+    out.push(
+      openChunk(
+        k.key,
+        header.subarray(0, SHRED_HEADER_BYTES),
+        h.objectSalt,
+        i,
+        i === lastIndex,
+        body.subarray(pos, Math.min(body.length, pos + stride)),
+      ),
+    );
+  return Buffer.concat(out).subarray(r.skip, r.skip + r.length);
+}
+
+/** Streams plaintext in, sealed object out. One chunk is held back: only the end says it is final. */
+export class SealStream extends Transform {
+  private readonly header: Buffer;
+  private readonly salt: Buffer;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private index = 0;
+
+  constructor(
+    private readonly k: DataKey,
+    private readonly chunkSize = SHRED_DEFAULT_CHUNK_BYTES,
+  ) {
+    super();
+    this.header = newHeader(k, chunkSize);
+    this.salt = this.header.subarray(28, 36);
+    this.push(this.header);
+  }
+
+  override _transform(data: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.pending.push(data);
+    this.pendingBytes += data.length;
+    // Strictly more than a chunk: the chunk emitted is known not to be the last one.
+    if (this.pendingBytes > this.chunkSize) {
+      let all = Buffer.concat(this.pending);
+      while (all.length > this.chunkSize) {
+        this.push(sealChunk(this.k.key, this.header, this.salt, this.index++, false, all.subarray(0, this.chunkSize)));
+        all = all.subarray(this.chunkSize);
+      }
+      this.pending = [all];
+      this.pendingBytes = all.length;
+    }
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.push(sealChunk(this.k.key, this.header, this.salt, this.index, true, Buffer.concat(this.pending)));
+    done();
+  }
+}
+
+/** Streams a sealed object in, plaintext out; an object cut short (no final chunk) is an error. */
+export class OpenStream extends Transform {
+  private header: ShredHeader | null = null;
+  private headerBytes: Buffer | null = null;
+  private buf = Buffer.alloc(0);
+  private index = 0;
+
+  constructor(private readonly keyFor: (keyId: string) => DataKey) {
+    super();
+  }
+
+  override _transform(data: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.buf = this.buf.length === 0 ? data : Buffer.concat([this.buf, data]);
+      if (!this.header) {
+        if (this.buf.length < SHRED_HEADER_BYTES) return done();
+        this.headerBytes = Buffer.from(this.buf.subarray(0, SHRED_HEADER_BYTES));
+        this.header = parseShredHeader(this.headerBytes);
+        this.buf = this.buf.subarray(SHRED_HEADER_BYTES);
+      }
+      const stride = this.header.chunkSize + SHRED_TAG_BYTES;
+      const key = this.keyFor(this.header.keyId).key;
+      while (this.buf.length > stride) {
+        this.push(
+          openChunk(
+            key,
+            this.headerBytes as Buffer,
+            this.header.objectSalt,
+            this.index++,
+            false,
+            this.buf.subarray(0, stride),
+          ),
+        );
+        this.buf = this.buf.subarray(stride);
+      }
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    try {
+      if (!this.header || !this.headerBytes) throw new DomainError("SHRED.BAD_FORMAT", "shorter than the header");
+      const key = this.keyFor(this.header.keyId).key;
+      this.push(openChunk(key, this.headerBytes, this.header.objectSalt, this.index, true, this.buf));
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+}
