@@ -86,6 +86,11 @@ export type DomainErrorCode =
   | "MEMBER.NOT_FOUND"
   | "MEMBER.LAST_ADMIN"
   | "ARTIFACT.EXPIRED"
+  // Retention by provenance (issue 21, docs/adr/0036).
+  | "LOG.EXPIRED"
+  | "RETENTION.WINDOW_LENGTHENED"
+  | "RETENTION.HOLD_NOT_FOUND"
+  | "RETENTION.HOLD_EXISTS"
   | "TLOG.ENTRY_INVALID"
   | "TLOG.ENTRY_NOT_FOUND"
   | "TLOG.INDEX_OUT_OF_RANGE"

@@ -102,6 +102,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   "MEMBER.NOT_FOUND": 404,
   "MEMBER.LAST_ADMIN": 409,
   "ARTIFACT.EXPIRED": 410,
+  // Retention (issue 21, docs/adr/0036): evicted logs are gone like expired artifacts; an org may
+  // shorten a platform window but asking to lengthen one is refused, not clamped.
+  "LOG.EXPIRED": 410,
+  "RETENTION.WINDOW_LENGTHENED": 422,
+  "RETENTION.HOLD_NOT_FOUND": 404,
+  "RETENTION.HOLD_EXISTS": 409,
   // Transparency log (docs/adr/0026): a bad entry or proof request is the caller's; no checkpoint or
   // no key yet means the workers have not signed one (they do within a second of starting).
   "TLOG.ENTRY_INVALID": 422,
