@@ -263,3 +263,4 @@ export {
   type ForgeCredentialState,
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
+export * from "./shredding/index.ts";

@@ -25,6 +25,11 @@ export const SHRED_DEFAULT_CHUNK_BYTES = 64 * 1024;
 export const SHRED_MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 const MAX_CHUNKS = 0xffff_ffff;
 
+/** True when stored bytes begin like a shredded object (plain gzip segments begin 1f 8b). */
+export function isShreddedObject(b: Uint8Array): boolean {
+  return b.length >= 4 && SHRED_MAGIC.every((m, i) => b[i] === m);
+}
+
 export interface ShredHeader {
   version: number;
   chunkSize: number;

@@ -9,6 +9,10 @@ import { DomainError } from "../shared/errors.ts";
 const DAY_MS = 86_400_000;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
+/** What is sealed under data keys (shred_data_key.kind, shred_object.kind). */
+export const SHRED_DATA_KINDS = ["artifact", "log"] as const;
+export type ShredKind = (typeof SHRED_DATA_KINDS)[number];
+
 /** Destruction evidence kinds (shred_destruction.key_kind). */
 export const SHRED_KEY_KINDS = ["data_key", "platform_key"] as const;
 export type ShredKeyKind = (typeof SHRED_KEY_KINDS)[number];

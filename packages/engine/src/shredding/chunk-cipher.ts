@@ -189,7 +189,7 @@ export class SealStream extends Transform {
 export class OpenStream extends Transform {
   private header: ShredHeader | null = null;
   private headerBytes: Buffer | null = null;
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private index = 0;
 
   constructor(private readonly keyFor: (keyId: string) => DataKey) {

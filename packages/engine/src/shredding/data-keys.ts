@@ -5,12 +5,10 @@
 // in KILN_SHRED_KEY_DIR. Opening needs the row, the KEK file and the day file together.
 import { randomBytes } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { DomainError, shredDay, shredDueAt, shredDueDay } from "@kiln/domain";
+import { DomainError, shredDay, shredDueAt, shredDueDay, type ShredKind } from "@kiln/domain";
 import { gcmOpen, gcmSeal, orgDataKey, type KekSource } from "../secrets/index.ts";
 import type { DataKey } from "./chunk-cipher.ts";
 import type { PlatformKeyStore } from "./platform-keys.ts";
-
-export type ShredKind = "artifact" | "log";
 
 export interface ShredKeyDeps {
   db: Db;
@@ -53,7 +51,7 @@ export async function dataKeyForWrite(
   const platform = await deps.platformKeys.getOrCreate(dueDay);
   return withTx(deps.db, "shred-data-key-for-write", async (tx) => {
     const existing = await loadByScope(tx, s.orgId, day, s.kind, s.cls);
-    if (existing) return { ...(await unwrapRow(tx, deps, existing, s.at)), dueAt: shredDueAt(dateText(existing.due_day)) };
+    if (existing) return unwrapRow(tx, deps, existing, s.at);
     const id = crypto.randomUUID();
     const key = randomBytes(32);
     const orgDek = await orgDataKey(tx, deps.keks, s.orgId, { create: true });
@@ -72,7 +70,7 @@ export async function dataKeyForWrite(
     // Another writer made the day's key first: use theirs (one key per scope, always).
     const winner = await loadByScope(tx, s.orgId, day, s.kind, s.cls);
     if (!winner) throw new Error(`shred data key for ${s.orgId} ${day} vanished during creation`);
-    return { ...(await unwrapRow(tx, deps, winner, s.at)), dueAt: shredDueAt(dateText(winner.due_day)) };
+    return unwrapRow(tx, deps, winner, s.at);
   });
 }
 
@@ -81,13 +79,14 @@ export async function dataKeyForWrite(
  * id from another org's object is simply not found. Refused from its due instant on, even before
  * the destroyer has run, so "gone at D + window" holds to the millisecond.
  */
-export async function dataKeyForRead(deps: ShredKeyDeps, orgId: string, keyId: string, now: Date): Promise<DataKey> {
+export async function dataKeyForRead(deps: ShredKeyDeps, orgId: string, keyId: string, now: Date): Promise<WriteKey> {
   return withTx(deps.db, "shred-data-key-for-read", async (tx) => {
     const rows = await tx.$queryRaw<KeyRow[]>`
       SELECT id::text, org_id::text, day, kind, class, due_day, wrapped FROM shred_data_key
       WHERE id = ${keyId}::uuid AND org_id = ${orgId}::uuid`;
     const row = rows[0];
-    if (!row) throw new DomainError("SHRED.KEY_DESTROYED", `data key ${keyId} does not exist (destroyed or never this org's)`);
+    if (!row)
+      throw new DomainError("SHRED.KEY_DESTROYED", `data key ${keyId} does not exist (destroyed or never this org's)`);
     return unwrapRow(tx, deps, row, now);
   });
 }
@@ -99,20 +98,21 @@ async function loadByScope(tx: Tx, orgId: string, day: string, kind: string, cls
   return rows[0] ?? null;
 }
 
-async function unwrapRow(tx: Tx, deps: ShredKeyDeps, row: KeyRow, now: Date): Promise<DataKey> {
+async function unwrapRow(tx: Tx, deps: ShredKeyDeps, row: KeyRow, now: Date): Promise<WriteKey> {
   const dueDay = dateText(row.due_day);
   if (shredDueAt(dueDay).getTime() <= now.getTime())
     throw new DomainError("SHRED.KEY_DESTROYED", `data key ${row.id} was due for destruction at ${dueDay}T00:00:00Z`);
   const platform = await deps.platformKeys.get(dueDay);
   if (!platform) throw new DomainError("SHRED.KEY_DESTROYED", `platform key ${dueDay} of data key ${row.id} is gone`);
   const inner = gcmOpen(platform, Buffer.from(row.wrapped), outerAad(dueDay, row.id));
-  if (!inner) throw new DomainError("SHRED.DECRYPT_FAILED", `data key ${row.id} does not open under platform key ${dueDay}`);
+  if (!inner)
+    throw new DomainError("SHRED.DECRYPT_FAILED", `data key ${row.id} does not open under platform key ${dueDay}`);
   const orgDek = await orgDataKey(tx, deps.keks, row.org_id, { create: false });
   try {
     const key = gcmOpen(orgDek, inner, innerAad(row.org_id, row.id, dateText(row.day), row.kind, row.class));
     if (!key || key.length !== 32)
       throw new DomainError("SHRED.DECRYPT_FAILED", `data key ${row.id} does not open under org ${row.org_id}'s key`);
-    return { id: row.id, key };
+    return { id: row.id, key, dueAt: shredDueAt(dueDay) };
   } finally {
     orgDek.fill(0);
   }

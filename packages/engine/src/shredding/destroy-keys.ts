@@ -50,7 +50,13 @@ export async function destroyDueKeys(
           kind: "shred.data_key_destroyed",
           actor,
           subject: r.id,
-          data: { day: dateText(r.day), kind: r.kind, class: r.class, due_at: dueAt.toISOString(), destroyed_at: now.toISOString() },
+          data: {
+            day: dateText(r.day),
+            kind: r.kind,
+            class: r.class,
+            due_at: dueAt.toISOString(),
+            destroyed_at: now.toISOString(),
+          },
         });
       }
       return rows.length;

@@ -30,7 +30,8 @@ export class PlatformKeyStore {
       throw new DomainError("SHRED.KEY_UNAVAILABLE", `cannot read platform key ${dueDay}: ${(err as Error).message}`);
     }
     const key = Buffer.from(text.trim(), "base64");
-    if (key.length !== KEY_BYTES) throw new DomainError("SHRED.KEY_UNAVAILABLE", `platform key ${dueDay} is not ${KEY_BYTES} bytes`);
+    if (key.length !== KEY_BYTES)
+      throw new DomainError("SHRED.KEY_UNAVAILABLE", `platform key ${dueDay} is not ${KEY_BYTES} bytes`);
     return key;
   }
 
