@@ -5,7 +5,7 @@
 // in KILN_SHRED_KEY_DIR. Opening needs the row, the KEK file and the day file together.
 import { randomBytes } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
-import { DomainError, shredDay, shredDueAt, shredDueDay, type ShredKind } from "@kiln/domain";
+import { DomainError, isDomainError, shredDay, shredDueAt, shredDueDay, type ShredKind } from "@kiln/domain";
 import { gcmOpen, gcmSeal, orgDataKey, type KekSource } from "../secrets/index.ts";
 import type { DataKey } from "./chunk-cipher.ts";
 import type { PlatformKeyStore } from "./platform-keys.ts";
@@ -88,6 +88,26 @@ export async function dataKeyForRead(deps: ShredKeyDeps, orgId: string, keyId: s
     if (!row)
       throw new DomainError("SHRED.KEY_DESTROYED", `data key ${keyId} does not exist (destroyed or never this org's)`);
     return unwrapRow(tx, deps, row, now);
+  });
+}
+
+/**
+ * For the deletion sampler only: opens key `keyId` from whatever the database and the key dir hold,
+ * ignoring the due instant (a row restored from a backup next to a restored day key is exactly the
+ * leak the clock check would hide). Null when the material is gone or does not open.
+ */
+export async function keyMaterialStillOpens(deps: ShredKeyDeps, keyId: string): Promise<DataKey | null> {
+  return withTx(deps.db, "shred-key-material-probe", async (tx) => {
+    const rows = await tx.$queryRaw<KeyRow[]>`
+      SELECT id::text, org_id::text, day, kind, class, due_day, wrapped FROM shred_data_key WHERE id = ${keyId}::uuid`;
+    const row = rows[0];
+    if (!row) return null;
+    try {
+      return await unwrapRow(tx, deps, row, new Date(0));
+    } catch (e) {
+      if (isDomainError(e) && e.code.startsWith("SHRED.")) return null;
+      throw e;
+    }
   });
 }
 

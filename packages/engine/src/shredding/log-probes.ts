@@ -1,11 +1,11 @@
 // The sampler's read paths for archived logs (docs/adr/0037): the object store with the platform's
 // own credentials, and the replay the raw-log endpoint and the SSE stream serve from. Each builds
 // what a serving process builds from the database and the key dir as they are now.
-import { isShreddedObject, type ShredReadPath } from "@kiln/domain";
+import { isShreddedObject, parseShredHeader, type ShredReadPath } from "@kiln/domain";
 import type { SqlPool } from "../shared/sql-pool.ts";
 import { LogArchiveReader, readLogChunks, type LogObjectStore } from "../logs/index.ts";
 import { openBuffer } from "./chunk-cipher.ts";
-import { dataKeyForRead, type ShredKeyDeps } from "./data-keys.ts";
+import { keyMaterialStillOpens, type ShredKeyDeps } from "./data-keys.ts";
 import { ShredLogCipher } from "./log-cipher.ts";
 import type { DeletedObject, ShredProbe } from "./sample-deletions.ts";
 
@@ -49,12 +49,14 @@ export function logProbes(d: LogProbeDeps): ShredProbe[] {
         if (!body) return { readable: false, detail: "object_get: the object is gone" };
         if (!isShreddedObject(body))
           return { readable: true, detail: `object_get: ${o.objectKey} is stored in clear (${body.length} bytes)` };
-        // Everything the database and the key dir still hold for this org: the header names the key.
-        const key = await dataKeyForRead(d.keys, o.orgId, o.keyId, d.clock());
+        // Everything the database and the key dir still hold, clock or not: the header names the key.
+        const key = await keyMaterialStillOpens(d.keys, parseShredHeader(body).keyId);
+        if (!key) return { readable: false, detail: `object_get: sealed, and data key ${o.keyId} no longer opens` };
         const plain = openBuffer(key, body);
+        key.key.fill(0);
         return {
           readable: true,
-          detail: `object_get: ${o.objectKey} opened (${plain.length} bytes) under data key ${o.keyId}`,
+          detail: `object_get: ${o.objectKey} opened (${plain.length} bytes): its key row and day key both exist`,
         };
       },
     },

@@ -3,7 +3,7 @@
 // org home (listShredLeaks). A later round that finds the path unreadable again clears the alert.
 // Idempotent per round: (round, object, path) is unique, so a retried round adds nothing.
 import { withTx, type Db } from "@kiln/db";
-import type { ShredKind, ShredReadPath } from "@kiln/domain";
+import { isDomainError, type ShredKind, type ShredReadPath } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
 
 export interface DeletedObject {
@@ -79,6 +79,12 @@ export async function sampleDeletions(
     }
   }
   return report;
+}
+
+function refusal(err: unknown): err is Error {
+  if (isDomainError(err)) return true;
+  // readLogChunks' words when the segment rows were evicted (retention) and nothing indexes the bytes.
+  return err instanceof Error && /in neither the journal nor the archive/.test(err.message);
 }
 
 export interface ShredLeak {
