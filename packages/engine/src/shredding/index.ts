@@ -14,4 +14,4 @@ export {
   type ShredLeak,
   type ShredProbe,
 } from "./sample-deletions.ts";
-export { logProbes, type LogProbeDeps } from "./log-probes.ts";
+export { logProbes, s3ObjectGetter, type LogProbeDeps } from "./log-probes.ts";

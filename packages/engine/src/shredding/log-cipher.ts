@@ -37,9 +37,8 @@ export interface RunScope {
 }
 
 /**
- * The run's retention class and its log window, from the run's trigger and ref (issue 21). Release
- * patterns and org overrides are applied where stored (repo.release_patterns, org_retention_window);
- * before those columns exist the class falls back to tags/default branch/other and platform windows.
+ * The run's retention class (from its trigger, ref and the repo's release patterns, issue 21) and
+ * the window for `kind` after the org's shortenings (org_retention_window, never longer).
  */
 export async function runShredScope(
   db: Db,
@@ -47,12 +46,23 @@ export async function runShredScope(
   kind: ShredKind,
   windows: RetentionWindows,
 ): Promise<RunScope> {
-  const rows = await db.$queryRaw<{ org_id: string; trigger: string; ref: string | null; default_branch: string }[]>`
-    SELECT r.org_id::text, r.trigger, r.ref, p.default_branch FROM workflow_run r JOIN repo p ON p.id = r.repo_id WHERE r.id = ${runId}::uuid`;
+  const rows = await db.$queryRaw<
+    { org_id: string; trigger: string; ref: string | null; default_branch: string; release_patterns: string[] }[]
+  >`
+    SELECT r.org_id::text, r.trigger, r.ref, p.default_branch, p.release_patterns
+    FROM workflow_run r JOIN repo p ON p.id = r.repo_id WHERE r.id = ${runId}::uuid`;
   const r = rows[0];
   if (!r) throw new DomainError("RUN.NOT_FOUND", `run ${runId} not found`);
-  const cls = classify({ trigger: r.trigger, ref: r.ref, defaultBranch: r.default_branch, releasePatterns: [] });
-  return { orgId: r.org_id, cls, windowDays: windowDays(kind, cls, windows) };
+  const cls = classify({
+    trigger: r.trigger,
+    ref: r.ref,
+    defaultBranch: r.default_branch,
+    releasePatterns: r.release_patterns,
+  });
+  const o = await db.$queryRaw<{ days: number }[]>`
+    SELECT days FROM org_retention_window WHERE org_id = ${r.org_id}::uuid AND kind = ${kind} AND class = ${cls}`;
+  const overrides = o[0] ? { [kind]: { [cls]: o[0].days } } : null;
+  return { orgId: r.org_id, cls, windowDays: windowDays(kind, cls, windows, overrides) };
 }
 
 export class ShredLogCipher implements SegmentSealer, SegmentOpener {

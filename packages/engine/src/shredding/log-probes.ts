@@ -1,6 +1,7 @@
 // The sampler's read paths for archived logs (docs/adr/0037): the object store with the platform's
 // own credentials, and the replay the raw-log endpoint and the SSE stream serve from. Each builds
 // what a serving process builds from the database and the key dir as they are now.
+import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { isShreddedObject, parseShredHeader, type ShredReadPath } from "@kiln/domain";
 import type { SqlPool } from "../shared/sql-pool.ts";
 import { LogArchiveReader, readLogChunks, type LogObjectStore } from "../logs/index.ts";
@@ -8,6 +9,19 @@ import { openBuffer } from "./chunk-cipher.ts";
 import { keyMaterialStillOpens, type ShredKeyDeps } from "./data-keys.ts";
 import { ShredLogCipher } from "./log-cipher.ts";
 import type { DeletedObject, ShredProbe } from "./sample-deletions.ts";
+
+/** The sampler's direct GET with the platform's own credentials: null when the object is gone. */
+export function s3ObjectGetter(client: S3Client, bucket: string): (key: string) => Promise<Uint8Array | null> {
+  return async (key) => {
+    try {
+      const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return (await r.Body?.transformToByteArray()) ?? null;
+    } catch (e) {
+      if ((e as { name?: string }).name === "NoSuchKey") return null;
+      throw e;
+    }
+  };
+}
 
 const SEGMENT = /seg-(\d{10})-(\d{10})\.gz$/;
 
