@@ -15,3 +15,4 @@ export {
   type ShredProbe,
 } from "./sample-deletions.ts";
 export { logProbes, s3ObjectGetter, type LogProbeDeps } from "./log-probes.ts";
+export { listDestructionEvidence, type DestructionEvidence } from "./deletion-evidence.ts";

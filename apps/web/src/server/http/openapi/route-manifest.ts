@@ -31,6 +31,9 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/repos/[repoId]/secrets": () => import("@/app/v1/repos/[repoId]/secrets/route.ts"),
   "v1/repos/[repoId]/secrets/[name]": () => import("@/app/v1/repos/[repoId]/secrets/[name]/route.ts"),
   "v1/orgs/[org]/audit-events": () => import("@/app/v1/orgs/[org]/audit-events/route.ts"),
+  // Crypto-shredding (docs/adr/0037).
+  "v1/orgs/[org]/deletion-evidence": () => import("@/app/v1/orgs/[org]/deletion-evidence/route.ts"),
+  "v1/orgs/[org]/shred-leaks": () => import("@/app/v1/orgs/[org]/shred-leaks/route.ts"),
   // Provenance (docs/adr/0027).
   "v1/attestation/keys": () => import("@/app/v1/attestation/keys/route.ts"),
   "v1/attestations": () => import("@/app/v1/attestations/route.ts"),
