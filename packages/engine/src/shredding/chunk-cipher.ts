@@ -42,9 +42,24 @@ export function sealChunk(
   final: boolean,
   plain: Uint8Array,
 ): Buffer {
+  const [body, tag] = sealChunkParts(key, header, salt, index, final, plain);
+  return Buffer.concat([body, tag]);
+}
+
+/** The sealed chunk as ciphertext and tag, so a stream pushes both without copying them together. */
+function sealChunkParts(
+  key: Buffer,
+  header: Uint8Array,
+  salt: Uint8Array,
+  index: number,
+  final: boolean,
+  plain: Uint8Array,
+): [Buffer, Buffer] {
   const c = createCipheriv("aes-256-gcm", key, chunkNonce(salt, index), { authTagLength: SHRED_TAG_BYTES });
   c.setAAD(chunkAad(header, index, final));
-  return Buffer.concat([c.update(plain), c.final(), c.getAuthTag()]);
+  const body = c.update(plain);
+  c.final(); // GCM emits nothing here; it computes the tag
+  return [body, c.getAuthTag()];
 }
 
 /** Opens one sealed chunk; throws SHRED.DECRYPT_FAILED and never hands out unauthenticated bytes. */
@@ -62,7 +77,8 @@ export function openChunk(
   d.setAuthTag(sealed.subarray(sealed.length - SHRED_TAG_BYTES));
   const out = d.update(sealed.subarray(0, sealed.length - SHRED_TAG_BYTES));
   try {
-    return Buffer.concat([out, d.final()]);
+    d.final(); // verifies the tag; GCM emits no further bytes
+    return out;
   } catch {
     out.fill(0);
     throw new DomainError(
@@ -145,42 +161,74 @@ export function openRange(
   return Buffer.concat(out).subarray(r.skip, r.skip + r.length);
 }
 
+/**
+ * Cuts a byte stream into units of `unit` bytes with one unit of look-ahead: a unit is handed on
+ * only once a byte after it has arrived, so whoever holds the last one knows it is the last. Input
+ * buffers are sliced, not copied, except a unit that straddles two of them.
+ */
+class UnitCutter {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly unit: number) {}
+
+  feed(data: Buffer, each: (u: Buffer) => void): void {
+    let off = 0;
+    if (this.pendingBytes > 0) {
+      const take = Math.min(this.unit - this.pendingBytes, data.length);
+      this.pending.push(data.subarray(0, take));
+      this.pendingBytes += take;
+      off = take;
+      if (off === data.length) return; // a full pending unit waits for a byte after it
+      each(this.take());
+    }
+    for (; data.length - off > this.unit; off += this.unit) each(data.subarray(off, off + this.unit));
+    if (off < data.length) {
+      this.pending = [data.subarray(off)];
+      this.pendingBytes = data.length - off;
+    }
+  }
+
+  /** What is held (the last unit at the end of the stream). */
+  take(): Buffer {
+    const u = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return u;
+  }
+}
+
 /** Streams plaintext in, sealed object out. One chunk is held back: only the end says it is final. */
 export class SealStream extends Transform {
   private readonly header: Buffer;
   private readonly salt: Buffer;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  private readonly cutter: UnitCutter;
   private index = 0;
 
   constructor(
     private readonly k: DataKey,
-    private readonly chunkSize = SHRED_DEFAULT_CHUNK_BYTES,
+    chunkSize = SHRED_DEFAULT_CHUNK_BYTES,
   ) {
     super();
     this.header = newHeader(k, chunkSize);
     this.salt = this.header.subarray(28, 36);
+    this.cutter = new UnitCutter(chunkSize);
     this.push(this.header);
   }
 
+  private seal(plain: Buffer, final: boolean): void {
+    const [body, tag] = sealChunkParts(this.k.key, this.header, this.salt, this.index++, final, plain);
+    this.push(body);
+    this.push(tag);
+  }
+
   override _transform(data: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.pending.push(data);
-    this.pendingBytes += data.length;
-    // Strictly more than a chunk: the chunk emitted is known not to be the last one.
-    if (this.pendingBytes > this.chunkSize) {
-      let all = Buffer.concat(this.pending);
-      while (all.length > this.chunkSize) {
-        this.push(sealChunk(this.k.key, this.header, this.salt, this.index++, false, all.subarray(0, this.chunkSize)));
-        all = all.subarray(this.chunkSize);
-      }
-      this.pending = [all];
-      this.pendingBytes = all.length;
-    }
+    this.cutter.feed(data, (u) => this.seal(u, false));
     done();
   }
 
   override _flush(done: TransformCallback): void {
-    this.push(sealChunk(this.k.key, this.header, this.salt, this.index, true, Buffer.concat(this.pending)));
+    this.seal(this.cutter.take(), true);
     done();
   }
 }
@@ -189,7 +237,9 @@ export class SealStream extends Transform {
 export class OpenStream extends Transform {
   private header: ShredHeader | null = null;
   private headerBytes: Buffer | null = null;
-  private buf: Buffer = Buffer.alloc(0);
+  private key: Buffer | null = null;
+  private cutter: UnitCutter | null = null;
+  private head: Buffer[] = [];
   private index = 0;
 
   constructor(private readonly keyFor: (keyId: string) => DataKey) {
@@ -198,39 +248,33 @@ export class OpenStream extends Transform {
 
   override _transform(data: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      this.buf = this.buf.length === 0 ? data : Buffer.concat([this.buf, data]);
-      if (!this.header) {
-        if (this.buf.length < SHRED_HEADER_BYTES) return done();
-        this.headerBytes = Buffer.from(this.buf.subarray(0, SHRED_HEADER_BYTES));
+      if (!this.cutter) {
+        this.head.push(data);
+        const all = Buffer.concat(this.head);
+        if (all.length < SHRED_HEADER_BYTES) return done();
+        this.head = [];
+        this.headerBytes = Buffer.from(all.subarray(0, SHRED_HEADER_BYTES));
         this.header = parseShredHeader(this.headerBytes);
-        this.buf = this.buf.subarray(SHRED_HEADER_BYTES);
+        this.key = this.keyFor(this.header.keyId).key;
+        this.cutter = new UnitCutter(this.header.chunkSize + SHRED_TAG_BYTES);
+        data = all.subarray(SHRED_HEADER_BYTES);
       }
-      const stride = this.header.chunkSize + SHRED_TAG_BYTES;
-      const key = this.keyFor(this.header.keyId).key;
-      while (this.buf.length > stride) {
-        this.push(
-          openChunk(
-            key,
-            this.headerBytes as Buffer,
-            this.header.objectSalt,
-            this.index++,
-            false,
-            this.buf.subarray(0, stride),
-          ),
-        );
-        this.buf = this.buf.subarray(stride);
-      }
+      this.cutter.feed(data, (u) => this.open(u, false));
       done();
     } catch (err) {
       done(err as Error);
     }
   }
 
+  private open(sealed: Buffer, final: boolean): void {
+    const h = this.header as ShredHeader;
+    this.push(openChunk(this.key as Buffer, this.headerBytes as Buffer, h.objectSalt, this.index++, final, sealed));
+  }
+
   override _flush(done: TransformCallback): void {
     try {
-      if (!this.header || !this.headerBytes) throw new DomainError("SHRED.BAD_FORMAT", "shorter than the header");
-      const key = this.keyFor(this.header.keyId).key;
-      this.push(openChunk(key, this.headerBytes, this.header.objectSalt, this.index, true, this.buf));
+      if (!this.cutter) throw new DomainError("SHRED.BAD_FORMAT", "shorter than the header");
+      this.open(this.cutter.take(), true);
       done();
     } catch (err) {
       done(err as Error);

@@ -54,11 +54,11 @@ export async function sampleDeletions(
       try {
         r = await p.probe(o);
       } catch (err) {
-        // A probe that throws read nothing: that is the outcome we want, named by its error.
-        r = {
-          readable: false,
-          detail: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 500) : String(err),
-        };
+        // Refused (a SHRED/LOG/ARTIFACT domain error) or gone from the index: read nothing, the
+        // outcome we want. Anything else is a broken probe, and a broken probe must not report
+        // "unreadable": the round fails and pg-boss retries it.
+        if (!refusal(err)) throw err;
+        r = { readable: false, detail: `${err.name}: ${err.message}`.slice(0, 500) };
       }
       report.probes++;
       if (r.readable) report.leaks++;
@@ -83,8 +83,9 @@ export async function sampleDeletions(
 
 function refusal(err: unknown): err is Error {
   if (isDomainError(err)) return true;
-  // readLogChunks' words when the segment rows were evicted (retention) and nothing indexes the bytes.
-  return err instanceof Error && /in neither the journal nor the archive/.test(err.message);
+  // The log reader's own refusals, plain errors: the segment rows were evicted (retention) so nothing
+  // indexes the bytes, or the stored bytes are not what was archived (it serves nothing then).
+  return err instanceof Error && /in neither the journal nor the archive|does not match its digest/.test(err.message);
 }
 
 export interface ShredLeak {

@@ -13,11 +13,8 @@ import { gcmOpen, generateKekText, KekSource, orgDataKey } from "../../src/secre
 import {
   dataKeyForRead,
   destroyDueKeys,
-  listShredLeaks,
-  logProbes,
   openBuffer,
   PlatformKeyStore,
-  sampleDeletions,
   ShredLogCipher,
   type ShredKeyDeps,
 } from "../../src/shredding/index.ts";

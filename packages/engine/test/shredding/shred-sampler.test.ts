@@ -143,5 +143,15 @@ describe("deletion sampler", () => {
     await destroyDueKeys(deps(), now);
     expect((await round()).leaks).toBe(0);
     expect(await listShredLeaks(t.db(), a.tenant.orgId)).toEqual([]);
+
+    // A probe that breaks (not a refusal) fails the round: it must never pass for "unreadable".
+    const broken = {
+      path: "raw_log" as const,
+      kinds: ["log" as const],
+      probe: () => Promise.reject(new TypeError("bug")),
+    };
+    await expect(sampleDeletions({ db: t.db(), probes: [broken] }, { roundId: randomUUID(), now })).rejects.toThrow(
+      "bug",
+    );
   });
 });
