@@ -30,7 +30,7 @@ export interface SegmentOpener {
   open(orgId: string, body: Uint8Array): Promise<{ plain: Buffer; dueAt: Date }>;
 }
 
-export interface RunScope {
+interface RunScope {
   orgId: string;
   cls: ReturnType<typeof classify>;
   windowDays: number;

@@ -8,7 +8,7 @@ import { LogArchiveReader, readLogChunks, type LogObjectStore } from "../logs/in
 import { openBuffer } from "./chunk-cipher.ts";
 import { keyMaterialStillOpens, type ShredKeyDeps } from "./data-keys.ts";
 import { ShredLogCipher } from "./log-cipher.ts";
-import type { DeletedObject, ShredProbe } from "./sample-deletions.ts";
+import type { ShredProbe } from "./sample-deletions.ts";
 
 /** The sampler's direct GET with the platform's own credentials: null when the object is gone. */
 export function s3ObjectGetter(client: S3Client, bucket: string): (key: string) => Promise<Uint8Array | null> {
@@ -79,4 +79,3 @@ export function logProbes(d: LogProbeDeps): ShredProbe[] {
   ];
 }
 
-export type { DeletedObject };
