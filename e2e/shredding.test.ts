@@ -5,6 +5,7 @@ import path from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { shredDueAt } from "@kiln/domain";
 import {
+  addMember,
   createObjectStore,
   destroyDueKeys,
   KekSource,
@@ -162,6 +163,12 @@ describe("crypto-shredding", () => {
       await signIn(page, p.base, "shreda", "/orgs/shred-org");
       await page.getByTestId("shred-leak-alert").getByText("still readable").waitFor();
       await screenshot(page, "shred-leak-alert");
+      // An auditor sees the deletion evidence on the audit page (members see the refusal there).
+      await addMember(p.db, { orgSlug: "shred-org", login: "shred-aud", role: "auditor", forgeId: 8_210_001 });
+      const aud = await browser.page();
+      await signIn(aud, p.base, "shred-aud", "/orgs/shred-org/audit");
+      await aud.getByTestId("deletion-evidence-table").getByText("log").first().waitFor();
+      await screenshot(aud, "deletion-evidence");
     } finally {
       await browser.close();
     }
