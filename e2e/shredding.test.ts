@@ -120,6 +120,9 @@ describe("crypto-shredding", () => {
       platformKeys: new PlatformKeyStore(path.join(dir, "shred-keys")),
     };
     expect((await destroyDueKeys(keys, due)).dataKeys).toBeGreaterThan(0);
+    // The web app's clock is not at the due instant (the test moved only the destroyer's), so what
+    // stops it is the key being gone: its cache re-checks a shredded segment's key every 10 s.
+    await new Promise((r) => setTimeout(r, 10_500));
     const gone = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=stdout`, {
       headers: { authorization: `Bearer ${t.token}` },
     });

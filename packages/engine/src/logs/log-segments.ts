@@ -64,6 +64,9 @@ export async function encodeSegment(chunks: readonly LogChunkRecord[]): Promise<
   return { body, sha256: sha256Hex(body), rawBytes: position, entries };
 }
 
+/** How long a decoded shredded segment is served from memory before its key is checked again. */
+const SHRED_REVALIDATE_MS = 10_000;
+
 export function sha256Hex(b: Uint8Array): string {
   return createHash("sha256").update(b).digest("hex");
 }
@@ -75,7 +78,11 @@ export function sha256Hex(b: Uint8Array): string {
 export class LogArchiveReader {
   private readonly cache = new Map<string, Promise<Buffer>>();
   private readonly sizes = new Map<string, number>();
-  /** When a shredded segment's key dies: its decoded copy must not outlive it in this cache. */
+  /**
+   * Until when a decoded shredded segment may be served from this cache: its key's due instant, and
+   * at most SHRED_REVALIDATE_MS after it was opened, so a key destroyed by another process (the
+   * destroyer, an operator) stops being served here within that bound too.
+   */
   private readonly dueAt = new Map<string, number>();
   private cachedBytes = 0;
 
@@ -142,7 +149,7 @@ export class LogArchiveReader {
       // Segment keys begin logs/<org id>/ (segmentKey): the key is looked up within that org only.
       const orgId = seg.objectKey.split("/")[1] ?? "";
       const opened = await this.shred.open(orgId, body);
-      this.dueAt.set(seg.objectKey, opened.dueAt.getTime());
+      this.dueAt.set(seg.objectKey, Math.min(opened.dueAt.getTime(), this.nowMs() + SHRED_REVALIDATE_MS));
       return gunzipAsync(opened.plain);
     }
     return gunzipAsync(body);

@@ -78,4 +78,3 @@ export function logProbes(d: LogProbeDeps): ShredProbe[] {
     replay("log_stream"),
   ];
 }
-

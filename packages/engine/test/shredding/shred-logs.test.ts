@@ -155,6 +155,27 @@ describe("crypto-shredded log archive", () => {
     expect(await readAll(cached, a.attemptId, untilSeq)).toContain("due-soon");
     clock = due.getTime();
     expect(await codeOf(readAll(cached, a.attemptId, untilSeq))).toBe("SHRED.KEY_DESTROYED");
+    // A key destroyed while this process's clock is early (another process, an operator) stops
+    // being served from the cache within 10 s as well.
+    clock = due.getTime() - 60_000;
+    const early = new LogArchiveReader(
+      s3.store(),
+      undefined,
+      new ShredLogCipher(deps(), undefined, () => new Date(clock)),
+      () => clock,
+    );
+    expect(await readAll(early, a.attemptId, untilSeq)).toContain("due-soon");
+    const saved = await t.db().$queryRaw<
+      Record<string, unknown>[]
+    >`SELECT * FROM shred_data_key WHERE id = ${row.id}::uuid`;
+    await t.db().$executeRaw`DELETE FROM shred_data_key WHERE id = ${row.id}::uuid`;
+    clock += 9_000;
+    expect(await readAll(early, a.attemptId, untilSeq)).toContain("due-soon"); // still inside the bound
+    clock += 1_001;
+    expect(await codeOf(readAll(early, a.attemptId, untilSeq))).toBe("SHRED.KEY_DESTROYED");
+    await t.db().$executeRaw`
+      INSERT INTO shred_data_key (id, org_id, day, kind, class, due_day, window_days, wrapped)
+      SELECT id, org_id, day, kind, class, due_day, window_days, wrapped FROM json_populate_record(NULL::shred_data_key, ${JSON.stringify(saved[0], (_k, v) => (typeof v === "bigint" ? Number(v) : v))}::json)`;
 
     const r1 = await destroyDueKeys(deps(), due);
     expect(r1.dataKeys).toBeGreaterThanOrEqual(1);
