@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
@@ -55,7 +55,7 @@ const MARKER = "shred-e2e-private-line";
 const WORKFLOW = `version: 1
 jobs:
   - name: build
-    steps: ["for i in $(seq 1 2000); do echo ${MARKER} $i; done"]
+    steps: ["env | sort", "for i in $(seq 1 2000); do echo ${MARKER} $i; done"]
 `;
 
 async function waitUntil(pred: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -107,7 +107,15 @@ describe("crypto-shredding", () => {
       headers: { authorization: `Bearer ${t.token}` },
     });
     expect(raw.status).toBe(200);
-    expect(await raw.text()).toContain(`${MARKER} 2000`);
+    const rawText = await raw.text();
+    expect(rawText).toContain(`${MARKER} 2000`);
+    // Hostile side: the sandbox's environment (the step printed it) names neither the key dir nor
+    // the KEK, and holds none of the day keys that exist while the job ran.
+    expect(rawText).toContain("PATH=");
+    expect(rawText).not.toMatch(/KILN_SHRED_KEY_DIR|KILN_SECRETS_KEK|shred-keys/);
+    for (const f of await readdir(path.join(dir, "shred-keys")))
+      if (f.endsWith(".key"))
+        expect(rawText).not.toContain((await readFile(path.join(dir, "shred-keys", f), "utf8")).trim());
 
     // The due instant comes: the destroyer (the workers' job body) runs with that clock.
     const [k] = await p.db.$queryRaw<
