@@ -33,14 +33,29 @@ export async function sealFile(
   dst: string,
 ): Promise<{ file: string; sizeBytes: number; sha256: string; stamp: string }> {
   const h = createHash("sha256");
-  await pipeline(createReadStream(src, { highWaterMark: 1 << 20 }), new SealStream(key), hashing(h), createWriteStream(dst));
+  await pipeline(
+    createReadStream(src, { highWaterMark: 1 << 20 }),
+    new SealStream(key),
+    hashing(h),
+    createWriteStream(dst),
+  );
   const s = await stat(dst, { bigint: true });
-  return { file: dst, sizeBytes: Number(s.size), sha256: h.digest("hex"), stamp: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}` };
+  return {
+    file: dst,
+    sizeBytes: Number(s.size),
+    sha256: h.digest("hex"),
+    stamp: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`,
+  };
 }
 
 /** Opens `src` into `dst`; the plaintext's SHA-256 (what provenance names). */
 export async function openFile(key: DataKey, src: string, dst: string): Promise<string> {
   const h = createHash("sha256");
-  await pipeline(createReadStream(src, { highWaterMark: 1 << 20 }), new OpenStream(() => key), hashing(h), createWriteStream(dst));
+  await pipeline(
+    createReadStream(src, { highWaterMark: 1 << 20 }),
+    new OpenStream(() => key),
+    hashing(h),
+    createWriteStream(dst),
+  );
   return h.digest("hex");
 }
