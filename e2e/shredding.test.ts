@@ -176,10 +176,16 @@ describe("crypto-shredding", () => {
       await screenshot(page, "shred-leak-alert");
       // An auditor sees the deletion evidence on the audit page (members see the refusal there).
       await addMember(p.db, { orgSlug: "shred-org", login: "shred-aud", role: "auditor", forgeId: 8_210_001 });
-      const aud = await browser.page();
-      await signIn(aud, p.base, "shred-aud", "/orgs/shred-org/audit");
-      await aud.getByTestId("deletion-evidence-table").getByText("log").first().waitFor();
-      await screenshot(aud, "deletion-evidence");
+      // A browser of its own: pages of one browser share the member's session cookie.
+      const auditor = await TestBrowser.launch();
+      try {
+        const aud = await auditor.page();
+        await signIn(aud, p.base, "shred-aud", "/orgs/shred-org/audit");
+        await aud.getByTestId("deletion-evidence-table").getByText("log").first().waitFor();
+        await screenshot(aud, "deletion-evidence");
+      } finally {
+        await auditor.close();
+      }
     } finally {
       await browser.close();
     }
