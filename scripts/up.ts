@@ -58,6 +58,9 @@ async function main(): Promise<void> {
       AUTH_TRUST_HOST: "true",
       // Secrets (ADR 0025): the platform generates $KILN_DATA_DIR/secrets.kek (0600) unless this is set.
       ...(process.env.KILN_SECRETS_KEK_FILE ? { KILN_SECRETS_KEK_FILE: process.env.KILN_SECRETS_KEK_FILE } : {}),
+      // Crypto-shredding (ADR 0037): per-due-day platform keys, outside the database, shared by the
+      // web server and the workers (an absolute path: their working directories differ).
+      KILN_SHRED_KEY_DIR: process.env.KILN_SHRED_KEY_DIR ?? path.resolve(DATA, "shred-keys"),
     },
   });
   await applyLifecycle(platform);

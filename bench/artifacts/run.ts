@@ -9,7 +9,9 @@
 // --stock-s3rver runs s3rver 3.7 as published (it rewrites the object with a full MD5 on completion,
 // so its ETag is not S3's multipart form and the finaliser reads every artifact back): the path
 // before docs/adr/0007-artifacts.md "Embedded store" and "Verification by the store's part digests".
-// Usage: npm run bench -- artifacts [--mib 1024] [--rounds 2] [--dir /path/on/disk] [--stock-s3rver]
+// --shred (issue 21, docs/adr/0037) seals the frozen file before upload+seal and opens the restored
+// object after download+verify, both inside the timed steps, as the agent does with encryption on.
+// Usage: npm run bench -- artifacts [--mib 1024] [--rounds 2] [--dir /path/on/disk] [--stock-s3rver] [--shred]
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
@@ -42,12 +44,14 @@ import { ControlClient } from "@kiln/host-agent/control-client";
 import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";
+import { benchDataKey, openFile, sealFile } from "./shred-passes.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
 const MIB = Number(arg("mib", "1024"));
 const ROUNDS = Number(arg("rounds", "2"));
 const SIZE = MIB * 1024 * 1024;
+const SHRED = process.argv.includes("--shred");
 const progress = (m: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const CFG = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 3_600_000 };
 const WORKFLOW = `version: 1
@@ -204,9 +208,13 @@ async function main(): Promise<void> {
       const [freeze, frozen] = await timed(() => freezeArtifact(ws, spool, { name: "app", path: "app.bin" }));
       if (!frozen.ok) throw new Error(frozen.message);
       const signal = new AbortController().signal;
-      const [upload, up] = await timed(() =>
-        uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal }),
-      );
+      const dataKey = benchDataKey();
+      const [upload, up] = await timed(async () => {
+        if (!SHRED) return uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal });
+        // Sealed beside the spool, then the sealed file is what the parts carry.
+        const sealed = await sealFile(dataKey, frozen.artifact.file, path.join(spool, "app.sealed"));
+        return uploadArtifact({ ...frozen.artifact, ...sealed }, { client, ticket: producer, log, signal });
+      });
       if (!up.ok) throw new Error(JSON.stringify(up.failure));
       const how = await db.$queryRaw<{ v: string | null }[]>`
         SELECT data->>'verified_by' AS v FROM transition_event WHERE entity = 'artifact' AND to_state = 'sealed' AND data->>'generation_id' = ${up.generationId}`;
@@ -233,12 +241,16 @@ async function main(): Promise<void> {
       const consumer = await claim();
       const spool2 = path.join(work, "spool2");
       await mkdir(spool2);
-      const [download, down] = await timed(() =>
-        restoreArtifact(
+      const [download, down] = await timed(async () => {
+        const r = await restoreArtifact(
           { fromJob: "compile", name: "app", path: "inputs/app.bin" },
           { client, ticket: consumer, log, signal, workspaceDir: ws, spoolDir: spool2 },
-        ),
-      );
+        );
+        if (!SHRED || !r.ok) return r;
+        const plainSha = await openFile(dataKey, path.join(ws, "inputs/app.bin"), path.join(ws, "inputs/app.plain"));
+        if (plainSha !== frozen.artifact.sha256) throw new Error("opened bytes differ from the frozen plaintext");
+        return { ...r, sizeBytes: SIZE };
+      });
       if (!down.ok) throw new Error(JSON.stringify(down));
       if (down.sizeBytes !== SIZE || up.generationId !== down.generationId)
         throw new Error("restored the wrong generation");
@@ -280,7 +292,7 @@ async function main(): Promise<void> {
       .join(" ")}`,
   );
   console.log(
-    `Artifacts, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; sealed after: ${[...new Set(verifiedBy)].join(", ")}`,
+    `Artifacts${SHRED ? " with crypto-shredding (seal before upload, open after download)" : ""}, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; sealed after: ${[...new Set(verifiedBy)].join(", ")}`,
   );
   console.log(`| path | seconds | MiB/s | ratio to plain SDK |`);
   console.log(`| --- | ---: | ---: | ---: |`);

@@ -17,6 +17,7 @@ import { runnerCommands } from "./runners.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
+import { shreddingCommands } from "./shredding.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -36,4 +37,5 @@ export const commands: CliCommand[] = [
   ...scheduleCommands,
   ...environmentCommands,
   ...tlogCommands,
+  ...shreddingCommands,
 ];

@@ -108,6 +108,10 @@ const schema = z.object({
    * share one value. Never given to the web app or a host agent.
    */
   KILN_TLOG_KEY_ENCRYPTION_KEY: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  /** Secrets KEK file and id (ADR 0025), as the web app reads them: the workers open org DEKs to
+   * wrap and unwrap crypto-shredding data keys (ADR 0037). Unset: logs are archived unencrypted. */
+  KILN_SECRETS_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  KILN_SECRETS_KEK_ID: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
   /** How often the workers sign a checkpoint when the log has grown (issue 17: within 5 s). */
   KILN_TLOG_CHECKPOINT_MS: z.coerce.number().int().min(50).max(5_000).default(1_000),
 });

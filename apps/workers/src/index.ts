@@ -5,6 +5,8 @@ import { PgBoss, type JobResult } from "pg-boss";
 import { workersEngineConfig, workersEnv, workersForgeConfig } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
+import { destroyShredKeysJob } from "./jobs/destroy-shred-keys.job.ts";
+import { sampleDeletionsJob } from "./jobs/sample-deletions.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { enforceRetentionJob } from "./jobs/enforce-retention.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
@@ -115,6 +117,10 @@ await boss.schedule(enforceRetentionJob.name, "23 * * * *", {});
 await boss.schedule(rotateJobTokenKeyJob.name, "17 * * * *", {});
 // ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).
 await boss.schedule(pruneIdTokensJob.name, "*/15 * * * *", {});
+// Crypto-shredding (docs/adr/0037): due keys destroyed within a minute of their instant (reads
+// refuse from the instant itself); destroyed objects' read paths probed every quarter hour.
+await boss.schedule(destroyShredKeysJob.name, "* * * * *", {});
+await boss.schedule(sampleDeletionsJob.name, "*/15 * * * *", {});
 
 // Freeze requests the relay just queued are fetched at once by this process's worker instead of at
 // its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).

@@ -21,3 +21,4 @@ export * from "./secrets/index.ts";
 export * from "./environments/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";
 export * from "./runners/index.ts";
+export * from "./shredding/index.ts";

@@ -271,3 +271,4 @@ export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./
 export * from "./runners/index.ts";
 export * from "./retention/index.ts";
 export * from "./fleet/index.ts";
+export * from "./shredding/index.ts";

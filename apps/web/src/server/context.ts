@@ -14,6 +14,8 @@ import {
 } from "@kiln/engine";
 import {
   LogArchiveReader,
+  PlatformKeyStore,
+  ShredLogCipher,
   LogHeadCache,
   LogHub,
   LogPublisher,
@@ -98,7 +100,7 @@ export function services(): Services {
       bucket: e.KILN_S3_BUCKET,
       settings: cacheSettingsFromEnv(e),
     })),
-    logs: lazy(() => createLogServices(e, log)),
+    logs: lazy(() => createLogServices(e, log, g.__kiln as Services)),
     keks: new KekSource(e.KILN_SECRETS_KEK_FILE ?? null, e.KILN_SECRETS_KEK_ID ?? null),
     identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
     retention: e.KILN_RETENTION_WINDOWS,
@@ -106,7 +108,7 @@ export function services(): Services {
   return g.__kiln;
 }
 
-function createLogServices(e: WebEnv, log: Logger): LogServices {
+function createLogServices(e: WebEnv, log: Logger, svc: Services): LogServices {
   const report = (what: string) => (err: unknown) => log.error(what, { err });
   const pool = new pg.Pool({ connectionString: e.DATABASE_URL, max: e.KILN_LOG_DB_POOL });
   pool.on("error", report("log journal pool"));
@@ -119,7 +121,14 @@ function createLogServices(e: WebEnv, log: Logger): LogServices {
     publisher: new LogPublisher(redis, report("redis (log publish)"), e.KILN_LOG_POLL_MS),
     follower: {
       pool,
-      archive: new LogArchiveReader(s3LogStore(s3, e.KILN_S3_BUCKET)),
+      // Shredded segments (ADR 0037) open through the org's data key; without a key dir they cannot.
+      archive: new LogArchiveReader(
+        s3LogStore(s3, e.KILN_S3_BUCKET),
+        undefined,
+        e.KILN_SHRED_KEY_DIR
+          ? new ShredLogCipher({ db: svc.db, keks: svc.keks, platformKeys: new PlatformKeyStore(e.KILN_SHRED_KEY_DIR) })
+          : null,
+      ),
       hub: new LogHub(new Redis(e.REDIS_URL, { maxRetriesPerRequest: null }), report("redis (log subscriber)")),
       heads: new LogHeadCache(pool, Math.max(25, Math.floor(e.KILN_LOG_POLL_MS / 2))),
       pollMs: e.KILN_LOG_POLL_MS,

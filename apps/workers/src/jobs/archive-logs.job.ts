@@ -7,13 +7,17 @@ import {
   type ArchiveReport,
   type LogConfig,
   type LogObjectStore,
+  type SegmentSealer,
+  ShredLogCipher,
   type SqlPool,
 } from "@kiln/engine";
+import type { Db } from "@kiln/db";
 import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import { z } from "zod";
 import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
+import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 /**
  * The log archiver (issue 4, docs/adr/0006-logs.md): journal chunks -> immutable gzip segments in
@@ -28,8 +32,8 @@ export const archiveLogsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 15 * 60,
-  handle: async ({ log }) => {
-    const r = await runLogArchive(await runtimeFromEnv(log));
+  handle: async ({ db, log }) => {
+    const r = await runLogArchive(await runtimeFromEnv(db, log));
     if (r.segments + r.indexed > 0) log.info("logs archived", { ...r });
   },
 });
@@ -40,13 +44,19 @@ export interface LogArchiveRuntime {
   cfg: LogConfig;
   /** Logs archived at once (KILN_LOG_ARCHIVE_CONCURRENCY). */
   concurrency?: number;
+  /** Seals segments under the org's data key of the day (ADR 0037); absent: stored unencrypted. */
+  shred?: SegmentSealer;
 }
 
 /** One pass: batches until a batch finds nothing more to do. */
 export async function runLogArchive(rt: LogArchiveRuntime, maxBatches = 20): Promise<ArchiveReport> {
   const total: ArchiveReport = { attempts: 0, segments: 0, bytes: 0, indexed: 0 };
   for (let i = 0; i < maxBatches; i++) {
-    const r = await archiveLogs(rt.pool, rt.store, rt.cfg, { limit: 50, concurrency: rt.concurrency ?? 1 });
+    const r = await archiveLogs(rt.pool, rt.store, rt.cfg, {
+      limit: 50,
+      concurrency: rt.concurrency ?? 1,
+      ...(rt.shred ? { shred: rt.shred } : {}),
+    });
     total.attempts += r.attempts;
     total.segments += r.segments;
     total.bytes += r.bytes;
@@ -59,7 +69,7 @@ export async function runLogArchive(rt: LogArchiveRuntime, maxBatches = 20): Pro
 let runtime: LogArchiveRuntime | null = null;
 
 // Built on first use: tests import this module with no worker environment at all.
-async function runtimeFromEnv(log: Logger): Promise<LogArchiveRuntime> {
+async function runtimeFromEnv(db: Db, log: Logger): Promise<LogArchiveRuntime> {
   if (runtime) return runtime;
   const env = workersEnv();
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: env.KILN_LOG_ARCHIVE_CONCURRENCY + 1 });
@@ -71,5 +81,11 @@ async function runtimeFromEnv(log: Logger): Promise<LogArchiveRuntime> {
     cfg: logConfigFromEnv(env),
     concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY,
   };
+  const shred = shredDepsFromEnv(db);
+  if (shred) runtime.shred = new ShredLogCipher(shred);
+  else
+    log.warn(
+      "crypto-shredding is not configured (KILN_SHRED_KEY_DIR, KILN_SECRETS_KEK_FILE): logs archive unencrypted",
+    );
   return runtime;
 }

@@ -6,6 +6,7 @@ import {
   loadFileSigner,
   objectStoreConfigFromEnv,
   s3LogStore,
+  ShredLogCipher,
   type ArtifactStore,
   type AttestorDeps,
 } from "@kiln/engine";
@@ -13,6 +14,7 @@ import type { Db } from "@kiln/db";
 import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import { workersEnv } from "../env.ts";
+import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 // What the attestor and the verifier need, built on first use from the workers' env (tests import
 // the job modules with no environment and pass their own runtime).
@@ -39,10 +41,19 @@ async function build(db: Db, log: Logger): Promise<AttestorRuntime> {
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
   pool.on("error", (err) => log.error("attestor log pool", { err }));
   const s3 = createObjectStore(objectStoreConfigFromEnv(env));
+  const shred = shredDepsFromEnv(db);
   return {
     attestor: {
       db,
-      logs: { pool, archive: new LogArchiveReader(s3LogStore(s3, env.KILN_S3_BUCKET)) },
+      // Shredded log segments (ADR 0037) are opened with the org's data key while it lives.
+      logs: {
+        pool,
+        archive: new LogArchiveReader(
+          s3LogStore(s3, env.KILN_S3_BUCKET),
+          undefined,
+          shred ? new ShredLogCipher(shred) : null,
+        ),
+      },
       signer,
       tlog: engineTlog,
       instanceUri: env.KILN_PUBLIC_URL ?? "http://localhost:3000",

@@ -12,6 +12,8 @@ import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 import { runSchedulesJob } from "./run-schedules.job.ts";
 import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
+import { destroyShredKeysJob } from "./destroy-shred-keys.job.ts";
+import { sampleDeletionsJob } from "./sample-deletions.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -29,4 +31,6 @@ export const JOBS = [
   verifyAttestationJob,
   pruneIdTokensJob,
   signTlogCheckpointJob,
+  destroyShredKeysJob,
+  sampleDeletionsJob,
 ] as const;

@@ -133,7 +133,12 @@ export type DomainErrorCode =
   | "REGISTRATION.POOL_MISMATCH"
   | "AGENT.PROTOCOL_INCOMPATIBLE"
   | "POOL.NOT_FOUND"
-  | "POOL.EXISTS";
+  | "POOL.EXISTS"
+  // Crypto-shredding (issue 21, docs/adr/0037).
+  | "SHRED.BAD_FORMAT"
+  | "SHRED.DECRYPT_FAILED"
+  | "SHRED.KEY_DESTROYED"
+  | "SHRED.KEY_UNAVAILABLE";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

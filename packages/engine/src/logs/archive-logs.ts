@@ -6,10 +6,18 @@
 import { DEFAULT_RETENTION_WINDOWS, type LogStream } from "@kiln/domain";
 import type { LogConfig } from "./log-config.ts";
 import type { LogObjectStore } from "./log-object-store.ts";
-import { attemptPrefix, encodeSegment, segmentKey, type LogChunkRecord, type SegmentEntry } from "./log-segments.ts";
+import {
+  attemptPrefix,
+  encodeSegment,
+  segmentKey,
+  sha256Hex,
+  type LogChunkRecord,
+  type SegmentEntry,
+} from "./log-segments.ts";
 import { withTx } from "@kiln/db";
 import { num, type SqlPool } from "../shared/sql-pool.ts";
 import { loadRunRetention, pgRows, stampFor } from "../shared/retention-stamp.ts";
+import type { SegmentSealer } from "../shredding/index.ts";
 
 export interface ArchiveReport {
   attempts: number;
@@ -30,7 +38,7 @@ export async function archiveLogs(
   pool: SqlPool,
   store: LogObjectStore,
   cfg: LogConfig,
-  opts: { limit?: number; concurrency?: number } = {},
+  opts: { limit?: number; concurrency?: number; shred?: SegmentSealer } = {},
 ): Promise<ArchiveReport> {
   const report: ArchiveReport = { attempts: 0, segments: 0, bytes: 0, indexed: 0 };
   const { rows } = await pool.query<{ attempt_id: string }>(
@@ -56,7 +64,7 @@ export async function archiveLogs(
         if (!owner) continue; // another archiver has it
         report.attempts++;
         try {
-          await archiveAttempt(pool, store, cfg, owner, report);
+          await archiveAttempt(pool, store, cfg, owner, report, opts.shred);
         } finally {
           await pool.query("UPDATE log_attempt SET archive_lease_until = NULL WHERE attempt_id = $1", [attemptId]);
         }
@@ -88,6 +96,7 @@ async function archiveAttempt(
   cfg: LogConfig,
   owner: Owner,
   report: ArchiveReport,
+  shred?: SegmentSealer,
 ): Promise<void> {
   const o = { orgId: owner.org_id, runId: owner.run_id, jobId: owner.job_id, epoch: owner.epoch };
   for (;;) {
@@ -101,7 +110,21 @@ async function archiveAttempt(
     if (!first || !last) break;
     const seg = await encodeSegment(chunks);
     const key = segmentKey(o, first.seq, last.seq);
-    await store.put(key, seg.body, "application/gzip");
+    if (shred) {
+      // Sealed under the org's data key of the day (ADR 0037): the segment's digest and stored size
+      // are the ciphertext's, which is what the store holds and the reader checks first.
+      const sealed = await shred.seal({ orgId: o.orgId, runId: o.runId }, seg.body);
+      seg.body = sealed.body;
+      seg.sha256 = sha256Hex(sealed.body);
+      await store.put(key, seg.body, "application/octet-stream");
+      await shred.record(pool, {
+        objectKey: key,
+        orgId: o.orgId,
+        keyId: sealed.keyId,
+        attemptId: owner.attempt_id,
+        dueAt: sealed.dueAt,
+      });
+    } else await store.put(key, seg.body, "application/gzip");
     const moved = await commitSegment(
       pool,
       cfg,

@@ -4,8 +4,9 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { gunzip, gzip } from "node:zlib";
-import { DomainError, type LogStream } from "@kiln/domain";
+import { DomainError, isShreddedObject, type LogStream } from "@kiln/domain";
 import type { LogObjectStore } from "./log-object-store.ts";
+import type { SegmentOpener } from "../shredding/index.ts";
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -63,7 +64,10 @@ export async function encodeSegment(chunks: readonly LogChunkRecord[]): Promise<
   return { body, sha256: sha256Hex(body), rawBytes: position, entries };
 }
 
-function sha256Hex(b: Uint8Array): string {
+/** How long a decoded shredded segment is served from memory before its key is checked again. */
+const SHRED_REVALIDATE_MS = 10_000;
+
+export function sha256Hex(b: Uint8Array): string {
   return createHash("sha256").update(b).digest("hex");
 }
 
@@ -74,11 +78,19 @@ function sha256Hex(b: Uint8Array): string {
 export class LogArchiveReader {
   private readonly cache = new Map<string, Promise<Buffer>>();
   private readonly sizes = new Map<string, number>();
+  /**
+   * Until when a decoded shredded segment may be served from this cache: its key's due instant, and
+   * at most SHRED_REVALIDATE_MS after it was opened, so a key destroyed by another process (the
+   * destroyer, an operator) stops being served here within that bound too.
+   */
+  private readonly dueAt = new Map<string, number>();
   private cachedBytes = 0;
 
   constructor(
     private readonly store: LogObjectStore,
     private readonly maxCachedBytes = 64 * 1024 * 1024,
+    private readonly shred: SegmentOpener | null = null,
+    private readonly nowMs: () => number = () => Date.now(),
   ) {}
 
   async chunks(seg: SegmentRef, fromSeq: number, untilSeq: number, maxBytes: number): Promise<LogChunkRecord[]> {
@@ -98,6 +110,8 @@ export class LogArchiveReader {
   }
 
   private load(seg: SegmentRef): Promise<Buffer> {
+    const due = this.dueAt.get(seg.objectKey);
+    if (due !== undefined && this.nowMs() >= due) this.drop(seg.objectKey);
     const hit = this.cache.get(seg.objectKey);
     if (hit) {
       // Re-insert: Map iteration order is our LRU order.
@@ -130,7 +144,22 @@ export class LogArchiveReader {
       );
     }
     if (sha256Hex(body) !== seg.sha256) throw new Error(`archived segment ${seg.objectKey} does not match its digest`);
+    if (isShreddedObject(body)) {
+      if (!this.shred) throw new DomainError("SHRED.KEY_UNAVAILABLE", "this process cannot open shredded log segments");
+      // Segment keys begin logs/<org id>/ (segmentKey): the key is looked up within that org only.
+      const orgId = seg.objectKey.split("/")[1] ?? "";
+      const opened = await this.shred.open(orgId, body);
+      this.dueAt.set(seg.objectKey, Math.min(opened.dueAt.getTime(), this.nowMs() + SHRED_REVALIDATE_MS));
+      return gunzipAsync(opened.plain);
+    }
     return gunzipAsync(body);
+  }
+
+  private drop(key: string): void {
+    this.cache.delete(key);
+    this.cachedBytes -= this.sizes.get(key) ?? 0;
+    this.sizes.delete(key);
+    this.dueAt.delete(key);
   }
 
   private evict(): void {

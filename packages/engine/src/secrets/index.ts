@@ -15,3 +15,5 @@ export { targetById, targetBySlug, type SecretTarget } from "./secret-target.ts"
 export { rotateKek, type RotateKekResult } from "./rotate-kek.ts";
 export { adminSecretTarget, callerOrg, type OrgCaller } from "./authorize-secrets.ts";
 export { deliverSecrets, type DeliveredSecrets } from "./deliver-secrets.ts";
+// The org DEK also wraps the crypto-shredding data keys (docs/adr/0037).
+export { orgDataKey } from "./data-key.ts";

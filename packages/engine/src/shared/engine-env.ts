@@ -17,6 +17,12 @@ const int = () => z.coerce.number().int();
 const blankIsUnset = (v: unknown) => (v === "" ? undefined : v);
 
 export const engineEnvSchema = z.object({
+  /**
+   * Crypto-shredding (issue 21, ADR 0037): the directory of per-due-day platform keys (mode 0700,
+   * one 0600 file per day), shared by the web app and the workers, never in the database or its
+   * backups. Unset (the default): archived logs are stored unencrypted, as before.
+   */
+  KILN_SHRED_KEY_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** Attempt lease TTL; agents' watchdogs kill sandboxes at the same bound. */
   KILN_LEASE_TTL_MS: int().min(500).default(DEFAULT_ENGINE_CONFIG.leaseTtlMs),
   /** How often agents should heartbeat (a fraction of the TTL). */

@@ -5,6 +5,7 @@ import { useId, useState, type FormEvent } from "react";
 import { useTRPC } from "@/server/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
+import { DeletionEvidenceCard } from "../shredding/deletion-evidence-card.tsx";
 
 const KINDS = [
   { value: "", label: "All kinds" },
@@ -149,6 +150,7 @@ export function AuditView({ org }: { org: string }) {
           <code className="font-mono">GET /v1/orgs/{org}/audit-events?kind=&amp;since=&amp;after=</code>.
         </p>
       </Card>
+      <DeletionEvidenceCard org={org} />
     </div>
   );
 }

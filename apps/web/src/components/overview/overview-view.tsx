@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "@/server/trpc/client.tsx";
 import { QuarantineAlert } from "../provenance/quarantine-alert.tsx";
+import { ShredLeakAlert } from "../shredding/shred-leak-alert.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RunsTable } from "../runs/runs-table.tsx";
 import { Elapsed, useNow } from "../time.tsx";
@@ -21,6 +22,7 @@ export function OverviewView({ org }: { org: string }) {
     <div className="space-y-6">
       <h1 className="text-xl font-semibold tracking-tight">{org}</h1>
       <QuarantineAlert org={org} />
+      <ShredLeakAlert org={org} />
       <Stats d={d} />
       <Card title={`Running and queued jobs (${d.running_count + d.queued_count})`} id="active-jobs">
         {d.active_jobs.length === 0 ? (

@@ -155,6 +155,11 @@ const STATUS: Record<DomainErrorCode, number> = {
   "OVERRIDE.INVALID_EXPIRY": 422,
   "OVERRIDE.SECOND_APPROVER_SAME": 403,
   "ROLLBACK.NOT_A_PREVIOUS_DIGEST": 422,
+  // A shredded object whose key is gone reads as gone (410): that is the point of shredding.
+  "SHRED.BAD_FORMAT": 502,
+  "SHRED.DECRYPT_FAILED": 502,
+  "SHRED.KEY_DESTROYED": 410,
+  "SHRED.KEY_UNAVAILABLE": 503,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {

@@ -6,6 +6,8 @@ import { getJob } from "./jobs/get-job.procedure.ts";
 import { getProvenanceRecord } from "./provenance/get-provenance-record.procedure.ts";
 import { getRunHistory } from "./provenance/get-run-history.procedure.ts";
 import { listQuarantines } from "./provenance/list-quarantines.procedure.ts";
+import { listShredLeaks } from "./shredding/list-shred-leaks.procedure.ts";
+import { listDeletionEvidence } from "./shredding/list-deletion-evidence.procedure.ts";
 import { searchProvenance } from "./provenance/search-provenance.procedure.ts";
 import { cancelRun } from "./runs/cancel-run.procedure.ts";
 import { getOverview } from "./runs/get-overview.procedure.ts";
@@ -135,6 +137,8 @@ export const appRouter = router({
     setInterruptible: setPoolInterruptible,
     share: interruptibleShare,
   },
+  // Crypto-shredding (issue 21): the sampler's open leaks and the destroyer's evidence.
+  shredding: { leaks: listShredLeaks, evidence: listDeletionEvidence },
 });
 
 export type AppRouter = typeof appRouter;

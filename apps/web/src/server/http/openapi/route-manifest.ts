@@ -43,6 +43,9 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/orgs/[org]/retention/holds": () => import("@/app/v1/orgs/[org]/retention/holds/route.ts"),
   "v1/artifacts/[artifactId]/hold": () => import("@/app/v1/artifacts/[artifactId]/hold/route.ts"),
   "v1/repos/[repoId]/release-patterns": () => import("@/app/v1/repos/[repoId]/release-patterns/route.ts"),
+  // Crypto-shredding (docs/adr/0037).
+  "v1/orgs/[org]/deletion-evidence": () => import("@/app/v1/orgs/[org]/deletion-evidence/route.ts"),
+  "v1/orgs/[org]/shred-leaks": () => import("@/app/v1/orgs/[org]/shred-leaks/route.ts"),
   // Provenance (docs/adr/0027).
   "v1/attestation/keys": () => import("@/app/v1/attestation/keys/route.ts"),
   "v1/attestations": () => import("@/app/v1/attestations/route.ts"),

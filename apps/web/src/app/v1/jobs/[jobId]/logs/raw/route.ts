@@ -45,8 +45,16 @@ export const GET = route({
     assertLogRetained(head);
     const abort = new AbortController();
     const bytes = readStreamBytes(follower.pool, follower.archive, head.attemptId, head.nextSeq, stream);
+    // The first read happens before the response exists: a refusal there (a shredded segment whose
+    // key is destroyed: SHRED.KEY_DESTROYED, 410; an archive outage) becomes the answer's status
+    // instead of a connection cut after a 200 (ADR 0037).
+    const first = await bytes.next();
+    async function* all(): AsyncGenerator<string | Uint8Array, void> {
+      if (!first.done) yield first.value;
+      yield* bytes;
+    }
     return streamingResponse(
-      bytes,
+      all(),
       abort,
       {
         "content-type": "application/octet-stream",

@@ -1,0 +1,193 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { shredDueAt } from "@kiln/domain";
+import {
+  addMember,
+  createObjectStore,
+  destroyDueKeys,
+  KekSource,
+  logProbes,
+  PlatformKeyStore,
+  s3LogStore,
+  s3ObjectGetter,
+  sampleDeletions,
+  type SqlPool,
+} from "@kiln/engine";
+import { s3Env, startS3, type S3Handle } from "@kiln/testkit";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { screenshot, signIn, TestBrowser } from "./support/browser.ts";
+import { Platform } from "./support/platform.ts";
+
+// Issue 21 end to end (ADR 0037): the real workers archive a job's log sealed under the org's data
+// key of the day; the real web app serves it back in clear; after the destroyer runs at the due
+// instant the raw log refuses, the object in the store is ciphertext nothing left opens, the
+// sampler finds every path unreadable, and an injected plaintext copy raises the org home's alert.
+let s3: S3Handle;
+let dir = "";
+let p: Platform;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-shred-"));
+  s3 = await startS3({ dataDir: path.join(dir, "s3"), bucket: "kiln" });
+  p = new Platform({
+    ...s3Env(s3),
+    KILN_SHRED_KEY_DIR: path.join(dir, "shred-keys"),
+    KILN_LOG_ARCHIVE_MS: "200",
+    KILN_DEV_LOGIN: "1",
+    AUTH_SECRET: "e2e-only-session-secret-0123456789abcdef",
+  });
+  await p.start();
+  pool = new pg.Pool({ connectionString: p.dbUrl, max: 2 });
+}, 180_000);
+afterAll(async () => {
+  await pool?.end();
+  await p?.stop();
+  await s3?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const MARKER = "shred-e2e-private-line";
+const WORKFLOW = `version: 1
+jobs:
+  - name: build
+    steps: ["env | sort", "for i in $(seq 1 2000); do echo ${MARKER} $i; done"]
+`;
+
+async function waitUntil(pred: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await pred()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`condition not met in ${timeoutMs} ms\n${p.logs()}`);
+}
+
+describe("crypto-shredding", () => {
+  it("seals archived logs, serves them until D + window, then nothing reads them and a leak alerts", async () => {
+    const t = await p.seedTenant("shred-org", { ".kiln/workflow.yaml": WORKFLOW }, { member: "shreda" });
+    await p.startAgent("agent-shred", t.agentToken);
+    const r = await p.api(
+      "POST",
+      `/v1/repos/${t.repoId}/workflow-runs`,
+      t.token,
+      { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha },
+      { "idempotency-key": "shred-1" },
+    );
+    expect(r.status).toBe(202);
+    const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 120_000);
+    expect(run.outcome).toBe("success");
+    const jobId = run.jobs[0].id as string;
+    await waitUntil(async () => {
+      const n = await p.db.$queryRaw<{ n: bigint }[]>`
+        SELECT count(*) AS n FROM log_attempt a WHERE a.job_id = ${jobId}::uuid AND a.index_key IS NOT NULL`;
+      return (n[0]?.n ?? 0n) > 0n;
+    }, 60_000);
+    const objects = await p.db.$queryRaw<{ object_key: string; key_id: string }[]>`
+      SELECT object_key, key_id::text FROM shred_object WHERE org_id = (SELECT id FROM org WHERE slug = 'shred-org')`;
+    expect(objects.length).toBeGreaterThan(0);
+    const s3c = createObjectStore({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+    });
+    const get = s3ObjectGetter(s3c, s3.bucket);
+    for (const o of objects) {
+      const body = Buffer.from((await get(o.object_key)) ?? []);
+      expect(body.subarray(0, 4).toString()).toBe("KLNS");
+      expect(body.includes(Buffer.from(MARKER))).toBe(false);
+    }
+    // The web app opens it (its own key dir and KEK), journal already emptied by the archiver.
+    const raw = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=stdout`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    expect(raw.status).toBe(200);
+    const rawText = await raw.text();
+    expect(rawText).toContain(`${MARKER} 2000`);
+    // Hostile side: the sandbox's environment (the step printed it) names neither the key dir nor
+    // the KEK, and holds none of the day keys that exist while the job ran.
+    expect(rawText).toContain("PATH=");
+    expect(rawText).not.toMatch(/KILN_SHRED_KEY_DIR|KILN_SECRETS_KEK|shred-keys/);
+    for (const f of await readdir(path.join(dir, "shred-keys")))
+      if (f.endsWith(".key"))
+        expect(rawText).not.toContain((await readFile(path.join(dir, "shred-keys", f), "utf8")).trim());
+
+    // The due instant comes: the destroyer (the workers' job body) runs with that clock.
+    const [k] = await p.db.$queryRaw<
+      { due_day: Date }[]
+    >`SELECT due_day FROM shred_data_key WHERE id = ${objects[0]?.key_id}::uuid`;
+    const due = shredDueAt((k?.due_day as Date).toISOString().slice(0, 10));
+    const keys = {
+      db: p.db,
+      keks: new KekSource(p.kekFile),
+      platformKeys: new PlatformKeyStore(path.join(dir, "shred-keys")),
+    };
+    expect((await destroyDueKeys(keys, due)).dataKeys).toBeGreaterThan(0);
+    // The web app's clock is not at the due instant (the test moved only the destroyer's), so what
+    // stops it is the key being gone: its cache re-checks a shredded segment's key every 10 s.
+    await new Promise((r) => setTimeout(r, 10_500));
+    const gone = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=stdout`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    const goneText = await gone.text();
+    expect(goneText).not.toContain(MARKER);
+    expect(gone.status).toBe(410);
+    expect(goneText).toContain("SHRED.KEY_DESTROYED");
+    const evidence = await p.api("GET", "/v1/orgs/shred-org/deletion-evidence", t.token);
+    // Members may not read the evidence (admins, auditors); the leak list is theirs.
+    expect(evidence.status).toBe(403);
+
+    const sample = () =>
+      sampleDeletions(
+        {
+          db: p.db,
+          probes: logProbes({
+            keys,
+            pool: pool as unknown as SqlPool,
+            store: s3LogStore(s3c, s3.bucket),
+            getObject: get,
+            clock: () => due,
+          }),
+        },
+        { roundId: randomUUID(), now: due },
+      );
+    expect((await sample()).leaks).toBe(0);
+    expect((await p.api("GET", "/v1/orgs/shred-org/shred-leaks", t.token)).json).toEqual({ leaks: [] });
+
+    // A plaintext copy left behind at one segment's key: the sampler reads it, the org home alerts.
+    await s3c.send(
+      new PutObjectCommand({ Bucket: s3.bucket, Key: objects[0]?.object_key, Body: `${MARKER} left in clear` }),
+    );
+    expect((await sample()).leaks).toBe(1);
+    const leaks = await p.api("GET", "/v1/orgs/shred-org/shred-leaks", t.token);
+    expect(leaks.status).toBe(200);
+    expect(leaks.json.leaks.map((l: { path: string }) => l.path)).toEqual(["object_get"]);
+
+    const browser = await TestBrowser.launch();
+    try {
+      const page = await browser.page();
+      await signIn(page, p.base, "shreda", "/orgs/shred-org");
+      await page.getByTestId("shred-leak-alert").getByText("still readable").waitFor();
+      await screenshot(page, "shred-leak-alert");
+      // An auditor sees the deletion evidence on the audit page (members see the refusal there).
+      await addMember(p.db, { orgSlug: "shred-org", login: "shred-aud", role: "auditor", forgeId: 8_210_001 });
+      // A browser of its own: pages of one browser share the member's session cookie.
+      const auditor = await TestBrowser.launch();
+      try {
+        const aud = await auditor.page();
+        await signIn(aud, p.base, "shred-aud", "/orgs/shred-org/audit");
+        await aud.getByTestId("deletion-evidence-table").getByText("log").first().waitFor();
+        await screenshot(aud, "deletion-evidence");
+      } finally {
+        await auditor.close();
+      }
+    } finally {
+      await browser.close();
+    }
+  }, 300_000);
+});

@@ -1,0 +1,2 @@
+export * from "./chunk-framing.ts";
+export * from "./shred-schedule.ts";
