@@ -90,6 +90,8 @@ const schema = z.object({
    * provenance names the builder and each invocation under it (default http://localhost:3000).
    */
   KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
+  /** Per gate fact query when the workers re-decide a promotion (issue 18; the web server's default too). */
+  KILN_GATE_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(400),
   /**
    * The transparency log's origin (docs/adr/0026): the checkpoints' first line and the log key's
    * name. Default `<KILN_PUBLIC_URL host>/tlog`, else `localhost/tlog`. Fixed for the log's life:

@@ -7,6 +7,7 @@ import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { destroyShredKeysJob } from "./jobs/destroy-shred-keys.job.ts";
 import { sampleDeletionsJob } from "./jobs/sample-deletions.job.ts";
+import { redecideSoakingPromotionsJob } from "./jobs/redecide-soaking-promotions.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { enforceRetentionJob } from "./jobs/enforce-retention.job.ts";
 import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
@@ -121,6 +122,8 @@ await boss.schedule(pruneIdTokensJob.name, "*/15 * * * *", {});
 // refuse from the instant itself); destroyed objects' read paths probed every quarter hour.
 await boss.schedule(destroyShredKeysJob.name, "* * * * *", {});
 await boss.schedule(sampleDeletionsJob.name, "*/15 * * * *", {});
+// Promotions waiting only for a soak are decided again once it has passed (docs/adr/0032).
+await boss.schedule(redecideSoakingPromotionsJob.name, "* * * * *", {});
 
 // Freeze requests the relay just queued are fetched at once by this process's worker instead of at
 // its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).

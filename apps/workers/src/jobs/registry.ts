@@ -14,6 +14,7 @@ import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 import { destroyShredKeysJob } from "./destroy-shred-keys.job.ts";
 import { sampleDeletionsJob } from "./sample-deletions.job.ts";
+import { redecideSoakingPromotionsJob } from "./redecide-soaking-promotions.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -33,4 +34,5 @@ export const JOBS = [
   signTlogCheckpointJob,
   destroyShredKeysJob,
   sampleDeletionsJob,
+  redecideSoakingPromotionsJob,
 ] as const;

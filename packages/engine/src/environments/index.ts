@@ -13,6 +13,7 @@ export { createEnvironment, type CreateEnvironmentInput } from "./create-environ
 export { getPolicyVersion, setEnvironmentPolicy, type PolicyVersionView } from "./set-policy.ts";
 export { requestPromotion, requestRollback } from "./request-promotion.ts";
 export { reviewPromotion } from "./review-promotion.ts";
+export { redecideSoakingPromotions, type RedecideReport } from "./redecide-soaking.ts";
 export { overridePromotion, MAX_OVERRIDE_SECONDS } from "./override-promotion.ts";
 export {
   getPromotion,

@@ -1,0 +1,47 @@
+import type { Db } from "@kiln/db";
+import {
+  builderPrefixFor,
+  PolicyCache,
+  redecideSoakingPromotions,
+  type EnvDeps,
+  type RedecideReport,
+} from "@kiln/engine";
+import { z } from "zod";
+import { workersEnv } from "../env.ts";
+import { defineJob } from "./job-definition.ts";
+
+/**
+ * Issue 18 (docs/adr/0032): a promotion that waits only for the previous environment's soak time
+ * is decided again once the soak has passed; nobody else would act on it. Idempotent: it
+ * re-decides only pending promotions whose last decision was still soaking, and records nothing
+ * while the answer is unchanged, so a second pass (or a second worker) finds nothing to do.
+ */
+export const redecideSoakingPromotionsJob = defineJob({
+  name: "redecide-soaking-promotions",
+  payload: z.object({}).passthrough(),
+  retryLimit: 2,
+  retryDelaySeconds: 30,
+  expireInSeconds: 5 * 60,
+  handle: async ({ db, log }) => {
+    const r = await runSoakRedecision(db, soakDeps());
+    if (r.decided > 0) log.info("soaking promotions decided again", { ...r });
+  },
+});
+
+let deps: EnvDeps | null = null;
+function soakDeps(): EnvDeps {
+  if (deps) return deps;
+  const env = workersEnv();
+  // The same builder id the attestor signs as (attestor-runtime.ts), so the provenance gate agrees.
+  deps = {
+    builderPrefix: builderPrefixFor(env.KILN_PUBLIC_URL ?? "http://localhost:3000"),
+    gateTimeoutMs: env.KILN_GATE_TIMEOUT_MS,
+    policies: new PolicyCache(),
+  };
+  return deps;
+}
+
+/** One pass; the handler's whole body, exported so the run-it-twice test drives exactly it. */
+export function runSoakRedecision(db: Db, d: EnvDeps): Promise<RedecideReport> {
+  return redecideSoakingPromotions(db, d);
+}
