@@ -18,3 +18,4 @@ export * from "./dispatch/runner-sizes.ts";
 export * from "./attestation/provenance/index.ts";
 export * from "./secrets/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";
+export * from "./deployments/index.ts";

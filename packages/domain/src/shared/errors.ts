@@ -93,7 +93,14 @@ export type DomainErrorCode =
   | "TLOG.TILE_NOT_FOUND"
   | "TLOG.NO_CHECKPOINT"
   | "TLOG.KEY_UNAVAILABLE"
-  | "TLOG.ORIGIN_CHANGED";
+  | "TLOG.ORIGIN_CHANGED"
+  // Deploy runs and deployment locks (issue 18, docs/adr/0033).
+  | "DEPLOY.VARIABLE_INVALID"
+  | "DEPLOY.VARIABLE_NOT_FOUND"
+  | "DEPLOY.TOO_MANY_VARIABLES"
+  | "DEPLOY.CONFIG_NOT_FOUND"
+  | "DEPLOY.LOCK_NOT_HELD"
+  | "DEPLOY.LOCK_RELEASE_REFUSED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;
