@@ -30,6 +30,8 @@ import {
   ROLES,
   RUN_STATUSES,
   TRUST_CLASSES,
+  DEPLOYMENT_STATES,
+  LOCK_RELEASE_REASONS,
 } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { useMigratedDb } from "./support.ts";
@@ -67,6 +69,8 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "job_run.runner_size": RUNNER_SIZES,
   "schedule.origin": SCHEDULE_ORIGINS,
   "secret_kek.state": SECRET_KEK_STATES,
+  "deployment.state": DEPLOYMENT_STATES,
+  "deployment_lock.release_reason": LOCK_RELEASE_REASONS,
 };
 
 const t = useMigratedDb(2);
