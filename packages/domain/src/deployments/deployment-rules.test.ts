@@ -58,3 +58,33 @@ describe("envVariableNameProblem", () => {
     expect(envVariableNameProblem("A-B")).toMatch(/letter/);
   });
 });
+
+describe("bindDeployment", () => {
+  it("pins the promoted generation in every job and layers the environment's variables over the file's", async () => {
+    const { bindDeployment } = await import("./bind-deployment.ts");
+    const { parseWorkflow } = await import("../workflow/index.ts");
+    const parsed = parseWorkflow(
+      "version: 1\njobs:\n  - name: deploy\n    env: {API: file, KEEP: x}\n    steps: [./deploy.sh]\n",
+    );
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const bound = bindDeployment(parsed.definition, {
+      deploymentId: "d1",
+      environment: "staging",
+      generationId: "g1",
+      sha256: "a".repeat(64),
+      artifactName: "app",
+      producerJob: "build",
+      artifactPath: ".kiln/promoted/app",
+      variables: { API: "https://staging" },
+    });
+    const job = bound.jobs[0]!;
+    expect(job.env).toMatchObject({ API: "https://staging", KEEP: "x", KILN_ENVIRONMENT: "staging" });
+    expect(job.env.KILN_ARTIFACT_DIGEST).toBe(`sha256:${"a".repeat(64)}`);
+    expect(job.artifacts.restore[0]).toEqual({
+      fromJob: "promotion:build",
+      name: "app",
+      path: ".kiln/promoted/app",
+      promoted: { generationId: "g1", sha256: "a".repeat(64) },
+    });
+  });
+});
