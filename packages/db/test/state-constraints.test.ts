@@ -4,6 +4,12 @@
 // (`col IN (...)`, and any PostgreSQL enum) in the real migrations is compared with the domain's
 // const array for that column, in both directions.
 import {
+  APPROVAL_DECISIONS,
+  FAIL_MODES,
+  OVERRIDE_STATES,
+  PROMOTION_KINDS,
+  PROMOTION_STATES,
+  VERDICTS,
   ARTIFACT_FORMATS,
   ATTESTATION_ALGORITHMS,
   ATTESTATION_ROW_STATES,
@@ -69,6 +75,14 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "job_run.runner_size": RUNNER_SIZES,
   "schedule.origin": SCHEDULE_ORIGINS,
   "secret_kek.state": SECRET_KEK_STATES,
+  "environment.fail_mode": FAIL_MODES,
+  "promotion.kind": PROMOTION_KINDS,
+  "promotion.state": PROMOTION_STATES,
+  "promotion.verdict": VERDICTS,
+  "promotion.fail_mode": FAIL_MODES,
+  "promotion_approval.decision": APPROVAL_DECISIONS,
+  "promotion_override.state": OVERRIDE_STATES,
+  "environment_pointer_move.kind": PROMOTION_KINDS,
   "deployment.state": DEPLOYMENT_STATES,
   "deployment_lock.release_reason": LOCK_RELEASE_REASONS,
 };

@@ -17,5 +17,6 @@ export * from "./schedules/index.ts";
 export * from "./dispatch/runner-sizes.ts";
 export * from "./attestation/provenance/index.ts";
 export * from "./secrets/index.ts";
+export * from "./environments/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";
 export * from "./deployments/index.ts";
