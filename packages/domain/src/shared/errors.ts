@@ -95,6 +95,7 @@ export type DomainErrorCode =
   | "TLOG.KEY_UNAVAILABLE"
   | "TLOG.ORIGIN_CHANGED"
   // Deploy runs and deployment locks (issue 18, docs/adr/0033).
+  | "ENV.NOT_FOUND"
   | "DEPLOY.VARIABLE_INVALID"
   | "DEPLOY.VARIABLE_NOT_FOUND"
   | "DEPLOY.TOO_MANY_VARIABLES"

@@ -2,7 +2,7 @@ import { withTx, type Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
-import { advanceRun, finishRunIfDone, lockRun } from "../runs/index.ts";
+import { advanceRun, finishRunIfDone, lockRun, retryBudgetOf } from "../runs/index.ts";
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
 import { loadPoolState } from "../dispatch/index.ts";
 import { lockAttempt } from "./load-attempt.ts";
@@ -48,7 +48,8 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
       const decision = decideLeaseExpiry({
         runStatus: run.status,
         platformRetries: a.platformRetries,
-        retryBudget: cfg.retryBudget,
+        // A deploy run's budget is 0: lease expiry ends it as a platform failure, never a retry.
+        retryBudget: retryBudgetOf(run, cfg.retryBudget),
       });
       // The agent's local watchdog destroys the sandbox when it cannot renew within the TTL, so
       // lease expiry is when the attempt is known to be stopped (003 Q7's kill bound).

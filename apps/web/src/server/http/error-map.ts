@@ -112,6 +112,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "TLOG.NO_CHECKPOINT": 503,
   "TLOG.KEY_UNAVAILABLE": 503,
   "TLOG.ORIGIN_CHANGED": 503,
+  // Deploy runs and the deployment lock (issue 18, docs/adr/0033).
+  "ENV.NOT_FOUND": 404,
+  "DEPLOY.VARIABLE_INVALID": 422,
+  "DEPLOY.VARIABLE_NOT_FOUND": 404,
+  "DEPLOY.TOO_MANY_VARIABLES": 422,
+  "DEPLOY.CONFIG_NOT_FOUND": 404,
+  "DEPLOY.LOCK_NOT_HELD": 409,
+  // The lock may not be released by hand: its deploy run is still active, or Kiln will release it
+  // itself at the kill bound (manual release exists only where no proof of death can).
+  "DEPLOY.LOCK_RELEASE_REFUSED": 409,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
