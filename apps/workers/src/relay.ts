@@ -108,6 +108,12 @@ export class OutboxRelay {
         await this.ensureQueue("run-freeze");
         await this.boss.send("run-freeze", m.payload);
         freezes++;
+      } else if (m.topic === "environment.pointer_moved") {
+        // The deployer's trigger (issue 18): one queued message per move (environment, seq).
+        const p = m.payload as { environmentId: string; pointerSeq: string };
+        await this.ensureQueue("environment-pointer-moved");
+        await this.boss.send("environment-pointer-moved", p, { singletonKey: `${p.environmentId}:${p.pointerSeq}` });
+        this.onQueued("environment-pointer-moved");
       } else {
         // Attestation work (issue 17). A relay pass repeated after a crash may queue a second
         // copy; both handlers are idempotent (one statement and one leaf per job).

@@ -12,6 +12,7 @@ export {
 export type {
   AttestPayload,
   DispatchPayload,
+  EnvironmentPointerMovedPayload,
   FreezePayload,
   ForgeStatusPayload,
   OutboxPayload,
@@ -19,6 +20,7 @@ export type {
   VerifyAttestationPayload,
 } from "./shared/journal.ts";
 export * from "./forge/index.ts";
+export * from "./environments/index.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export {

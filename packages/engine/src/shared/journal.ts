@@ -8,7 +8,8 @@ export interface TransitionRecord {
   runId?: string | null;
   jobId?: string | null;
   attemptId?: string | null;
-  entity: "run" | "job" | "attempt";
+  /** environment and promotion (issue 18) carry their ids in `data`; run_id stays null. */
+  entity: "run" | "job" | "attempt" | "environment" | "promotion" | "deployment";
   from: string | null;
   to: string;
   reason: string;
@@ -50,7 +51,13 @@ function isForgeVisible(t: TransitionRecord): boolean {
   return t.entity === "job" && t.to === "completed";
 }
 
-export type OutboxTopic = "run.freeze" | "job.dispatch" | "attestation.create" | "attestation.verify" | "forge.status";
+export type OutboxTopic =
+  | "run.freeze"
+  | "job.dispatch"
+  | "attestation.create"
+  | "attestation.verify"
+  | "forge.status"
+  | "environment.pointer_moved";
 
 export interface DispatchPayload {
   jobId: string;
@@ -77,7 +84,24 @@ export interface AttestPayload {
 export interface VerifyAttestationPayload {
   attestationId: string;
 }
+/**
+ * An environment's pointer moved (issue 18): the deployer starts the environment's deploy run for
+ * exactly this generation. pointerSeq orders moves of one environment: a consumer that sees an
+ * older seq than the environment's current one knows it was superseded.
+ */
+export interface EnvironmentPointerMovedPayload {
+  orgId: string;
+  repoId: string;
+  environmentId: string;
+  promotionId: string;
+  kind: "promote" | "rollback";
+  generationId: string;
+  digest: string;
+  attestationId: string | null;
+  pointerSeq: string;
+}
 export type OutboxPayload =
+  | EnvironmentPointerMovedPayload
   | DispatchPayload
   | FreezePayload
   | AttestPayload

@@ -112,8 +112,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   "TLOG.NO_CHECKPOINT": 503,
   "TLOG.KEY_UNAVAILABLE": 503,
   "TLOG.ORIGIN_CHANGED": 503,
+<<<<<<< HEAD
   // Deploy runs and the deployment lock (issue 18, docs/adr/0033).
-  "ENV.NOT_FOUND": 404,
   "DEPLOY.VARIABLE_INVALID": 422,
   "DEPLOY.VARIABLE_NOT_FOUND": 404,
   "DEPLOY.TOO_MANY_VARIABLES": 422,
@@ -122,6 +122,28 @@ const STATUS: Record<DomainErrorCode, number> = {
   // The lock may not be released by hand: its deploy run is still active, or Kiln will release it
   // itself at the kill bound (manual release exists only where no proof of death can).
   "DEPLOY.LOCK_RELEASE_REFUSED": 409,
+=======
+  // Environments and promotions (issue 18, ADR 0032). Another org's ids answer the same 404s.
+  "ENV.NOT_FOUND": 404,
+  "ENV.EXISTS": 409,
+  "ENV.INVALID": 422,
+  "ENV.POINTER_MOVED": 409,
+  "POLICY.INVALID": 422,
+  "PROMOTION.NOT_FOUND": 404,
+  "PROMOTION.NOT_PENDING": 409,
+  "PROMOTION.ARTIFACT_NOT_FOUND": 404,
+  "PROMOTION.ARTIFACT_AMBIGUOUS": 422,
+  "APPROVAL.NOT_ELIGIBLE": 403,
+  "APPROVAL.SEPARATION_OF_DUTIES": 403,
+  "APPROVAL.DUPLICATE": 409,
+  // An org token is nobody in particular: approving needs a member (session or personal token).
+  "APPROVAL.MEMBER_REQUIRED": 403,
+  "OVERRIDE.NOT_ALLOWED": 409,
+  "OVERRIDE.EXPIRED": 409,
+  "OVERRIDE.INVALID_EXPIRY": 422,
+  "OVERRIDE.SECOND_APPROVER_SAME": 403,
+  "ROLLBACK.NOT_A_PREVIOUS_DIGEST": 422,
+>>>>>>> wt-env-core
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
