@@ -11,6 +11,7 @@ import { rotateJobTokenKeyJob } from "./rotate-job-token-key.job.ts";
 import { runSchedulesJob } from "./run-schedules.job.ts";
 import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
+import { environmentPointerMovedJob } from "./environment-pointer-moved.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -27,4 +28,5 @@ export const JOBS = [
   verifyAttestationJob,
   pruneIdTokensJob,
   signTlogCheckpointJob,
+  environmentPointerMovedJob,
 ] as const;
