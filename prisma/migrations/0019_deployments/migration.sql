@@ -10,7 +10,7 @@ CREATE TABLE "environment_deploy_config" (
     "org_id" UUID NOT NULL REFERENCES "org"("id"),
     -- Read at the promoted artifact's commit, so the deploy steps are the ones that were built with it.
     "workflow_path" TEXT NOT NULL CHECK (length("workflow_path") BETWEEN 1 AND 500
-        AND "workflow_path" !~ '(^/|(^|/)\.\.(/|$))' AND position(chr(0) IN "workflow_path") = 0),
+        AND "workflow_path" !~ '(^/|(^|/)\.\.(/|$))'),
     -- Where the promoted artifact is placed in each deploy job's workspace (null: .kiln/promoted/<name>).
     "artifact_path" TEXT CHECK ("artifact_path" IS NULL OR (length("artifact_path") BETWEEN 1 AND 500
         AND "artifact_path" !~ '(^/|(^|/)\.\.(/|$))')),
