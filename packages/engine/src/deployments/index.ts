@@ -14,3 +14,4 @@ export { setEnvironmentSecret, deleteEnvironmentSecret, listEnvironmentSecrets }
 export { startDeployment, type StartDeploymentResult } from "./start-deployment.ts";
 export { settleDeploymentLocks, releaseDeploymentLock } from "./settle-locks.ts";
 export { deploymentBindingOf } from "./deployment-binding.ts";
+export { listDeployments, type LockView, type DeploymentView } from "./deployment-view.ts";

@@ -112,17 +112,6 @@ const STATUS: Record<DomainErrorCode, number> = {
   "TLOG.NO_CHECKPOINT": 503,
   "TLOG.KEY_UNAVAILABLE": 503,
   "TLOG.ORIGIN_CHANGED": 503,
-<<<<<<< HEAD
-  // Deploy runs and the deployment lock (issue 18, docs/adr/0033).
-  "DEPLOY.VARIABLE_INVALID": 422,
-  "DEPLOY.VARIABLE_NOT_FOUND": 404,
-  "DEPLOY.TOO_MANY_VARIABLES": 422,
-  "DEPLOY.CONFIG_NOT_FOUND": 404,
-  "DEPLOY.LOCK_NOT_HELD": 409,
-  // The lock may not be released by hand: its deploy run is still active, or Kiln will release it
-  // itself at the kill bound (manual release exists only where no proof of death can).
-  "DEPLOY.LOCK_RELEASE_REFUSED": 409,
-=======
   // Environments and promotions (issue 18, ADR 0032). Another org's ids answer the same 404s.
   "ENV.NOT_FOUND": 404,
   "ENV.EXISTS": 409,
@@ -143,7 +132,15 @@ const STATUS: Record<DomainErrorCode, number> = {
   "OVERRIDE.INVALID_EXPIRY": 422,
   "OVERRIDE.SECOND_APPROVER_SAME": 403,
   "ROLLBACK.NOT_A_PREVIOUS_DIGEST": 422,
->>>>>>> wt-env-core
+  // Deploy runs and the deployment lock (issue 18, docs/adr/0033).
+  "DEPLOY.VARIABLE_INVALID": 422,
+  "DEPLOY.VARIABLE_NOT_FOUND": 404,
+  "DEPLOY.TOO_MANY_VARIABLES": 422,
+  "DEPLOY.CONFIG_NOT_FOUND": 404,
+  "DEPLOY.LOCK_NOT_HELD": 409,
+  // The lock may not be released by hand: its deploy run is still active, or Kiln will release it
+  // itself at the kill bound (manual release exists only where no proof of death can).
+  "DEPLOY.LOCK_RELEASE_REFUSED": 409,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {
