@@ -13,6 +13,7 @@ import { runCommands } from "./runs.ts";
 import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
+import { deploymentCommands } from "./deployments.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -28,4 +29,5 @@ export const commands: CliCommand[] = [
   ...runCommands,
   ...scheduleCommands,
   ...tlogCommands,
+  ...deploymentCommands,
 ];
