@@ -122,6 +122,7 @@ export {
   addMember,
   createApiToken,
   createAgentToken,
+  createMemberApiToken,
   setEntitlement,
   setEntitlementAsPlatformAdmin,
   lowerOwnHardCap,

@@ -59,6 +59,12 @@ const schema = z.object({
       .regex(/^[A-Za-z0-9._-]{1,64}$/)
       .optional(),
   ),
+  /**
+   * Environments (issue 18, ADR 0032): how long one gate's fact query may take before the gate is
+   * unavailable (production then denies with GATE.UNAVAILABLE). Default 400 ms, inside the 500 ms
+   * decision budget of seed 002.
+   */
+  KILN_GATE_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(400),
 });
 
 export type WebEnv = z.infer<typeof schema>;

@@ -17,23 +17,47 @@ function bearer(header: string | null): string {
  */
 export async function authenticateApiToken(db: Db, authorization: string | null): Promise<Caller> {
   const token = bearer(authorization);
+  // A personal token (issue 18) acts as its member: the member's current role, and refused once
+  // the member has left the org.
   const rows = await db.$queryRaw<
-    { id: string; org_id: string; role: Role; name: string; revoked: boolean; expired: boolean }[]
+    {
+      id: string;
+      org_id: string;
+      role: Role;
+      name: string;
+      revoked: boolean;
+      expired: boolean;
+      user_id: string | null;
+      login: string | null;
+      member_role: Role | null;
+    }[]
   >`
     WITH t AS (
-      SELECT id, org_id, role, name, revoked_at IS NOT NULL AS revoked, expires_at <= now() AS expired, last_used_at
+      SELECT id, org_id, role, name, revoked_at IS NOT NULL AS revoked, expires_at <= now() AS expired, last_used_at, user_id
       FROM api_token WHERE token_hash = ${hashSecret(token)}),
     touched AS (
       UPDATE api_token a SET last_used_at = now() FROM t
       WHERE a.id = t.id AND NOT t.revoked AND NOT t.expired
         AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
       RETURNING a.id)
-    SELECT id, org_id, role, name, revoked, expired FROM t`;
+    SELECT t.id, t.org_id, t.role, t.name, t.revoked, t.expired, t.user_id, u.login, m.role AS member_role
+    FROM t LEFT JOIN app_user u ON u.id = t.user_id
+    LEFT JOIN membership m ON m.org_id = t.org_id AND m.user_id = t.user_id`;
   const t = rows[0];
   if (!t) throw new DomainError("AUTH.UNAUTHENTICATED", "invalid token");
   if (t.revoked) throw new DomainError("AUTH.TOKEN_REVOKED", "this API token was revoked");
   if (t.expired) throw new DomainError("AUTH.TOKEN_EXPIRED", "this API token has expired; create a new one");
-  return { tokenId: t.id, orgId: t.org_id, role: t.role, name: `token:${t.name}` };
+  if (t.user_id === null) return { tokenId: t.id, orgId: t.org_id, role: t.role, name: `token:${t.name}` };
+  if (!t.member_role || !t.login)
+    throw new DomainError("AUTH.UNAUTHENTICATED", "the member this token acts as is no longer in the org");
+  return {
+    tokenId: t.id,
+    orgId: t.org_id,
+    role: t.member_role,
+    name: `token:${t.name}`,
+    userId: t.user_id,
+    login: t.login,
+  };
 }
 
 /**

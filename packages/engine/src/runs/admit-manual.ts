@@ -39,6 +39,9 @@ export interface Caller {
   orgId: string;
   role: Role;
   name: string;
+  /** A personal token's member (issue 18): approvals and promotion requests are theirs. */
+  userId?: string;
+  login?: string;
 }
 
 // An in-flight key older than this belongs to a request that died between its two transactions;

@@ -119,9 +119,17 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
 /** An id that is not a UUID names the same "not found" as a UUID nobody has. */
 function notFoundCode(
   param: string,
-): "RUN.NOT_FOUND" | "REPO.NOT_FOUND" | "JOB.NOT_FOUND" | "ARTIFACT.NOT_FOUND" | "SCHEDULE.NOT_FOUND" | "ENV.NOT_FOUND" {
-  if (param.startsWith("run")) return "RUN.NOT_FOUND";
+):
+  | "RUN.NOT_FOUND"
+  | "REPO.NOT_FOUND"
+  | "JOB.NOT_FOUND"
+  | "ARTIFACT.NOT_FOUND"
+  | "SCHEDULE.NOT_FOUND"
+  | "ENV.NOT_FOUND"
+  | "PROMOTION.NOT_FOUND" {
   if (param.startsWith("env")) return "ENV.NOT_FOUND";
+  if (param.startsWith("promotion")) return "PROMOTION.NOT_FOUND";
+  if (param.startsWith("run")) return "RUN.NOT_FOUND";
   if (param.startsWith("repo")) return "REPO.NOT_FOUND";
   if (param.startsWith("schedule")) return "SCHEDULE.NOT_FOUND";
   if (param.startsWith("artifact")) return "ARTIFACT.NOT_FOUND";

@@ -47,6 +47,14 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/schedules": () => import("@/app/v1/schedules/route.ts"),
   "v1/schedules/[scheduleId]": () => import("@/app/v1/schedules/[scheduleId]/route.ts"),
   "v1/repos/[repoId]/schedules": () => import("@/app/v1/repos/[repoId]/schedules/route.ts"),
+  // Environments, gates, promotions (docs/adr/0032).
+  "v1/repos/[repoId]/environments": () => import("@/app/v1/repos/[repoId]/environments/route.ts"),
+  "v1/environments/[envId]/promotions": () => import("@/app/v1/environments/[envId]/promotions/route.ts"),
+  "v1/environments/[envId]/rollbacks": () => import("@/app/v1/environments/[envId]/rollbacks/route.ts"),
+  "v1/environments/[envId]/policy": () => import("@/app/v1/environments/[envId]/policy/route.ts"),
+  "v1/promotions/[promotionId]": () => import("@/app/v1/promotions/[promotionId]/route.ts"),
+  "v1/promotions/[promotionId]/approvals": () => import("@/app/v1/promotions/[promotionId]/approvals/route.ts"),
+  "v1/promotions/[promotionId]/overrides": () => import("@/app/v1/promotions/[promotionId]/overrides/route.ts"),
   // The forge loop (docs/adr/0028).
   "v1/repos/[repoId]/forge": () => import("@/app/v1/repos/[repoId]/forge/route.ts"),
   // The transparency log (docs/adr/0026): public, no token.

@@ -1,0 +1,147 @@
+import { sqlPool, withTx, type Db, type SqlClient } from "@kiln/db";
+import { fromBase64Any, known, unavailable, type AttestationFacts, type Fact, type RunFacts } from "@kiln/domain";
+import { verifyAttestationEnvelope } from "../attestation/index.ts";
+import type { ResolvedArtifact } from "./resolve-artifact.ts";
+
+// The facts a decision reads from the control plane's records, each in its own short read-only
+// transaction with a statement_timeout: a query that takes longer (a locked table, an overloaded
+// database, the log's storage unreachable) is an unavailable fact, never a hang, and decide()
+// turns it into GATE.UNAVAILABLE (fail closed) or a recorded skip (fail open). Run in parallel.
+
+export interface ArtifactFacts {
+  run: Fact<RunFacts>;
+  attestation: Fact<AttestationFacts | null>;
+  quarantined: Fact<boolean>;
+  previous: Fact<{ name: string; stays: { from: Date; until: Date | null }[] } | null>;
+  /** Logins of who pushed or triggered the producing run (separation of duties). */
+  changeAuthors: string[];
+}
+
+async function timed<T>(db: Db, name: string, timeoutMs: number, fn: (c: SqlClient) => Promise<T>): Promise<Fact<T>> {
+  try {
+    const value = await withTx(
+      sqlPool(db),
+      name,
+      async (c) => {
+        await c.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+        return fn(c);
+      },
+      { retries: 0 },
+    );
+    return known(value);
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    return unavailable(msg.slice(0, 200));
+  }
+}
+
+async function runFacts(c: SqlClient, runId: string): Promise<RunFacts & { actor: string | null }> {
+  const run = await c.query<{
+    status: string;
+    outcome: string | null;
+    trust_class: string;
+    ref: string | null;
+    actor: string | null;
+  }>("SELECT status, outcome, trust_class, ref, actor FROM workflow_run WHERE id = $1::uuid", [runId]);
+  const r = run.rows[0];
+  if (!r) throw new Error("the producing run is gone");
+  const jobs = await c.query<{ name: string; status: string; outcome: string | null }>(
+    "SELECT name, status, outcome FROM job_run WHERE run_id = $1::uuid ORDER BY job_index",
+    [runId],
+  );
+  return {
+    status: r.status,
+    outcome: r.outcome,
+    trustClass: r.trust_class,
+    ref: r.ref,
+    jobs: jobs.rows,
+    actor: r.actor,
+  };
+}
+
+async function attestationFacts(c: SqlClient, a: ResolvedArtifact): Promise<AttestationFacts | null> {
+  if (!a.attestationId) return null;
+  const rows = await c.query<{ envelope: string; state: string; leaf: Buffer | null }>(
+    `SELECT t.envelope, t.state, e.body AS leaf FROM attestation t LEFT JOIN tlog_entry e ON e.idx = t.tlog_index
+     WHERE t.id = $1::uuid`,
+    [a.attestationId],
+  );
+  const row = rows.rows[0];
+  if (!row) return null;
+  const keys = await c.query<{ key_id: string; spki_pem: string }>("SELECT key_id, spki_pem FROM attestation_key");
+  const envelope: unknown = JSON.parse(row.envelope);
+  const sig = verifyAttestationEnvelope(
+    envelope,
+    keys.rows.map((k) => ({ keyId: k.key_id, spkiPem: k.spki_pem })),
+  );
+  // The statement as signed (only trusted when the signature verifies).
+  const st = sig.ok ? sig.value : decodeStatement(envelope);
+  const pred = (st?.predicate ?? {}) as {
+    buildDefinition?: {
+      internalParameters?: { trustClass?: unknown };
+      externalParameters?: { workflow?: { ref?: unknown } };
+    };
+    runDetails?: { builder?: { id?: unknown } };
+  };
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  return {
+    signatureValid: sig.ok,
+    signatureRule: sig.ok ? null : sig.rule,
+    subjectDigests: (st?.subject ?? []).filter((s) => s.name === a.name).map((s) => s.digest.sha256 ?? ""),
+    inLog: row.leaf !== null && Buffer.from(row.leaf).toString("utf8") === row.envelope,
+    verifierState: row.state,
+    builderId: str(pred.runDetails?.builder?.id),
+    trustClass: str(pred.buildDefinition?.internalParameters?.trustClass),
+    sourceRef: str(pred.buildDefinition?.externalParameters?.workflow?.ref),
+  };
+}
+
+function decodeStatement(
+  envelope: unknown,
+): { subject: { name: string; digest: Record<string, string> }[]; predicate: unknown } | null {
+  const payload = (envelope as { payload?: unknown } | null)?.payload;
+  const bytes = typeof payload === "string" ? fromBase64Any(payload) : null;
+  try {
+    return bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as never) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function previousStays(c: SqlClient, previousId: string, digest: string) {
+  const name = await c.query<{ name: string }>("SELECT name FROM environment WHERE id = $1::uuid", [previousId]);
+  const stays = await c.query<{ from: Date; until: Date | null }>(
+    `SELECT m.at AS "from",
+       (SELECT n.at FROM environment_pointer_move n WHERE n.environment_id = m.environment_id AND n.seq > m.seq
+        ORDER BY n.seq LIMIT 1) AS until
+     FROM environment_pointer_move m WHERE m.environment_id = $1::uuid AND m.to_digest = $2 ORDER BY m.seq`,
+    [previousId, digest],
+  );
+  return { name: name.rows[0]?.name ?? "the previous environment", stays: stays.rows };
+}
+
+export async function gatherArtifactFacts(
+  db: Db,
+  timeoutMs: number,
+  a: ResolvedArtifact,
+  previousId: string | null,
+): Promise<ArtifactFacts> {
+  const [run, attestation, quarantined, previous] = await Promise.all([
+    timed(db, "gate-run", timeoutMs, (c) => runFacts(c, a.runId)),
+    timed(db, "gate-attestation", timeoutMs, (c) => attestationFacts(c, a)),
+    timed(db, "gate-quarantine", timeoutMs, async (c) => {
+      const q = await c.query("SELECT 1 FROM artifact_quarantine WHERE generation_id = $1::uuid", [a.generationId]);
+      return (q.rowCount ?? 0) > 0;
+    }),
+    previousId
+      ? timed(db, "gate-previous", timeoutMs, (c) => previousStays(c, previousId, a.digest))
+      : Promise.resolve(known(null)),
+  ]);
+  const changeAuthors = run.ok && run.value.actor ? [run.value.actor] : [];
+  return { run: run.ok ? known(stripActor(run.value)) : run, attestation, quarantined, previous, changeAuthors };
+}
+
+function stripActor(r: RunFacts & { actor: string | null }): RunFacts {
+  const { actor: _actor, ...rest } = r;
+  return rest;
+}
