@@ -1,4 +1,5 @@
 import type { Db } from "@kiln/db";
+import type { EnvDeps } from "@kiln/engine";
 import { isDomainError } from "@kiln/domain";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { z } from "zod";
@@ -11,6 +12,8 @@ export interface TrpcContext {
   db: Db;
   /** From the session JWT: who, never what they may see (that is read per request). */
   user: { id: string; login: string } | null;
+  /** The decision service's deps (issue 18); tests pass their own, servers use the process's. */
+  envDeps?: EnvDeps;
 }
 
 const t = initTRPC.context<TrpcContext>().create({

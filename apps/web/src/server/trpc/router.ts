@@ -47,6 +47,17 @@ import { setEnvSecret } from "./deployments/set-env-secret.procedure.ts";
 import { deleteEnvSecret } from "./deployments/delete-env-secret.procedure.ts";
 import { listDeployments } from "./deployments/list-deployments.procedure.ts";
 import { releaseLock } from "./deployments/release-lock.procedure.ts";
+import { createEnvironment } from "./environments/create-environment.procedure.ts";
+import { getEnvironment } from "./environments/get-environment.procedure.ts";
+import { getPromotion } from "./environments/get-promotion.procedure.ts";
+import { listApprovalsInbox } from "./environments/list-approvals-inbox.procedure.ts";
+import { listEnvironments } from "./environments/list-environments.procedure.ts";
+import { listOverrides } from "./environments/list-overrides.procedure.ts";
+import { overridePromotion } from "./environments/override-promotion.procedure.ts";
+import { requestPromotion } from "./environments/request-promotion.procedure.ts";
+import { reviewPromotion } from "./environments/review-promotion.procedure.ts";
+import { rollbackEnvironment } from "./environments/rollback-environment.procedure.ts";
+import { setPolicy } from "./environments/set-policy.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -86,6 +97,22 @@ export const appRouter = router({
   repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },
   members: { list: listMembers, add: addMember, setRole: changeMemberRole, remove: removeMember },
   tlog: { status: getTlogStatus },
+  // Environments, gates, promotions (issue 18): the approvals inbox and the environment page.
+  environments: {
+    list: listEnvironments,
+    get: getEnvironment,
+    create: createEnvironment,
+    setPolicy,
+    rollback: rollbackEnvironment,
+  },
+  promotions: {
+    get: getPromotion,
+    inbox: listApprovalsInbox,
+    request: requestPromotion,
+    review: reviewPromotion,
+    override: overridePromotion,
+    overrides: listOverrides,
+  },
   // Deploy runs and deployment locks (issue 18, docs/adr/0033).
   deployments: {
     config: getDeployConfig,
