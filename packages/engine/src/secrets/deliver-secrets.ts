@@ -93,7 +93,8 @@ export async function deliverSecrets(
             attempt_id: claims.attemptId,
             attempt: claims.epoch,
             trust_class: ctx.trust_class,
-            environment_id: ctx.environment_id,
+            // Named only on a deploy run's reads (issue 18): which environment received the value.
+            ...(ctx.environment_id ? { environment_id: ctx.environment_id } : {}),
             scope: row.scope,
             name: row.name,
             version: row.version,
