@@ -29,7 +29,11 @@ async function environment(ctx: CliContext): Promise<{ id: string; label: string
   const rows = await ctx.db.$queryRaw<{ id: string }[]>`
     SELECT id FROM environment WHERE repo_id = ${target.repoId}::uuid AND org_id = ${target.orgId}::uuid AND name = ${name}`;
   if (!rows[0]) throw new DomainError("ENV.NOT_FOUND", `no environment ${name} in ${target.label}`);
-  return { id: rows[0].id, label: `${target.label} ${name}`, caller: { orgId: target.orgId, role: "admin", actor: ctx.actor } };
+  return {
+    id: rows[0].id,
+    label: `${target.label} ${name}`,
+    caller: { orgId: target.orgId, role: "admin", actor: ctx.actor },
+  };
 }
 
 export const deploymentCommands: CliCommand[] = [
@@ -66,7 +70,10 @@ export const deploymentCommands: CliCommand[] = [
     usage: "env var-set <org>/<repo> <env> <NAME> <value>   (a deploy-time variable; audited)",
     async run(ctx) {
       const env = await environment(ctx);
-      const r = await setEnvironmentVariable(ctx.db, env.caller, env.id, { name: arg(ctx, 2, "NAME"), value: ctx.args[3] ?? "" });
+      const r = await setEnvironmentVariable(ctx.db, env.caller, env.id, {
+        name: arg(ctx, 2, "NAME"),
+        value: ctx.args[3] ?? "",
+      });
       ctx.out(`${env.label} ${r.name}=${r.value}`, r);
       return 0;
     },
@@ -88,7 +95,10 @@ export const deploymentCommands: CliCommand[] = [
     async run(ctx) {
       const env = await environment(ctx);
       const name = arg(ctx, 2, "NAME");
-      const r = await setEnvironmentSecret(ctx.db, new KekSource(kekFile()), env.caller, env.id, { name, value: await readStdin() });
+      const r = await setEnvironmentSecret(ctx.db, new KekSource(kekFile()), env.caller, env.id, {
+        name,
+        value: await readStdin(),
+      });
       ctx.out(`${env.label} ${r.name}: version ${r.version}`, r);
       return 0;
     },
@@ -109,7 +119,11 @@ export const deploymentCommands: CliCommand[] = [
     async run(ctx) {
       const env = await environment(ctx);
       const rows = await listEnvironmentSecrets(ctx.db, env.caller, env.id);
-      ctx.out(rows.map((r) => `${r.name}\tv${r.version}\t${r.updated_by}\t${r.updated_at}`).join("\n") || `(${env.label} has no secrets)`, rows);
+      ctx.out(
+        rows.map((r) => `${r.name}\tv${r.version}\t${r.updated_by}\t${r.updated_at}`).join("\n") ||
+          `(${env.label} has no secrets)`,
+        rows,
+      );
       return 0;
     },
   },
@@ -120,7 +134,9 @@ export const deploymentCommands: CliCommand[] = [
       const env = await environment(ctx);
       const v = await listDeployments(ctx.db, env.caller, env.id);
       const lock = v.lock ? `lock: held by run ${v.lock.run_id} (${v.lock.why})` : "lock: free";
-      const rows = v.deployments.map((d) => `${d.pointer_seq}\t${d.kind}\t${d.state}\tsha256:${d.digest.slice(0, 12)}\t${d.run_id ?? "-"}`);
+      const rows = v.deployments.map(
+        (d) => `${d.pointer_seq}\t${d.kind}\t${d.state}\tsha256:${d.digest.slice(0, 12)}\t${d.run_id ?? "-"}`,
+      );
       ctx.out([`${env.label}`, lock, ...rows].join("\n"), v);
       return 0;
     },

@@ -2,8 +2,18 @@ import { describe, expect, it } from "vitest";
 import { decideLockRelease, envVariableNameProblem, type DeployAttemptFacts } from "./deployment-rules.ts";
 
 const SKEW = 5_000;
-const stopped: DeployAttemptFacts = { status: "completed", stoppedByAgent: true, leaseExpiresAtMs: 10_000, hostControlled: true };
-const silent: DeployAttemptFacts = { status: "completed", stoppedByAgent: false, leaseExpiresAtMs: 10_000, hostControlled: true };
+const stopped: DeployAttemptFacts = {
+  status: "completed",
+  stoppedByAgent: true,
+  leaseExpiresAtMs: 10_000,
+  hostControlled: true,
+};
+const silent: DeployAttemptFacts = {
+  status: "completed",
+  stoppedByAgent: false,
+  leaseExpiresAtMs: 10_000,
+  hostControlled: true,
+};
 
 describe("decideLockRelease", () => {
   it("holds while the deploy run is not finished or an attempt still runs", () => {
@@ -21,13 +31,15 @@ describe("decideLockRelease", () => {
       kind: "release",
       reason: "attempts_stopped",
     });
-    expect(decideLockRelease({ runFinished: true, attempts: [], nowMs: 0, clockSkewBoundMs: SKEW }).kind).toBe("release");
+    expect(decideLockRelease({ runFinished: true, attempts: [], nowMs: 0, clockSkewBoundMs: SKEW }).kind).toBe(
+      "release",
+    );
   });
   it("holds a silent attempt's lock until lease expiry + skew bound, and not one millisecond less", () => {
     const at = 10_000 + SKEW;
-    expect(decideLockRelease({ runFinished: true, attempts: [stopped, silent], nowMs: at - 1, clockSkewBoundMs: SKEW })).toEqual(
-      { kind: "hold_until", atMs: at, why: "kill_bound_pending" },
-    );
+    expect(
+      decideLockRelease({ runFinished: true, attempts: [stopped, silent], nowMs: at - 1, clockSkewBoundMs: SKEW }),
+    ).toEqual({ kind: "hold_until", atMs: at, why: "kill_bound_pending" });
     expect(decideLockRelease({ runFinished: true, attempts: [silent], nowMs: at, clockSkewBoundMs: SKEW })).toEqual({
       kind: "release",
       reason: "kill_bound_elapsed",
@@ -35,7 +47,12 @@ describe("decideLockRelease", () => {
   });
   it("the latest silent renewal decides", () => {
     const later = { ...silent, leaseExpiresAtMs: 20_000 };
-    const d = decideLockRelease({ runFinished: true, attempts: [silent, later], nowMs: 16_000, clockSkewBoundMs: SKEW });
+    const d = decideLockRelease({
+      runFinished: true,
+      attempts: [silent, later],
+      nowMs: 16_000,
+      clockSkewBoundMs: SKEW,
+    });
     expect(d).toEqual({ kind: "hold_until", atMs: 25_000, why: "kill_bound_pending" });
   });
   it("never releases by time on a host Kiln does not control: manual, however long ago", () => {
@@ -46,7 +63,9 @@ describe("decideLockRelease", () => {
     });
     // A clean stop on such a host is still a proof.
     const clean = { ...stopped, hostControlled: false };
-    expect(decideLockRelease({ runFinished: true, attempts: [clean], nowMs: 0, clockSkewBoundMs: SKEW }).kind).toBe("release");
+    expect(decideLockRelease({ runFinished: true, attempts: [clean], nowMs: 0, clockSkewBoundMs: SKEW }).kind).toBe(
+      "release",
+    );
   });
 });
 

@@ -67,7 +67,9 @@ export function decideLockRelease(s: {
   if (silent.length === 0) return { kind: "release", reason: "attempts_stopped" };
   if (silent.some((a) => !a.hostControlled)) return { kind: "manual", why: "host_not_controlled" };
   const atMs = Math.max(...silent.map((a) => a.leaseExpiresAtMs)) + s.clockSkewBoundMs;
-  return s.nowMs >= atMs ? { kind: "release", reason: "kill_bound_elapsed" } : { kind: "hold_until", atMs, why: "kill_bound_pending" };
+  return s.nowMs >= atMs
+    ? { kind: "release", reason: "kill_bound_elapsed" }
+    : { kind: "hold_until", atMs, why: "kill_bound_pending" };
 }
 
 /** The deployment's end state from the deploy run's outcome. */

@@ -86,7 +86,14 @@ async function pinnedGeneration(
   tx: Tx,
   orgId: string,
   pin: { generationId: string; sha256: string },
-): Promise<{ id: string; epoch: number; size_bytes: bigint; sha256: string; format: ArtifactFormat; object_key: string }> {
+): Promise<{
+  id: string;
+  epoch: number;
+  size_bytes: bigint;
+  sha256: string;
+  format: ArtifactFormat;
+  object_key: string;
+}> {
   const rows = await tx.$queryRaw<
     {
       id: string;

@@ -2,12 +2,7 @@
 // (read at the promoted artifact's commit), where the artifact lands, and plain variables. Set by
 // org admins, each change audited in its own transaction; never read from the gated workflow file.
 import { withTx, type Db, type DbOrTx } from "@kiln/db";
-import {
-  DomainError,
-  envVariableNameProblem,
-  MAX_ENV_VARIABLE_BYTES,
-  MAX_ENV_VARIABLES,
-} from "@kiln/domain";
+import { DomainError, envVariableNameProblem, MAX_ENV_VARIABLE_BYTES, MAX_ENV_VARIABLES } from "@kiln/domain";
 import { z } from "zod";
 import { recordAuditEvent } from "../audit/index.ts";
 import { environmentOf, requireAdmin, type DeployCaller } from "./environment-target.ts";
@@ -40,7 +35,11 @@ export interface DeployConfigView {
   variables: { name: string; value: string; updated_by: string; updated_at: string }[];
 }
 
-export async function getDeployConfig(db: DbOrTx, caller: DeployCaller, environmentId: string): Promise<DeployConfigView> {
+export async function getDeployConfig(
+  db: DbOrTx,
+  caller: DeployCaller,
+  environmentId: string,
+): Promise<DeployConfigView> {
   const env = await environmentOf(db, caller.orgId, environmentId);
   const cfg = await db.$queryRaw<
     { workflow_path: string; artifact_path: string | null; updated_by: string; updated_at: Date }[]
@@ -110,9 +109,13 @@ export async function setEnvironmentVariable(
 ): Promise<{ name: string; value: string }> {
   requireAdmin(caller, "setting deploy variables");
   const problem = envVariableNameProblem(input.name);
-  if (problem) throw new DomainError("DEPLOY.VARIABLE_INVALID", `variable name ${JSON.stringify(input.name)} ${problem}`);
+  if (problem)
+    throw new DomainError("DEPLOY.VARIABLE_INVALID", `variable name ${JSON.stringify(input.name)} ${problem}`);
   if (Buffer.byteLength(input.value, "utf8") > MAX_ENV_VARIABLE_BYTES || input.value.includes("\0"))
-    throw new DomainError("DEPLOY.VARIABLE_INVALID", `a variable's value is at most ${MAX_ENV_VARIABLE_BYTES} bytes, without NUL`);
+    throw new DomainError(
+      "DEPLOY.VARIABLE_INVALID",
+      `a variable's value is at most ${MAX_ENV_VARIABLE_BYTES} bytes, without NUL`,
+    );
   return withTx(db, "set-environment-variable", async (tx) => {
     const env = await environmentOf(tx, caller.orgId, environmentId);
     // Counted under a per-environment lock so two concurrent sets cannot both pass the limit.

@@ -35,7 +35,11 @@ export interface DeploymentView {
   finished_at: string | null;
 }
 
-function why(l: { run_id: string; release_after: Date | null; manual_release: boolean }): Pick<LockView, "state" | "why"> {
+function why(l: {
+  run_id: string;
+  release_after: Date | null;
+  manual_release: boolean;
+}): Pick<LockView, "state" | "why"> {
   if (l.manual_release)
     return {
       state: "manual_release_required",

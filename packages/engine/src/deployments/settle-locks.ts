@@ -12,7 +12,14 @@ import { heldLock, launchDeployment, takeDeployLockKey } from "./launch-deployme
 import { supersedeOlderWaiting } from "./start-deployment.ts";
 
 interface LockState {
-  lock: { id: string; org_id: string; run_id: string; deployment_id: string; release_after: Date | null; manual_release: boolean };
+  lock: {
+    id: string;
+    org_id: string;
+    run_id: string;
+    deployment_id: string;
+    release_after: Date | null;
+    manual_release: boolean;
+  };
   decision: LockDecision;
 }
 
@@ -64,11 +71,19 @@ export async function settleDeploymentLocks(db: Db, cfg: EngineConfig, limit = 5
       await finishDeployment(tx, st.lock);
       const d = st.decision;
       if (d.kind === "hold") return false;
-      const facts = { lock_id: st.lock.id, environment_id: h.environment_id, run_id: st.lock.run_id, deployment_id: st.lock.deployment_id };
+      const facts = {
+        lock_id: st.lock.id,
+        environment_id: h.environment_id,
+        run_id: st.lock.run_id,
+        deployment_id: st.lock.deployment_id,
+      };
       if (d.kind === "hold_until") {
         if (st.lock.release_after !== null) return false;
         await tx.$executeRaw`UPDATE deployment_lock SET release_after = to_timestamp(${d.atMs / 1000}) WHERE id = ${st.lock.id}::uuid`;
-        await lockEvent(tx, st.lock, "held", "kill_bound_pending", { ...facts, release_after: new Date(d.atMs).toISOString() });
+        await lockEvent(tx, st.lock, "held", "kill_bound_pending", {
+          ...facts,
+          release_after: new Date(d.atMs).toISOString(),
+        });
         return false;
       }
       if (d.kind === "manual") {
@@ -106,7 +121,10 @@ export async function releaseDeploymentLock(
     const st = await loadLockState(tx, env.id, cfg);
     if (!st) throw new DomainError("DEPLOY.LOCK_NOT_HELD", "this environment's deployment lock is not held");
     if (st.decision.kind === "hold")
-      throw new DomainError("DEPLOY.LOCK_RELEASE_REFUSED", "the deploy run holding the lock is still active; cancel it first");
+      throw new DomainError(
+        "DEPLOY.LOCK_RELEASE_REFUSED",
+        "the deploy run holding the lock is still active; cancel it first",
+      );
     if (st.decision.kind === "hold_until")
       throw new DomainError(
         "DEPLOY.LOCK_RELEASE_REFUSED",
@@ -127,7 +145,15 @@ async function lockEvent(
   data: Record<string, unknown>,
   actor = "system:deployer",
 ): Promise<void> {
-  await recordTransition(tx, { orgId: lock.org_id, runId: lock.run_id, entity: "deployment", from: "held", to, reason, data });
+  await recordTransition(tx, {
+    orgId: lock.org_id,
+    runId: lock.run_id,
+    entity: "deployment",
+    from: "held",
+    to,
+    reason,
+    data,
+  });
   await recordAuditEvent(tx, {
     orgId: lock.org_id,
     kind: to === "released" ? "deployment.lock_released" : `deployment.lock_${reason}`,
@@ -153,14 +179,22 @@ async function releaseLock(
     lock,
     "released",
     reason,
-    { lock_id: lock.id, environment_id: rows[0].environment_id, run_id: lock.run_id, deployment_id: lock.deployment_id, comment },
+    {
+      lock_id: lock.id,
+      environment_id: rows[0].environment_id,
+      run_id: lock.run_id,
+      deployment_id: lock.deployment_id,
+      comment,
+    },
     actor,
   );
 }
 
 /** The deploy run finished: the deployment and its promotion say how, once. */
 async function finishDeployment(tx: Tx, lock: LockState["lock"]): Promise<void> {
-  const rows = await tx.$queryRaw<{ id: string; promotion_id: string; environment_id: string; outcome: string | null }[]>`
+  const rows = await tx.$queryRaw<
+    { id: string; promotion_id: string; environment_id: string; outcome: string | null }[]
+  >`
     UPDATE deployment d SET state = CASE WHEN r.outcome = 'success' THEN 'succeeded' ELSE 'failed' END, finished_at = now()
     FROM workflow_run r
     WHERE d.id = ${lock.deployment_id}::uuid AND d.state = 'running' AND r.id = d.run_id AND r.status = 'completed'
@@ -168,15 +202,42 @@ async function finishDeployment(tx: Tx, lock: LockState["lock"]): Promise<void> 
   const d = rows[0];
   if (!d) return;
   const state = deploymentStateOf(d.outcome);
-  const data = { deployment_id: d.id, environment_id: d.environment_id, promotion_id: d.promotion_id, run_id: lock.run_id, outcome: d.outcome };
-  await recordTransition(tx, { orgId: lock.org_id, runId: lock.run_id, entity: "deployment", from: "running", to: state, reason: "run_finished", data });
-  await recordAuditEvent(tx, { orgId: lock.org_id, kind: "deployment.finished", actor: "system:deployer", subject: d.environment_id, data: { ...data, state } });
+  const data = {
+    deployment_id: d.id,
+    environment_id: d.environment_id,
+    promotion_id: d.promotion_id,
+    run_id: lock.run_id,
+    outcome: d.outcome,
+  };
+  await recordTransition(tx, {
+    orgId: lock.org_id,
+    runId: lock.run_id,
+    entity: "deployment",
+    from: "running",
+    to: state,
+    reason: "run_finished",
+    data,
+  });
+  await recordAuditEvent(tx, {
+    orgId: lock.org_id,
+    kind: "deployment.finished",
+    actor: "system:deployer",
+    subject: d.environment_id,
+    data: { ...data, state },
+  });
   const promo = state === "succeeded" ? "deployed" : "deploy_failed";
   const n = await tx.$executeRaw`
     UPDATE promotion SET state = ${promo}, version = version + 1, updated_at = now()
     WHERE id = ${d.promotion_id}::uuid AND state = 'deploying'`;
   if (n === 1)
-    await recordTransition(tx, { orgId: lock.org_id, entity: "promotion", from: "deploying", to: promo, reason: "deploy_finished", data });
+    await recordTransition(tx, {
+      orgId: lock.org_id,
+      entity: "promotion",
+      from: "deploying",
+      to: promo,
+      reason: "deploy_finished",
+      data,
+    });
 }
 
 /** After a release: the newest waiting deployment starts if it is still what the pointer names. */
@@ -209,7 +270,12 @@ async function startNextWaiting(tx: Tx, environmentId: string): Promise<void> {
   const w = rows[0];
   if (!w) return;
   // Older waiting ones are superseded by this one; this one by a move whose message is on its way.
-  await supersedeOlderWaiting(tx, w.org_id, environmentId, w.current_seq > w.pointer_seq ? w.current_seq : w.pointer_seq);
+  await supersedeOlderWaiting(
+    tx,
+    w.org_id,
+    environmentId,
+    w.current_seq > w.pointer_seq ? w.current_seq : w.pointer_seq,
+  );
   if (w.current_seq > w.pointer_seq) return;
   await launchDeployment(
     tx,

@@ -228,11 +228,25 @@ export async function lockRun(tx: Tx, runId: string, mode: "update" | "share" = 
   const rows =
     mode === "update"
       ? await tx.$queryRaw<
-          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string; trigger: string }[]
+          {
+            id: string;
+            org_id: string;
+            status: RunStatus;
+            cancel_version: number;
+            trust_class: string;
+            trigger: string;
+          }[]
         >`
           SELECT id, org_id, status, cancel_version, trust_class, trigger FROM workflow_run WHERE id = ${runId}::uuid FOR UPDATE`
       : await tx.$queryRaw<
-          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string; trigger: string }[]
+          {
+            id: string;
+            org_id: string;
+            status: RunStatus;
+            cancel_version: number;
+            trust_class: string;
+            trigger: string;
+          }[]
         >`
           SELECT id, org_id, status, cancel_version, trust_class, trigger FROM workflow_run WHERE id = ${runId}::uuid FOR SHARE`;
   const r = rows[0];

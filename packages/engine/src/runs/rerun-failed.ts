@@ -65,7 +65,10 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
     // A deploy run is started only by a pointer move, under the environment's lock (ADR 0033):
     // retrying it by hand would deploy outside the lock. Promote (or roll back) again instead.
     if (parent.trigger === DEPLOY_TRIGGER)
-      throw new DomainError("RUN.ILLEGAL_TRANSITION", "a deploy run cannot be re-run; promote or roll back the environment instead");
+      throw new DomainError(
+        "RUN.ILLEGAL_TRANSITION",
+        "a deploy run cannot be re-run; promote or roll back the environment instead",
+      );
     if (parent.status !== "completed") {
       throw new DomainError("RUN.NOT_FINISHED", "only a finished run's failed jobs can be re-run");
     }

@@ -1,5 +1,12 @@
 import { withTx, type Db } from "@kiln/db";
-import { canTrigger, computeTrustClass, DEPLOY_TRIGGER, DomainError, type TrustClass, type WorkflowDefinition } from "@kiln/domain";
+import {
+  canTrigger,
+  computeTrustClass,
+  DEPLOY_TRIGGER,
+  DomainError,
+  type TrustClass,
+  type WorkflowDefinition,
+} from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
 import type { Caller } from "./admit-manual.ts";
 import { createJobs } from "./freeze-run.ts";
@@ -37,7 +44,10 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
     // A deploy run is started only by a pointer move, under the environment's lock (ADR 0033):
     // retrying it by hand would deploy outside the lock. Promote (or roll back) again instead.
     if (parent.trigger === DEPLOY_TRIGGER)
-      throw new DomainError("RUN.ILLEGAL_TRANSITION", "a deploy run cannot be retried; promote or roll back the environment instead");
+      throw new DomainError(
+        "RUN.ILLEGAL_TRANSITION",
+        "a deploy run cannot be retried; promote or roll back the environment instead",
+      );
     if (parent.status !== "completed") throw new DomainError("RUN.NOT_FINISHED", "only a finished run can be retried");
     const repo = await tx.$queryRaw<{ disconnected: boolean }[]>`
       SELECT disconnected_at IS NOT NULL AS disconnected FROM repo WHERE id = ${parent.repo_id}::uuid`;

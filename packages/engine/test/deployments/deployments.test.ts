@@ -15,7 +15,17 @@ import { deliverSecrets, generateKekText, KekSource, setSecret } from "../../src
 import { retryRun } from "../../src/runs/retry-run.ts";
 import { claim, claimsOf, expireLease, useS3 } from "../artifacts/support.ts";
 import { def, LOCAL_SOURCE, newSession, seedFrozenRun, TEST_CFG, useTestDb } from "../support.ts";
-import { buildIn, counts, DEPLOY, promote, seedBuild, seedEnvironment, setConfig, useGit, type Build } from "./support.ts";
+import {
+  buildIn,
+  counts,
+  DEPLOY,
+  promote,
+  seedBuild,
+  seedEnvironment,
+  setConfig,
+  useGit,
+  type Build,
+} from "./support.ts";
 
 const t = useTestDb();
 const s3 = useS3();
@@ -32,7 +42,13 @@ async function deployOf(runId: string) {
 }
 async function lockOf(environmentId: string) {
   return t.db().$queryRaw<
-    { run_id: string; attempt_id: string | null; release_after: Date | null; manual_release: boolean; release_reason: string | null }[]
+    {
+      run_id: string;
+      attempt_id: string | null;
+      release_after: Date | null;
+      manual_release: boolean;
+      release_reason: string | null;
+    }[]
   >`SELECT run_id, attempt_id, release_after, manual_release, release_reason FROM deployment_lock
     WHERE environment_id = ${environmentId}::uuid ORDER BY acquired_at`;
 }
@@ -74,7 +90,9 @@ describe("the deployer", () => {
     });
     expect(await counts(t.db(), b.tenant.orgId)).toEqual(before);
 
-    const run = await t.db().$queryRaw<{ trigger: string; trust_class: string; commit_sha: string; workflow_path: string; status: string }[]>`
+    const run = await t.db().$queryRaw<
+      { trigger: string; trust_class: string; commit_sha: string; workflow_path: string; status: string }[]
+    >`
       SELECT trigger, trust_class, commit_sha, workflow_path, status FROM workflow_run WHERE id = ${first.runId}::uuid`;
     expect(run[0]).toEqual({
       trigger: "deploy",
@@ -84,7 +102,9 @@ describe("the deployer", () => {
       status: "pending",
     });
     expect((await lockOf(env)).map((l) => [l.run_id, l.release_reason])).toEqual([[first.runId, null]]);
-    const promo = await t.db().$queryRaw<{ state: string }[]>`SELECT state FROM promotion WHERE id = ${promotionId}::uuid`;
+    const promo = await t.db().$queryRaw<
+      { state: string }[]
+    >`SELECT state FROM promotion WHERE id = ${promotionId}::uuid`;
     expect(promo[0]?.state).toBe("deploying");
     const audit = await t.db().$queryRaw<{ kind: string }[]>`
       SELECT kind FROM audit_event WHERE org_id = ${b.tenant.orgId}::uuid AND kind LIKE 'deployment.%' ORDER BY seq`;
@@ -133,7 +153,9 @@ describe("the deployer", () => {
     await t.db().$executeRaw`
       UPDATE workflow_run SET definition = jsonb_set(definition, '{jobs,0,artifacts,restore,0,promoted,sha256}', to_jsonb(${"0".repeat(64)}::text))
       WHERE id = ${d.runId}::uuid`;
-    await expect(grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "promotion:build", name: "app" })).rejects.toMatchObject({
+    await expect(
+      grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "promotion:build", name: "app" }),
+    ).rejects.toMatchObject({
       code: "ARTIFACT.VERIFICATION_FAILED",
     });
   });
@@ -216,7 +238,12 @@ describe("the deployment lock", () => {
     await reconcile(t.db(), cfg);
     const job = await t.db().$queryRaw<{ status: string; outcome: string; cause: string; platform_retries: number }[]>`
       SELECT status, outcome, cause, platform_retries FROM job_run WHERE run_id = ${d.runId}::uuid`;
-    expect(job[0]).toEqual({ status: "completed", outcome: "platform_failure", cause: "lease.expired", platform_retries: 0 });
+    expect(job[0]).toEqual({
+      status: "completed",
+      outcome: "platform_failure",
+      cause: "lease.expired",
+      platform_retries: 0,
+    });
     const held = await lockOf(env);
     expect(held[0]?.release_reason).toBeNull();
     expect(held[0]?.release_after).not.toBeNull();
@@ -227,7 +254,9 @@ describe("the deployment lock", () => {
     });
     // Nor can the deploy run be retried by hand around the lock.
     const caller = { tokenId: b.tenant.tokenId, orgId: b.tenant.orgId, role: "member" as const, name: "alice" };
-    await expect(retryRun(t.db(), { caller, runId: d.runId })).rejects.toMatchObject({ code: "RUN.ILLEGAL_TRANSITION" });
+    await expect(retryRun(t.db(), { caller, runId: d.runId })).rejects.toMatchObject({
+      code: "RUN.ILLEGAL_TRANSITION",
+    });
     const releaseAt = held[0]!.release_after!.getTime();
     await new Promise((r) => setTimeout(r, Math.max(0, releaseAt - Date.now()) + 300));
     expect((await reconcile(t.db(), cfg)).locksReleased).toBe(1);
@@ -242,7 +271,8 @@ describe("the deployment lock", () => {
     const d = await started(b, env);
     expect(await freeze(d.runId, b.tenant.pool)).toBe("frozen");
     // The tenant's host credential belongs to the org: an org-owned host.
-    await t.db().$executeRaw`UPDATE agent_token SET org_id = ${b.tenant.orgId}::uuid WHERE id = ${b.tenant.agentTokenId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE agent_token SET org_id = ${b.tenant.orgId}::uuid WHERE id = ${b.tenant.agentTokenId}::uuid`;
     const tk = (await claim(t.db(), await newSession(t.db(), b.tenant)))!;
     await expireLease(t.db(), tk.attemptId);
     await reconcile(t.db(), cfg);
@@ -250,7 +280,9 @@ describe("the deployment lock", () => {
     const held = await lockOf(env);
     expect(held.map((l) => [l.manual_release, l.release_reason])).toEqual([[true, null]]);
     const member = { ...admin(b), role: "member" as const };
-    await expect(releaseDeploymentLock(t.db(), cfg, member, env, "x")).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
+    await expect(releaseDeploymentLock(t.db(), cfg, member, env, "x")).rejects.toMatchObject({
+      code: "AUTH.FORBIDDEN",
+    });
     const other = await seedBuild(t.db(), s3.store(), git().server, 9);
     await expect(releaseDeploymentLock(t.db(), cfg, admin(other), env, "x")).rejects.toSatisfy(
       (e: unknown) => isDomainError(e) && e.code === "ENV.NOT_FOUND",

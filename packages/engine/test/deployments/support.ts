@@ -61,12 +61,21 @@ export interface Build {
 /** A trusted build at the repo's head whose `build` job bound artifact `app`. */
 export async function seedBuild(db: Db, store: ArtifactStore, git: TestGitServer, seed = 1): Promise<Build> {
   const tenant = await seedTenant(db);
-  const repo = await git.createRepo(`${tenant.slug}.git`, { ".kiln/workflow.yaml": BUILD, ".kiln/deploy.yaml": DEPLOY });
+  const repo = await git.createRepo(`${tenant.slug}.git`, {
+    ".kiln/workflow.yaml": BUILD,
+    ".kiln/deploy.yaml": DEPLOY,
+  });
   await db.$executeRaw`UPDATE repo SET clone_url = ${repo.cloneUrl} WHERE id = ${tenant.repoId}::uuid`;
   return buildIn(db, store, tenant, repo, seed);
 }
 
-export async function buildIn(db: Db, store: ArtifactStore, tenant: Tenant, repo: TestGitRepo, seed: number): Promise<Build> {
+export async function buildIn(
+  db: Db,
+  store: ArtifactStore,
+  tenant: Tenant,
+  repo: TestGitRepo,
+  seed: number,
+): Promise<Build> {
   const runId = await seedFrozenRun(db, tenant, def(BUILD));
   await db.$executeRaw`UPDATE workflow_run SET commit_sha = ${repo.headSha} WHERE id = ${runId}::uuid`;
   const s = await newSession(db, tenant);
@@ -92,7 +101,11 @@ export async function seedEnvironment(db: Db, t: Tenant, name: string): Promise<
 }
 
 /** An allowed promotion and its pointer move, in one transaction (what env-core's use case does). */
-export async function promote(db: Db, b: Build, environmentId: string): Promise<{ promotionId: string; pointerSeq: bigint }> {
+export async function promote(
+  db: Db,
+  b: Build,
+  environmentId: string,
+): Promise<{ promotionId: string; pointerSeq: bigint }> {
   return withTx(db, "seed-promotion", async (tx) => {
     const env = await tx.$queryRaw<{ pointer_seq: bigint }[]>`
       SELECT pointer_seq FROM environment WHERE id = ${environmentId}::uuid FOR UPDATE`;
@@ -119,13 +132,21 @@ export async function promote(db: Db, b: Build, environmentId: string): Promise<
   });
 }
 
-export async function setConfig(db: Db, environmentId: string, orgId: string, workflowPath = ".kiln/deploy.yaml"): Promise<void> {
+export async function setConfig(
+  db: Db,
+  environmentId: string,
+  orgId: string,
+  workflowPath = ".kiln/deploy.yaml",
+): Promise<void> {
   await db.$executeRaw`
     INSERT INTO environment_deploy_config (environment_id, org_id, workflow_path, updated_by)
     VALUES (${environmentId}::uuid, ${orgId}::uuid, ${workflowPath}, 'test')`;
 }
 
-export async function counts(db: Db, orgId: string): Promise<{ audit: number; events: number; outbox: number; runs: number }> {
+export async function counts(
+  db: Db,
+  orgId: string,
+): Promise<{ audit: number; events: number; outbox: number; runs: number }> {
   const r = await db.$queryRaw<{ audit: bigint; events: bigint; outbox: bigint; runs: bigint }[]>`
     SELECT (SELECT count(*) FROM audit_event WHERE org_id = ${orgId}::uuid) AS audit,
            (SELECT count(*) FROM transition_event WHERE org_id = ${orgId}::uuid) AS events,

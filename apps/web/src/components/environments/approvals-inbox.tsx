@@ -82,7 +82,10 @@ function PendingPromotion({ org, p, now, canReview }: { org: string; p: Pending;
       title={
         <span id={titleId}>
           {p.kind === "rollback" ? "Roll back" : "Promote"} <code className="font-mono">{p.artifact.name}</code> to{" "}
-          <Link className="text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/environments/${p.environmentId}`}>
+          <Link
+            className="text-blue-700 hover:underline dark:text-blue-400"
+            href={`/orgs/${org}/environments/${p.environmentId}`}
+          >
             {p.environment}
           </Link>{" "}
           <span className="font-normal text-zinc-500">({p.repo})</span>
@@ -92,21 +95,27 @@ function PendingPromotion({ org, p, now, canReview }: { org: string; p: Pending;
       <div className="space-y-3">
         <p className="text-sm">
           <code className="font-mono text-xs">sha256:{p.artifact.digest.slice(0, 16)}…</code> from run{" "}
-          <Link className="font-mono text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/runs/${p.artifact.runId}`}>
+          <Link
+            className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+            href={`/orgs/${org}/runs/${p.artifact.runId}`}
+          >
             {p.artifact.runId.slice(0, 8)}
           </Link>
           {p.artifact.attestationId ? (
             <>
               {" · "}
-              <Link className="text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/provenance/${p.artifact.attestationId}`}>
+              <Link
+                className="text-blue-700 hover:underline dark:text-blue-400"
+                href={`/orgs/${org}/provenance/${p.artifact.attestationId}`}
+              >
                 provenance
               </Link>
             </>
           ) : null}
         </p>
         <p className="text-sm text-zinc-700 dark:text-zinc-300">
-          Requested by <strong>{p.requester.login ?? p.requester.actor}</strong> <RelativeTime iso={p.createdAt} now={now} />:{" "}
-          {p.reason}
+          Requested by <strong>{p.requester.login ?? p.requester.actor}</strong>{" "}
+          <RelativeTime iso={p.createdAt} now={now} />: {p.reason}
         </p>
         <GateReasons reasons={p.decision.reasons} />
         {p.approvals.length > 0 ? (
@@ -125,7 +134,8 @@ function PendingPromotion({ org, p, now, canReview }: { org: string; p: Pending;
             aria-labelledby={titleId}
             onSubmit={(e) => {
               e.preventDefault();
-              const decision = (e.nativeEvent as SubmitEvent).submitter?.getAttribute("value") === "reject" ? "reject" : "approve";
+              const decision =
+                (e.nativeEvent as SubmitEvent).submitter?.getAttribute("value") === "reject" ? "reject" : "approve";
               review.mutate({ org, promotionId: p.id, decision, comment: comment.trim() || undefined });
             }}
           >

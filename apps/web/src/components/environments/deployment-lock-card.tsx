@@ -42,7 +42,8 @@ export function DeploymentLockCard({
   const release = useMutation(
     trpc.deployments.releaseLock.mutationOptions({
       onMutate: () => setError(null),
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.deployments.list.queryKey({ org, environmentId }) }),
+      onSuccess: () =>
+        queryClient.invalidateQueries({ queryKey: trpc.deployments.list.queryKey({ org, environmentId }) }),
       onError: (e) => setError(e.message),
     }),
   );
@@ -56,7 +57,10 @@ export function DeploymentLockCard({
         <div className="space-y-2 text-sm" data-testid="lock-state" data-state={lock.state}>
           <p>
             Held by deploy run{" "}
-            <Link className="font-mono text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/runs/${lock.run_id}`}>
+            <Link
+              className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+              href={`/orgs/${org}/runs/${lock.run_id}`}
+            >
               {lock.run_id.slice(0, 8)}
             </Link>
             {lock.attempt_id ? ` (attempt ${lock.epoch ?? "?"})` : " (not yet claimed)"} since{" "}

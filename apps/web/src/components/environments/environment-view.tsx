@@ -28,7 +28,9 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
   const pointer = e.pointer;
   const deployByPromotion = new Map(deps.data.deployments.map((d) => [d.promotion_id, d]));
   // Rollback targets: digests this environment ran before, other than the current one.
-  const previous = [...new Map(moves.filter((m) => m.toDigest !== pointer?.digest).map((m) => [m.toDigest, m])).values()];
+  const previous = [
+    ...new Map(moves.filter((m) => m.toDigest !== pointer?.digest).map((m) => [m.toDigest, m])).values(),
+  ];
   return (
     <div className="space-y-6">
       <div>
@@ -44,7 +46,11 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
         {pointer === null ? (
           <EmptyState title="Nothing promoted yet">Promote an artifact to this environment to see it here.</EmptyState>
         ) : (
-          <dl className="grid grid-cols-[max-content_1fr] gap-x-4 gap-y-1 text-sm" data-testid="current-digest" data-digest={pointer.digest}>
+          <dl
+            className="grid grid-cols-[max-content_1fr] gap-x-4 gap-y-1 text-sm"
+            data-testid="current-digest"
+            data-digest={pointer.digest}
+          >
             <dt className="text-zinc-500">Digest</dt>
             <dd>
               <code className="font-mono text-xs break-all">sha256:{pointer.digest}</code>
@@ -52,7 +58,10 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
             <dt className="text-zinc-500">Provenance</dt>
             <dd>
               {pointer.attestationId ? (
-                <Link className="text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/provenance/${pointer.attestationId}`}>
+                <Link
+                  className="text-blue-700 hover:underline dark:text-blue-400"
+                  href={`/orgs/${org}/provenance/${pointer.attestationId}`}
+                >
                   attestation record
                 </Link>
               ) : (
@@ -66,7 +75,13 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
           </dl>
         )}
       </Card>
-      <DeploymentLockCard org={org} environmentId={environmentId} lock={deps.data.lock} isAdmin={role === "admin"} now={now} />
+      <DeploymentLockCard
+        org={org}
+        environmentId={environmentId}
+        lock={deps.data.lock}
+        isAdmin={role === "admin"}
+        now={now}
+      />
       {canOperate(role) && previous.length > 0 ? (
         <RollbackCard org={org} environmentId={environmentId} targets={previous} />
       ) : null}
@@ -78,7 +93,11 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
             {promotions.map((p) => {
               const d = deployByPromotion.get(p.id);
               return (
-                <li key={p.id} className="border-t border-zinc-100 pt-2 first:border-0 first:pt-0 dark:border-zinc-800" data-promotion={p.id}>
+                <li
+                  key={p.id}
+                  className="border-t border-zinc-100 pt-2 first:border-0 first:pt-0 dark:border-zinc-800"
+                  data-promotion={p.id}
+                >
                   <p className="text-sm">
                     <strong>{p.kind === "rollback" ? "Rollback" : "Promotion"}</strong> of{" "}
                     <code className="font-mono text-xs">sha256:{p.artifact.digest.slice(0, 12)}…</code> by{" "}
@@ -91,7 +110,10 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
                         {d.run_id ? (
                           <>
                             {" "}
-                            <Link className="font-mono text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/runs/${d.run_id}`}>
+                            <Link
+                              className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+                              href={`/orgs/${org}/runs/${d.run_id}`}
+                            >
                               {d.run_id.slice(0, 8)}
                             </Link>
                           </>
@@ -174,7 +196,10 @@ function RollbackCard({
         </Button>
       </form>
       {message ? (
-        <p role={message.error ? "alert" : "status"} className={message.error ? "mt-2 text-sm text-red-700" : "mt-2 text-sm text-emerald-700"}>
+        <p
+          role={message.error ? "alert" : "status"}
+          className={message.error ? "mt-2 text-sm text-red-700" : "mt-2 text-sm text-emerald-700"}
+        >
           {message.text}
         </p>
       ) : null}

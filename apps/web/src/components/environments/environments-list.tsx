@@ -23,11 +23,18 @@ export function EnvironmentsList({ org }: { org: string }) {
           <ul className="divide-y divide-zinc-100 text-sm dark:divide-zinc-800" data-testid="environments">
             {q.data.map((e) => (
               <li key={e.id} className="flex flex-wrap items-baseline gap-x-3 py-2">
-                <Link className="font-medium text-blue-700 hover:underline dark:text-blue-400" href={`/orgs/${org}/environments/${e.id}`}>
+                <Link
+                  className="font-medium text-blue-700 hover:underline dark:text-blue-400"
+                  href={`/orgs/${org}/environments/${e.id}`}
+                >
                   {e.repo} / {e.name}
                 </Link>
                 <span className="text-zinc-500">
-                  {e.pointer ? <code className="font-mono text-xs">sha256:{e.pointer.digest.slice(0, 12)}…</code> : "nothing promoted"}
+                  {e.pointer ? (
+                    <code className="font-mono text-xs">sha256:{e.pointer.digest.slice(0, 12)}…</code>
+                  ) : (
+                    "nothing promoted"
+                  )}
                 </span>
               </li>
             ))}

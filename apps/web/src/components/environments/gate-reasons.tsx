@@ -1,5 +1,9 @@
 /** Each gate's answer as the decision service gave it: the gate, its status, code and message. */
-export function GateReasons({ reasons }: { reasons: { gate: string; status: string; code: string; message: string }[] }) {
+export function GateReasons({
+  reasons,
+}: {
+  reasons: { gate: string; status: string; code: string; message: string }[];
+}) {
   if (reasons.length === 0) return <p className="text-sm text-zinc-500">No gate reasons recorded.</p>;
   return (
     <ul className="space-y-1 text-sm" aria-label="Gate reasons">

@@ -6,7 +6,12 @@ import { envInput, sessionCaller } from "./deploy-input.ts";
 
 /** Sets a deploy-time variable (admins; audited with its value: variables are not secrets). */
 export const setVariable = adminProcedure
-  .input(envInput.extend({ name: z.string().trim().min(1, "enter a name"), value: z.string().max(MAX_ENV_VARIABLE_BYTES) }))
+  .input(
+    envInput.extend({ name: z.string().trim().min(1, "enter a name"), value: z.string().max(MAX_ENV_VARIABLE_BYTES) }),
+  )
   .mutation(({ ctx, input }) =>
-    setEnvironmentVariable(ctx.db, sessionCaller(ctx.tenant), input.environmentId, { name: input.name, value: input.value }),
+    setEnvironmentVariable(ctx.db, sessionCaller(ctx.tenant), input.environmentId, {
+      name: input.name,
+      value: input.value,
+    }),
   );

@@ -41,7 +41,10 @@ export const GET = route({
   summary: "The environment's deployment lock (holder and why it is held) and its deploy history (docs/adr/0033)",
   auth: "api_token",
   responses: {
-    200: { description: "lock and history", schema: z.object({ lock: lock.nullable(), deployments: z.array(deployment) }) },
+    200: {
+      description: "lock and history",
+      schema: z.object({ lock: lock.nullable(), deployments: z.array(deployment) }),
+    },
   },
   uuidParams: ["envId"],
   handler: async ({ req, params }) => {

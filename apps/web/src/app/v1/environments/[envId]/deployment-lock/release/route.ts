@@ -17,6 +17,9 @@ export const POST = route({
   uuidParams: ["envId"],
   handler: async ({ req, params, body }) => {
     const { db, cfg } = services();
-    return json(200, await releaseDeploymentLock(db, cfg, await deployCallerOf(db, req), params.envId ?? "", body.reason));
+    return json(
+      200,
+      await releaseDeploymentLock(db, cfg, await deployCallerOf(db, req), params.envId ?? "", body.reason),
+    );
   },
 });

@@ -18,7 +18,10 @@ export const PUT = route({
   handler: async ({ req, params, body }) => {
     const { db, keks } = services();
     const caller = await deployCallerOf(db, req);
-    return json(200, await setEnvironmentSecret(db, keks, caller, params.envId ?? "", { name: params.name ?? "", value: body.value }));
+    return json(
+      200,
+      await setEnvironmentSecret(db, keks, caller, params.envId ?? "", { name: params.name ?? "", value: body.value }),
+    );
   },
 });
 
@@ -30,6 +33,9 @@ export const DELETE = route({
   uuidParams: ["envId"],
   handler: async ({ req, params }) => {
     const { db } = services();
-    return json(200, await deleteEnvironmentSecret(db, await deployCallerOf(db, req), params.envId ?? "", params.name ?? ""));
+    return json(
+      200,
+      await deleteEnvironmentSecret(db, await deployCallerOf(db, req), params.envId ?? "", params.name ?? ""),
+    );
   },
 });

@@ -17,7 +17,10 @@ export const PUT = route({
   handler: async ({ req, params, body }) => {
     const { db } = services();
     const caller = await deployCallerOf(db, req);
-    return json(200, await setEnvironmentVariable(db, caller, params.envId ?? "", { name: params.name ?? "", value: body.value }));
+    return json(
+      200,
+      await setEnvironmentVariable(db, caller, params.envId ?? "", { name: params.name ?? "", value: body.value }),
+    );
   },
 });
 
