@@ -6,7 +6,7 @@ import { advanceRun, finishRunIfDone, lockRun, retryBudgetOf } from "../runs/ind
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
 import { loadPoolState } from "../dispatch/index.ts";
 import { lockAttempt } from "./load-attempt.ts";
-import { settleDeploymentLocks } from "../deployments/settle-locks.ts";
+import { settleDeploymentLocks } from "../deployments/index.ts";
 
 // Guards from the transition tables: hints go to READY jobs, stop requests to running attempts.
 const REDISPATCHABLE = legalSources(JOB_TRANSITIONS, "redispatched", "ready");

@@ -18,7 +18,7 @@ import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
-import { deploymentBindingOf } from "../deployments/deployment-binding.ts";
+import { deploymentBindingOf } from "../deployments/index.ts";
 
 export const DEFAULT_POOL = "default";
 
