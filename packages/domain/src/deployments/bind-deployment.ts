@@ -12,17 +12,17 @@ export interface DeploymentBinding {
   /** Hex SHA-256 of the promoted artifact (the environment pointer's digest). */
   sha256: string;
   artifactName: string;
-  /** The job that produced the artifact in its build run. */
-  producerJob: string;
   /** Workspace-relative path the artifact is restored to. */
   artifactPath: string;
   variables: Record<string, string>;
 }
 
-/** The restore entry's producer name: `:` never appears in a job name, so it cannot collide. */
-export function promotedFromJob(producerJob: string): string {
-  return `promotion:${producerJob}`;
-}
+/**
+ * The restore entry's producer name. It must fit the agent protocol's name alphabet, which is the
+ * job-name alphabet, so it is a reserved name rather than an impossible one: the pinned entry comes
+ * first and the grant serves the first declared match, so a deploy job named so cannot unpin it.
+ */
+export const PROMOTED_FROM_JOB = "kiln.promoted";
 
 export function bindDeployment(def: WorkflowDefinition, b: DeploymentBinding): WorkflowDefinition {
   const kiln = {
@@ -43,7 +43,7 @@ export function bindDeployment(def: WorkflowDefinition, b: DeploymentBinding): W
         publish: j.artifacts.publish,
         restore: [
           {
-            fromJob: promotedFromJob(b.producerJob),
+            fromJob: PROMOTED_FROM_JOB,
             name: b.artifactName,
             path: b.artifactPath,
             promoted: { generationId: b.generationId, sha256: b.sha256 },

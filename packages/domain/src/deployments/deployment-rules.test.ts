@@ -92,7 +92,6 @@ describe("bindDeployment", () => {
       generationId: "g1",
       sha256: "a".repeat(64),
       artifactName: "app",
-      producerJob: "build",
       artifactPath: ".kiln/promoted/app",
       variables: { API: "https://staging" },
     });
@@ -100,7 +99,7 @@ describe("bindDeployment", () => {
     expect(job.env).toMatchObject({ API: "https://staging", KEEP: "x", KILN_ENVIRONMENT: "staging" });
     expect(job.env.KILN_ARTIFACT_DIGEST).toBe(`sha256:${"a".repeat(64)}`);
     expect(job.artifacts.restore[0]).toEqual({
-      fromJob: "promotion:build",
+      fromJob: "kiln.promoted",
       name: "app",
       path: ".kiln/promoted/app",
       promoted: { generationId: "g1", sha256: "a".repeat(64) },

@@ -14,4 +14,4 @@ export {
   type DeployAttemptFacts,
   type LockDecision,
 } from "./deployment-rules.ts";
-export { bindDeployment, promotedFromJob, type DeploymentBinding } from "./bind-deployment.ts";
+export { bindDeployment, PROMOTED_FROM_JOB, type DeploymentBinding } from "./bind-deployment.ts";

@@ -12,18 +12,16 @@ export async function deploymentBindingOf(db: DbOrTx, runId: string): Promise<De
       generation_id: string;
       digest: string;
       artifact_name: string;
-      producer_job: string;
       artifact_path: string | null;
       variables: Record<string, string> | null;
     }[]
   >`
-    SELECT d.id, e.name AS environment, d.generation_id, d.digest, g.name AS artifact_name, pj.name AS producer_job,
+    SELECT d.id, e.name AS environment, d.generation_id, d.digest, g.name AS artifact_name,
            c.artifact_path,
            (SELECT jsonb_object_agg(v.name, v.value) FROM environment_variable v WHERE v.environment_id = d.environment_id) AS variables
     FROM deployment d
     JOIN environment e ON e.id = d.environment_id
     JOIN artifact_generation g ON g.id = d.generation_id
-    JOIN job_run pj ON pj.id = g.job_id
     LEFT JOIN environment_deploy_config c ON c.environment_id = d.environment_id
     WHERE d.run_id = ${runId}::uuid`;
   const r = rows[0];
@@ -34,7 +32,6 @@ export async function deploymentBindingOf(db: DbOrTx, runId: string): Promise<De
     generationId: r.generation_id,
     sha256: r.digest,
     artifactName: r.artifact_name,
-    producerJob: r.producer_job,
     artifactPath: r.artifact_path ?? defaultArtifactPath(r.artifact_name),
     variables: r.variables ?? {},
   };

@@ -135,7 +135,7 @@ describe("the deployer", () => {
     });
     expect(job.artifacts.restore).toEqual([
       {
-        fromJob: "promotion:build",
+        fromJob: "kiln.promoted",
         name: "app",
         path: ".kiln/promoted/app",
         promoted: { generationId: b.generationId, sha256: b.digest },
@@ -144,7 +144,7 @@ describe("the deployer", () => {
     const tk = (await claim(t.db(), await newSession(t.db(), b.tenant)))!;
     expect(tk.runId).toBe(d.runId);
     expect((await lockOf(env))[0]?.attempt_id).toBe(tk.attemptId);
-    const grant = await grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "promotion:build", name: "app" });
+    const grant = await grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "kiln.promoted", name: "app" });
     expect([grant.generationId, grant.sha256]).toEqual([b.generationId, b.digest]);
     const body = Buffer.from(await (await fetch(grant.url)).arrayBuffer());
     expect(body.length).toBe(64 * 1024);
@@ -154,7 +154,7 @@ describe("the deployer", () => {
       UPDATE workflow_run SET definition = jsonb_set(definition, '{jobs,0,artifacts,restore,0,promoted,sha256}', to_jsonb(${"0".repeat(64)}::text))
       WHERE id = ${d.runId}::uuid`;
     await expect(
-      grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "promotion:build", name: "app" }),
+      grantDownload(t.db(), s3.store(), claimsOf(tk), { fromJob: "kiln.promoted", name: "app" }),
     ).rejects.toMatchObject({
       code: "ARTIFACT.VERIFICATION_FAILED",
     });
