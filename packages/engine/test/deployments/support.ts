@@ -90,8 +90,8 @@ export async function buildIn(
 export async function seedEnvironment(db: Db, t: Tenant, name: string): Promise<string> {
   return withTx(db, "seed-environment", async (tx) => {
     const rows = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO environment (org_id, repo_id, name, position, policy_version, created_by)
-      VALUES (${t.orgId}::uuid, ${t.repoId}::uuid, ${name}, 0, 1, 'test') RETURNING id`;
+      INSERT INTO environment (org_id, repo_id, name, position, policy_version, created_by, production)
+      VALUES (${t.orgId}::uuid, ${t.repoId}::uuid, ${name}, 0, 1, 'test', ${name === "production"}) RETURNING id`;
     const id = rows[0]?.id ?? "";
     await tx.$executeRaw`
       INSERT INTO environment_policy (environment_id, version, org_id, policy, created_by)
