@@ -298,14 +298,21 @@ describe("environments: build once, promote by digest", () => {
     await waitUntil(async () => /VARS env=staging/.test(await deployLog(s, runId)), 60_000, "the deploy step to start");
     s.agent.child.kill("SIGSTOP");
     try {
+      let last: unknown = null;
       const held = await waitUntil(
         async () => {
           const r = await p.api("GET", `/v1/environments/${staging}/deployments`, s.admin);
+          last = r.json;
           return r.json.lock?.state === "kill_bound_pending" ? r.json : null;
         },
         60_000,
         "the lease to run out",
-      );
+      ).catch(async (e: unknown) => {
+        const attempts = await p.db.$queryRaw`
+          SELECT a.status, a.outcome, a.cause, a.lease_expires_at, a.stopped_at, now() AS now FROM attempt a WHERE a.run_id = ${runId}::uuid`;
+        const locks = await p.db.$queryRaw`SELECT * FROM deployment_lock WHERE run_id = ${runId}::uuid`;
+        throw new Error(`${JSON.stringify({ last, attempts, locks })}\n${String(e).slice(0, 2000)}`);
+      });
       const run = (await p.api("GET", `/v1/workflow-runs/${runId}`, s.admin)).json;
       // Never re-dispatched: one attempt, fenced as a platform failure.
       expect(run.jobs[0].attempts.map((x: any) => [x.epoch, x.outcome, x.cause])).toEqual([
