@@ -91,6 +91,8 @@ interface Setup {
   headSha: string;
 }
 
+const agents: Proc[] = [];
+
 async function setup(org: string): Promise<Setup> {
   const t = await p.seedTenant(org, { ".kiln/workflow.yaml": BUILD, ".kiln/deploy.yaml": DEPLOY }, { member: "alice" });
   await addMember(p.db, { orgSlug: org, login: "bob", role: "member", forgeId: 8_300_002 });
@@ -102,7 +104,15 @@ async function setup(org: string): Promise<Setup> {
       .$executeRaw`UPDATE api_token SET user_id = (SELECT id FROM app_user WHERE login = ${login}) WHERE id = ${tok.id}::uuid`;
     return tok.token;
   };
+  // Agents of the default pool serve every org: the earlier case's agent is stopped first, so the
+  // agent this case freezes is the one running its deploy.
+  for (const a of agents.splice(0)) {
+    const exited = new Promise((r) => a.child.once("exit", r));
+    a.child.kill("SIGTERM");
+    await exited;
+  }
   const agent = await p.startAgent(`${org}-agent`, t.agentToken);
+  agents.push(agent);
   return {
     org,
     repoId: t.repoId,
