@@ -2,6 +2,7 @@
 import {
   createAgentToken,
   createApiToken,
+  createMemberApiToken,
   listAgentTokens,
   listApiTokens,
   revokeAgentToken,
@@ -14,14 +15,39 @@ export const credentialCommands: CliCommand[] = [
   {
     name: "token create",
     usage:
-      "token create <org> --role admin|member|auditor [--name <name>] [--expires-days 90]   (prints the token once)",
-    options: { role: { type: "string" }, name: { type: "string" }, "expires-days": { type: "string" } },
+      "token create <org> --role admin|member|auditor | --member <login> [--name <name>] [--expires-days 90]   (prints the token once; --member: a personal token acting as that member)",
+    options: {
+      role: { type: "string" },
+      member: { type: "string" },
+      name: { type: "string" },
+      "expires-days": { type: "string" },
+    },
     async run(ctx) {
       const org = arg(ctx, 0, "org");
       const role = opt(ctx.values, "role");
-      if (!role) throw new UsageError("token create needs --role admin|member|auditor");
+      const login = opt(ctx.values, "member");
       const days = intOpt(ctx.values, "expires-days");
       const name = opt(ctx.values, "name");
+      if (login) {
+        if (role) throw new UsageError("a personal token has its member's role: give --member or --role, not both");
+        const r = await createMemberApiToken(ctx.db, {
+          orgSlug: org,
+          login,
+          ...(name ? { name } : {}),
+          ...(days !== undefined ? { expiresInDays: days } : {}),
+          actor: ctx.actor,
+        });
+        ctx.out(`${r.token}\n(acts as ${login}, now ${r.role}; shown once; expires ${r.expiresAt})`, {
+          id: r.id,
+          token: r.token,
+          org,
+          member: login,
+          role: r.role,
+          expiresAt: r.expiresAt,
+        });
+        return 0;
+      }
+      if (!role) throw new UsageError("token create needs --role admin|member|auditor or --member <login>");
       const r = await createApiToken(ctx.db, {
         orgSlug: org,
         role,

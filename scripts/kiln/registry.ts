@@ -5,6 +5,7 @@ import { capacityCommands } from "./capacity.ts";
 import { consoleCommands } from "./console.ts";
 import { credentialCommands } from "./credentials.ts";
 import { egressCommands } from "./egress.ts";
+import { environmentCommands } from "./environments.ts";
 import { forgeCommands } from "./forge.ts";
 import { secretCommands } from "./secrets.ts";
 import { auditCommands } from "./audit.ts";
@@ -28,6 +29,7 @@ export const commands: CliCommand[] = [
   ...identityCommands,
   ...runCommands,
   ...scheduleCommands,
+  ...environmentCommands,
   ...tlogCommands,
   ...deploymentCommands,
 ];

@@ -109,7 +109,8 @@ export class OutboxRelay {
         await this.boss.send("run-freeze", m.payload);
         freezes++;
       } else if (m.topic === "environment.pointer_moved") {
-        // The deployer's trigger (issue 18): one queued message per move (environment, seq).
+        // The deployer's trigger (issue 18). A relay pass repeated after a crash may queue a second
+        // copy: the consumer compares pointerSeq with the environment's current one (idempotent).
         const p = m.payload as { environmentId: string; pointerSeq: string };
         await this.ensureQueue("environment-pointer-moved");
         await this.boss.send("environment-pointer-moved", p, { singletonKey: `${p.environmentId}:${p.pointerSeq}` });

@@ -1,4 +1,4 @@
-import type { ApprovalFact, Fact, PromotionFacts } from "./gate-facts.ts";
+import type { ApprovalFact, PromotionFacts } from "./gate-facts.ts";
 import { describeWindow, inWindow } from "./freeze-window.ts";
 import type { GateKind, GatePolicy } from "./policy-schema.ts";
 import { refAllowed } from "./ref-pattern.ts";
@@ -178,5 +178,3 @@ export function allowedRefs(f: PromotionFacts, g: NonNullable<Gates["allowed_ref
     );
   return r("allowed_refs", "pass", "REFS.OK", `ref ${ref ?? ""} is allowed`);
 }
-
-export type { Fact };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isKnownTimeZone } from "../schedules/cron-slots.ts";
+import { isKnownTimeZone } from "../schedules/index.ts";
 import { FAIL_MODES } from "./environment-states.ts";
 
 // The gate policy document (issue 18, ADR 0032): held by the control plane per environment,

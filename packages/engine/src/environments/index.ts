@@ -24,3 +24,4 @@ export {
 } from "./promotion-view.ts";
 export { listPointerMoves, type PointerMoveView } from "./pointer-history.ts";
 export type { ArtifactRef } from "./resolve-artifact.ts";
+export { memberActor, orgIdBySlug } from "./member-actor.ts";

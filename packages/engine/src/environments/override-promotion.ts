@@ -111,6 +111,9 @@ async function record(tx: Tx, deps: EnvDeps, c: Ctx & { expiresAt: Date }): Prom
 async function second(tx: Tx, deps: EnvDeps, c: Ctx & { open: PendingOverride }): Promise<void> {
   if (c.open.expired)
     throw new DomainError("OVERRIDE.EXPIRED", "the override expired before its second approval; record a new one");
+  // Break glass is not self-certification: the promotion's requester cannot be its second key.
+  if (c.p.requesterUserId !== null && c.p.requesterUserId === c.actor.userId)
+    throw new DomainError("OVERRIDE.SECOND_APPROVER_SAME", "the requester of a promotion cannot second its override");
   await tx.$executeRaw`
     UPDATE promotion_override SET second_approver_user_id = ${c.actor.userId}::uuid, second_actor = ${c.actor.actor},
       second_approved_at = clock_timestamp()

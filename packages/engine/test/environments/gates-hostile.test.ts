@@ -200,6 +200,17 @@ describe("overrides (break glass)", () => {
     expect((await getPromotion(t.db(), tenant.orgId, p.id)).state).toBe("pending");
     expect(await listPointerMoves(t.db(), tenant.orgId, env.id)).toEqual([]);
   });
+
+  it("the requester cannot be the second approver of an override on their own promotion", async () => {
+    const { tenant, admin, admin2, env } = await setup();
+    const a = await producedArtifact(x, tenant);
+    const p = await requestPromotion(t.db(), deps, admin2, { environmentId: env.id, artifact: a, reason: "mine" });
+    await overridePromotion(t.db(), deps, admin, { promotionId: p.id, reason: "sev1", expiresAt: soon(600_000) });
+    await expect(
+      overridePromotion(t.db(), deps, admin2, { promotionId: p.id, reason: "me too", expiresAt: soon(600_000) }),
+    ).rejects.toMatchObject({ code: "OVERRIDE.SECOND_APPROVER_SAME" });
+    expect(await listPointerMoves(t.db(), tenant.orgId, env.id)).toEqual([]);
+  });
 });
 
 describe("hostile callers", () => {

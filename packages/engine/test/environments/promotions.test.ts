@@ -195,6 +195,25 @@ describe("promotion by digest through staging to production", () => {
     expect((await promote(dev, env.id, rel.artifactId)).decision.verdict).toBe("allow");
   });
 
+  it("names the artifact by {run_id, job, artifact} as well as by id; an unknown name is not found", async () => {
+    const { tenant, admin, dev } = await org();
+    const env = await createEnvironment(t.db(), admin, { repoId: tenant.repoId, name: "staging" });
+    const a = await producedArtifact(x, tenant);
+    const p = await requestPromotion(t.db(), deps, dev, {
+      environmentId: env.id,
+      artifact: { runId: a.runId, job: "build", artifact: "app" },
+      reason: "by name",
+    });
+    expect([p.state, p.artifact.id, p.artifact.jobId]).toEqual(["promoted", a.artifactId, a.jobId]);
+    await expect(
+      requestPromotion(t.db(), deps, dev, {
+        environmentId: env.id,
+        artifact: { runId: a.runId, job: "test", artifact: "app" },
+        reason: "wrong job",
+      }),
+    ).rejects.toMatchObject({ code: "PROMOTION.ARTIFACT_NOT_FOUND" });
+  });
+
   it("two promotions to one environment serialise: two moves in order, the second from the first's digest", async () => {
     const { tenant, admin, dev } = await org();
     const env = await createEnvironment(t.db(), admin, { repoId: tenant.repoId, name: "staging" });

@@ -13,7 +13,7 @@ import { attestorDeps } from "../attestation/support.ts";
 import type { AttestationSigner } from "../../src/attestation/signer.ts";
 import type pg from "pg";
 
-export const BUILD_AND_TEST = `version: 1
+const BUILD_AND_TEST = `version: 1
 jobs:
   - name: build
     steps: [make]
