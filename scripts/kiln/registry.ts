@@ -18,6 +18,7 @@ import { scheduleCommands } from "./schedules.ts";
 import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
 import { shreddingCommands } from "./shredding.ts";
+import { deploymentCommands } from "./deployments.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -38,4 +39,5 @@ export const commands: CliCommand[] = [
   ...environmentCommands,
   ...tlogCommands,
   ...shreddingCommands,
+  ...deploymentCommands,
 ];

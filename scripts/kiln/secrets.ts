@@ -15,7 +15,7 @@ import {
 import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
 /** KILN_SECRETS_KEK_FILE, or the file `npm run up` recorded for its instance. */
-function kekFile(): string {
+export function kekFile(): string {
   if (process.env.KILN_SECRETS_KEK_FILE) return process.env.KILN_SECRETS_KEK_FILE;
   const dataDir = path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data");
   try {
@@ -27,7 +27,7 @@ function kekFile(): string {
   throw new Error(`no KILN_SECRETS_KEK_FILE and no running instance's KEK found in ${dataDir}`);
 }
 
-async function readStdin(): Promise<string> {
+export async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write("secret value (end with Ctrl-D): ");
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);

@@ -45,6 +45,8 @@ import {
   RETENTION_KINDS,
   RUN_STATUSES,
   TRUST_CLASSES,
+  DEPLOYMENT_STATES,
+  LOCK_RELEASE_REASONS,
 } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { useMigratedDb } from "./support.ts";
@@ -106,6 +108,8 @@ const DOMAIN_VALUES: Record<string, readonly string[]> = {
   "runner.quarantine_kind": QUARANTINE_KINDS,
   "runner.isolation": dispatch.ISOLATION_CLASSES,
   "pool.scope": POOL_SCOPES,
+  "deployment.state": DEPLOYMENT_STATES,
+  "deployment_lock.release_reason": LOCK_RELEASE_REASONS,
 };
 
 const t = useMigratedDb(2);

@@ -22,3 +22,4 @@ export * from "./environments/index.ts";
 export * as tlog from "./attestation/tlog/index.ts";
 export * from "./runners/index.ts";
 export * from "./shredding/index.ts";
+export * from "./deployments/index.ts";

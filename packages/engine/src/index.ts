@@ -21,6 +21,7 @@ export type {
 } from "./shared/journal.ts";
 export * from "./forge/index.ts";
 export * from "./environments/index.ts";
+export * from "./deployments/index.ts";
 export { admitGithubWebhook, type WebhookResult } from "./webhooks/admit-webhook.ts";
 export { verifyGithubSignature } from "./webhooks/verify-signature.ts";
 export {

@@ -5,3 +5,4 @@ export * from "./support.ts";
 export * from "./artifacts/support.ts";
 export * from "./logs/support.ts";
 export * from "./attestation/support.ts";
+export * from "./deployments/support.ts";

@@ -14,7 +14,7 @@ export const reconcileJob = defineJob({
   expireInSeconds: 60,
   handle: async ({ db, cfg, log }) => {
     const r = await reconcile(db, cfg);
-    if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted > 0) {
+    if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted + r.locksReleased > 0) {
       log.info("reconciled", { ...r });
     }
   },

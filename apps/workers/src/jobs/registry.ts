@@ -15,6 +15,7 @@ import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 import { destroyShredKeysJob } from "./destroy-shred-keys.job.ts";
 import { sampleDeletionsJob } from "./sample-deletions.job.ts";
 import { redecideSoakingPromotionsJob } from "./redecide-soaking-promotions.job.ts";
+import { environmentPointerMovedJob } from "./environment-pointer-moved.job.ts";
 
 /** Every pg-boss job the workers run. */
 export const JOBS = [
@@ -35,4 +36,5 @@ export const JOBS = [
   destroyShredKeysJob,
   sampleDeletionsJob,
   redecideSoakingPromotionsJob,
+  environmentPointerMovedJob,
 ] as const;

@@ -60,6 +60,17 @@ describe("ID token claims", () => {
       expect.arrayContaining(Object.keys(c)),
     );
   });
+  it("a deploy run's token names the environment in sub and in its own claim; others carry none", () => {
+    const c = idTokenClaims(
+      { ...subject, environment: "production" },
+      { issuer: "https://k", audience: "aud", jti: "j", iat: 10, exp: 20 },
+    );
+    expect(c.sub).toBe("repo:acme/app:environment:production");
+    expect(c.environment).toBe("production");
+    const plain = idTokenClaims(subject, { issuer: "https://k", audience: "aud", jti: "j", iat: 10, exp: 20 });
+    expect("environment" in plain).toBe(false);
+    expect(openIdConfiguration("https://k", "https://k/jwks").claims_supported).toContain("environment");
+  });
   it("accepts only printable audiences without spaces or quotes", () => {
     for (const ok of ["sts.amazonaws.com", "https://deploy.example/x?y=1", "api://AzureADTokenExchange"])
       expect(AUDIENCE_PATTERN.test(ok)).toBe(true);

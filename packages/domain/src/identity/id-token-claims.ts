@@ -39,6 +39,7 @@ export const ID_TOKEN_CLAIM_NAMES = [
   "event",
   "actor",
   "isolation",
+  "environment",
 ] as const;
 
 export interface IdTokenSubject {
@@ -58,6 +59,8 @@ export interface IdTokenSubject {
   event: string;
   actor: string | null;
   isolation: "microvm" | "process";
+  /** A deploy run's environment (issue 18): then sub names it instead of the ref. */
+  environment?: string | null;
 }
 
 export interface IdTokenClaims {
@@ -83,6 +86,8 @@ export interface IdTokenClaims {
   event: string;
   actor: string;
   isolation: "microvm" | "process";
+  /** Present only on a deploy run's tokens. */
+  environment?: string;
 }
 
 /**
@@ -95,8 +100,13 @@ export function idTokenWindow(nowMs: number, leaseExpiresAtMs: number): { iat: n
   return exp - iat >= ID_TOKEN_MIN_TTL_S ? { iat, exp } : null;
 }
 
-/** `repo:<org>/<repo>:ref:<ref>`: what outside relying parties' trust policies match on. */
-export function idTokenSubject(s: Pick<IdTokenSubject, "repository" | "ref">): string {
+/**
+ * `repo:<org>/<repo>:ref:<ref>`: what outside relying parties' trust policies match on. A deploy
+ * run's token names its environment instead (`repo:<org>/<repo>:environment:<env>`), so a cloud
+ * role can trust "production deploys of this repo" and nothing a branch build can obtain.
+ */
+export function idTokenSubject(s: Pick<IdTokenSubject, "repository" | "ref" | "environment">): string {
+  if (s.environment) return `repo:${s.repository}:environment:${s.environment}`;
   return `repo:${s.repository}:ref:${s.ref ?? ""}`;
 }
 
@@ -127,6 +137,7 @@ export function idTokenClaims(
     event: s.event,
     actor: s.actor ?? "",
     isolation: s.isolation,
+    ...(s.environment ? { environment: s.environment } : {}),
   };
 }
 

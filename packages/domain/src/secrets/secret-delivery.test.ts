@@ -18,6 +18,11 @@ describe("decideSecretDelivery", () => {
       },
     );
   });
+  it("an environment's secret overrides the repo's and the org's of the same name", () => {
+    const withEnv = [...stored, { name: "A", scope: "env:e1" as const, version: 7 }];
+    const d = decideSecretDelivery({ trustClass: "trusted", declared: ["A"], required: false, stored: withEnv });
+    expect(d).toEqual({ kind: "deliver", picks: [withEnv[4]], missing: [], required: false });
+  });
   it("withholds everything from an untrusted run, with the named reason", () => {
     expect(decideSecretDelivery({ trustClass: "untrusted", declared: ["A"], required: true, stored })).toEqual({
       kind: "withheld",

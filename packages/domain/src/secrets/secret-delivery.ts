@@ -10,7 +10,8 @@ export const SECRET_NOT_SET = "SECRET.NOT_SET";
 
 export interface StoredSecretRef {
   name: string;
-  scope: "org" | `repo:${string}`;
+  /** `env:<environment_id>` (issue 18): only a deploy run of that environment is given these. */
+  scope: "org" | `repo:${string}` | `env:${string}`;
   version: number;
 }
 
@@ -39,8 +40,12 @@ export function decideSecretDelivery(input: {
   const missing: string[] = [];
   for (const name of input.declared) {
     const candidates = input.stored.filter((s) => s.name === name && declared.has(s.name));
-    // A repo's secret overrides its org's of the same name (the narrower scope is the more specific intent).
-    const pick = candidates.find((s) => s.scope !== "org") ?? candidates.find((s) => s.scope === "org");
+    // The narrower scope is the more specific intent: an environment's secret overrides its repo's,
+    // a repo's its org's. The caller passes env-scoped rows only for that environment's deploy runs.
+    const pick =
+      candidates.find((s) => s.scope.startsWith("env:")) ??
+      candidates.find((s) => s.scope.startsWith("repo:")) ??
+      candidates.find((s) => s.scope === "org");
     if (pick) picks.push(pick);
     else missing.push(name);
   }

@@ -138,7 +138,14 @@ export type DomainErrorCode =
   | "SHRED.BAD_FORMAT"
   | "SHRED.DECRYPT_FAILED"
   | "SHRED.KEY_DESTROYED"
-  | "SHRED.KEY_UNAVAILABLE";
+  | "SHRED.KEY_UNAVAILABLE"
+  // Deploy runs and deployment locks (issue 18, docs/adr/0033).
+  | "DEPLOY.VARIABLE_INVALID"
+  | "DEPLOY.VARIABLE_NOT_FOUND"
+  | "DEPLOY.TOO_MANY_VARIABLES"
+  | "DEPLOY.CONFIG_NOT_FOUND"
+  | "DEPLOY.LOCK_NOT_HELD"
+  | "DEPLOY.LOCK_RELEASE_REFUSED";
 
 export class DomainError extends Error {
   readonly code: DomainErrorCode;

@@ -15,7 +15,12 @@ export type AdmissionEvent =
    * on the branch the org protects, the slot is fired by Kiln and not by any sender, and a schedule
    * exists only because a member or admin added it or a trusted default-branch run recorded it.
    */
-  | { kind: "schedule"; recordedByTrustedSource: boolean };
+  | { kind: "schedule"; recordedByTrustedSource: boolean }
+  /**
+   * A deploy run (issue 18, ADR 0033), started by Kiln after a gated pointer move. It inherits the
+   * class of the run that built the promoted artifact, so promoting can never raise trust.
+   */
+  | { kind: "deploy"; sourceTrustClass: TrustClass };
 
 export function computeTrustClass(e: AdmissionEvent): TrustClass {
   switch (e.kind) {
@@ -33,6 +38,8 @@ export function computeTrustClass(e: AdmissionEvent): TrustClass {
       return e.parentTrustClass;
     case "schedule":
       return e.recordedByTrustedSource ? "trusted" : "untrusted";
+    case "deploy":
+      return e.sourceTrustClass;
   }
 }
 

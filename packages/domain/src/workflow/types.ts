@@ -39,7 +39,11 @@ export interface WorkflowJob {
   cache: { kind: CacheKind; version: string; inputs: string[]; paths: string[] } | null;
   artifacts: {
     publish: { name: string; path: string }[];
-    restore: { fromJob: string; name: string; path: string }[];
+    /**
+     * `promoted` is set only on the entry a deploy run's freeze adds (issue 18): the generation and
+     * digest the environment's pointer names, served by id instead of by the producer's binding.
+     */
+    restore: { fromJob: string; name: string; path: string; promoted?: { generationId: string; sha256: string } }[];
   };
   /** Present only when the job has `runs_on` (frozen with the definition). */
   runsOn?: RunsOn;

@@ -1,4 +1,4 @@
-import { withTx, type Db } from "@kiln/db";
+import { withTx, type Db, type Tx } from "@kiln/db";
 import { DomainError, type ArtifactFormat } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
@@ -30,12 +30,14 @@ export async function grantDownload(
 ): Promise<DownloadGrant> {
   const bound = await withTx(db, "artifact-grant-download", async (tx) => {
     const { attempt, job } = await lockCurrentAttempt(tx, claims);
-    if (!job.artifacts.restore.some((r) => r.fromJob === req.fromJob && r.name === req.name)) {
+    const entry = job.artifacts.restore.find((r) => r.fromJob === req.fromJob && r.name === req.name);
+    if (!entry) {
       throw new DomainError(
         "ARTIFACT.NOT_DECLARED",
         `this job does not restore ${JSON.stringify(req.name)} from ${JSON.stringify(req.fromJob)}`,
       );
     }
+    if (entry.promoted) return pinnedGeneration(tx, attempt.orgId, entry.promoted);
     const rows = await tx.$queryRaw<
       {
         id: string;
@@ -77,4 +79,46 @@ export async function grantDownload(
     url,
     urlExpiresAt: new Date(Date.now() + store.settings.downloadUrlTtlSec * 1000).toISOString(),
   };
+}
+
+/**
+ * A deploy run's promoted artifact (issue 18, ADR 0033): the one generation the environment's
+ * pointer names, pinned by id in the frozen definition, served only while it is still sealed, bound,
+ * of this org, not quarantined and of exactly the pinned digest (the agent checks the bytes again).
+ */
+async function pinnedGeneration(
+  tx: Tx,
+  orgId: string,
+  pin: { generationId: string; sha256: string },
+): Promise<{
+  id: string;
+  epoch: number;
+  size_bytes: bigint;
+  sha256: string;
+  format: ArtifactFormat;
+  object_key: string;
+}> {
+  const rows = await tx.$queryRaw<
+    {
+      id: string;
+      epoch: number;
+      size_bytes: bigint;
+      sha256: string;
+      format: ArtifactFormat;
+      object_key: string;
+      quarantine: string | null;
+    }[]
+  >`
+    SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine
+    FROM artifact_generation g
+    JOIN artifact_binding b ON b.generation_id = g.id
+    JOIN workflow_run r ON r.id = g.run_id AND r.org_id = ${orgId}::uuid
+    LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
+    WHERE g.id = ${pin.generationId}::uuid AND g.state = 'sealed'`;
+  const g = rows[0];
+  if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", "the promoted artifact is no longer available");
+  if (g.quarantine) throw quarantined(g.quarantine);
+  if (g.sha256 !== pin.sha256)
+    throw new DomainError("ARTIFACT.VERIFICATION_FAILED", "the promoted artifact's digest is not the environment's");
+  return g;
 }

@@ -16,7 +16,7 @@ import {
 } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
-import { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "../runs/index.ts";
+import { advanceRun, finishRunIfDone, lockRun, makeJobsReady, retryBudgetOf } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
 import { quarantineHostIfUnhealthy } from "../runners/index.ts";
 import { endUnsealedLog } from "../logs/index.ts";
@@ -76,7 +76,7 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
       reportedOutcome: rep.outcome,
       requiredArtifacts: required,
       sealedArtifacts: sealed.map((s) => s.name),
-      retryBudget: cfg.retryBudget,
+      retryBudget: retryBudgetOf(run, cfg.retryBudget),
     });
 
     // A reclaim of interruptible capacity (ADR 0035) is re-dispatched whatever the retry budget says.

@@ -2,10 +2,11 @@ import { withTx, type Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
-import { advanceRun, finishRunIfDone, lockRun } from "../runs/index.ts";
+import { advanceRun, finishRunIfDone, lockRun, retryBudgetOf } from "../runs/index.ts";
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
 import { loadPoolState } from "../dispatch/index.ts";
 import { lockAttempt } from "./load-attempt.ts";
+import { settleDeploymentLocks } from "../deployments/index.ts";
 
 // Guards from the transition tables: hints go to READY jobs, stop requests to running attempts.
 const REDISPATCHABLE = legalSources(JOB_TRANSITIONS, "redispatched", "ready");
@@ -17,6 +18,8 @@ export interface ReconcileReport {
   refrozen: number;
   runsFinished: number;
   preempted: number;
+  /** Deployment locks released (issue 18): their deploy run finished and every attempt is dead. */
+  locksReleased: number;
 }
 
 /**
@@ -25,12 +28,21 @@ export interface ReconcileReport {
  * its locks). It never marks a silent job successful.
  */
 export async function reconcile(db: Db, cfg: EngineConfig, limit = 100): Promise<ReconcileReport> {
-  const report: ReconcileReport = { fenced: 0, redispatched: 0, refrozen: 0, runsFinished: 0, preempted: 0 };
+  const report: ReconcileReport = {
+    fenced: 0,
+    redispatched: 0,
+    refrozen: 0,
+    runsFinished: 0,
+    preempted: 0,
+    locksReleased: 0,
+  };
   report.fenced = await fenceExpiredLeases(db, cfg, limit);
   report.redispatched = await redispatchStaleReady(db, cfg, limit);
   report.refrozen = await refreezePending(db, cfg, limit);
   report.runsFinished = await settleCancellingRuns(db, limit);
   if (cfg.dispatchPolicy === "fair") report.preempted = await preemptForOwners(db);
+  // After the fence: a deploy attempt fenced in this pass has its kill bound recorded at once.
+  report.locksReleased = await settleDeploymentLocks(db, cfg, limit);
   return report;
 }
 
@@ -48,7 +60,8 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
       const decision = decideLeaseExpiry({
         runStatus: run.status,
         platformRetries: a.platformRetries,
-        retryBudget: cfg.retryBudget,
+        // A deploy run's budget is 0: lease expiry ends it as a platform failure, never a retry.
+        retryBudget: retryBudgetOf(run, cfg.retryBudget),
       });
       // The agent's local watchdog destroys the sandbox when it cannot renew within the TTL, so
       // lease expiry is when the attempt is known to be stopped (003 Q7's kill bound).

@@ -520,7 +520,13 @@ async function tryClaim(
              RETURNING id),
            capped AS (
              UPDATE job_run SET wait_reason = 'org_cap' WHERE id = $3::uuid AND status = ANY(${CAPPED_SQL}) AND NOT EXISTS (SELECT 1 FROM slot)
-             RETURNING id)
+             RETURNING id),
+           -- A deploy run's environment lock names the attempt now holding it (issue 18, ADR 0033):
+           -- one probe of a partial index that holds only the locks currently held.
+           holder AS (
+             UPDATE deployment_lock SET job_id = $3::uuid, attempt_id = ins.id, epoch = $5
+             FROM ins WHERE deployment_lock.run_id = $4::uuid AND deployment_lock.released_at IS NULL
+             RETURNING deployment_lock.id)
            SELECT (SELECT id FROM ins) AS attempt_id, (SELECT lease_expires_at FROM ins) AS lease_expires_at,
                   (SELECT count(*) FROM upd)::int AS updated, (SELECT count(*) FROM ev)::int AS events,
                   CASE WHEN $13 THEN ARRAY(SELECT pattern FROM egress_rule WHERE org_id = $1::uuid ORDER BY pattern LIMIT 1000)

@@ -49,6 +49,8 @@ type Current = {
   isolation: "microvm" | "process";
   now_ms: number;
   lease_ms: number;
+  /** A deploy run's environment (issue 18): the token's sub names it. */
+  environment: string | null;
 };
 
 /** Thrown inside the transaction when the signing key was retired meanwhile: sign with the new one. */
@@ -84,7 +86,9 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
            j.name AS job_name, r.trust_class, r.trigger AS event, r.actor,
            COALESCE(s.labels->>'isolation', 'process') AS isolation,
            (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
-           (extract(epoch FROM a.lease_expires_at) * 1000)::float8 AS lease_ms
+           (extract(epoch FROM a.lease_expires_at) * 1000)::float8 AS lease_ms,
+           (SELECT e.name FROM deployment d JOIN environment e ON e.id = d.environment_id
+            WHERE d.run_id = r.id AND r.trigger = 'deploy') AS environment
     FROM attempt a
     JOIN job_run j ON j.id = a.job_id
     JOIN workflow_run r ON r.id = a.run_id
@@ -124,6 +128,7 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
       repository: c.repository,
       ref: c.ref,
       trust_class: c.trust_class,
+      environment: c.environment,
       iat: window.iat,
       exp: window.exp,
     },
@@ -145,6 +150,7 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
       event: c.event,
       actor: c.actor,
       isolation: c.isolation,
+      environment: c.environment,
     },
     { issuer, audience: input.audience, jti, ...window },
   );

@@ -2,6 +2,7 @@ import type { Tx } from "@kiln/db";
 import {
   advanceGraph,
   allJobsCompleted,
+  DEPLOY_TRIGGER,
   deriveRunOutcome,
   FAIL_FAST_CAUSE,
   failFastVictims,
@@ -210,21 +211,53 @@ export interface LockedRun {
   status: RunStatus;
   cancelVersion: number;
   trustClass: string;
+  /** A deploy run (issue 18) is never retried automatically: see retryBudgetOf. */
+  trigger: string;
+}
+
+/**
+ * Automatic platform-failure retries a run's jobs get. A deploy run gets none (seed 003 Q1): its
+ * side effects cannot be fenced, so a failed or silent deploy attempt fails visibly instead of
+ * being re-dispatched while the old one might still be deploying.
+ */
+export function retryBudgetOf(run: { trigger: string }, budget: number): number {
+  return run.trigger === DEPLOY_TRIGGER ? 0 : budget;
 }
 
 export async function lockRun(tx: Tx, runId: string, mode: "update" | "share" = "update"): Promise<LockedRun | null> {
   const rows =
     mode === "update"
       ? await tx.$queryRaw<
-          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]
+          {
+            id: string;
+            org_id: string;
+            status: RunStatus;
+            cancel_version: number;
+            trust_class: string;
+            trigger: string;
+          }[]
         >`
-          SELECT id, org_id, status, cancel_version, trust_class FROM workflow_run WHERE id = ${runId}::uuid FOR UPDATE`
+          SELECT id, org_id, status, cancel_version, trust_class, trigger FROM workflow_run WHERE id = ${runId}::uuid FOR UPDATE`
       : await tx.$queryRaw<
-          { id: string; org_id: string; status: RunStatus; cancel_version: number; trust_class: string }[]
+          {
+            id: string;
+            org_id: string;
+            status: RunStatus;
+            cancel_version: number;
+            trust_class: string;
+            trigger: string;
+          }[]
         >`
-          SELECT id, org_id, status, cancel_version, trust_class FROM workflow_run WHERE id = ${runId}::uuid FOR SHARE`;
+          SELECT id, org_id, status, cancel_version, trust_class, trigger FROM workflow_run WHERE id = ${runId}::uuid FOR SHARE`;
   const r = rows[0];
   return r
-    ? { id: r.id, orgId: r.org_id, status: r.status, cancelVersion: r.cancel_version, trustClass: r.trust_class }
+    ? {
+        id: r.id,
+        orgId: r.org_id,
+        status: r.status,
+        cancelVersion: r.cancel_version,
+        trustClass: r.trust_class,
+        trigger: r.trigger,
+      }
     : null;
 }

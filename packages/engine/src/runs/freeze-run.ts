@@ -1,6 +1,8 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import {
   advanceGraph,
+  bindDeployment,
+  DEPLOY_TRIGGER,
   DEFAULT_RUNNER_SIZE,
   initialReadyJobs,
   legalSources,
@@ -16,6 +18,7 @@ import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
+import { deploymentBindingOf } from "../deployments/index.ts";
 
 export const DEFAULT_POOL = "default";
 
@@ -107,6 +110,8 @@ export async function freezeRun(
   }
   // Matrix expansion and `${{ inputs.* }}` happen here, once: the expanded jobs are what is frozen.
   const parsed = parseWorkflow(file.content, { inputs: run.inputs ?? {} });
+  // A deploy run (issue 18) gets its deployment's configuration and the promoted artifact pinned.
+  const binding = run.trigger === DEPLOY_TRIGGER ? await deploymentBindingOf(db, input.runId) : null;
   if (!parsed.ok) {
     await failFreeze(
       db,
@@ -119,7 +124,8 @@ export async function freezeRun(
     return "invalid";
   }
   // Image tags -> digests (ADR 0012), same failure rules as the git source above.
-  const images = await pinImages(parsed.definition, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
+  const bound = binding ? bindDeployment(parsed.definition, binding) : parsed.definition;
+  const images = await pinImages(bound, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
   if (!images.ok) {
     if (images.kind === "unreachable" && !input.finalTry) {
       log.warn("image registry unreachable; freeze will be retried", { err: images.message });

@@ -6,7 +6,7 @@ export { retryRun } from "./retry-run.ts";
 export { rerunFailedJobs, type RerunResult } from "./rerun-failed.ts";
 export { getRun, type RunView, type JobView } from "./get-run.ts";
 // The run lock and run advancement, taken by attempt completion, reconcile and the attempt fence.
-export { advanceRun, finishRunIfDone, lockRun, makeJobsReady } from "./advance-run.ts";
+export { advanceRun, finishRunIfDone, lockRun, makeJobsReady, retryBudgetOf } from "./advance-run.ts";
 export { cancelPullRequestRuns, cancelSupersededRuns } from "./cancel-pull-request-runs.ts";
 export { listFlakyJobs, type FlakyJob } from "./flaky-jobs.ts";
 export { rerunFailedJobsAsOperator, listFlakyJobsOfRepo } from "./operator-runs.ts";

@@ -2,6 +2,7 @@ import { withTx, type Db } from "@kiln/db";
 import {
   canTrigger,
   computeTrustClass,
+  DEPLOY_TRIGGER,
   DomainError,
   planRerun,
   type Outcome,
@@ -49,6 +50,7 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
         repo_id: string;
         status: string;
         trust_class: TrustClass;
+        trigger: string;
         commit_sha: string;
         workflow_path: string;
         workflow_hash: string | null;
@@ -56,10 +58,17 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
         inputs: unknown;
         ref: string | null;
       }[]
-    >`SELECT id, org_id, repo_id, status, trust_class, commit_sha, workflow_path, workflow_hash, definition, inputs, ref
+    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref
       FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.caller.orgId}::uuid FOR SHARE`;
     const parent = rows[0];
     if (!parent) throw new DomainError("RUN.NOT_FOUND", "run not found");
+    // A deploy run is started only by a pointer move, under the environment's lock (ADR 0033):
+    // retrying it by hand would deploy outside the lock. Promote (or roll back) again instead.
+    if (parent.trigger === DEPLOY_TRIGGER)
+      throw new DomainError(
+        "RUN.ILLEGAL_TRANSITION",
+        "a deploy run cannot be re-run; promote or roll back the environment instead",
+      );
     if (parent.status !== "completed") {
       throw new DomainError("RUN.NOT_FINISHED", "only a finished run's failed jobs can be re-run");
     }

@@ -1,5 +1,12 @@
 import { withTx, type Db } from "@kiln/db";
-import { canTrigger, computeTrustClass, DomainError, type TrustClass, type WorkflowDefinition } from "@kiln/domain";
+import {
+  canTrigger,
+  computeTrustClass,
+  DEPLOY_TRIGGER,
+  DomainError,
+  type TrustClass,
+  type WorkflowDefinition,
+} from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
 import type { Caller } from "./admit-manual.ts";
 import { createJobs } from "./freeze-run.ts";
@@ -19,6 +26,7 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
         repo_id: string;
         status: string;
         trust_class: TrustClass;
+        trigger: string;
         commit_sha: string;
         workflow_path: string;
         workflow_hash: string | null;
@@ -29,10 +37,17 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
         cause: string | null;
         cause_message: string | null;
       }[]
-    >`SELECT id, org_id, repo_id, status, trust_class, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, outcome, cause, cause_message
+    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, outcome, cause, cause_message
       FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.caller.orgId}::uuid`;
     const parent = rows[0];
     if (!parent) throw new DomainError("RUN.NOT_FOUND", "run not found");
+    // A deploy run is started only by a pointer move, under the environment's lock (ADR 0033):
+    // retrying it by hand would deploy outside the lock. Promote (or roll back) again instead.
+    if (parent.trigger === DEPLOY_TRIGGER)
+      throw new DomainError(
+        "RUN.ILLEGAL_TRANSITION",
+        "a deploy run cannot be retried; promote or roll back the environment instead",
+      );
     if (parent.status !== "completed") throw new DomainError("RUN.NOT_FINISHED", "only a finished run can be retried");
     const repo = await tx.$queryRaw<{ disconnected: boolean }[]>`
       SELECT disconnected_at IS NOT NULL AS disconnected FROM repo WHERE id = ${parent.repo_id}::uuid`;

@@ -24,6 +24,8 @@ interface AttemptContext {
   trust_class: TrustClass;
   declared: string[] | null;
   required: boolean | null;
+  /** The environment of the deploy run this attempt belongs to (issue 18); null for any other run. */
+  environment_id: string | null;
 }
 
 export async function deliverSecrets(
@@ -40,7 +42,8 @@ export async function deliverSecrets(
     const rows = await tx.$queryRaw<AttemptContext[]>`
       SELECT a.org_id, r.repo_id, r.id AS run_id, r.ref, r.trust_class,
              ARRAY(SELECT jsonb_array_elements_text(COALESCE(r.definition->'jobs'->j.job_index->'secrets', '[]'::jsonb))) AS declared,
-             (r.definition->'jobs'->j.job_index->>'secretsRequired')::boolean AS required
+             (r.definition->'jobs'->j.job_index->>'secretsRequired')::boolean AS required,
+             (SELECT d.environment_id FROM deployment d WHERE d.run_id = r.id AND r.trigger = 'deploy') AS environment_id
       FROM attempt a JOIN job_run j ON j.id = a.job_id JOIN workflow_run r ON r.id = a.run_id
       WHERE a.id = ${claims.attemptId}::uuid AND a.job_id = ${claims.jobId}::uuid AND a.epoch = ${claims.epoch}
         AND a.status = 'running' AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
@@ -56,7 +59,9 @@ export async function deliverSecrets(
         : await tx.$queryRaw<(StoredSecretRef & { ciphertext: Uint8Array })[]>`
             SELECT name, scope, version, ciphertext FROM secret
             WHERE org_id = ${ctx.org_id}::uuid AND deleted_at IS NULL AND name = ANY(${declared}::text[])
-              AND (scope = 'org' OR scope = 'repo:' || ${ctx.repo_id})`;
+              AND (scope = 'org' OR scope = 'repo:' || ${ctx.repo_id}
+                   -- An environment's secrets go to that environment's deploy runs and nowhere else.
+                   OR (${ctx.environment_id}::uuid IS NOT NULL AND scope = 'env:' || ${ctx.environment_id}::text))`;
     const decision = decideSecretDelivery({ trustClass: ctx.trust_class, declared, required, stored });
     if (decision.kind === "none") return { delivered: [], withheld: null, missing: [], required };
     if (decision.kind === "withheld")
@@ -88,6 +93,8 @@ export async function deliverSecrets(
             attempt_id: claims.attemptId,
             attempt: claims.epoch,
             trust_class: ctx.trust_class,
+            // Named only on a deploy run's reads (issue 18): which environment received the value.
+            ...(ctx.environment_id ? { environment_id: ctx.environment_id } : {}),
             scope: row.scope,
             name: row.name,
             version: row.version,

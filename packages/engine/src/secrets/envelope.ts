@@ -7,8 +7,8 @@ import { gcmOpen, gcmSeal } from "./aead.ts";
 
 const DEK_BYTES = 32;
 
-/** `org` or `repo:<repo_id>`. */
-export type SecretScope = "org" | `repo:${string}`;
+/** `org`, `repo:<repo_id>` or (issue 18) `env:<environment_id>`. */
+export type SecretScope = "org" | `repo:${string}` | `env:${string}`;
 
 export function dekAad(orgId: string, kekId: string): string {
   return `kiln-dek:v1:${orgId}:${kekId}`;

@@ -40,8 +40,9 @@ export async function setSecret(
       const version = (prev[0]?.version ?? 0) + 1;
       const ciphertext = sealSecret(dek, { orgId: target.orgId, scope: target.scope, name, version }, value);
       const rows = await tx.$queryRaw<{ created_at: Date; updated_at: Date }[]>`
-        INSERT INTO secret (org_id, repo_id, scope, name, version, ciphertext, updated_by)
-        VALUES (${target.orgId}::uuid, ${target.repoId}::uuid, ${target.scope}, ${name}, ${version}, ${ciphertext}, ${input.actor})
+        INSERT INTO secret (org_id, repo_id, environment_id, scope, name, version, ciphertext, updated_by)
+        VALUES (${target.orgId}::uuid, ${target.repoId}::uuid, ${target.environmentId ?? null}::uuid, ${target.scope}, ${name},
+                ${version}, ${ciphertext}, ${input.actor})
         ON CONFLICT (org_id, scope, name) DO UPDATE
           SET version = EXCLUDED.version, ciphertext = EXCLUDED.ciphertext, updated_by = EXCLUDED.updated_by,
               updated_at = now(), deleted_at = NULL

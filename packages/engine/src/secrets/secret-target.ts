@@ -8,6 +8,8 @@ export interface SecretTarget {
   orgId: string;
   repoId: string | null;
   scope: SecretScope;
+  /** Issue 18: an environment's secrets (scope env:<id>, repoId its repo's). */
+  environmentId?: string | null;
 }
 
 function scopeOf(repoId: string | null): SecretScope {

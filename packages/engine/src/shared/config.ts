@@ -17,6 +17,11 @@ export interface EngineConfig {
   dispatchPolicy: "fair" | "fifo";
   /** How long one process's ranking of a pool's queue serves claims before it is reloaded (fair policy). */
   dispatchViewMs: number;
+  /**
+   * Issue 18 (ADR 0033): how far a host's clock may drift from the database's over one lease. A
+   * silent deploy attempt is provably dead only at lease expiry + this (T_kill, seed 003 Q7).
+   */
+  clockSkewBoundMs: number;
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -29,4 +34,5 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   refreezeAfterMs: 30_000,
   dispatchPolicy: "fair",
   dispatchViewMs: 200,
+  clockSkewBoundMs: 5_000,
 };

@@ -38,6 +38,9 @@ export const engineEnvSchema = z.object({
   KILN_DISPATCH_POLICY: z.enum(["fair", "fifo"]).default(DEFAULT_ENGINE_CONFIG.dispatchPolicy),
   /** How long one process's ranking of a pool's queue serves claims before it is reloaded. */
   KILN_DISPATCH_VIEW_MS: int().min(0).max(5_000).default(DEFAULT_ENGINE_CONFIG.dispatchViewMs),
+  /** Issue 18 (ADR 0033): the bound on a host's clock drift over one lease; a silent deploy attempt's
+   * environment lock is released only this long after its lease ran out (the watchdog's kill bound). */
+  KILN_CLOCK_SKEW_BOUND_MS: int().min(0).max(600_000).default(DEFAULT_ENGINE_CONFIG.clockSkewBoundMs),
 
   /** S3-compatible object store for artifacts, caches and archived logs; unset means AWS's regional endpoint. */
   S3_ENDPOINT: z.preprocess(blankIsUnset, z.string().url().optional()),
@@ -136,6 +139,7 @@ export function engineConfigFromEnv(env: EngineEnv): EngineConfig {
     backoffMaxMs: env.KILN_BACKOFF_MAX_MS,
     dispatchPolicy: env.KILN_DISPATCH_POLICY,
     dispatchViewMs: env.KILN_DISPATCH_VIEW_MS,
+    clockSkewBoundMs: env.KILN_CLOCK_SKEW_BOUND_MS,
     // A lost hint is re-sent after at most one lease TTL (short TTLs in tests), never under 2 s.
     redispatchAfterMs: Math.max(2_000, Math.min(DEFAULT_ENGINE_CONFIG.redispatchAfterMs, env.KILN_LEASE_TTL_MS)),
   };

@@ -9,7 +9,7 @@ export interface TransitionRecord {
   jobId?: string | null;
   attemptId?: string | null;
   /** environment and promotion (issue 18) carry their ids in `data`; run_id stays null. */
-  entity: "run" | "job" | "attempt" | "environment" | "promotion";
+  entity: "run" | "job" | "attempt" | "environment" | "promotion" | "deployment";
   from: string | null;
   to: string;
   reason: string;

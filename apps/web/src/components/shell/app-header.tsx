@@ -24,6 +24,8 @@ export function AppHeader({ orgs, current, login }: { orgs: Membership[]; curren
           <NavLink href={`${base}/runs`}>Runs</NavLink>
           <NavLink href={`${base}/schedules`}>Schedules</NavLink>
           <NavLink href={`${base}/provenance`}>Provenance</NavLink>
+          <NavLink href={`${base}/environments`}>Environments</NavLink>
+          <NavLink href={`${base}/approvals`}>Approvals</NavLink>
           <NavLink href={`${base}/flaky`}>Flaky jobs</NavLink>
           <NavLink href={`${base}/settings`}>Settings</NavLink>
         </nav>

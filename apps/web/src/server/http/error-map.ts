@@ -160,6 +160,15 @@ const STATUS: Record<DomainErrorCode, number> = {
   "SHRED.DECRYPT_FAILED": 502,
   "SHRED.KEY_DESTROYED": 410,
   "SHRED.KEY_UNAVAILABLE": 503,
+  // Deploy runs and the deployment lock (issue 18, docs/adr/0033).
+  "DEPLOY.VARIABLE_INVALID": 422,
+  "DEPLOY.VARIABLE_NOT_FOUND": 404,
+  "DEPLOY.TOO_MANY_VARIABLES": 422,
+  "DEPLOY.CONFIG_NOT_FOUND": 404,
+  "DEPLOY.LOCK_NOT_HELD": 409,
+  // The lock may not be released by hand: its deploy run is still active, or Kiln will release it
+  // itself at the kill bound (manual release exists only where no proof of death can).
+  "DEPLOY.LOCK_RELEASE_REFUSED": 409,
 };
 
 function errorResponse(status: number, code: string, message: string, details?: Record<string, unknown>): Response {

@@ -43,6 +43,15 @@ import { removeMember } from "./members/remove-member.procedure.ts";
 import { connectRepo } from "./repos/connect-repo.procedure.ts";
 import { disconnectRepo } from "./repos/disconnect-repo.procedure.ts";
 import { listReposAdmin } from "./repos/list-repos-admin.procedure.ts";
+import { getDeployConfig } from "./deployments/get-deploy-config.procedure.ts";
+import { setDeployConfig } from "./deployments/set-deploy-config.procedure.ts";
+import { setVariable } from "./deployments/set-variable.procedure.ts";
+import { deleteVariable } from "./deployments/delete-variable.procedure.ts";
+import { listEnvSecrets } from "./deployments/list-env-secrets.procedure.ts";
+import { setEnvSecret } from "./deployments/set-env-secret.procedure.ts";
+import { deleteEnvSecret } from "./deployments/delete-env-secret.procedure.ts";
+import { listDeployments } from "./deployments/list-deployments.procedure.ts";
+import { releaseLock } from "./deployments/release-lock.procedure.ts";
 import { createEnvironment } from "./environments/create-environment.procedure.ts";
 import { getEnvironment } from "./environments/get-environment.procedure.ts";
 import { getPromotion } from "./environments/get-promotion.procedure.ts";
@@ -139,6 +148,18 @@ export const appRouter = router({
   },
   // Crypto-shredding (issue 21): the sampler's open leaks and the destroyer's evidence.
   shredding: { leaks: listShredLeaks, evidence: listDeletionEvidence },
+  // Deploy runs and deployment locks (issue 18, docs/adr/0033).
+  deployments: {
+    config: getDeployConfig,
+    setConfig: setDeployConfig,
+    setVariable,
+    deleteVariable,
+    secrets: listEnvSecrets,
+    setSecret: setEnvSecret,
+    deleteSecret: deleteEnvSecret,
+    list: listDeployments,
+    releaseLock,
+  },
 });
 
 export type AppRouter = typeof appRouter;

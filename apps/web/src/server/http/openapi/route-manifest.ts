@@ -51,6 +51,14 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/attestations": () => import("@/app/v1/attestations/route.ts"),
   "v1/artifacts/[artifactId]/attestation": () => import("@/app/v1/artifacts/[artifactId]/attestation/route.ts"),
   // Schedules (docs/adr/0031).
+  // Deploy runs and deployment locks (issue 18, docs/adr/0033).
+  "v1/environments/[envId]/deploy-config": () => import("@/app/v1/environments/[envId]/deploy-config/route.ts"),
+  "v1/environments/[envId]/variables/[name]": () => import("@/app/v1/environments/[envId]/variables/[name]/route.ts"),
+  "v1/environments/[envId]/secrets": () => import("@/app/v1/environments/[envId]/secrets/route.ts"),
+  "v1/environments/[envId]/secrets/[name]": () => import("@/app/v1/environments/[envId]/secrets/[name]/route.ts"),
+  "v1/environments/[envId]/deployments": () => import("@/app/v1/environments/[envId]/deployments/route.ts"),
+  "v1/environments/[envId]/deployment-lock/release": () =>
+    import("@/app/v1/environments/[envId]/deployment-lock/release/route.ts"),
   "v1/schedules": () => import("@/app/v1/schedules/route.ts"),
   "v1/schedules/[scheduleId]": () => import("@/app/v1/schedules/[scheduleId]/route.ts"),
   "v1/repos/[repoId]/schedules": () => import("@/app/v1/repos/[repoId]/schedules/route.ts"),
