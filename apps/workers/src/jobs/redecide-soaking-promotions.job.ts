@@ -1,11 +1,4 @@
-import type { Db } from "@kiln/db";
-import {
-  builderPrefixFor,
-  PolicyCache,
-  redecideSoakingPromotions,
-  type EnvDeps,
-  type RedecideReport,
-} from "@kiln/engine";
+import { builderPrefixFor, PolicyCache, redecideSoakingPromotions, type EnvDeps } from "@kiln/engine";
 import { z } from "zod";
 import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
@@ -23,7 +16,8 @@ export const redecideSoakingPromotionsJob = defineJob({
   retryDelaySeconds: 30,
   expireInSeconds: 5 * 60,
   handle: async ({ db, log }) => {
-    const r = await runSoakRedecision(db, soakDeps());
+    // The pass itself (and its run-it-twice test) is the engine's: packages/engine/test/environments/soak.test.ts.
+    const r = await redecideSoakingPromotions(db, soakDeps());
     if (r.decided > 0) log.info("soaking promotions decided again", { ...r });
   },
 });
@@ -39,9 +33,4 @@ function soakDeps(): EnvDeps {
     policies: new PolicyCache(),
   };
   return deps;
-}
-
-/** One pass; the handler's whole body, exported so the run-it-twice test drives exactly it. */
-export function runSoakRedecision(db: Db, d: EnvDeps): Promise<RedecideReport> {
-  return redecideSoakingPromotions(db, d);
 }
