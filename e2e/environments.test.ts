@@ -16,7 +16,9 @@ import { Platform, type Proc } from "./support/platform.ts";
 let s3: S3Handle;
 let s3Dir = "";
 let p: Platform;
-const SKEW_MS = 2_000;
+// Wide enough that the second promotion below is made well inside the held window even on a loaded
+// machine (the reconciler notices the lease's end on its own tick).
+const SKEW_MS = 10_000;
 
 beforeAll(async () => {
   s3Dir = await mkdtemp(path.join(os.tmpdir(), "kiln-e2e-env-s3-"));
@@ -339,8 +341,16 @@ describe("environments: build once, promote by digest", () => {
         reason: "again",
       });
       expect(again.json.decision.verdict).toBe("allow");
-      const waiting = await p.api("GET", `/v1/environments/${staging}/deployments`, s.admin);
-      expect(waiting.json.deployments.find((d: any) => d.promotion_id === again.json.id)?.state).toBe("waiting");
+      // The deployer takes the move from the outbox: wait for its record, then it must be waiting.
+      const waiting = await waitUntil(
+        async () => {
+          const r = await p.api("GET", `/v1/environments/${staging}/deployments`, s.admin);
+          return r.json.deployments.find((d: any) => d.promotion_id === again.json.id) ?? null;
+        },
+        30_000,
+        "the second promotion's deployment record",
+      );
+      expect(waiting.state).toBe("waiting");
       const released = await waitUntil(
         async () => {
           const r = await p.db.$queryRaw<{ released_at: Date; release_reason: string }[]>`
@@ -351,6 +361,10 @@ describe("environments: build once, promote by digest", () => {
         "the kill bound",
       );
       expect(released.release_reason).toBe("kill_bound_elapsed");
+      // Nothing started before the bound: the waiting deployment starts only after the release.
+      const second = await p.db.$queryRaw<{ started_at: Date | null }[]>`
+        SELECT started_at FROM deployment WHERE promotion_id = ${again.json.id}::uuid`;
+      if (second[0]?.started_at) expect(second[0].started_at.getTime()).toBeGreaterThanOrEqual(bound - 1);
       expect(released.released_at.getTime()).toBeGreaterThanOrEqual(bound - 1);
       expect(first.json.id).not.toBe(again.json.id);
     } finally {
