@@ -12,6 +12,9 @@ export interface OrgPoolView {
   org: string;
   minIsolation: IsolationClass;
   admitsUntrusted: boolean;
+  /** Interruptible capacity (ADR 0035) and the on-demand pool whose background work it takes. */
+  interruptible: boolean;
+  serves: string | null;
   createdAt: string;
 }
 
@@ -49,6 +52,8 @@ export async function createOrgPool(
       org: slug,
       minIsolation: input.isolation,
       admitsUntrusted: false,
+      interruptible: false,
+      serves: null,
       createdAt: row.created_at.toISOString(),
     };
   });
@@ -57,9 +62,17 @@ export async function createOrgPool(
 /** The org's own pools (org-scoped in the query). */
 export async function listOrgPools(db: Db, input: { orgId: string }): Promise<OrgPoolView[]> {
   const rows = await db.$queryRaw<
-    { name: string; slug: string; min_isolation: IsolationClass; admits_untrusted: boolean; created_at: Date }[]
+    {
+      name: string;
+      slug: string;
+      min_isolation: IsolationClass;
+      admits_untrusted: boolean;
+      interruptible: boolean;
+      serves: string | null;
+      created_at: Date;
+    }[]
   >`
-    SELECT p.name, o.slug, p.min_isolation, p.admits_untrusted, p.created_at
+    SELECT p.name, o.slug, p.min_isolation, p.admits_untrusted, p.interruptible, p.serves, p.created_at
     FROM pool p JOIN org o ON o.id = p.owner_org_id
     WHERE p.owner_org_id = ${input.orgId}::uuid AND p.scope = 'org' ORDER BY p.name`;
   return rows.map((r) => ({
@@ -67,6 +80,8 @@ export async function listOrgPools(db: Db, input: { orgId: string }): Promise<Or
     org: r.slug,
     minIsolation: r.min_isolation,
     admitsUntrusted: r.admits_untrusted,
+    interruptible: r.interruptible,
+    serves: r.serves,
     createdAt: r.created_at.toISOString(),
   }));
 }

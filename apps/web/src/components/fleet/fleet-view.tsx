@@ -6,12 +6,15 @@ import { useTRPC } from "@/server/trpc/client.tsx";
 import { AdminPage } from "../admin/admin-page.tsx";
 import { useNow } from "../time.tsx";
 import { FleetTable, type FleetAction } from "./fleet-table.tsx";
+import { OrgPoolsCard } from "./org-pools-card.tsx";
+import { RegistrationTokenCard } from "./registration-token-card.tsx";
 import { ShareCard } from "./share-card.tsx";
 
 /**
  * The fleet view (issue 22, docs/adr/0035): every host of the org's pools (an operator may switch to
  * every host), live (refreshed every 3 s), with drain, quarantine, revoke and, on interruptible
- * capacity, reclaim. Reclaims are counted apart from other platform failures.
+ * capacity, reclaim. Reclaims are counted apart from other platform failures. Below: the org's own
+ * pools, their interruptible flag, and registration tokens for new hosts.
  */
 export function FleetView({ org }: { org: string }) {
   const trpc = useTRPC();
@@ -88,7 +91,7 @@ export function FleetView({ org }: { org: string }) {
             >
               {hosts.length === 0 ? (
                 <EmptyState title="No hosts yet">
-                  Create a registration token under Runners and start an agent with{" "}
+                  Create a registration token below and start an agent with{" "}
                   <code className="font-mono">npm run agent -- register</code>; it shows up here within seconds.
                 </EmptyState>
               ) : (
@@ -96,6 +99,8 @@ export function FleetView({ org }: { org: string }) {
               )}
             </Card>
             <ShareCard org={org} all={all} />
+            <OrgPoolsCard org={org} />
+            <RegistrationTokenCard org={org} />
           </>
         );
       }}
