@@ -8,6 +8,7 @@ import { canOperate, useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import { GateReasons } from "./gate-reasons.tsx";
+import { OverrideForm } from "./override-form.tsx";
 
 /**
  * The approvals inbox (issue 18): the org's pending promotions, oldest first, with the reason each
@@ -39,7 +40,7 @@ export function ApprovalsInbox({ org }: { org: string }) {
         <ul className="space-y-4" data-testid="approvals-inbox">
           {q.data.map((p) => (
             <li key={p.id} data-promotion={p.id}>
-              <PendingPromotion org={org} p={p} now={now} canReview={canOperate(role)} />
+              <PendingPromotion org={org} p={p} now={now} canReview={canOperate(role)} isAdmin={role === "admin"} />
             </li>
           ))}
         </ul>
@@ -63,7 +64,19 @@ interface Pending {
   approvals: { login: string; decision: string; comment: string | null; at: string }[];
 }
 
-function PendingPromotion({ org, p, now, canReview }: { org: string; p: Pending; now: number; canReview: boolean }) {
+function PendingPromotion({
+  org,
+  p,
+  now,
+  canReview,
+  isAdmin,
+}: {
+  org: string;
+  p: Pending;
+  now: number;
+  canReview: boolean;
+  isAdmin: boolean;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [comment, setComment] = useState("");
@@ -166,6 +179,7 @@ function PendingPromotion({ org, p, now, canReview }: { org: string; p: Pending;
             ) : null}
           </form>
         ) : null}
+        {isAdmin ? <OverrideForm org={org} promotionId={p.id} /> : null}
       </div>
     </Card>
   );

@@ -7,8 +7,11 @@ import { useTRPC } from "@/server/trpc/client.tsx";
 import { canOperate, useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
+import { DeployConfigCard } from "./deploy-config-card.tsx";
 import { DeploymentLockCard } from "./deployment-lock-card.tsx";
 import { GateReasons } from "./gate-reasons.tsx";
+import { PolicyCard } from "./policy-card.tsx";
+import { RequestPromotionCard } from "./request-promotion-card.tsx";
 
 /**
  * The environment page (issue 18): the digest it runs and its provenance, the deployment lock's
@@ -82,6 +85,9 @@ export function EnvironmentView({ org, environmentId }: { org: string; environme
         isAdmin={role === "admin"}
         now={now}
       />
+      {canOperate(role) ? <RequestPromotionCard org={org} environmentId={environmentId} /> : null}
+      <PolicyCard org={org} environmentId={environmentId} policy={env.data.policy} isAdmin={role === "admin"} />
+      {role === "admin" ? <DeployConfigCard org={org} environmentId={environmentId} /> : null}
       {canOperate(role) && previous.length > 0 ? (
         <RollbackCard org={org} environmentId={environmentId} targets={previous} />
       ) : null}

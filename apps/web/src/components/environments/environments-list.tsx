@@ -3,11 +3,14 @@ import { Card, EmptyState, LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "@/server/trpc/client.tsx";
+import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
+import { NewEnvironmentForm } from "./new-environment-form.tsx";
 
 /** The org's environments in promotion order, each with the digest it runs (refreshed every 5 s). */
 export function EnvironmentsList({ org }: { org: string }) {
   const trpc = useTRPC();
+  const { role } = useOrg();
   const q = useQuery({ ...trpc.environments.list.queryOptions({ org }), refetchInterval: 5_000 });
   if (q.isPending) return <LoadingBlock label="Loading environments" rows={3} />;
   if (q.isError) return <QueryError error={q.error} what="Environments" onRetry={() => void q.refetch()} />;
@@ -17,7 +20,7 @@ export function EnvironmentsList({ org }: { org: string }) {
       <Card title="All environments" id="environments">
         {q.data.length === 0 ? (
           <EmptyState title="No environments">
-            Create one with <code>npm run kiln -- env create &lt;org&gt;/&lt;repo&gt; staging</code> or the API.
+            Create one below, with <code>npm run kiln -- env create &lt;org&gt;/&lt;repo&gt; staging</code> or the API.
           </EmptyState>
         ) : (
           <ul className="divide-y divide-zinc-100 text-sm dark:divide-zinc-800" data-testid="environments">
@@ -41,6 +44,7 @@ export function EnvironmentsList({ org }: { org: string }) {
           </ul>
         )}
       </Card>
+      {role === "admin" ? <NewEnvironmentForm org={org} /> : null}
     </div>
   );
 }

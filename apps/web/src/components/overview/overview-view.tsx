@@ -3,6 +3,7 @@ import { Card, EmptyState, formatDuration, formatPercent, LoadingBlock, Stat, St
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "@/server/trpc/client.tsx";
+import { RecentOverridesCard } from "../environments/recent-overrides-card.tsx";
 import { QuarantineAlert } from "../provenance/quarantine-alert.tsx";
 import { ShredLeakAlert } from "../shredding/shred-leak-alert.tsx";
 import { QueryError } from "../query-error.tsx";
@@ -97,6 +98,7 @@ export function OverviewView({ org }: { org: string }) {
           <RunsTable org={org} runs={d.recent_runs} now={now} />
         )}
       </Card>
+      <RecentOverridesCard org={org} now={now} />
     </div>
   );
 }
