@@ -188,7 +188,8 @@ main().catch(async (e: unknown) => {
  * versioning; a real S3 or MinIO endpoint (S3_ENDPOINT) gets both. Said either way, never hidden.
  */
 async function applyLifecycle(p: Platform): Promise<void> {
-  const env = engineEnvSchema.parse({ ...process.env, ...p.env });
+  // The environment the apps get: it names the embedded S3 server (p.env alone does not).
+  const env = engineEnvSchema.parse(p.processEnv("up"));
   const s3 = createObjectStore(objectStoreConfigFromEnv(env));
   try {
     const r = await applyBucketLifecycle(s3, env.KILN_S3_BUCKET);
