@@ -167,6 +167,14 @@ describe("crypto-shredding", () => {
     const leaks = await p.api("GET", "/v1/orgs/shred-org/shred-leaks", t.token);
     expect(leaks.status).toBe(200);
     expect(leaks.json.leaks.map((l: { path: string }) => l.path)).toEqual(["object_get"]);
+    // Another org's token reads neither list: refused by role (evidence is admins' and auditors')
+    // or because the org is matched in the query (ORG.NOT_FOUND), never answered with data.
+    const other = await p.seedTenant("shred-other", { ".kiln/workflow.yaml": WORKFLOW });
+    const foreignLeaks = await p.api("GET", "/v1/orgs/shred-org/shred-leaks", other.token);
+    expect([foreignLeaks.status, foreignLeaks.json.error?.code]).toEqual([404, "ORG.NOT_FOUND"]);
+    const foreignEvidence = await p.api("GET", "/v1/orgs/shred-org/deletion-evidence", other.token);
+    expect([403, 404]).toContain(foreignEvidence.status);
+    expect(foreignEvidence.json.evidence).toBeUndefined();
 
     const browser = await TestBrowser.launch();
     try {
