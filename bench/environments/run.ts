@@ -19,31 +19,27 @@ import { createDb, ensureDatabase, migrateDatabase, withTx, type Db } from "@kil
 import { parseWorkflow } from "@kiln/domain";
 import {
   addMember,
-  addRepo,
   attestJob,
   builderPrefixFor,
   claimJob,
   completeAttempt,
-  createAgentToken,
   createEnvironment,
   createJobs,
   createObjectStore,
-  createOrg,
   DEFAULT_ENGINE_CONFIG,
   engineTlog,
   LogArchiveReader,
   loadFileSigner,
   PolicyCache,
-  registerSession,
   requestPromotion,
   requestRollback,
   s3LogStore,
-  setPoolPolicy,
   type EnvActor,
   type EnvDeps,
 } from "@kiln/engine";
 import { startPostgres } from "@kiln/testkit";
 import pg from "pg";
+import { seedTenant } from "../attestation/seed.ts";
 import { median, percentile } from "../lib/stats.ts";
 
 const arg = (name: string, fallback: string) =>
@@ -82,47 +78,28 @@ async function main(): Promise<void> {
     secretAccessKey: "x",
   });
   try {
-    const org = await createOrg(db, "bench");
-    const repo = await addRepo(
-      db,
-      {
-        orgSlug: "bench",
-        name: "bench/app",
-        cloneUrl: "file:///none",
-        webhookSecret: "bench-secret",
-        workflowPath: ".kiln/workflow.yaml",
-      },
-      { localReposRoot: "/" },
-    );
-    await setPoolPolicy(db, { name: "bench", minIsolation: "process", development: true, actor: "bench" });
-    const token = await createAgentToken(db, { pool: "bench" });
-    const session = await registerSession(db, CFG, {
-      agentTokenId: token.id,
-      pool: "bench",
-      body: {
-        hostname: "bench",
-        capacity: 100_000,
-        labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" },
-      },
-    });
+    // The same tenant, pool and agent session the attestation bench seeds (bench/attestation/seed.ts).
+    const tenant = await seedTenant(db);
     progress(`seeding ${ARTIFACTS} attested artifacts`);
-    const artifacts = await seedAttested(db, sqlPool, signer, s3, {
-      orgId: org.id,
-      repoId: repo.id,
-      sessionId: session.sessionId,
-    });
+    const artifacts = await seedAttested(db, sqlPool, signer, s3, tenant);
     const dev = await addMember(db, { orgSlug: "bench", login: "dev", role: "member" });
     const admin = await addMember(db, { orgSlug: "bench", login: "ada", role: "admin" });
-    const actor: EnvActor = { orgId: org.id, role: "member", userId: dev.userId, login: "dev", actor: "web:dev" };
-    const adminActor: EnvActor = { orgId: org.id, role: "admin", userId: admin.userId, login: "ada", actor: "web:ada" };
+    const actor: EnvActor = { orgId: tenant.orgId, role: "member", userId: dev.userId, login: "dev", actor: "web:dev" };
+    const adminActor: EnvActor = {
+      orgId: tenant.orgId,
+      role: "admin",
+      userId: admin.userId,
+      login: "ada",
+      actor: "web:ada",
+    };
     const deps: EnvDeps = {
       builderPrefix: builderPrefixFor("https://kiln.bench"),
       gateTimeoutMs: 400,
       policies: new PolicyCache(),
     };
-    const staging = await createEnvironment(db, adminActor, { repoId: repo.id, name: "staging" });
+    const staging = await createEnvironment(db, adminActor, { repoId: tenant.repoId, name: "staging" });
     const production = await createEnvironment(db, adminActor, {
-      repoId: repo.id,
+      repoId: tenant.repoId,
       name: "production",
       after: "staging",
     });
