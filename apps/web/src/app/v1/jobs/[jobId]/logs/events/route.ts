@@ -34,8 +34,9 @@ export const GET = route({
     const lastEventId = req.headers.get("last-event-id");
     const plan = planLogStream({ lastEventId, pinnedEpoch, epochs: grant.epochs, jobFinished: grant.jobFinished });
     // Retention (issue 21): an evicted log is gone for the live stream too, not an empty stream.
+    // A stream plan's epoch is checked by openJobLog (with its expired_at); this covers the rest.
     const epoch = pinnedEpoch ?? grant.epochs[grant.epochs.length - 1];
-    if (epoch !== undefined && grant.expiredEpochs.includes(epoch))
+    if (plan.kind !== "stream" && epoch !== undefined && grant.expiredEpochs.includes(epoch))
       throw new DomainError("LOG.EXPIRED", "this log expired under retention: its segments were deleted");
     if (plan.kind === "done") return new Response(null, { status: 204, headers: { "cache-control": "no-store" } });
     const abort = new AbortController();
