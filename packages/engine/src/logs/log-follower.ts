@@ -223,7 +223,12 @@ async function* streamAttempt(
   }
 }
 
-async function startAttempt(deps: LogFollowerDeps, jobId: string, epoch: number, fromSeq: number): Promise<AttemptStart> {
+async function startAttempt(
+  deps: LogFollowerDeps,
+  jobId: string,
+  epoch: number,
+  fromSeq: number,
+): Promise<AttemptStart> {
   const head = await mustHead(deps, jobId, epoch, true);
   assertLogRetained(head);
   const cursorReset = fromSeq > head.nextSeq;
@@ -232,7 +237,12 @@ async function startAttempt(deps: LogFollowerDeps, jobId: string, epoch: number,
 }
 
 /** One replay read; a failure is re-examined so a log that is gone says so (LOG.EXPIRED, SHRED.*). */
-async function readChunks(deps: LogFollowerDeps, jobId: string, head: LogHead, from: number): Promise<LogChunkRecord[]> {
+async function readChunks(
+  deps: LogFollowerDeps,
+  jobId: string,
+  head: LogHead,
+  from: number,
+): Promise<LogChunkRecord[]> {
   if (from >= head.nextSeq) return [];
   try {
     return await readLogChunks(deps.pool, deps.archive, head.attemptId, from, { untilSeq: head.nextSeq });

@@ -64,7 +64,10 @@ async function claim(tenant: Tenant, runId: string) {
   return r.ticket;
 }
 
-function done(a: { attemptId: string; jobId: string; epoch: number }, outcome: "success" | "user_failure" | "cancelled") {
+function done(
+  a: { attemptId: string; jobId: string; epoch: number },
+  outcome: "success" | "user_failure" | "cancelled",
+) {
   return { attemptId: a.attemptId, jobId: a.jobId, epoch: a.epoch, outcome, sandboxDestroyed: true };
 }
 
@@ -87,7 +90,8 @@ describe("run metadata stamped at completion", () => {
     const tenant = await seedTenant(t.db());
     const silent = await runOn(tenant, "refs/heads/topic");
     const s = await claim(tenant, silent);
-    await t.db().$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 second' WHERE id = ${s.attemptId}::uuid`;
+    await t.db()
+      .$executeRaw`UPDATE attempt SET lease_expires_at = now() - interval '1 second' WHERE id = ${s.attemptId}::uuid`;
     await reconcile(t.db(), CFG);
     expectStamp(await stamped(silent), "platform_failure", "other");
 
