@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
-import { shredDueAt } from "@kiln/domain";
+import { encodeLogCursor, shredDueAt } from "@kiln/domain";
 import {
   addMember,
   createObjectStore,
@@ -138,6 +138,32 @@ describe("crypto-shredding", () => {
     expect(goneText).not.toContain(MARKER);
     expect(gone.status).toBe(410);
     expect(goneText).toContain("SHRED.KEY_DESTROYED");
+    // The SSE stream refuses the same way before it starts (its replay's first read fails), not a
+    // 200 that is cut or retried forever; so does a follower resuming from a cursor into the log.
+    for (const cursor of [null, encodeLogCursor({ epoch: 1, kind: "chunk", seq: 2 })]) {
+      const sse = await fetch(`${p.base}/v1/jobs/${jobId}/logs/events`, {
+        headers: {
+          authorization: `Bearer ${t.token}`,
+          accept: "text/event-stream",
+          ...(cursor ? { "last-event-id": cursor } : {}),
+        },
+      });
+      const body = await sse.text();
+      expect([cursor, sse.status, sse.headers.get("content-type")]).toEqual([cursor, 410, "application/json"]);
+      expect(JSON.parse(body).error).toMatchObject({ code: "SHRED.KEY_DESTROYED", message: expect.any(String) });
+      expect(body).not.toContain(MARKER);
+    }
+    // The dashboard's log view says the log is gone and why, instead of reconnecting forever.
+    const viewer = await TestBrowser.launch();
+    try {
+      const page = await viewer.page();
+      await signIn(page, p.base, "shreda", `/orgs/shred-org/runs/${r.json.run_id}/jobs/${jobId}`);
+      await page.locator("[data-log-state='gone']").getByText("encryption key was destroyed on 20").waitFor();
+      await page.getByText("it can no longer be read").waitFor();
+      await screenshot(page, "log-shredded");
+    } finally {
+      await viewer.close();
+    }
     const evidence = await p.api("GET", "/v1/orgs/shred-org/deletion-evidence", t.token);
     // Members may not read the evidence (admins, auditors); the leak list is theirs.
     expect(evidence.status).toBe(403);

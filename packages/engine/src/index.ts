@@ -171,7 +171,7 @@ export {
   LogHub,
   LogPublisher,
   logChannel,
-  followJobLog,
+  openJobLog,
   type LogConfig,
   type SqlPool,
   type SqlClient,

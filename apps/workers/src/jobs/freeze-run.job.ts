@@ -15,7 +15,7 @@ export const freezeRunJob = defineJob({
   expireInSeconds: 120,
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
-  handle: async ({ db, gitCacheDir, source, registries, poolImages, log }, data, job) => {
+  handle: async ({ db, cfg, gitCacheDir, source, registries, poolImages, log }, data, job) => {
     const outcome = await freezeRun(db, {
       runId: data.runId,
       gitCacheDir,
@@ -24,6 +24,7 @@ export const freezeRunJob = defineJob({
       poolImages,
       log: log.child({ queue: "run-freeze", job_id: job.id }),
       finalTry: job.retryCount >= 5,
+      retention: cfg.retention,
     });
     if (outcome === "retry_later")
       throw new Error(
@@ -32,6 +33,6 @@ export const freezeRunJob = defineJob({
     // A PR workflow with `pull_request: {cancel_superseded: true}` cancels the PR's older runs once
     // this one is frozen (the option is in the file). Also on a repeated delivery ("not_pending"),
     // so a crash between the freeze and this line is made good by pg-boss's retry.
-    if (outcome === "frozen" || outcome === "not_pending") await cancelSupersededRuns(db, data.runId);
+    if (outcome === "frozen" || outcome === "not_pending") await cancelSupersededRuns(db, data.runId, cfg.retention);
   },
 });

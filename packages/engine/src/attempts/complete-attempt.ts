@@ -106,7 +106,7 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
           rep,
         );
         await finishJob(tx, run, a, "cancelled", "run.cancelled", null);
-        await finishRunIfDone(tx, run);
+        await finishRunIfDone(tx, run, cfg.retention);
         return { accepted: false as const, reason: "run_cancelled" as const };
       }
       case "succeed": {
@@ -124,7 +124,7 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
             { jobId: a.jobId, runId: run.id, orgId: run.orgId, epoch: a.epoch },
             { dedupeKey: a.jobId },
           );
-        await advanceRun(tx, run);
+        await advanceRun(tx, run, cfg.retention);
         return { accepted: true as const, jobOutcome: "success" as const };
       }
       case "fail": {
@@ -135,7 +135,7 @@ function completeInTx(db: Db, cfg: EngineConfig, rep: CompletionReport): Promise
         const message = decision.message ?? rep.message ?? null;
         await finishAttempt(tx, a, decision.outcome, cause, message, rep);
         await finishJob(tx, run, a, decision.outcome, cause, message);
-        await advanceRun(tx, run);
+        await advanceRun(tx, run, cfg.retention);
         return { accepted: true as const, jobOutcome: decision.outcome };
       }
       case "requeue": {

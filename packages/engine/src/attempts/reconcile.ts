@@ -39,7 +39,7 @@ export async function reconcile(db: Db, cfg: EngineConfig, limit = 100): Promise
   report.fenced = await fenceExpiredLeases(db, cfg, limit);
   report.redispatched = await redispatchStaleReady(db, cfg, limit);
   report.refrozen = await refreezePending(db, cfg, limit);
-  report.runsFinished = await settleCancellingRuns(db, limit);
+  report.runsFinished = await settleCancellingRuns(db, cfg, limit);
   if (cfg.dispatchPolicy === "fair") report.preempted = await preemptForOwners(db);
   // After the fence: a deploy attempt fenced in this pass has its kill bound recorded at once.
   report.locksReleased = await settleDeploymentLocks(db, cfg, limit);
@@ -69,7 +69,7 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
       if (decision.kind === "cancelled") {
         await finishAttempt(tx, a, "cancelled", "run.cancelled", "lease expired while the run was cancelling");
         await finishJob(tx, run, a, "cancelled", "run.cancelled", null);
-        await finishRunIfDone(tx, run);
+        await finishRunIfDone(tx, run, cfg.retention);
         return true;
       }
       if (a.preemptRequested) {
@@ -89,7 +89,7 @@ async function fenceExpiredLeases(db: Db, cfg: EngineConfig, limit: number): Pro
         await scheduleRetry(tx, cfg, run, a);
       } else {
         await finishJob(tx, run, a, "platform_failure", "lease.expired", msg);
-        await advanceRun(tx, run);
+        await advanceRun(tx, run, cfg.retention);
       }
       return true;
     });
@@ -147,7 +147,7 @@ async function refreezePending(db: Db, cfg: EngineConfig, limit: number): Promis
 }
 
 /** Cancelling runs whose last attempt has since stopped. */
-async function settleCancellingRuns(db: Db, limit: number): Promise<number> {
+async function settleCancellingRuns(db: Db, cfg: EngineConfig, limit: number): Promise<number> {
   const runs = await db.$queryRaw<
     { id: string }[]
   >`SELECT id FROM workflow_run WHERE status = 'cancelling' LIMIT ${limit}`;
@@ -155,7 +155,7 @@ async function settleCancellingRuns(db: Db, limit: number): Promise<number> {
   for (const r of runs) {
     const finished = await withTx(db, "settle-cancelling", async (tx) => {
       const run = await lockRun(tx, r.id, "update");
-      return run ? finishRunIfDone(tx, run) : false;
+      return run ? finishRunIfDone(tx, run, cfg.retention) : false;
     });
     if (finished) n++;
   }

@@ -18,4 +18,4 @@ export {
   type LiveChunk,
   type PublishedLogMessage,
 } from "./log-fanout.ts";
-export { followJobLog, type LogFollowerDeps, type FollowRequest } from "./log-follower.ts";
+export { openJobLog, type LogFollowerDeps, type FollowRequest } from "./log-follower.ts";

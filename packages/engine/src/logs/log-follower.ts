@@ -2,7 +2,9 @@
 // in sequence order. Frames are plain SSE text (ASCII: JSON with base64 payloads).
 import type { Db } from "@kiln/db";
 import {
+  DomainError,
   encodeLogCursor,
+  isDomainError,
   isTerminalLogState,
   planLogStream,
   terminalLogEvent,
@@ -11,8 +13,8 @@ import {
 } from "@kiln/domain";
 import { authorizeLogRead, type LogReadGrant } from "./authorize-log-read.ts";
 import type { LogHub } from "./log-fanout.ts";
-import type { LogHead, LogHeadCache } from "./log-head.ts";
-import type { LogArchiveReader } from "./log-segments.ts";
+import { assertLogRetained, type LogHead, type LogHeadCache } from "./log-head.ts";
+import type { LogArchiveReader, LogChunkRecord } from "./log-segments.ts";
 import { LiveQueue } from "./live-queue.ts";
 import { readLogChunks } from "./read-log-chunks.ts";
 import type { SqlPool } from "../shared/sql-pool.ts";
@@ -47,10 +49,45 @@ function eventFrame(event: string, data: unknown, id?: string): string {
   return `${id ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/**
+ * Refusals that mean the log will never be readable again, as opposed to an outage: retention
+ * evicted it (LOG.EXPIRED) or its archive's data key is destroyed or due (SHRED.KEY_DESTROYED).
+ */
+function isLogGone(e: unknown): e is DomainError {
+  return isDomainError(e) && (e.code === "LOG.EXPIRED" || e.code === "SHRED.KEY_DESTROYED");
+}
+
+/** What streaming an attempt begins with: its head, where to start, and the replay's first read. */
+interface AttemptStart {
+  head: LogHead;
+  next: number;
+  /** The cursor pointed past anything this log issued: replay it all, and say so. */
+  cursorReset: boolean;
+  first: LogChunkRecord[];
+}
+
+/**
+ * Opens a follower. The replay's first read happens here, before the caller has answered, so a
+ * log that can no longer be read (evicted, or its key destroyed; a reconnect from a cursor into
+ * such a log alike) is the response's status (410 with the error body) instead of a 200 whose
+ * stream is cut, which EventSource clients would reconnect to forever (ADR 0037).
+ */
+export async function openJobLog(
+  deps: LogFollowerDeps,
+  req: FollowRequest,
+  signal: AbortSignal,
+): Promise<AsyncGenerator<string, void>> {
+  const start =
+    req.plan.kind === "stream" ? await startAttempt(deps, req.grant.jobId, req.plan.epoch, req.plan.fromSeq) : null;
+  return followJobLog(deps, req, signal, start);
+}
+
 export async function* followJobLog(
   deps: LogFollowerDeps,
   req: FollowRequest,
   signal: AbortSignal,
+  /** The first read openJobLog made for req.plan (a "stream" plan), if it made one. */
+  start: AttemptStart | null = null,
 ): AsyncGenerator<string, void> {
   // Reconnect quickly after a cut; the cursor makes it exact.
   yield "retry: 1000\n\n";
@@ -67,8 +104,15 @@ export async function* followJobLog(
       if (signal.aborted) return;
     }
     // "done" while connected (the job finished during the wait): end; the reconnect gets 204.
-    if (plan.kind === "stream") yield* streamAttempt(deps, req.grant.jobId, plan.epoch, plan.fromSeq, signal);
+    if (plan.kind === "stream")
+      yield* streamAttempt(deps, req.grant.jobId, plan.epoch, plan.fromSeq, signal, plan === req.plan ? start : null);
   } catch (e) {
+    if (isLogGone(e)) {
+      // Not an outage: what is left can never be read. Say why and end, without a terminal event
+      // (the log is not complete); a reconnect gets the same refusal as a 410 before streaming.
+      yield eventFrame("error", { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) });
+      return;
+    }
     // The client reconnects with its last cursor, so this costs a retry, not a byte.
     yield eventFrame("log.error", { message: e instanceof Error ? e.message.slice(0, 300) : "internal error" });
     throw e;
@@ -107,6 +151,7 @@ async function* streamAttempt(
   epoch: number,
   fromSeq: number,
   signal: AbortSignal,
+  opened: AttemptStart | null,
 ): AsyncGenerator<string, void> {
   const inbox = new LiveQueue();
   // Subscribe before the first read so nothing committed in between is missed by both paths.
@@ -114,21 +159,26 @@ async function* streamAttempt(
     if (m.epoch === epoch) inbox.push(m);
   });
   try {
-    let head = await mustHead(deps, jobId, epoch, true);
-    let next = fromSeq;
-    if (next > head.nextSeq) {
+    const start = opened ?? (await startAttempt(deps, jobId, epoch, fromSeq));
+    if (start.cursorReset) {
       // Not a cursor this log ever issued (e.g. from another deployment): say so, replay it all.
       yield eventFrame("log.cursor_invalid", {
         last_event_id: encodeLogCursor({ epoch, kind: "chunk", seq: fromSeq - 1 }),
         replay: "full",
       });
-      next = 0;
     }
+    let next = start.next;
     if (next === 0) yield eventFrame("log.attempt", { epoch });
+    for (const c of start.first) {
+      yield dataFrame(epoch, c.seq, c.stream, c.offset, c.data.toString("base64"));
+      next = c.seq + 1;
+    }
+    // A first read made before the subscription existed: what committed since is in a fresh head.
+    let head = opened ? await mustHead(deps, jobId, epoch, true) : start.head;
     let lastFrame = Date.now();
     for (;;) {
       while (next < head.nextSeq) {
-        const chunks = await readLogChunks(deps.pool, deps.archive, head.attemptId, next, { untilSeq: head.nextSeq });
+        const chunks = await readChunks(deps, jobId, head, next);
         if (chunks.length === 0) break;
         for (const c of chunks) {
           yield dataFrame(epoch, c.seq, c.stream, c.offset, c.data.toString("base64"));
@@ -170,6 +220,48 @@ async function* streamAttempt(
     }
   } finally {
     unsubscribe?.();
+  }
+}
+
+async function startAttempt(
+  deps: LogFollowerDeps,
+  jobId: string,
+  epoch: number,
+  fromSeq: number,
+): Promise<AttemptStart> {
+  const head = await mustHead(deps, jobId, epoch, true);
+  assertLogRetained(head);
+  const cursorReset = fromSeq > head.nextSeq;
+  const next = cursorReset ? 0 : fromSeq;
+  return { head, next, cursorReset, first: await readChunks(deps, jobId, head, next) };
+}
+
+/** One replay read; a failure is re-examined so a log that is gone says so (LOG.EXPIRED, SHRED.*). */
+async function readChunks(
+  deps: LogFollowerDeps,
+  jobId: string,
+  head: LogHead,
+  from: number,
+): Promise<LogChunkRecord[]> {
+  if (from >= head.nextSeq) return [];
+  try {
+    return await readLogChunks(deps.pool, deps.archive, head.attemptId, from, { untilSeq: head.nextSeq });
+  } catch (e) {
+    if (isDomainError(e) && e.code === "SHRED.KEY_DESTROYED") {
+      // The viewer tells people when: the earliest due instant of the keys this log was sealed under.
+      const { rows } = await deps.pool.query<{ due_at: Date | null }>(
+        "SELECT min(due_at) AS due_at FROM shred_object WHERE subject_id = $1::uuid AND kind = 'log'",
+        [head.attemptId],
+      );
+      const dueAt = rows[0]?.due_at;
+      throw dueAt ? new DomainError(e.code, e.message, { ...e.details, key_due_at: dueAt.toISOString() }) : e;
+    }
+    if (isLogGone(e)) throw e;
+    // Retention commits expired_at first and deletes the segments after: a read racing that sweep
+    // fails on a missing segment or object, which is the eviction, not an outage.
+    const now = await deps.heads.get(jobId, head.epoch, true);
+    if (now) assertLogRetained(now);
+    throw e;
   }
 }
 

@@ -67,7 +67,7 @@ const LOGS = `
   ORDER BY l.expires_at, l.attempt_id LIMIT $4`;
 
 // Run metadata stays while anything of the run is still kept: a live (or unclassified) artifact or
-// log. Only stamped runs are here; the pass stamps finished ones first (stampFinishedRuns).
+// log. Only stamped runs are here (runs are stamped as they complete; stampFinishedRuns catches older ones).
 const RUNS = `
   SELECT r.id::text, r.org_id::text, r.retention_class, r.expires_at,
     false AS environment_pointer, false AS pointer_history, false AS hold, false AS consuming_run,
@@ -96,9 +96,10 @@ export async function loadCandidates(db: DbOrTx, kind: EvictionKind, q: Candidat
 }
 
 /**
- * Finished runs get their run-metadata class and expiry from the day they finished. A run has no
- * single seal transaction (it completes on five paths), so the retention pass stamps it, with the
- * same classifier the artifact and log seals use; `plan` runs it on a transaction it rolls back.
+ * The safety net for runs that finished unstamped: every path that completes a run stamps it in
+ * that transaction (stampRunRetention: finishRunIfDone, cancelRun, the failed freeze), so this
+ * finds only runs completed before that change. Same classifier and windows, counted from the day
+ * they finished; `plan` runs it on a transaction it rolls back.
  */
 export async function stampFinishedRuns(db: DbOrTx, windows: RetentionWindows, limit = 500): Promise<number> {
   const rows = await db.$queryRawUnsafe<{ id: string; finished_at: Date }[]>(

@@ -12,9 +12,11 @@ import {
   UPSTREAM_FAILED_CAUSE,
   type JobStatus,
   type Outcome,
+  type RetentionWindows,
   type RunStatus,
 } from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
+import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { cancelJobs } from "./cancel-jobs.ts";
 
 // Guards from the transition tables, computed once.
@@ -134,7 +136,12 @@ export async function makeJobsReady(
  * After a job reached a terminal state: make successors ready, skip the ones that can never run,
  * and finish the run when nothing is left. Called with the run row already locked.
  */
-export async function advanceRun(tx: Tx, run: { id: string; orgId: string; status: RunStatus }): Promise<void> {
+export async function advanceRun(
+  tx: Tx,
+  run: { id: string; orgId: string; status: RunStatus },
+  /** The platform's windows: the run's metadata class and expiry if this completes it. */
+  windows: RetentionWindows,
+): Promise<void> {
   const jobs = await loadJobs(tx, run.id);
   if (run.status === "running") {
     await failFast(tx, run, jobs);
@@ -166,13 +173,17 @@ export async function advanceRun(tx: Tx, run: { id: string; orgId: string; statu
     await makeJobsReady(tx, readyJobs, "predecessors_succeeded");
     for (const j of readyJobs) j.status = "ready";
   }
-  await finishRunIfDone(tx, run, jobs);
+  await finishRunIfDone(tx, run, windows, jobs);
 }
 
-/** Completes the run when every job is terminal and no attempt may still be executing. */
+/**
+ * Completes the run when every job is terminal and no attempt may still be executing, stamping its
+ * run-metadata retention (class, expiry from `windows`) in the same transaction.
+ */
 export async function finishRunIfDone(
   tx: Tx,
   run: { id: string; orgId: string; status: RunStatus },
+  windows: RetentionWindows,
   jobs?: readonly JobRow[],
 ): Promise<boolean> {
   if (run.status === "completed" || run.status === "pending") return false;
@@ -193,6 +204,7 @@ export async function finishRunIfDone(
     UPDATE workflow_run SET status = 'completed', outcome = ${derived.outcome}, cause = ${derived.cause}, finished_at = now()
     WHERE id = ${run.id}::uuid AND status = ANY(${RUN_FINISHES_FROM[event]}::text[])`;
   if (n === 0) return false;
+  await stampRunRetention(tx, run.id, windows);
   await recordTransition(tx, {
     orgId: run.orgId,
     runId: run.id,

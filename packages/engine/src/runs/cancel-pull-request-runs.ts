@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import { isDomainError } from "@kiln/domain";
+import { isDomainError, type RetentionWindows } from "@kiln/domain";
 import { cancelRun } from "./cancel-run.ts";
 
 // Pull requests (issue 19): a closed PR's unfinished runs are cancelled, and a workflow with
@@ -8,11 +8,16 @@ import { cancelRun } from "./cancel-run.ts";
 // only known at freeze). Both go through cancelRun, the one cancel use case, so a cancel racing a
 // completion resolves as it does from the dashboard; both are idempotent (a finished run is skipped).
 
-async function cancelAll(db: Db, runs: { id: string; org_id: string }[], actor: string): Promise<string[]> {
+async function cancelAll(
+  db: Db,
+  runs: { id: string; org_id: string }[],
+  actor: string,
+  retention: RetentionWindows | undefined,
+): Promise<string[]> {
   const cancelled: string[] = [];
   for (const r of runs) {
     try {
-      await cancelRun(db, { runId: r.id, orgId: r.org_id, actor });
+      await cancelRun(db, { runId: r.id, orgId: r.org_id, actor, retention });
       cancelled.push(r.id);
     } catch (err) {
       // Finished between the listing and the cancel: nothing to do.
@@ -24,12 +29,15 @@ async function cancelAll(db: Db, runs: { id: string; org_id: string }[], actor: 
 }
 
 /** `pull_request` `closed` (merged or not): every unfinished run of that PR. */
-export async function cancelPullRequestRuns(db: Db, input: { repoId: string; number: number }): Promise<string[]> {
+export async function cancelPullRequestRuns(
+  db: Db,
+  input: { repoId: string; number: number; retention?: RetentionWindows },
+): Promise<string[]> {
   const runs = await db.$queryRaw<{ id: string; org_id: string }[]>`
     SELECT r.id, r.org_id FROM run_pull_request p JOIN workflow_run r ON r.id = p.run_id
     WHERE p.repo_id = ${input.repoId}::uuid AND p.number = ${input.number} AND r.status <> 'completed'
     ORDER BY r.created_at`;
-  return cancelAll(db, runs, `forge: pull request #${input.number} closed`);
+  return cancelAll(db, runs, `forge: pull request #${input.number} closed`, input.retention);
 }
 
 /**
@@ -37,7 +45,7 @@ export async function cancelPullRequestRuns(db: Db, input: { repoId: string; num
  * same workflow that were admitted before it. Never a newer one: a late freeze of an older commit
  * must not cancel the run of the commit that superseded it.
  */
-export async function cancelSupersededRuns(db: Db, runId: string): Promise<string[]> {
+export async function cancelSupersededRuns(db: Db, runId: string, retention?: RetentionWindows): Promise<string[]> {
   const runs = await db.$queryRaw<{ id: string; org_id: string }[]>`
     SELECT o.id, o.org_id
     FROM workflow_run r
@@ -57,5 +65,6 @@ export async function cancelSupersededRuns(db: Db, runId: string): Promise<strin
     db,
     runs,
     `forge: superseded by a newer commit on pull request #${pr[0]?.number ?? "?"} (run ${runId})`,
+    retention,
   );
 }

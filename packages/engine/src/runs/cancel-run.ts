@@ -1,6 +1,14 @@
 import { withTx, type Db } from "@kiln/db";
-import { DomainError, isRunTerminal, legalSources, RUN_TRANSITIONS } from "@kiln/domain";
+import {
+  DEFAULT_RETENTION_WINDOWS,
+  DomainError,
+  isRunTerminal,
+  legalSources,
+  RUN_TRANSITIONS,
+  type RetentionWindows,
+} from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
+import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { finishRunIfDone, lockRun } from "./advance-run.ts";
 import { cancelJobs } from "./cancel-jobs.ts";
 
@@ -16,8 +24,18 @@ const GOES_CANCELLING_FROM = legalSources(RUN_TRANSITIONS, "cancel_requested", "
  */
 export async function cancelRun(
   db: Db,
-  input: { runId: string; orgId: string; actor: string },
+  input: {
+    runId: string;
+    orgId: string;
+    actor: string;
+    /**
+     * The platform's windows (KILN_RETENTION_WINDOWS) for the run's metadata stamp when this
+     * completes it; callers without the app config get the seed's, what an unset variable parses to.
+     */
+    retention?: RetentionWindows;
+  },
 ): Promise<{ status: string; cancelVersion: number }> {
+  const windows = input.retention ?? DEFAULT_RETENTION_WINDOWS;
   return withTx(db, "cancel-run", async (tx) => {
     const run = await lockRun(tx, input.runId, "update");
     if (!run || run.orgId !== input.orgId) throw new DomainError("RUN.NOT_FOUND", "run not found");
@@ -29,6 +47,7 @@ export async function cancelRun(
       await tx.$executeRaw`
         UPDATE workflow_run SET status = 'completed', outcome = 'cancelled', cause = 'run.cancelled', cancel_version = ${version}, finished_at = now()
         WHERE id = ${run.id}::uuid AND status = ANY(${ENDS_AT_ONCE_FROM}::text[])`;
+      await stampRunRetention(tx, run.id, windows);
       await recordTransition(tx, {
         orgId: run.orgId,
         runId: run.id,
@@ -52,7 +71,7 @@ export async function cancelRun(
     });
 
     await cancelJobs(tx, run, null, { cause: "run.cancelled", message: `cancelled by ${input.actor}` });
-    const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" });
+    const finished = await finishRunIfDone(tx, { ...run, status: "cancelling" }, windows);
     return { status: finished ? "completed" : "cancelling", cancelVersion: version };
   });
 }

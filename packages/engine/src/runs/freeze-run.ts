@@ -3,11 +3,13 @@ import {
   advanceGraph,
   bindDeployment,
   DEPLOY_TRIGGER,
+  DEFAULT_RETENTION_WINDOWS,
   DEFAULT_RUNNER_SIZE,
   initialReadyJobs,
   legalSources,
   parseWorkflow,
   RUN_TRANSITIONS,
+  type RetentionWindows,
   type WorkflowDefinition,
   type WorkflowErrorCode,
 } from "@kiln/domain";
@@ -16,6 +18,7 @@ import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/index.ts";
 import { recordTransition } from "../shared/journal.ts";
+import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
 import { deploymentBindingOf } from "../deployments/index.ts";
@@ -53,6 +56,11 @@ export async function freezeRun(
     poolImages?: Record<string, string>;
     /** The caller's logger; retried fetches are logged here with the run's ids. */
     log?: Logger;
+    /**
+     * The platform's windows (KILN_RETENTION_WINDOWS) for the run's metadata stamp if the freeze
+     * fails and so completes the run; unset: the seed's, what an unset variable parses to.
+     */
+    retention?: RetentionWindows;
   },
 ): Promise<FreezeOutcome> {
   const rows = await db.$queryRaw<
@@ -94,7 +102,7 @@ export async function freezeRun(
         log.warn("workflow fetch failed; freeze will be retried", { err: file.message });
         return "retry_later";
       }
-      await failFreeze(db, input.runId, "platform_failure", "source.unreachable", file.message, null);
+      await failFreeze(db, input, "platform_failure", "source.unreachable", file.message, null);
       return "gave_up";
     }
     const cause =
@@ -105,7 +113,7 @@ export async function freezeRun(
           : "workflow.invalid";
     // A clone URL the operator's source policy refuses is policy, not the file's fault (issue 20).
     const outcome = file.kind === "refused" ? "blocked_by_policy" : "user_failure";
-    await failFreeze(db, input.runId, outcome, cause, file.message, null);
+    await failFreeze(db, input, outcome, cause, file.message, null);
     return "invalid";
   }
   // Matrix expansion and `${{ inputs.* }}` happen here, once: the expanded jobs are what is frozen.
@@ -115,7 +123,7 @@ export async function freezeRun(
   if (!parsed.ok) {
     await failFreeze(
       db,
-      input.runId,
+      input,
       "user_failure",
       WORKFLOW_CAUSES[parsed.error.code],
       `${run.workflow_path}: ${parsed.error.message}`,
@@ -133,7 +141,7 @@ export async function freezeRun(
     }
     await failFreeze(
       db,
-      input.runId,
+      input,
       images.kind === "unreachable"
         ? "platform_failure"
         : images.kind === "policy"
@@ -264,7 +272,7 @@ export async function createJobs(
 
 async function failFreeze(
   db: Db,
-  runId: string,
+  { runId, retention }: { runId: string; retention?: RetentionWindows },
   outcome: "user_failure" | "platform_failure" | "blocked_by_policy",
   cause: string,
   message: string,
@@ -277,6 +285,7 @@ async function failFreeze(
       UPDATE workflow_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message},
         workflow_hash = COALESCE(${workflowHash}, workflow_hash), finished_at = now()
       WHERE id = ${runId}::uuid AND status = ANY(${FREEZE_FAILS_FROM}::text[])`;
+    await stampRunRetention(tx, runId, retention ?? DEFAULT_RETENTION_WINDOWS);
     await recordTransition(tx, {
       orgId: locked.orgId,
       runId,

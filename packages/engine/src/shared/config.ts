@@ -1,3 +1,5 @@
+import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
+
 // Engine knobs. Apps map their parsed env to these with shared/engine-env.ts (one schema for web and
 // workers) and pass them in; nothing here reads process.env.
 export interface EngineConfig {
@@ -22,6 +24,11 @@ export interface EngineConfig {
    * silent deploy attempt is provably dead only at lease expiry + this (T_kill, seed 003 Q7).
    */
   clockSkewBoundMs: number;
+  /**
+   * Platform retention windows (KILN_RETENTION_WINDOWS, issue 21): a run's metadata class and
+   * expiry are written from these in the transaction that completes it (docs/adr/0036).
+   */
+  retention: RetentionWindows;
 }
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
@@ -35,4 +42,6 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   dispatchPolicy: "fair",
   dispatchViewMs: 200,
   clockSkewBoundMs: 5_000,
+  // What an unset KILN_RETENTION_WINDOWS parses to.
+  retention: DEFAULT_RETENTION_WINDOWS,
 };

@@ -140,6 +140,7 @@ export function engineConfigFromEnv(env: EngineEnv): EngineConfig {
     dispatchPolicy: env.KILN_DISPATCH_POLICY,
     dispatchViewMs: env.KILN_DISPATCH_VIEW_MS,
     clockSkewBoundMs: env.KILN_CLOCK_SKEW_BOUND_MS,
+    retention: env.KILN_RETENTION_WINDOWS,
     // A lost hint is re-sent after at most one lease TTL (short TTLs in tests), never under 2 s.
     redispatchAfterMs: Math.max(2_000, Math.min(DEFAULT_ENGINE_CONFIG.redispatchAfterMs, env.KILN_LEASE_TTL_MS)),
   };

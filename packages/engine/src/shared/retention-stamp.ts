@@ -2,7 +2,7 @@
 // (docs/adr/0036): the run's trigger and ref, the repo's default branch and release patterns, and
 // the org's shortened windows. One query shape for both drivers (Prisma on the artifact seal,
 // node-postgres on the log archiver), so the two seal paths cannot classify differently.
-import type { SqlClient } from "@kiln/db";
+import type { DbOrTx, SqlClient } from "@kiln/db";
 import {
   classify,
   expiresAt,
@@ -71,6 +71,27 @@ export function stampFor(
   windows: RetentionWindows,
 ): { cls: RetentionClass; expiresAt: Date } {
   return { cls: run.cls, expiresAt: expiresAt(producedAt, run.cls, kind, windows, run.overrides) };
+}
+
+/**
+ * Writes a run's run-metadata class and expiry inside the transaction that completes it (status
+ * 'completed', finished_at now()), so a finished run is never unclassified (docs/adr/0036). Reads
+ * finished_at back rather than taking a clock: the expiry counts from exactly the stored instant.
+ * Guarded on expires_at IS NULL: a stamp already there (a re-delivered completion) is kept.
+ */
+export async function stampRunRetention(tx: DbOrTx, runId: string, windows: RetentionWindows): Promise<void> {
+  const q = prismaRows(tx);
+  const [run] = await q<{ finished_at: Date | null }>("SELECT finished_at FROM workflow_run WHERE id = $1::uuid", [
+    runId,
+  ]);
+  if (!run?.finished_at) throw new Error(`run ${runId} is stamped before it has finished`);
+  const stamp = stampFor(await loadRunRetention(q, runId), "run_metadata", run.finished_at, windows);
+  await tx.$executeRawUnsafe(
+    "UPDATE workflow_run SET retention_class = $2, expires_at = $3 WHERE id = $1::uuid AND expires_at IS NULL",
+    runId,
+    stamp.cls,
+    stamp.expiresAt,
+  );
 }
 
 /** A Prisma transaction as QueryRows. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { sqlPool, type Db } from "@kiln/db";
-import { computeTrustClass, DomainError, type AdmissionEvent } from "@kiln/domain";
+import { computeTrustClass, DomainError, type AdmissionEvent, type RetentionWindows } from "@kiln/domain";
 import { z } from "zod";
 import { cancelPullRequestRuns } from "../runs/index.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
@@ -57,7 +57,14 @@ interface Planned {
  */
 export async function admitGithubWebhook(
   db: Db,
-  req: { rawBody: Uint8Array; signature: string | null; event: string | null; deliveryId: string | null },
+  req: {
+    rawBody: Uint8Array;
+    signature: string | null;
+    event: string | null;
+    deliveryId: string | null;
+    /** The platform's windows, for the metadata stamp of the runs a closed PR cancels. */
+    retention?: RetentionWindows;
+  },
 ): Promise<WebhookResult> {
   if (!hasWellFormedSignature(req.signature)) {
     throw new DomainError("WEBHOOK.BAD_SIGNATURE", "missing or malformed X-Hub-Signature-256 (sha256 is required)");
@@ -119,7 +126,7 @@ export async function admitGithubWebhook(
     if (await deliverySeen(sql, deliveryId)) return prior();
     // Cancel first, record after: a crash in between leaves no delivery row, so the forge's
     // redelivery cancels again (a no-op for runs already cancelled) instead of being a duplicate.
-    await cancelPullRequestRuns(db, { repoId: repo.id, number: plan.closed });
+    await cancelPullRequestRuns(db, { repoId: repo.id, number: plan.closed, retention: req.retention });
     const rec = await sql.query({
       name: "webhook-pr-closed",
       text: `INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome) VALUES ('github', $1, $2, $3::uuid, 'pr_closed')

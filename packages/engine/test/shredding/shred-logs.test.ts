@@ -2,10 +2,13 @@ import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
-import { isDomainError, shredDueAt } from "@kiln/domain";
+import { encodeLogCursor, isDomainError, planLogStream, shredDueAt } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { appendLogChunks } from "../../src/logs/append-log-chunks.ts";
 import { archiveLogs } from "../../src/logs/archive-logs.ts";
+import { authorizeLogRead } from "../../src/logs/authorize-log-read.ts";
+import { openJobLog, type FollowRequest, type LogFollowerDeps } from "../../src/logs/log-follower.ts";
+import { LogHeadCache } from "../../src/logs/log-head.ts";
 import { LogArchiveReader } from "../../src/logs/log-segments.ts";
 import { readLogChunks } from "../../src/logs/read-log-chunks.ts";
 import { sealLog } from "../../src/logs/seal-log.ts";
@@ -126,6 +129,58 @@ describe("crypto-shredded log archive", () => {
     // The other org's reader path refuses it too (the org comes from the object key, not the header).
     const cipher = new ShredLogCipher(deps());
     expect(await codeOf(cipher.open(other.orgId, body))).toBe("SHRED.KEY_DESTROYED");
+  });
+
+  it("SSE: a key dying mid-stream ends it with an error event; a (re)connect after refuses before streaming", async () => {
+    const { a, keys } = await archivedLog("follow-me");
+    expect(keys.length).toBeGreaterThan(1); // the second segment is read after the stream started
+    const [row] = await t.db().$queryRaw<{ due_day: Date }[]>`
+      SELECT due_day FROM shred_data_key WHERE org_id = ${a.tenant.orgId}::uuid`;
+    const due = shredDueAt((row?.due_day as Date).toISOString().slice(0, 10));
+    let clock = due.getTime() - 1;
+    const fdeps: LogFollowerDeps = {
+      db: t.db(),
+      pool: pool(),
+      archive: new LogArchiveReader(
+        s3.store(),
+        undefined,
+        new ShredLogCipher(deps(), undefined, () => new Date(clock)),
+        () => clock,
+      ),
+      hub: null,
+      heads: new LogHeadCache(pool(), 20),
+      pollMs: 50,
+      keepAliveMs: 1_000,
+    };
+    const grant = await authorizeLogRead(t.db(), { orgId: a.tenant.orgId, jobId: a.jobId });
+    const request = (lastEventId: string | null): FollowRequest => {
+      const plan = planLogStream({ lastEventId, pinnedEpoch: null, epochs: grant.epochs, jobFinished: false });
+      if (plan.kind === "done") throw new Error("unexpected plan");
+      return { orgId: a.tenant.orgId, grant, lastEventId, pinnedEpoch: null, plan };
+    };
+    const frames: string[] = [];
+    for await (const f of await openJobLog(fdeps, request(null), new AbortController().signal)) {
+      frames.push(f);
+      if (f.startsWith("id: ")) clock = due.getTime(); // the due instant arrives while streaming
+    }
+    const data = frames.filter((f) => f.startsWith("id: "));
+    expect(data.length).toBeGreaterThan(0);
+    expect(data.length).toBeLessThan(12);
+    // Ends on the refusal, with no terminal event: the client must not take this for a complete log.
+    expect(frames.some((f) => f.includes("event: log."))).toBe(frames.some((f) => f.includes("event: log.attempt")));
+    const last = frames[frames.length - 1] ?? "";
+    expect(last.split("\n").slice(0, 1)).toEqual(["event: error"]);
+    expect(JSON.parse(last.split("\n")[1]?.slice(6) ?? "{}")).toMatchObject({
+      code: "SHRED.KEY_DESTROYED",
+      message: expect.any(String),
+      details: { key_due_at: due.toISOString() },
+    });
+    // Connecting again, afresh or from the last cursor it got, is refused before any frame exists.
+    const cursor = encodeLogCursor({ epoch: a.epoch, kind: "chunk", seq: data.length - 1 });
+    for (const lastEventId of [null, cursor])
+      expect(await codeOf(openJobLog(fdeps, request(lastEventId), new AbortController().signal))).toBe(
+        "SHRED.KEY_DESTROYED",
+      );
   });
 
   it("is gone at exactly D + window: reads refuse at the due instant, the destroyer leaves evidence, twice is once", async () => {

@@ -5,6 +5,7 @@ import { firstErrorRegion } from "./first-error.ts";
 import { LineContent } from "./log-line.tsx";
 import { LogLines } from "./log-lines.ts";
 import { openLogSource, type SourceState } from "./log-source.ts";
+import { goneText } from "./log-status.tsx";
 
 export interface LogExcerptProps {
   /** GET /v1/jobs/{id}/logs/events (SSE) of the failed job. */
@@ -70,6 +71,9 @@ export function LogExcerpt({ eventsUrl, lineHref, label }: LogExcerptProps) {
         The log could not be loaded: {source.message}
       </p>
     );
+  }
+  if (source.kind === "gone") {
+    return <p className="text-sm text-zinc-600 dark:text-zinc-400">This log was {goneText(source)}.</p>;
   }
   if (!ended) {
     return (

@@ -6,6 +6,9 @@
 //                                  that attempt's log is complete; the server then closes, and a
 //                                  reconnect either streams the next attempt or answers 204 (done)
 //   log.cursor_invalid             the resume cursor was not honoured; the attempt is replayed
+//   error {code, message, details} the log can no longer be read (LOG.EXPIRED: retention deleted
+//                                  it; SHRED.KEY_DESTROYED: its key was destroyed); the server
+//                                  closes, and a reconnect answers 410 with the same code
 //   comments                       keep-alives
 // A dropped connection resumes with Last-Event-ID after a backoff; the model skips any bytes a
 // resume replays, by offset.
@@ -21,6 +24,8 @@ export type SourceState =
   | { kind: "live" }
   | { kind: "reconnecting"; attempt: number; inMs: number }
   | { kind: "ended"; how: LogEnd }
+  /** Deleted for good (ADR 0036/0037): retention evicted it, or its data key was destroyed; `at` when. */
+  | { kind: "gone"; why: "expired" | "shredded"; at: string | null; message: string }
   | { kind: "error"; status: number | null; message: string };
 
 export interface LogSourceHandlers {
@@ -47,6 +52,7 @@ export function openLogSource(url: string, h: LogSourceHandlers): () => void {
   let cursor: string | null = null;
   let last: LogTerminal | null = null;
   let justEnded = false;
+  let gone: SourceState | null = null;
 
   const onEvent = (e: SseEvent) => {
     cursor = e.id ?? cursor;
@@ -63,6 +69,10 @@ export function openLogSource(url: string, h: LogSourceHandlers): () => void {
       return;
     }
     if (e.event === "log.cursor_invalid") return h.reset();
+    if (e.event === "error") {
+      gone = goneState(parseObject(e.data));
+      return;
+    }
     if (e.event !== "message") return; // log.error and unknown events: the reconnect covers them
     const msg = parseObject(e.data);
     const stream = msg.stream === "stderr" ? "stderr" : msg.stream === "stdout" ? "stdout" : null;
@@ -88,6 +98,11 @@ export function openLogSource(url: string, h: LogSourceHandlers): () => void {
         // 204: nothing more will ever come (every attempt's log ended, or none ever ran).
         if (res.status === 204) {
           h.state({ kind: "ended", how: last ?? "empty" });
+          return;
+        }
+        // 410: the log was deleted (retention, or its key destroyed); retrying cannot bring it back.
+        if (res.status === 410) {
+          h.state(goneState(await errorBody(res)));
           return;
         }
         if (!res.ok || !res.body) {
@@ -124,6 +139,11 @@ export function openLogSource(url: string, h: LogSourceHandlers): () => void {
       }
       retryMs = parser.retryMs ?? retryMs;
       if (abort.signal.aborted) return;
+      if (gone) {
+        // It died while streaming: what was shown stays, marked as all there will ever be.
+        h.state(gone);
+        return;
+      }
       if (justEnded) {
         // The server closes on purpose after an attempt's terminal event: ask again at once, for
         // the next attempt's output or for the 204 that says the log is complete.
@@ -146,6 +166,30 @@ function parseObject(s: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+/** The API's error body ({error: {code, message, details}}), or {} when it is not one. */
+async function errorBody(res: Response): Promise<Record<string, unknown>> {
+  try {
+    const body = (await res.json()) as { error?: unknown };
+    return body.error && typeof body.error === "object" ? (body.error as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A refusal {code, message, details} as the viewer's state: which deletion, and when. */
+function goneState(err: Record<string, unknown>): SourceState {
+  const details = (err.details ?? {}) as Record<string, unknown>;
+  const message = typeof err.message === "string" ? err.message : "this log can no longer be read";
+  if (err.code !== "LOG.EXPIRED" && err.code !== "SHRED.KEY_DESTROYED") return { kind: "error", status: 410, message };
+  const at = err.code === "LOG.EXPIRED" ? details.expired_at : details.key_due_at;
+  return {
+    kind: "gone",
+    why: err.code === "LOG.EXPIRED" ? "expired" : "shredded",
+    at: typeof at === "string" ? at : null,
+    message,
+  };
 }
 
 async function errorMessage(res: Response): Promise<string> {

@@ -44,10 +44,20 @@ function describe(s: SourceState): [string, string] {
         s.how === "truncated" ? "complete (truncated)" : "complete (with gaps)",
         "bg-amber-50 text-amber-900 dark:bg-amber-950 dark:text-amber-300",
       ];
+    case "gone":
+      return [goneText(s), "bg-zinc-200 text-zinc-800 dark:bg-zinc-800 dark:text-zinc-200"];
     case "error":
       return [
         `unavailable${s.status ? ` (${s.status})` : ""}: ${s.message}`,
         "bg-red-50 text-red-800 dark:bg-red-950 dark:text-red-300",
       ];
   }
+}
+
+/** "deleted by retention on 2027-03-03" / "deleted: its encryption key was destroyed on …". */
+export function goneText(s: { why: "expired" | "shredded"; at: string | null }): string {
+  const on = s.at ? ` on ${s.at.slice(0, 10)}` : "";
+  return s.why === "expired"
+    ? `deleted by retention${on}`
+    : `deleted under retention: its encryption key was destroyed${on}`;
 }

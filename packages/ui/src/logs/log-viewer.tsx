@@ -7,7 +7,7 @@ import { DEFAULT_STYLE } from "./ansi.ts";
 import { LineContent } from "./log-line.tsx";
 import { LogLines } from "./log-lines.ts";
 import { openLogSource, type SourceState } from "./log-source.ts";
-import { LogStatus } from "./log-status.tsx";
+import { goneText, LogStatus } from "./log-status.tsx";
 import { MAX_MATCHES, useLogSearch } from "./use-log-search.ts";
 import { computeWindow, scrollTopForRow } from "./virtual-window.ts";
 
@@ -342,9 +342,11 @@ export function LogViewer({
           <p className="p-4 font-sans text-sm text-zinc-500 dark:text-zinc-400">
             {source.kind === "ended"
               ? "This log is empty."
-              : source.kind === "error"
-                ? "No log to show."
-                : "Waiting for output…"}
+              : source.kind === "gone"
+                ? `This log was ${goneText(source)}; it can no longer be read.`
+                : source.kind === "error"
+                  ? "No log to show."
+                  : "Waiting for output…"}
           </p>
         ) : (
           <div style={{ height: win.totalHeight, position: "relative" }}>

@@ -29,6 +29,7 @@ export const POST = route({
       signature: req.headers.get("x-hub-signature-256"),
       event: req.headers.get("x-github-event"),
       deliveryId: req.headers.get("x-github-delivery"),
+      retention: services().retention,
     });
     return machineJson(r.status, {
       run_id: r.runId,

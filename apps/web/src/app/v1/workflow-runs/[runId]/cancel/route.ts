@@ -16,7 +16,12 @@ export const POST = route({
     const { db } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
     if (caller.role === "auditor") throw new DomainError("AUTH.FORBIDDEN", "auditors cannot cancel runs");
-    const r = await cancelRun(db, { runId: params.runId ?? "", orgId: caller.orgId, actor: caller.name });
+    const r = await cancelRun(db, {
+      runId: params.runId ?? "",
+      orgId: caller.orgId,
+      actor: caller.name,
+      retention: services().retention,
+    });
     return json(202, { run_id: params.runId, status: r.status, cancel_version: r.cancelVersion });
   },
 });
