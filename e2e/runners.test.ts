@@ -285,7 +285,7 @@ describe("self-hosted runners", { timeout: 240_000 }, () => {
       protocol_version: 2,
     });
     expect(session.status).toBe(201);
-    expect(session.json).toMatchObject({ runner_id: state.runner_id, protocol_version: 2 });
+    expect(session.json).toMatchObject({ runner_id: state.runner_id, protocol_version: 3 });
     flaky.sessionId = session.json.session_id;
     for (let i = 0; i < 3; i++) {
       await trigger(".kiln/quick.yaml", `flaky-${i}`);

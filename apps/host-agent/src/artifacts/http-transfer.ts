@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import http from "node:http";
 import https from "node:https";
-import { Transform } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
 const agentHttp = new http.Agent({ keepAlive: true, maxSockets: 16 });
@@ -94,6 +94,44 @@ export async function putFileRange(
 }
 
 /**
+ * PUTs one part of a sealed upload (docs/adr/0037 "Artifacts"): reads the part's plaintext range
+ * from the spool and seals it on the way out (`seal` is a PartSealStream), so no sealed copy is
+ * written to disk. The hashes are of the sealed bytes sent: those are what the store holds and what
+ * its multipart ETag is computed from.
+ */
+export async function putSealedRange(
+  url: string,
+  file: string,
+  part: { plainOffset: number; plainSize: number; sealedSize: number },
+  seal: Transform,
+  signal?: AbortSignal,
+): Promise<{ etag: string; sha256: string; md5: string }> {
+  const hash = createHash("sha256");
+  const md5 = createHash("md5");
+  const count = { n: 0 };
+  const { req, res } = request(url, {
+    method: "PUT",
+    headers: { "content-length": part.sealedSize, "content-type": "application/octet-stream" },
+    ...(signal ? { signal } : {}),
+  });
+  const plain =
+    part.plainSize === 0
+      ? Readable.from([])
+      : createReadStream(file, {
+          start: part.plainOffset,
+          end: part.plainOffset + part.plainSize - 1,
+          highWaterMark: 1024 * 1024,
+        });
+  const [response] = await Promise.all([res, pipeline(plain, seal, hashing(hash, count, md5), req)]);
+  const text = await readAll(response);
+  if (response.statusCode !== 200) throw new HttpStatusError(response.statusCode ?? 0, text);
+  if (count.n !== part.sealedSize) throw new Error(`sent ${count.n} bytes for a ${part.sealedSize}-byte sealed part`);
+  const etag = response.headers.etag;
+  if (!etag) throw new Error("object store returned no ETag for the part");
+  return { etag, sha256: hash.digest("hex"), md5: md5.digest("hex") };
+}
+
+/**
  * GETs a presigned URL into `dest` (created exclusively), hashing while writing, in one stream.
  * One stream measured 0.96 of a plain SDK GetObject into a file, 4 ranged GETs of 16 MiB in
  * flight 0.61 (bench/artifacts/get-variants.ts, embedded store). Stores that cap throughput per
@@ -104,6 +142,8 @@ export async function downloadToFile(
   dest: string,
   signal?: AbortSignal,
   maxBytes = Number.MAX_SAFE_INTEGER,
+  /** A sealed object (ADR 0037): opened on the way to disk; size and hash are then the plaintext's. */
+  open?: Transform,
 ): Promise<{ sizeBytes: number; sha256: string }> {
   const hash = createHash("sha256");
   const count = { n: 0 };
@@ -121,8 +161,14 @@ export async function downloadToFile(
       cb(count.n > maxBytes ? new TooLargeError(maxBytes) : null, chunk);
     },
   });
-  await pipeline(response, hashing(hash, count), limit, createWriteStream(dest, { flags: "wx", mode: 0o600 }));
-  return { sizeBytes: count.n, sha256: hash.digest("hex") };
+  const file = createWriteStream(dest, { flags: "wx", mode: 0o600 });
+  if (!open) {
+    await pipeline(response, hashing(hash, count), limit, file);
+    return { sizeBytes: count.n, sha256: hash.digest("hex") };
+  }
+  const plain = { n: 0 };
+  await pipeline(response, hashing(createHash("sha256"), count), limit, open, hashing(hash, plain), file);
+  return { sizeBytes: plain.n, sha256: hash.digest("hex") };
 }
 
 export class TooLargeError extends Error {

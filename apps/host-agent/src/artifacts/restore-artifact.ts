@@ -3,7 +3,8 @@
 // sees unverified bytes; a mismatch is a named platform failure (artifact.digest_mismatch).
 import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import { declaredPathCause, pathIsWithin, type ArtifactCause } from "@kiln/domain";
+import { declaredPathCause, DomainError, isDomainError, pathIsWithin, type ArtifactCause } from "@kiln/domain";
+import { OpenStream } from "@kiln/engine/shredding-cipher";
 import * as tar from "tar";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
@@ -69,7 +70,11 @@ export async function restoreArtifact(
   let got: { sizeBytes: number; sha256: string } | null = null;
   for (let i = 1; got === null; i++) {
     try {
-      got = await downloadToFile(g.url, spoolFile, o.signal, g.size_bytes);
+      // A sealed object is opened on the way to the spool (ADR 0037): every chunk authenticated, and
+      // the size and SHA-256 checked below are the plaintext's, as the binding names them.
+      got = g.seal
+        ? await downloadToFile(g.url, spoolFile, o.signal, g.seal.stored_size_bytes, openerFor(g.seal))
+        : await downloadToFile(g.url, spoolFile, o.signal, g.size_bytes);
     } catch (err) {
       await rm(spoolFile, { force: true });
       if (o.signal.aborted) return { ok: false, failure: { kind: "aborted" } };
@@ -78,6 +83,12 @@ export async function restoreArtifact(
           ok: false,
           cause: "artifact.digest_mismatch",
           message: `${what}: the stored object is larger than its binding (${g.size_bytes} bytes)`,
+        };
+      if (isDomainError(err) && err.code.startsWith("SHRED."))
+        return {
+          ok: false,
+          cause: "artifact.digest_mismatch",
+          message: `${what}: the stored object does not open under its key (${err.message})`,
         };
       const permanent = err instanceof HttpStatusError && err.status >= 400 && err.status < 500;
       if (permanent || i >= DOWNLOAD_TRIES)
@@ -110,6 +121,14 @@ export async function restoreArtifact(
     sha256: g.sha256,
   });
   return { ok: true, generationId: g.generation_id, producerEpoch: g.producer_epoch, sizeBytes: got.sizeBytes };
+}
+
+function openerFor(seal: { key_id: string; key: string }): OpenStream {
+  const key = Buffer.from(seal.key, "base64");
+  return new OpenStream((id) => {
+    if (id !== seal.key_id) throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${id}, not ${seal.key_id}`);
+    return { id, key };
+  });
 }
 
 async function place(spoolFile: string, format: "file" | "tar", target: string): Promise<void> {

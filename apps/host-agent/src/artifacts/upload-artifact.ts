@@ -7,7 +7,10 @@ import { errorMessage, type Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
 import { spoolUnchanged, type FrozenArtifact } from "./freeze.ts";
-import { HttpStatusError, putFileRange } from "./http-transfer.ts";
+import { HttpStatusError, putFileRange, putSealedRange } from "./http-transfer.ts";
+import type { Transform } from "node:stream";
+import { agentProtocol, sealedParts, type SealedPart } from "@kiln/domain";
+import { headerFor, PartSealStream } from "@kiln/engine/shredding-cipher";
 
 export interface UploadOptions {
   client: ControlClient;
@@ -42,6 +45,8 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
             size_bytes: a.sizeBytes,
             sha256: a.sha256,
             format: a.format,
+            // Protocol 3: this agent seals parts as it PUTs them when the control plane asks it to.
+            seal: agentProtocol.ARTIFACT_SEAL_SCHEME,
           },
           { timeoutMs: CONTROL_TIMEOUT_MS, signal: s },
         ),
@@ -55,8 +60,9 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
     if (round >= MAX_SESSION_ROUNDS)
       return failed("upload.rounds_exhausted", `parts still missing after ${round} rounds`);
     const generationId = session.data.generation_id;
+    const sealer = sealerFor(a, session.data);
     const outcome = await runPool(pending, o.concurrency ?? 4, async (part) => {
-      const r = await uploadPart(a, part, o);
+      const r = await uploadPart(a, part, o, sealer);
       if (r.kind !== "uploaded") return r;
       if (r.tries > 1) retriedParts++;
       const rec = await callControl(
@@ -69,7 +75,7 @@ export async function uploadArtifact(a: FrozenArtifact, o: UploadOptions): Promi
             {
               epoch: ticket.epoch,
               part_number: part.part_number,
-              size_bytes: part.size,
+              size_bytes: part.sealed_size ?? part.size,
               sha256: r.sha256,
               etag: r.etag,
               md5: r.md5,
@@ -116,17 +122,43 @@ type PartOutcome =
   | { kind: "refresh" }
   | { kind: "failed"; failure: CallFailure };
 
+/**
+ * How a sealed session's parts are made (docs/adr/0037 "Artifacts"): the header the control plane
+ * fixed (key id, chunk size, salt) and each part's chunk range. The key stays in this closure: it is
+ * never written to disk, logged or passed to anything the sandbox can reach.
+ */
+type Sealer = ((partNumber: number) => { layout: SealedPart; stream: () => Transform }) | null;
+
+function sealerFor(a: FrozenArtifact, s: ArtifactUploadSession): Sealer {
+  const seal = s.seal;
+  if (!seal) return null;
+  const key = Buffer.from(seal.key, "base64");
+  const header = headerFor(seal.key_id, seal.chunk_size, Buffer.from(seal.salt, "base64"));
+  const layouts = sealedParts(a.sizeBytes, { partSize: s.part_size, partCount: s.part_count }, seal.chunk_size);
+  if (layouts.reduce((n, p) => n + p.sealedSize, 0) !== seal.stored_size_bytes)
+    throw new Error(`the sealed layout of ${a.name} disagrees with the control plane's stored size`);
+  return (partNumber) => {
+    const layout = layouts[partNumber - 1];
+    if (!layout) throw new Error(`part ${partNumber} is not in the plan`);
+    return { layout, stream: () => new PartSealStream(key, header, layout) };
+  };
+}
+
 async function uploadPart(
   a: FrozenArtifact,
   part: ArtifactUploadSession["parts"][number],
   o: UploadOptions,
+  sealer: Sealer,
 ): Promise<PartOutcome> {
   const tries = o.partTries ?? 5;
   if (!part.url) return { kind: "refresh" };
   for (let i = 1; ; i++) {
     if (o.signal.aborted) return { kind: "failed", failure: { kind: "aborted" } };
     try {
-      const r = await putFileRange(part.url, a.file, part.offset, part.size, o.signal);
+      const sealed = sealer?.(part.part_number);
+      const r = sealed
+        ? await putSealedRange(part.url, a.file, sealed.layout, sealed.stream(), o.signal)
+        : await putFileRange(part.url, a.file, part.offset, part.size, o.signal);
       return { kind: "uploaded", ...r, tries: i };
     } catch (err) {
       if (o.signal.aborted) return { kind: "failed", failure: { kind: "aborted" } };

@@ -94,6 +94,15 @@ export function services(): Services {
       s3: createObjectStore(objectStoreConfigFromEnv(e)),
       bucket: e.KILN_S3_BUCKET,
       settings: artifactSettingsFromEnv(e),
+      // Artifacts are sealed (ADR 0037) when both halves of a data key's wrapping are configured.
+      shred:
+        e.KILN_SHRED_KEY_DIR && e.KILN_SECRETS_KEK_FILE
+          ? {
+              db: (g.__kiln as Services).db,
+              keks: (g.__kiln as Services).keks,
+              platformKeys: new PlatformKeyStore(e.KILN_SHRED_KEY_DIR),
+            }
+          : null,
     })),
     caches: lazy(() => ({
       s3: createObjectStore(objectStoreConfigFromEnv(e)),

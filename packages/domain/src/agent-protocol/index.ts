@@ -182,6 +182,7 @@ export const errorBody = z.object({ error: z.object({ code: z.string(), message:
 //   POST /v1/agent/jobs/{job_id}/artifacts/downloads                  artifactDownloadRequest -> artifactDownloadGrant
 // 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED / RUN.CANCELLED: fenced, stop uploading.
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+export const ARTIFACT_SEAL_SCHEME = "kiln-shred-v1";
 const artifactName = z
   .string()
   .min(1)
@@ -195,8 +196,27 @@ export const artifactOpenRequest = z
     size_bytes: z.number().int().min(0),
     sha256: sha256Hex,
     format: z.enum(["file", "tar"]),
+    /** The agent can seal parts as it uploads them (issue 21, ADR 0037; protocol 3). An agent that
+     * does not say so uploads plaintext, as before. */
+    seal: z.literal(ARTIFACT_SEAL_SCHEME).optional(),
   })
   .strict();
+/**
+ * The data key an artifact is sealed (or opened) with, for the host agent only: it never enters the
+ * sandbox, is held in memory for the one transfer and is never logged. The header of the object is
+ * fixed by key id, chunk size and salt, so a resumed session seals exactly the same bytes.
+ */
+export const artifactSeal = z.object({
+  scheme: z.literal(ARTIFACT_SEAL_SCHEME),
+  key_id: z.string().uuid(),
+  /** The 32-byte AES-256 data key, base64. */
+  key: z.string().min(40).max(64),
+  /** The object's 8-byte salt, base64. */
+  salt: z.string().min(8).max(16),
+  chunk_size: z.number().int().min(1),
+  /** Bytes the store holds: the sealed object's size. */
+  stored_size_bytes: z.number().int().min(0),
+});
 export const artifactUploadSession = z.object({
   generation_id: z.string(),
   state: z.enum(["uploading", "sealed"]),
@@ -210,11 +230,15 @@ export const artifactUploadSession = z.object({
       part_number: z.number().int(),
       offset: z.number().int(),
       size: z.number().int(),
+      /** Bytes to PUT for this part when the session is sealed (header, chunks and their tags). */
+      sealed_size: z.number().int().optional(),
       done: z.boolean(),
       url: z.string().optional(),
     }),
   ),
   urls_expire_at: z.string().nullable(),
+  /** Present when the parts must be sealed before they are PUT. */
+  seal: artifactSeal.optional(),
 });
 
 export const artifactPartRequest = z
@@ -255,6 +279,8 @@ export const artifactDownloadGrant = z.object({
   format: z.enum(["file", "tar"]),
   url: z.string(),
   url_expires_at: z.string(),
+  /** Present when the stored object is sealed: open it while downloading, then verify sha256. */
+  seal: artifactSeal.optional(),
 });
 
 // ---- Logs (issue 4, docs/adr/0006-logs.md). All with the job token of the current epoch.

@@ -1,7 +1,9 @@
 // Agent protocol versions (issue 22, ADR 0034). Agents send theirs at registration and at session
 // start; the control plane serves the range [MIN, CURRENT]. An agent from before versions sent
-// nothing and speaks version 1.
-export const AGENT_PROTOCOL_VERSION: number = 2;
+// nothing and speaks version 1. Version 3 (issue 21) adds sealed artifact transfers: the agent
+// offers `seal` when it opens an upload and opens sealed downloads; a version-2 agent still moves
+// plaintext artifacts (its uploads are not crypto-shredded).
+export const AGENT_PROTOCOL_VERSION: number = 3;
 export const MIN_AGENT_PROTOCOL_VERSION: number = 1;
 
 /** The error message naming both sides' versions, or null when the agent may connect. */

@@ -1,4 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
+import type { ShredKeyDeps } from "../shredding/data-keys.ts";
 import { DEFAULT_PART_BYTES, DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
 /** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */
@@ -28,4 +29,10 @@ export interface ArtifactStore {
   s3: S3Client;
   bucket: string;
   settings: ArtifactSettings;
+  /**
+   * Crypto-shredding (issue 21, docs/adr/0037): when set, uploads from agents that offer sealing are
+   * sealed under the org's artifact data key of the day, and sealed objects open through it. Null or
+   * absent: artifacts are stored in clear, as before.
+   */
+  shred?: ShredKeyDeps | null;
 }

@@ -12,6 +12,7 @@ import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { recordArtifactTransition } from "./artifact-journal.ts";
 import { completeMultipartUpload, headObject, readBack } from "./store-ops.ts";
 import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
+import { artifactReadKey } from "./artifact-seal.ts";
 
 export interface SealedArtifact {
   generationId: string;
@@ -35,6 +36,9 @@ interface Row {
   part_count: number;
   store_completed_at: Date | null;
   created_at: Date;
+  shred_key_id: string | null;
+  stored_size_bytes: bigint | null;
+  shred_due_at: Date | null;
 }
 
 /**
@@ -123,17 +127,26 @@ async function finalizeLocked(
 
   // The store's own part digests first (one HEAD); reading the whole object back only when they
   // cannot vouch for it (docs/adr/0007-artifacts.md, "Verification by the store's part digests").
+  // A sealed object (ADR 0037): the store holds the sealed bytes, so its size and part digests are
+  // the sealed parts'; a read-back opens it under its key and compares the plaintext's digest.
+  const storedSize = g.stored_size_bytes === null ? expected.sizeBytes : Number(g.stored_size_bytes);
   const head = await headObject(store, g.object_key);
   const byDigests =
     head && parts.length === g.part_count
-      ? decideStoreDigestCheck({ sizeBytes: expected.sizeBytes, partMd5s: parts.map((p) => p.md5) }, head, (b) =>
+      ? decideStoreDigestCheck({ sizeBytes: storedSize, partMd5s: parts.map((p) => p.md5) }, head, (b) =>
           createHash("md5").update(b).digest("hex"),
         )
       : "read_back";
   let verifiedBy: "store_part_md5s" | "read_back" = "store_part_md5s";
   if (byDigests === "read_back") {
     verifiedBy = "read_back";
-    const observed = await readBack(store, g.object_key);
+    const key = g.shred_key_id ? await artifactReadKey(store, g.org_id, g.shred_key_id) : undefined;
+    let observed: { sizeBytes: number; sha256: string };
+    try {
+      observed = await readBack(store, g.object_key, key);
+    } finally {
+      key?.key.fill(0);
+    }
     if (decideArtifactSeal(expected, observed) === "mismatch") {
       await abandonOwn(db, g, "verification_failed", {
         observed_size: observed.sizeBytes,
@@ -177,10 +190,18 @@ async function finalizeLocked(
           size_bytes: expected.sizeBytes,
           sha256: expected.sha256,
           verified_by: verifiedBy,
+          ...(g.shred_key_id ? { sealed_under: g.shred_key_id } : {}),
           retention_class: stamp.cls,
           expires_at: stamp.expiresAt.toISOString(),
         },
       });
+      // Every sealed object is recorded for the deletion sampler (ADR 0037): it probes the object's
+      // read paths once the key named here is destroyed.
+      if (g.shred_key_id && g.shred_due_at)
+        await tx.$executeRaw`
+          INSERT INTO shred_object (object_key, org_id, key_id, kind, subject_id, due_at)
+          VALUES (${g.object_key}, ${g.org_id}::uuid, ${g.shred_key_id}::uuid, 'artifact', ${g.id}::uuid, ${g.shred_due_at})
+          ON CONFLICT (object_key) DO NOTHING`;
       return sealedView(g);
     }
     // A concurrent finaliser of the same session sealed it first: same answer.
@@ -196,7 +217,8 @@ function sealedView(g: Row): SealedArtifact {
 
 async function loadOwnGeneration(db: DbOrTx, claims: JobClaims, id: string): Promise<Row> {
   const rows = await db.$queryRaw<Row[]>`
-    SELECT id, org_id, run_id, job_id, attempt_id, epoch, name, state, object_key, upload_id, size_bytes, sha256, part_count, store_completed_at, created_at
+    SELECT id, org_id, run_id, job_id, attempt_id, epoch, name, state, object_key, upload_id, size_bytes, sha256, part_count, store_completed_at, created_at,
+           shred_key_id::text, stored_size_bytes, shred_due_at
     FROM artifact_generation WHERE id = ${id}::uuid AND attempt_id = ${claims.attemptId}::uuid`;
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session for this attempt");

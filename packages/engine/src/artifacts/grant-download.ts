@@ -4,6 +4,7 @@ import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { presignDownload } from "./store-ops.ts";
 import { quarantined } from "./job-artifacts.ts";
+import { sealInfoFor, type ArtifactSealInfo, type SealColumns } from "./artifact-seal.ts";
 
 export interface DownloadGrant {
   generationId: string;
@@ -13,7 +14,11 @@ export interface DownloadGrant {
   format: ArtifactFormat;
   url: string;
   urlExpiresAt: string;
+  /** The stored object is sealed (ADR 0037): the agent opens it with this while downloading. */
+  seal: ArtifactSealInfo | null;
 }
+
+
 
 /**
  * A consumer's restore: resolves the canonical binding of the named producer job *in the same run*
@@ -37,9 +42,9 @@ export async function grantDownload(
         `this job does not restore ${JSON.stringify(req.name)} from ${JSON.stringify(req.fromJob)}`,
       );
     }
-    if (entry.promoted) return pinnedGeneration(tx, attempt.orgId, entry.promoted);
+    if (entry.promoted) return { ...(await pinnedGeneration(tx, attempt.orgId, entry.promoted)), org_id: attempt.orgId };
     const rows = await tx.$queryRaw<
-      {
+      ({
         id: string;
         epoch: number;
         size_bytes: bigint;
@@ -48,9 +53,10 @@ export async function grantDownload(
         object_key: string;
         quarantine: string | null;
         expired_at: Date | null;
-      }[]
+      } & SealColumns)[]
     >`
-      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine, g.expired_at
+      SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine, g.expired_at,
+             g.shred_key_id::text, g.shred_salt, g.shred_chunk_size, g.stored_size_bytes
       FROM job_run p
       JOIN artifact_binding b ON b.job_id = COALESCE(p.reused_from_job_id, p.id) AND b.name = ${req.name}
       JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
@@ -67,9 +73,12 @@ export async function grantDownload(
     // A consumer never reaches an expired generation (a run still consuming it blocks eviction);
     // this guards a re-run pinned to a job whose artifacts retention has since evicted.
     if (g.expired_at) throw new DomainError("ARTIFACT.EXPIRED", "this artifact has expired: its bytes were deleted");
-    return g;
+    return { ...g, org_id: attempt.orgId };
   });
   const url = await presignDownload(store, bound.object_key);
+  // The org of the consumer's attempt: a restore only ever resolves within its own run (or, pinned,
+  // its own org), so the key is looked up in that org and no other.
+  const seal = await sealInfoFor(store, bound.org_id, bound);
   return {
     generationId: bound.id,
     producerEpoch: bound.epoch,
@@ -78,6 +87,7 @@ export async function grantDownload(
     format: bound.format,
     url,
     urlExpiresAt: new Date(Date.now() + store.settings.downloadUrlTtlSec * 1000).toISOString(),
+    seal,
   };
 }
 
@@ -97,9 +107,9 @@ async function pinnedGeneration(
   sha256: string;
   format: ArtifactFormat;
   object_key: string;
-}> {
+} & SealColumns> {
   const rows = await tx.$queryRaw<
-    {
+    ({
       id: string;
       epoch: number;
       size_bytes: bigint;
@@ -107,9 +117,10 @@ async function pinnedGeneration(
       format: ArtifactFormat;
       object_key: string;
       quarantine: string | null;
-    }[]
+    } & SealColumns)[]
   >`
-    SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine
+    SELECT g.id, g.epoch, g.size_bytes, g.sha256, g.format, g.object_key, q.reason AS quarantine,
+           g.shred_key_id::text, g.shred_salt, g.shred_chunk_size, g.stored_size_bytes
     FROM artifact_generation g
     JOIN artifact_binding b ON b.generation_id = g.id
     JOIN workflow_run r ON r.id = g.run_id AND r.org_id = ${orgId}::uuid

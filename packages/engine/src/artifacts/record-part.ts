@@ -1,5 +1,11 @@
 import { withTx, type Db } from "@kiln/db";
-import { decideArtifactPart, DomainError, expectedArtifactPartSize, type ArtifactState } from "@kiln/domain";
+import {
+  decideArtifactPart,
+  DomainError,
+  expectedArtifactPartSize,
+  sealedPartSize,
+  type ArtifactState,
+} from "@kiln/domain";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 
 export interface PartReport {
@@ -26,9 +32,9 @@ export async function recordPart(
     await lockCurrentAttempt(tx, claims);
     // Scoped to the token's attempt: another attempt's generation is indistinguishable from none.
     const gens = await tx.$queryRaw<
-      { state: ArtifactState; size_bytes: bigint; part_size: bigint; part_count: number }[]
+      { state: ArtifactState; size_bytes: bigint; part_size: bigint; part_count: number; shred_chunk_size: number | null }[]
     >`
-      SELECT state, size_bytes, part_size, part_count FROM artifact_generation
+      SELECT state, size_bytes, part_size, part_count, shred_chunk_size FROM artifact_generation
       WHERE id = ${generationId}::uuid AND attempt_id = ${claims.attemptId}::uuid FOR UPDATE`;
     const g = gens[0];
     if (!g) throw new DomainError("ARTIFACT.UPLOAD_NOT_FOUND", "no such upload session for this attempt");
@@ -36,11 +42,12 @@ export async function recordPart(
       await tx.$queryRaw<{ size_bytes: bigint; sha256: string }[]>`
         SELECT size_bytes, sha256 FROM artifact_part WHERE generation_id = ${generationId}::uuid AND part_number = ${part.partNumber}`
     )[0];
-    const expected = expectedArtifactPartSize(
-      Number(g.size_bytes),
-      { partSize: Number(g.part_size), partCount: g.part_count },
-      part.partNumber,
-    );
+    const plan = { partSize: Number(g.part_size), partCount: g.part_count };
+    // A sealed upload's parts are the sealed bytes the agent PUT: header, chunks and their tags.
+    const expected =
+      g.shred_chunk_size === null
+        ? expectedArtifactPartSize(Number(g.size_bytes), plan, part.partNumber)
+        : sealedPartSize(Number(g.size_bytes), plan, g.shred_chunk_size, part.partNumber);
     const kind = decideArtifactPart(
       expected,
       part,

@@ -12,8 +12,11 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { DomainError } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
+import { OpenStream, type DataKey } from "../shredding/chunk-cipher.ts";
 
 export function s3ErrorName(e: unknown): string {
   if (e && typeof e === "object") {
@@ -134,7 +137,11 @@ const READ_RANGES_IN_FLIGHT = 4;
  * of 16 MiB are fetched 4 at a time (one stream per range is what stores serve fastest) and hashed
  * strictly in order, so at most 64 MiB is buffered per verification.
  */
-export async function readBack(store: ArtifactStore, key: string): Promise<{ sizeBytes: number; sha256: string }> {
+export async function readBack(
+  store: ArtifactStore,
+  key: string,
+  sealedUnder?: DataKey,
+): Promise<{ sizeBytes: number; sha256: string }> {
   let size: number;
   try {
     size = Number((await store.s3.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }))).ContentLength ?? -1);
@@ -143,20 +150,14 @@ export async function readBack(store: ArtifactStore, key: string): Promise<{ siz
     if (name === "NotFound" || name === "NoSuchKey") return { sizeBytes: -1, sha256: "" };
     throw storeUnavailable("HeadObject", e);
   }
-  const hash = createHash("sha256");
+  const sink = digestSink(sealedUnder);
   if (size <= READ_RANGE_BYTES) {
-    const chunks = await getRange(store, key, null);
-    let n = 0;
-    for (const c of chunks) {
-      hash.update(c);
-      n += c.byteLength;
-    }
-    return { sizeBytes: n, sha256: hash.digest("hex") };
+    for (const c of await getRange(store, key, null)) sink.update(c);
+    return sink.done();
   }
   const starts = Array.from({ length: Math.ceil(size / READ_RANGE_BYTES) }, (_, i) => i * READ_RANGE_BYTES);
   const inflight: Promise<Uint8Array[]>[] = [];
   let next = 0;
-  let total = 0;
   for (const start of starts) {
     while (inflight.length < READ_RANGES_IN_FLIGHT && next < starts.length) {
       const s = starts[next++] ?? 0;
@@ -167,14 +168,58 @@ export async function readBack(store: ArtifactStore, key: string): Promise<{ siz
     const chunks = await (inflight.shift() as Promise<Uint8Array[]>);
     let n = 0;
     for (const c of chunks) {
-      hash.update(c);
+      sink.update(c);
       n += c.byteLength;
     }
     const want = Math.min(size, start + READ_RANGE_BYTES) - start;
     if (n !== want) throw storeUnavailable("GetObject", new Error(`range at ${start} returned ${n} of ${want} bytes`));
-    total += n;
   }
-  return { sizeBytes: total, sha256: hash.digest("hex") };
+  return sink.done();
+}
+
+/**
+ * What a read-back hashes: the stored bytes, or for a sealed object (ADR 0037) the plaintext it
+ * opens to, every chunk authenticated, so the check compares with the plaintext SHA-256 provenance
+ * names. An object that does not open under its key reads as nothing (size -1): a mismatch.
+ */
+function digestSink(sealedUnder: DataKey | undefined): {
+  update(c: Uint8Array): void;
+  done(): Promise<{ sizeBytes: number; sha256: string }>;
+} {
+  const hash = createHash("sha256");
+  let n = 0;
+  if (!sealedUnder)
+    return {
+      update(c) {
+        hash.update(c);
+        n += c.byteLength;
+      },
+      done: async () => ({ sizeBytes: n, sha256: hash.digest("hex") }),
+    };
+  let failed = false;
+  const open = new OpenStream((id) => {
+    if (id !== sealedUnder.id) throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${id}, not ${sealedUnder.id}`);
+    return sealedUnder;
+  });
+  open.on("data", (c: Buffer) => {
+    hash.update(c);
+    n += c.byteLength;
+  });
+  open.on("error", () => {
+    failed = true;
+  });
+  return {
+    update(c) {
+      if (!failed) open.write(c);
+    },
+    async done() {
+      if (!failed) {
+        open.end();
+        await finished(open).catch(() => undefined);
+      }
+      return failed ? { sizeBytes: -1, sha256: "" } : { sizeBytes: n, sha256: hash.digest("hex") };
+    },
+  };
 }
 
 async function getRange(store: ArtifactStore, key: string, range: [number, number] | null): Promise<Uint8Array[]> {
@@ -197,6 +242,36 @@ async function getRange(store: ArtifactStore, key: string, range: [number, numbe
   const chunks: Uint8Array[] = [];
   for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(chunk);
   return chunks;
+}
+
+/**
+ * The plaintext of a sealed object as a stream: the stored bytes are fetched in one GET and opened
+ * chunk by chunk (OpenStream authenticates each before handing it on; a bad chunk errors the
+ * stream, so a client sees a cut-off body, never forged bytes). The key is zeroed when it ends.
+ */
+export async function openSealedObject(
+  store: ArtifactStore,
+  key: string,
+  seal: { keyId: string; key: Buffer },
+): Promise<Readable> {
+  let body: unknown;
+  try {
+    body = (await store.s3.send(new GetObjectCommand({ Bucket: store.bucket, Key: key }))).Body;
+  } catch (e) {
+    const name = s3ErrorName(e);
+    if (name === "NoSuchKey" || name === "NotFound")
+      throw new DomainError("ARTIFACT.EXPIRED", "the artifact's bytes are gone from the store");
+    throw storeUnavailable("GetObject", e);
+  }
+  if (!(body instanceof Readable)) throw new Error("object body is not a Node stream");
+  const open = new OpenStream((id) => {
+    if (id !== seal.keyId) throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${id}, not ${seal.keyId}`);
+    return { id, key: seal.key };
+  });
+  const out = body.pipe(open);
+  body.on("error", (e) => open.destroy(e));
+  open.on("close", () => seal.key.fill(0));
+  return out;
 }
 
 export type AbortOutcome = "aborted" | "already_gone" | "unsupported";

@@ -281,3 +281,64 @@ export class OpenStream extends Transform {
     }
   }
 }
+
+/**
+ * Seals one part of a sealed multipart upload from its plaintext range (docs/adr/0037 "Artifacts";
+ * the layout is @kiln/domain sealedParts): chunks numbered from the part's first, the header in
+ * front of part 1, the object's last chunk flagged final. Fed the same plaintext with the same
+ * header it yields the same bytes, so a retried part PUTs exactly what the first try did.
+ */
+export class PartSealStream extends Transform {
+  private readonly salt: Buffer;
+  private readonly cutter: UnitCutter;
+  private index: number;
+  private readonly stopAt: number; // not "end": that is Writable.end
+
+  constructor(
+    private readonly key: Buffer,
+    private readonly header: Buffer,
+    private readonly part: { firstChunk: number; chunks: number; withHeader: boolean; endsFinal: boolean },
+  ) {
+    super();
+    const h = parseShredHeader(header);
+    if (key.length !== 32) throw new DomainError("SHRED.KEY_UNAVAILABLE", "a data key is 32 bytes");
+    this.salt = Buffer.from(h.objectSalt);
+    this.cutter = new UnitCutter(h.chunkSize);
+    this.index = part.firstChunk;
+    this.stopAt = part.firstChunk + part.chunks;
+    if (part.withHeader) this.push(header.subarray(0, SHRED_HEADER_BYTES));
+  }
+
+  private seal(plain: Buffer): void {
+    if (this.index >= this.stopAt) throw new DomainError("SHRED.BAD_FORMAT", "the part holds more chunks than its layout");
+    const final = this.part.endsFinal && this.index === this.stopAt - 1;
+    const [body, tag] = sealChunkParts(this.key, this.header.subarray(0, SHRED_HEADER_BYTES), this.salt, this.index++, final, plain);
+    this.push(body);
+    this.push(tag);
+  }
+
+  override _transform(data: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.cutter.feed(data, (u) => this.seal(u));
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    try {
+      this.seal(this.cutter.take());
+      if (this.index !== this.stopAt)
+        throw new DomainError("SHRED.BAD_FORMAT", `the part held ${this.index - this.part.firstChunk} chunks, expected ${this.part.chunks}`);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+}
+
+/** The header of an object whose key id, chunk size and salt the control plane fixed at open. */
+export function headerFor(keyId: string, chunkSize: number, salt: Uint8Array): Buffer {
+  return Buffer.from(encodeShredHeader({ chunkSize, keyId, objectSalt: salt }));
+}

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { authenticateApiToken, downloadArtifact, type ArtifactReader } from "@kiln/engine";
 import { DomainError } from "@kiln/domain";
 import { currentUser } from "@/server/auth/index.ts";
@@ -15,12 +16,19 @@ export const dynamic = "force-dynamic";
  */
 export const GET = route({
   path: "/v1/artifacts/{artifact_id}/download",
-  summary: "Download an artifact: a redirect to a short-lived presigned URL",
+  summary: "Download an artifact: a redirect to a short-lived presigned URL, or the bytes of a sealed one",
   description:
-    "410 ARTIFACT.EXPIRED when retention deleted its bytes; another org's artifact is 404 ARTIFACT.NOT_FOUND.",
+    "A plaintext artifact answers 302 to a presigned URL. An artifact sealed under a crypto-shredding data key (ADR 0037) answers 200 with its opened bytes and an x-kiln-sha256 header. 410 ARTIFACT.EXPIRED when retention deleted its bytes, 410 SHRED.KEY_DESTROYED when its key was destroyed; another org's artifact is 404 ARTIFACT.NOT_FOUND.",
   auth: "api_token_or_session",
   uuidParams: ["artifactId"],
-  responses: { 302: redirect },
+  responses: {
+    200: {
+      description: "the artifact's bytes (sealed artifacts)",
+      contentType: "application/octet-stream",
+      headers: { "x-kiln-sha256": "the plaintext SHA-256 its provenance names" },
+    },
+    302: redirect,
+  },
   handler: async ({ req, params }) => {
     const { db, artifacts } = services();
     let reader: ArtifactReader;
@@ -32,6 +40,19 @@ export const GET = route({
       reader = { userId: user.id };
     }
     const d = await downloadArtifact(db, artifacts(), { artifactId: params.artifactId ?? "", reader });
-    return new Response(null, { status: 302, headers: { location: d.url, "cache-control": "no-store" } });
+    if (d.kind === "redirect")
+      return new Response(null, { status: 302, headers: { location: d.url, "cache-control": "no-store" } });
+    // Sealed (ADR 0037): opened here, chunk by chunk, and streamed; the digest header lets a client
+    // check the whole body against the artifact's provenance without trusting the transport.
+    return new Response(Readable.toWeb(d.body) as ReadableStream<Uint8Array>, {
+      status: 200,
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-length": String(d.sizeBytes),
+        "content-disposition": `attachment; filename="${d.name}"`,
+        "x-kiln-sha256": d.sha256,
+        "cache-control": "no-store",
+      },
+    });
   },
 });

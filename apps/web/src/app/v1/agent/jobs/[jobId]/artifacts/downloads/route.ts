@@ -1,5 +1,5 @@
 import { agentProtocol } from "@kiln/domain";
-import { authenticateJobToken, grantDownload } from "@kiln/engine";
+import { authenticateJobToken, grantDownload, sealWire } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 
@@ -26,6 +26,7 @@ export const POST = route({
       format: g.format,
       url: g.url,
       url_expires_at: g.urlExpiresAt,
+      ...(g.seal ? { seal: sealWire(g.seal) } : {}),
     });
   },
 });

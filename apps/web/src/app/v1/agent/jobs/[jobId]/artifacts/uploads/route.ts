@@ -1,5 +1,5 @@
 import { agentProtocol } from "@kiln/domain";
-import { authenticateJobToken, openUpload } from "@kiln/engine";
+import { authenticateJobToken, openUpload, sealWire } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 
@@ -21,7 +21,13 @@ export const POST = route({
       db,
       artifacts(),
       { ...claims, epoch },
-      { name: body.name, sizeBytes: body.size_bytes, sha256: body.sha256, format: body.format },
+      {
+        name: body.name,
+        sizeBytes: body.size_bytes,
+        sha256: body.sha256,
+        format: body.format,
+        seal: body.seal === "kiln-shred-v1",
+      },
     );
     return machineJson(200, {
       generation_id: s.generationId,
@@ -34,10 +40,13 @@ export const POST = route({
         part_number: p.partNumber,
         offset: p.offset,
         size: p.size,
+        ...(p.sealedSize !== undefined ? { sealed_size: p.sealedSize } : {}),
         done: p.done,
         ...(p.url ? { url: p.url } : {}),
       })),
       urls_expire_at: s.urlsExpireAt,
+      // The data key, to the attempt's host agent only (job token): it seals the parts it PUTs.
+      ...(s.seal ? { seal: sealWire(s.seal) } : {}),
     });
   },
 });
