@@ -32,7 +32,10 @@ export function chunkAlignedPartSize(partSize: number, chunkSize: number): numbe
 /** Every part of a sealed upload of `plainSize` bytes under `plan` (its part size chunk-aligned). */
 export function sealedParts(plainSize: number, plan: PartPlan, chunkSize: number): SealedPart[] {
   if (plan.partSize % chunkSize !== 0)
-    throw new DomainError("SHRED.BAD_FORMAT", `part size ${plan.partSize} is not a multiple of chunk size ${chunkSize}`);
+    throw new DomainError(
+      "SHRED.BAD_FORMAT",
+      `part size ${plan.partSize} is not a multiple of chunk size ${chunkSize}`,
+    );
   const total = chunkCount(plainSize, chunkSize);
   const perPart = plan.partSize / chunkSize;
   return listArtifactParts(plainSize, plan).map((p) => {
@@ -54,7 +57,12 @@ export function sealedParts(plainSize: number, plan: PartPlan, chunkSize: number
 }
 
 /** The sealed size of one part, or null when the plan has no such part. */
-export function sealedPartSize(plainSize: number, plan: PartPlan, chunkSize: number, partNumber: number): number | null {
+export function sealedPartSize(
+  plainSize: number,
+  plan: PartPlan,
+  chunkSize: number,
+  partNumber: number,
+): number | null {
   if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > plan.partCount) return null;
   return sealedParts(plainSize, plan, chunkSize)[partNumber - 1]?.sealedSize ?? null;
 }

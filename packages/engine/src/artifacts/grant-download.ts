@@ -18,8 +18,6 @@ export interface DownloadGrant {
   seal: ArtifactSealInfo | null;
 }
 
-
-
 /**
  * A consumer's restore: resolves the canonical binding of the named producer job *in the same run*
  * and hands out a short-lived download URL with the digest the agent must verify. Only bindings
@@ -42,7 +40,8 @@ export async function grantDownload(
         `this job does not restore ${JSON.stringify(req.name)} from ${JSON.stringify(req.fromJob)}`,
       );
     }
-    if (entry.promoted) return { ...(await pinnedGeneration(tx, attempt.orgId, entry.promoted)), org_id: attempt.orgId };
+    if (entry.promoted)
+      return { ...(await pinnedGeneration(tx, attempt.orgId, entry.promoted)), org_id: attempt.orgId };
     const rows = await tx.$queryRaw<
       ({
         id: string;
@@ -100,14 +99,16 @@ async function pinnedGeneration(
   tx: Tx,
   orgId: string,
   pin: { generationId: string; sha256: string },
-): Promise<{
-  id: string;
-  epoch: number;
-  size_bytes: bigint;
-  sha256: string;
-  format: ArtifactFormat;
-  object_key: string;
-} & SealColumns> {
+): Promise<
+  {
+    id: string;
+    epoch: number;
+    size_bytes: bigint;
+    sha256: string;
+    format: ArtifactFormat;
+    object_key: string;
+  } & SealColumns
+> {
   const rows = await tx.$queryRaw<
     ({
       id: string;

@@ -32,7 +32,13 @@ export async function recordPart(
     await lockCurrentAttempt(tx, claims);
     // Scoped to the token's attempt: another attempt's generation is indistinguishable from none.
     const gens = await tx.$queryRaw<
-      { state: ArtifactState; size_bytes: bigint; part_size: bigint; part_count: number; shred_chunk_size: number | null }[]
+      {
+        state: ArtifactState;
+        size_bytes: bigint;
+        part_size: bigint;
+        part_count: number;
+        shred_chunk_size: number | null;
+      }[]
     >`
       SELECT state, size_bytes, part_size, part_count, shred_chunk_size FROM artifact_generation
       WHERE id = ${generationId}::uuid AND attempt_id = ${claims.attemptId}::uuid FOR UPDATE`;

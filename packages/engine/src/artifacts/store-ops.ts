@@ -198,7 +198,8 @@ function digestSink(sealedUnder: DataKey | undefined): {
     };
   let failed = false;
   const open = new OpenStream((id) => {
-    if (id !== sealedUnder.id) throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${id}, not ${sealedUnder.id}`);
+    if (id !== sealedUnder.id)
+      throw new DomainError("SHRED.DECRYPT_FAILED", `sealed under key ${id}, not ${sealedUnder.id}`);
     return sealedUnder;
   });
   open.on("data", (c: Buffer) => {

@@ -310,9 +310,17 @@ export class PartSealStream extends Transform {
   }
 
   private seal(plain: Buffer): void {
-    if (this.index >= this.stopAt) throw new DomainError("SHRED.BAD_FORMAT", "the part holds more chunks than its layout");
+    if (this.index >= this.stopAt)
+      throw new DomainError("SHRED.BAD_FORMAT", "the part holds more chunks than its layout");
     const final = this.part.endsFinal && this.index === this.stopAt - 1;
-    const [body, tag] = sealChunkParts(this.key, this.header.subarray(0, SHRED_HEADER_BYTES), this.salt, this.index++, final, plain);
+    const [body, tag] = sealChunkParts(
+      this.key,
+      this.header.subarray(0, SHRED_HEADER_BYTES),
+      this.salt,
+      this.index++,
+      final,
+      plain,
+    );
     this.push(body);
     this.push(tag);
   }
@@ -330,7 +338,10 @@ export class PartSealStream extends Transform {
     try {
       this.seal(this.cutter.take());
       if (this.index !== this.stopAt)
-        throw new DomainError("SHRED.BAD_FORMAT", `the part held ${this.index - this.part.firstChunk} chunks, expected ${this.part.chunks}`);
+        throw new DomainError(
+          "SHRED.BAD_FORMAT",
+          `the part held ${this.index - this.part.firstChunk} chunks, expected ${this.part.chunks}`,
+        );
       done();
     } catch (err) {
       done(err as Error);

@@ -15,7 +15,8 @@ async function sealPart(header: Buffer, plain: Buffer, p: ReturnType<typeof seal
   const out: Buffer[] = [];
   // Odd-sized input buffers: the cutter must not depend on how the file stream slices the range.
   const slices = [];
-  for (let i = 0; i < p.plainSize; i += 777) slices.push(plain.subarray(p.plainOffset + i, p.plainOffset + Math.min(p.plainSize, i + 777)));
+  for (let i = 0; i < p.plainSize; i += 777)
+    slices.push(plain.subarray(p.plainOffset + i, p.plainOffset + Math.min(p.plainSize, i + 777)));
   await run(new PartSealStream(KEY.key, header, p), slices, out);
   return Buffer.concat(out);
 }
@@ -30,19 +31,26 @@ async function run(t: Transform, input: Buffer[], out: Buffer[]): Promise<void> 
 describe("sealed multipart parts", () => {
   it("concatenate to exactly the whole-object seal, for any size and part count", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: 4 * 4096 + 17 }), fc.integer({ min: 1, max: 4 }), async (size, chunksPerPart) => {
-        const chunk = 1024;
-        const plain = randomBytes(size);
-        const salt = randomBytes(SHRED_SALT_BYTES);
-        const header = headerFor(KEY.id, chunk, salt);
-        // A plan with tiny parts (the real minimum is 5 MiB; the layout does not care).
-        const plan = { partSize: chunk * chunksPerPart, partCount: Math.max(1, Math.ceil(size / (chunk * chunksPerPart))) };
-        const parts = sealedParts(size, plan, chunk);
-        const sealed = Buffer.concat(await Promise.all(parts.map((p) => sealPart(header, plain, p))));
-        expect(parts.reduce((n, p) => n + p.sealedSize, 0)).toBe(sealedSize(size, chunk));
-        expect(sealed.equals(sealBuffer(KEY, plain, chunk, salt))).toBe(true);
-        expect(openBuffer(KEY, sealed).equals(plain)).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 4 * 4096 + 17 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (size, chunksPerPart) => {
+          const chunk = 1024;
+          const plain = randomBytes(size);
+          const salt = randomBytes(SHRED_SALT_BYTES);
+          const header = headerFor(KEY.id, chunk, salt);
+          // A plan with tiny parts (the real minimum is 5 MiB; the layout does not care).
+          const plan = {
+            partSize: chunk * chunksPerPart,
+            partCount: Math.max(1, Math.ceil(size / (chunk * chunksPerPart))),
+          };
+          const parts = sealedParts(size, plan, chunk);
+          const sealed = Buffer.concat(await Promise.all(parts.map((p) => sealPart(header, plain, p))));
+          expect(parts.reduce((n, p) => n + p.sealedSize, 0)).toBe(sealedSize(size, chunk));
+          expect(sealed.equals(sealBuffer(KEY, plain, chunk, salt))).toBe(true);
+          expect(openBuffer(KEY, sealed).equals(plain)).toBe(true);
+        },
+      ),
       { numRuns: 60 },
     );
   });
