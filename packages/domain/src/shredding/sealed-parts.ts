@@ -5,7 +5,7 @@
 // in parallel. Part 1 also carries the object header; the object's last chunk is flagged final.
 // The parts concatenated are byte for byte what SealStream makes of the whole plaintext.
 import { DomainError } from "../shared/errors.ts";
-import { listArtifactParts, type PartPlan } from "../artifacts/part-plan.ts";
+import { listArtifactParts, type PartPlan } from "../artifacts/index.ts";
 import { chunkCount, SHRED_HEADER_BYTES, SHRED_TAG_BYTES } from "./chunk-framing.ts";
 
 export interface SealedPart {

@@ -1,5 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
-import type { ShredKeyDeps } from "../shredding/data-keys.ts";
+import type { ShredKeyDeps } from "../shredding/index.ts";
 import { DEFAULT_PART_BYTES, DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
 /** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */

@@ -6,8 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "@kiln/db";
 import { DEFAULT_RETENTION_WINDOWS, DomainError, SHRED_DEFAULT_CHUNK_BYTES, SHRED_SALT_BYTES } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { dataKeyForRead, dataKeyForWrite, type WriteKey } from "../shredding/data-keys.ts";
-import { runShredScope } from "../shredding/log-cipher.ts";
+import { dataKeyForRead, dataKeyForWrite, runShredScope, type WriteKey } from "../shredding/index.ts";
 
 /** What the agent needs to seal or open one object; the key is secret and lives only in memory. */
 export interface ArtifactSealInfo {

@@ -16,7 +16,7 @@ import { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { DomainError } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { OpenStream, type DataKey } from "../shredding/chunk-cipher.ts";
+import { OpenStream, type DataKey } from "../shredding/index.ts";
 
 export function s3ErrorName(e: unknown): string {
   if (e && typeof e === "object") {

@@ -27,14 +27,14 @@ function checkKey(k: DataKey): void {
 }
 
 /** A fresh header for one object (its random salt keeps nonces unique under a shared data key). */
-export function newHeader(k: DataKey, chunkSize = SHRED_DEFAULT_CHUNK_BYTES, salt?: Uint8Array): Buffer {
+function newHeader(k: DataKey, chunkSize = SHRED_DEFAULT_CHUNK_BYTES, salt?: Uint8Array): Buffer {
   checkKey(k);
   // `salt` is for known-answer tests; production objects always draw a fresh one.
   const objectSalt = salt ?? randomBytes(SHRED_SALT_BYTES);
   return Buffer.from(encodeShredHeader({ chunkSize, keyId: k.id, objectSalt }));
 }
 
-export function sealChunk(
+function sealChunk(
   key: Buffer,
   header: Uint8Array,
   salt: Uint8Array,
@@ -63,7 +63,7 @@ function sealChunkParts(
 }
 
 /** Opens one sealed chunk; throws SHRED.DECRYPT_FAILED and never hands out unauthenticated bytes. */
-export function openChunk(
+function openChunk(
   key: Buffer,
   header: Uint8Array,
   salt: Uint8Array,
@@ -102,11 +102,6 @@ export function sealBuffer(
   for (let i = 0; i < n; i++)
     parts.push(sealChunk(k.key, header, salt, i, i === n - 1, plain.subarray(i * chunkSize, (i + 1) * chunkSize)));
   return Buffer.concat(parts);
-}
-
-/** The key id a sealed object names (to look the key up before opening it). */
-export function sealedKeyId(sealed: Uint8Array): string {
-  return parseShredHeader(sealed).keyId;
 }
 
 /** Opens a whole sealed buffer: every chunk in order, the last flagged final, nothing after it. */

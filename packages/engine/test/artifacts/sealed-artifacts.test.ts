@@ -15,7 +15,7 @@ import { grantDownload } from "../../src/artifacts/grant-download.ts";
 import { openUpload, type UploadSession } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { generateKekText, KekSource } from "../../src/secrets/index.ts";
-import { headerFor, OpenStream, PartSealStream } from "../../src/shredding/chunk-cipher.ts";
+import { headerFor, OpenStream, PartSealStream } from "../../src/shredding-cipher.ts";
 import { destroyDueKeys, openBuffer, PlatformKeyStore, type ShredKeyDeps } from "../../src/shredding/index.ts";
 import type { JobTicket } from "../../src/dispatch/claim-job.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
