@@ -269,7 +269,7 @@ export {
   type ForgeCredentialState,
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
-export { sealWire, type ArtifactSealInfo } from "./artifacts/index.ts";
+export { sealWire, artifactProbes, type ArtifactSealInfo } from "./artifacts/index.ts";
 export * from "./runners/index.ts";
 export * from "./retention/index.ts";
 export * from "./fleet/index.ts";

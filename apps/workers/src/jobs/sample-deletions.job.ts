@@ -1,11 +1,14 @@
 import { createHash } from "node:crypto";
 import {
+  artifactProbes,
+  artifactSettingsFromEnv,
   createObjectStore,
   logProbes,
   objectStoreConfigFromEnv,
   s3LogStore,
   s3ObjectGetter,
   sampleDeletions,
+  type ArtifactSettings,
   type SampleReport,
   type ShredKeyDeps,
   type SqlPool,
@@ -43,6 +46,7 @@ export interface SamplerRuntime {
   pool: SqlPool;
   s3: ReturnType<typeof createObjectStore>;
   bucket: string;
+  artifactSettings: ArtifactSettings;
 }
 
 /** A uuid-shaped id per pg-boss job: a retry of the same job is the same round. */
@@ -57,13 +61,20 @@ export function runSampleDeletions(
   limit?: number,
   now = new Date(),
 ): Promise<SampleReport> {
-  const probes = logProbes({
-    keys: rt.keys,
-    pool: rt.pool,
-    store: s3LogStore(rt.s3, rt.bucket),
-    getObject: s3ObjectGetter(rt.s3, rt.bucket),
-    clock: () => now,
-  });
+  const probes = [
+    ...logProbes({
+      keys: rt.keys,
+      pool: rt.pool,
+      store: s3LogStore(rt.s3, rt.bucket),
+      getObject: s3ObjectGetter(rt.s3, rt.bucket),
+      clock: () => now,
+    }),
+    // The API download of an artifact, opened with the key store as the web app opens it.
+    ...artifactProbes({
+      db: rt.keys.db,
+      store: { s3: rt.s3, bucket: rt.bucket, settings: rt.artifactSettings, shred: rt.keys },
+    }),
+  ];
   return sampleDeletions({ db: rt.keys.db, probes }, { roundId, now, limit });
 }
 
@@ -73,6 +84,12 @@ async function runtime(keys: ShredKeyDeps): Promise<SamplerRuntime> {
   if (built) return built;
   const env = workersEnv();
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
-  built = { keys, pool, s3: createObjectStore(objectStoreConfigFromEnv(env)), bucket: env.KILN_S3_BUCKET };
+  built = {
+    keys,
+    pool,
+    s3: createObjectStore(objectStoreConfigFromEnv(env)),
+    bucket: env.KILN_S3_BUCKET,
+    artifactSettings: artifactSettingsFromEnv(env),
+  };
   return built;
 }

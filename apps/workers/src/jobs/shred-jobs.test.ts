@@ -5,6 +5,7 @@ import { shredDueAt } from "@kiln/domain";
 import {
   appendLogChunks,
   createObjectStore,
+  DEFAULT_ARTIFACT_SETTINGS,
   generateKekText,
   KekSource,
   PlatformKeyStore,
@@ -80,6 +81,7 @@ describe("crypto-shredding jobs", () => {
         secretAccessKey: h.secretAccessKey,
       }),
       bucket: h.bucket,
+      artifactSettings: DEFAULT_ARTIFACT_SETTINGS,
     };
     const round = roundIdOf("job-1");
     expect(roundIdOf("job-1")).toBe(round);

@@ -13,3 +13,4 @@ export { objectExists, readBack, s3ErrorName, deleteObject } from "./store-ops.t
 export { recordArtifactTransition } from "./artifact-journal.ts";
 export { collectArtifactGarbage, type ArtifactGcReport } from "./collect-garbage.ts";
 export { sealWire, type ArtifactSealInfo } from "./artifact-seal.ts";
+export { artifactProbes } from "./artifact-probes.ts";

@@ -57,7 +57,8 @@ export function logProbes(d: LogProbeDeps): ShredProbe[] {
   return [
     {
       path: "object_get",
-      kinds: ["log"],
+      // Any sealed object: the header names its key, whatever the kind (artifacts too, ADR 0037).
+      kinds: ["log", "artifact"],
       async probe(o) {
         const body = await d.getObject(o.objectKey);
         if (!body) return { readable: false, detail: "object_get: the object is gone" };

@@ -4,11 +4,13 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { buffer as collect } from "node:stream/consumers";
 import { pipeline } from "node:stream/promises";
-import { GetObjectCommand } from "@aws-sdk/client-s3";
+import { randomUUID } from "node:crypto";
+import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { isDomainError, sealedParts, shredDueAt } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import type { ArtifactStore } from "../../src/artifacts/artifact-context.ts";
+import { artifactProbes } from "../../src/artifacts/artifact-probes.ts";
 import { downloadArtifact } from "../../src/artifacts/download-artifact.ts";
 import { finalizeUpload } from "../../src/artifacts/finalize-upload.ts";
 import { grantDownload } from "../../src/artifacts/grant-download.ts";
@@ -16,7 +18,18 @@ import { openUpload, type UploadSession } from "../../src/artifacts/open-upload.
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { generateKekText, KekSource } from "../../src/secrets/index.ts";
 import { headerFor, OpenStream, PartSealStream } from "../../src/shredding-cipher.ts";
-import { destroyDueKeys, openBuffer, PlatformKeyStore, type ShredKeyDeps } from "../../src/shredding/index.ts";
+import {
+  destroyDueKeys,
+  logProbes,
+  openBuffer,
+  PlatformKeyStore,
+  s3ObjectGetter,
+  sampleDeletions,
+  type ShredKeyDeps,
+} from "../../src/shredding/index.ts";
+import { s3LogStore } from "../../src/logs/index.ts";
+import type { SqlPool } from "../../src/shared/sql-pool.ts";
+import { useJournalPool } from "../logs/support.ts";
 import type { JobTicket } from "../../src/dispatch/claim-job.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import {
@@ -39,6 +52,7 @@ import {
 // nothing serves it.
 const t = useTestDb();
 const s3 = useS3();
+const pool = useJournalPool(t.url);
 const dir = mkdtempSync(path.join(tmpdir(), "kiln-art-shred-"));
 writeFileSync(path.join(dir, "kek"), generateKekText(), { mode: 0o600 });
 const keys = (): ShredKeyDeps => ({
@@ -107,6 +121,12 @@ async function publishSealed(
   } catch (e) {
     return { session, generationId: null, code: isDomainError(e) ? e.code : String(e) };
   }
+}
+
+async function objectKeyOf(generationId: string): Promise<string> {
+  const [g] = await t.db().$queryRaw<{ object_key: string }[]>`
+    SELECT object_key FROM artifact_generation WHERE id = ${generationId}::uuid`;
+  return g?.object_key as string;
 }
 
 async function rawObject(generationId: string): Promise<Buffer> {
@@ -216,6 +236,47 @@ describe("artifacts sealed by the host agent", () => {
     const rows = await t.db().$queryRaw<{ n: bigint }[]>`
       SELECT count(*) AS n FROM shred_data_key WHERE id = ${key.id}::uuid`;
     expect(Number(rows[0]?.n)).toBe(0);
+
+    // The deletion sampler tries the raw GET and the API download on the artifact: both unreadable.
+    const due = g?.shred_due_at as Date;
+    const sample = () =>
+      sampleDeletions(
+        {
+          db: t.db(),
+          probes: [
+            ...logProbes({
+              keys: keys(),
+              pool: pool() as unknown as SqlPool,
+              store: s3LogStore(s3.store().s3, s3.store().bucket),
+              getObject: s3ObjectGetter(s3.store().s3, s3.store().bucket),
+              clock: () => due,
+            }),
+            ...artifactProbes({ db: t.db(), store: sealing() }),
+          ],
+        },
+        { roundId: randomUUID(), now: due, limit: 500 },
+      );
+    const objectKey = await objectKeyOf(genId);
+    // The latest outcome of each path on this object.
+    const latest = async () =>
+      (
+        await t.db().$queryRaw<{ path: string; outcome: string }[]>`
+          SELECT DISTINCT ON (path) path, outcome FROM shred_sample WHERE object_key = ${objectKey}
+          ORDER BY path, seq DESC`
+      ).map((x) => [x.path, x.outcome]);
+    expect((await sample()).leaks).toBe(0);
+    expect(await latest()).toEqual([
+      ["api_download", "unreadable"],
+      ["object_get", "unreadable"],
+    ]);
+    // A plaintext copy left at the object's key: the raw GET reads it, and that is a leak.
+    await s3.store().s3.send(new PutObjectCommand({ Bucket: s3.store().bucket, Key: objectKey, Body: data }));
+    expect((await sample()).leaks).toBe(1);
+    // The API download still refuses: the generation's key is gone, whatever the store now holds.
+    expect(await latest()).toEqual([
+      ["api_download", "unreadable"],
+      ["object_get", "leak"],
+    ]);
   });
 
   it("seals on the store's ETag when the agent reports sealed part MD5s, and never seals bytes that do not open", async () => {
