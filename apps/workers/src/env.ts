@@ -116,6 +116,12 @@ const schema = z.object({
   KILN_SECRETS_KEK_ID: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
   /** How often the workers sign a checkpoint when the log has grown (issue 17: within 5 s). */
   KILN_TLOG_CHECKPOINT_MS: z.coerce.number().int().min(50).max(5_000).default(1_000),
+  /**
+   * How long before a data key's due the re-sealer moves artifacts that must outlive it (held, an
+   * environment pointer or its history, a consumer; docs/adr/0037 "Reseal"). Default 48 h: a day of
+   * missed hourly passes still leaves a day. Longer only costs earlier copies.
+   */
+  KILN_SHRED_RESEAL_LOOKAHEAD_H: z.coerce.number().int().min(1).max(720).default(48),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

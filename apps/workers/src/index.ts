@@ -7,6 +7,7 @@ import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
 import { destroyShredKeysJob } from "./jobs/destroy-shred-keys.job.ts";
 import { sampleDeletionsJob } from "./jobs/sample-deletions.job.ts";
+import { resealArtifactsJob } from "./jobs/reseal-artifacts.job.ts";
 import { redecideSoakingPromotionsJob } from "./jobs/redecide-soaking-promotions.job.ts";
 import { evictCachesJob } from "./jobs/evict-caches.job.ts";
 import { enforceRetentionJob } from "./jobs/enforce-retention.job.ts";
@@ -119,9 +120,11 @@ await boss.schedule(rotateJobTokenKeyJob.name, "17 * * * *", {});
 // ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).
 await boss.schedule(pruneIdTokensJob.name, "*/15 * * * *", {});
 // Crypto-shredding (docs/adr/0037): due keys destroyed within a minute of their instant (reads
-// refuse from the instant itself); destroyed objects' read paths probed every quarter hour.
+// refuse from the instant itself); destroyed objects' read paths probed every quarter hour; artifacts
+// that must outlive their key re-sealed under a later one, hourly, within the look-ahead of its due.
 await boss.schedule(destroyShredKeysJob.name, "* * * * *", {});
 await boss.schedule(sampleDeletionsJob.name, "*/15 * * * *", {});
+await boss.schedule(resealArtifactsJob.name, "41 * * * *", {});
 // Promotions waiting only for a soak are decided again once it has passed (docs/adr/0032).
 await boss.schedule(redecideSoakingPromotionsJob.name, "* * * * *", {});
 

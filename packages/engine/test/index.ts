@@ -6,3 +6,4 @@ export * from "./artifacts/support.ts";
 export * from "./logs/support.ts";
 export * from "./attestation/support.ts";
 export * from "./deployments/support.ts";
+export * from "./shredding/support.ts";

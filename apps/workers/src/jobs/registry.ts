@@ -14,6 +14,7 @@ import { verifyAttestationJob } from "./verify-attestation.job.ts";
 import { signTlogCheckpointJob } from "./sign-tlog-checkpoint.job.ts";
 import { destroyShredKeysJob } from "./destroy-shred-keys.job.ts";
 import { sampleDeletionsJob } from "./sample-deletions.job.ts";
+import { resealArtifactsJob } from "./reseal-artifacts.job.ts";
 import { redecideSoakingPromotionsJob } from "./redecide-soaking-promotions.job.ts";
 import { environmentPointerMovedJob } from "./environment-pointer-moved.job.ts";
 
@@ -35,6 +36,7 @@ export const JOBS = [
   signTlogCheckpointJob,
   destroyShredKeysJob,
   sampleDeletionsJob,
+  resealArtifactsJob,
   redecideSoakingPromotionsJob,
   environmentPointerMovedJob,
 ] as const;

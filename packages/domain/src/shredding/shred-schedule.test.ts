@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dueDaysAt, shredDay, shredDueAt, shredDueDay } from "./shred-schedule.ts";
+import { dueDaysAt, resealKeyAt, shredDay, shredDueAt, shredDueDay } from "./shred-schedule.ts";
 
 describe("shred schedule", () => {
   it("a key of day D with window W dies at the start of D + 1 + W", () => {
@@ -22,5 +22,19 @@ describe("shred schedule", () => {
     expect(() => shredDueDay("2026-02-30", 1)).toThrow(expect.objectContaining({ code: "SHRED.BAD_FORMAT" }));
     expect(() => shredDueDay("2026-03-01", 1.5)).toThrow();
     expect(() => shredDueDay("2026-03-01", -1)).toThrow();
+  });
+
+  it("a re-seal writes under today's key when it dies later, else under the first later day's that does", () => {
+    const dueOf = (at: Date, w: number) => shredDueAt(shredDueDay(shredDay(at), w));
+    const now = new Date("2026-03-14T10:00:00Z");
+    // Today's 14-day key dies 2026-03-29, after an old due of 2026-03-16: today is enough.
+    expect(resealKeyAt(now, 14, new Date("2026-03-16T00:00:00Z"))).toEqual(now);
+    // A 0-day window: today's key dies 2026-03-15, not after 2026-03-16 + 2 days of look-ahead.
+    const must = new Date("2026-03-18T00:00:00Z");
+    const at = resealKeyAt(now, 0, must);
+    expect(dueOf(at, 0).getTime()).toBeGreaterThan(must.getTime());
+    // ...and the earliest such day: the day before it would die too soon.
+    expect(dueOf(new Date(at.getTime() - 86_400_000), 0).getTime()).toBeLessThanOrEqual(must.getTime());
+    expect(shredDay(at)).toBe("2026-03-18");
   });
 });

@@ -54,3 +54,15 @@ export function shredDueAt(dueDay: string): Date {
 export function dueDaysAt(existing: readonly string[], now: Date): string[] {
   return existing.filter((d) => shredDueAt(d).getTime() <= now.getTime()).sort();
 }
+
+/**
+ * Which day's data key a re-seal (docs/adr/0037 "Reseal") writes under: the key of `now`'s day
+ * when it is due after `mustOutlive`, else the first later day whose key is. A key of a future day
+ * is an ordinary key of that day (writers of that day share it); it only has to die later.
+ */
+export function resealKeyAt(now: Date, windowDays: number, mustOutlive: Date): Date {
+  if (shredDueAt(shredDueDay(shredDay(now), windowDays)).getTime() > mustOutlive.getTime()) return now;
+  // due(X) = X + (window + 1) days > mustOutlive  <=>  X > mustOutlive - (window + 1) days.
+  const latest = new Date(mustOutlive.getTime() - (windowDays + 1) * DAY_MS);
+  return new Date(dayStart(shredDay(latest)).getTime() + DAY_MS);
+}

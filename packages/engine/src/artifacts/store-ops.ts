@@ -43,6 +43,32 @@ export async function createMultipartUpload(store: ArtifactStore, key: string): 
   }
 }
 
+/** Uploads one part from memory (the re-sealer's parts; agents PUT theirs to presigned URLs); its ETag. */
+export async function uploadPart(
+  store: ArtifactStore,
+  key: string,
+  uploadId: string,
+  partNumber: number,
+  body: Buffer,
+): Promise<string> {
+  try {
+    const r = await store.s3.send(
+      new UploadPartCommand({
+        Bucket: store.bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: partNumber,
+        Body: body,
+        ContentLength: body.length,
+      }),
+    );
+    if (!r.ETag) throw new Error("no ETag in the store's answer");
+    return r.ETag;
+  } catch (e) {
+    throw storeUnavailable("UploadPart", e);
+  }
+}
+
 export function presignPart(store: ArtifactStore, key: string, uploadId: string, partNumber: number): Promise<string> {
   return getSignedUrl(
     store.s3,

@@ -11,6 +11,7 @@ import {
   type RetentionWindows,
 } from "@kiln/domain";
 import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
+import { ARTIFACT_BLOCKER_COLUMNS } from "./artifact-blockers.ts";
 
 export interface CandidateQuery {
   at: Date;
@@ -34,19 +35,9 @@ interface Row {
   live_data: boolean;
 }
 
-// A bound, sealed generation that expired. Pointer and history by generation id (what env-core
-// records); promotions still pending or deploying, and runs re-using the producing job that have
-// not finished, consume it; its own run unfinished may still retry (and re-bind) it.
+// A bound, sealed generation that expired, with what still needs it (artifact-blockers.ts).
 const ARTIFACTS = `
-  SELECT g.id::text, j.org_id::text, g.retention_class, g.expires_at,
-    EXISTS (SELECT 1 FROM environment e WHERE e.current_generation_id = g.id) AS environment_pointer,
-    EXISTS (SELECT 1 FROM environment_pointer_move m WHERE m.to_generation_id = g.id)
-      OR EXISTS (SELECT 1 FROM environment_pointer_move m WHERE m.from_generation_id = g.id) AS pointer_history,
-    EXISTS (SELECT 1 FROM retention_hold h WHERE h.generation_id = g.id AND h.removed_at IS NULL) AS hold,
-    EXISTS (SELECT 1 FROM promotion p WHERE p.generation_id = g.id AND p.state IN ('pending','deploying'))
-      OR EXISTS (SELECT 1 FROM job_run u JOIN workflow_run ur ON ur.id = u.run_id
-                 WHERE u.reused_from_job_id = g.job_id AND ur.status <> 'completed') AS consuming_run,
-    r.status <> 'completed' AS retryable_run,
+  SELECT g.id::text, j.org_id::text, g.retention_class, g.expires_at,${ARTIFACT_BLOCKER_COLUMNS},
     false AS live_data
   FROM artifact_generation g
   JOIN artifact_binding b ON b.generation_id = g.id
