@@ -192,7 +192,7 @@ describe("self-hosted runners", { timeout: 240_000 }, () => {
     });
     expect(r.status).toBe(400);
     expect(r.json.error.code).toBe("AGENT.PROTOCOL_INCOMPATIBLE");
-    expect(r.json.error.message).toMatch(/agent protocol version 99 .*\(protocol 1\.\.2\)/);
+    expect(r.json.error.message).toMatch(/agent protocol version 99 .*\(protocol 1\.\.3\)/);
   });
 
   it("drains: a draining host claims nothing new until undrained", async () => {
