@@ -141,7 +141,7 @@ export {
   finalizeUpload,
   grantDownload,
   listJobArtifacts,
-  artifactDownloadUrl,
+  jobArtifactDownload,
   collectArtifactGarbage,
   type ArtifactSettings,
   type ArtifactStore,

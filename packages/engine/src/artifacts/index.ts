@@ -6,7 +6,7 @@ export { recordPart, type PartReport } from "./record-part.ts";
 export { finalizeUpload, type SealedArtifact } from "./finalize-upload.ts";
 export { grantDownload, type DownloadGrant } from "./grant-download.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./download-artifact.ts";
-export { listJobArtifacts, artifactDownloadUrl, type JobArtifactView } from "./job-artifacts.ts";
+export { listJobArtifacts, jobArtifactDownload, type JobArtifactView } from "./job-artifacts.ts";
 // Object-store operations the caches capability reuses for its own objects.
 export { objectExists, readBack, s3ErrorName, deleteObject } from "./store-ops.ts";
 // Retention (issue 21) records its evictions in the artifact's own event stream.

@@ -1,7 +1,7 @@
 import type { Db } from "@kiln/db";
 import { attestationStateOf, DomainError, type AttestationState, type RetentionClass } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
-import { presignDownload } from "./store-ops.ts";
+import { downloadArtifact, type ArtifactDownload } from "./download-artifact.ts";
 
 export interface JobArtifactView {
   /** The artifact's id (its sealed generation): GET /v1/artifacts/{id}/download and /attestation. */
@@ -63,26 +63,24 @@ export async function listJobArtifacts(db: Db, input: { orgId: string; jobId: st
   }));
 }
 
-/** GET /v1/jobs/{job_id}/artifacts/{name}: a short-lived presigned URL for the bound generation. */
-export async function artifactDownloadUrl(
+/**
+ * A job's artifact by name (GET /v1/jobs/{job_id}/artifacts/{name}): the job's canonical binding
+ * resolved in the caller's org, then served as the artifact id is (downloadArtifact), so a sealed
+ * artifact (ADR 0037) is opened and streamed here too, never redirected to its ciphertext.
+ */
+export async function jobArtifactDownload(
   db: Db,
   store: ArtifactStore,
   input: { orgId: string; jobId: string; name: string },
-): Promise<string> {
-  const rows = await db.$queryRaw<{ object_key: string; quarantine: string | null; expired_at: Date | null }[]>`
-    SELECT g.object_key, q.reason AS quarantine, COALESCE(g.expired_at, g.object_deleted_at) AS expired_at
+): Promise<ArtifactDownload> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT g.id::text
     FROM job_run j JOIN artifact_binding b ON b.job_id = COALESCE(j.reused_from_job_id, j.id)
     JOIN artifact_generation g ON g.id = b.generation_id AND g.state = 'sealed'
-    LEFT JOIN artifact_quarantine q ON q.generation_id = g.id
     WHERE j.id = ${input.jobId}::uuid AND b.name = ${input.name} AND j.org_id = ${input.orgId}::uuid`;
   const g = rows[0];
   if (!g) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
-  if (g.quarantine) throw quarantined(g.quarantine);
-  if (g.expired_at)
-    throw new DomainError("ARTIFACT.EXPIRED", `artifact ${input.name} has expired: its bytes were deleted`, {
-      deleted_at: g.expired_at.toISOString(),
-    });
-  return presignDownload(store, g.object_key, input.name);
+  return downloadArtifact(db, store, { artifactId: g.id, reader: { orgId: input.orgId } });
 }
 
 async function assertJobVisible(db: Db, input: { orgId: string; jobId: string }): Promise<void> {

@@ -7,7 +7,7 @@ import { openUpload } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { finalizeUpload } from "../../src/artifacts/finalize-upload.ts";
 import { grantDownload } from "../../src/artifacts/grant-download.ts";
-import { artifactDownloadUrl, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
+import { jobArtifactDownload, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
 import { completeMultipartUpload } from "../../src/artifacts/store-ops.ts";
 import { def, newSession, runStatus, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import {
@@ -98,19 +98,20 @@ describe("publish, bind, restore", () => {
       grantDownload(t.db(), s3.store(), claimsOf(consumer), { fromJob: "compile", name: "other" }),
     ).rejects.toMatchObject({ code: "ARTIFACT.NOT_DECLARED" });
 
-    const url = await artifactDownloadUrl(t.db(), s3.store(), {
+    const byName = await jobArtifactDownload(t.db(), s3.store(), {
       orgId: tenant.orgId,
       jobId: producer.jobId,
       name: "app",
     });
-    expect(sha256(await fetchBytes(url))).toBe(sha256(data));
+    expect(byName.kind).toBe("redirect");
+    expect(sha256(await fetchBytes(byName.kind === "redirect" ? byName.url : ""))).toBe(sha256(data));
     // Another org sees neither the job nor the artifact.
     const other = await seedTenant(t.db());
     await expect(listJobArtifacts(t.db(), { orgId: other.orgId, jobId: producer.jobId })).rejects.toMatchObject({
       code: "JOB.NOT_FOUND",
     });
     await expect(
-      artifactDownloadUrl(t.db(), s3.store(), { orgId: other.orgId, jobId: producer.jobId, name: "app" }),
+      jobArtifactDownload(t.db(), s3.store(), { orgId: other.orgId, jobId: producer.jobId, name: "app" }),
     ).rejects.toMatchObject({ code: "ARTIFACT.NOT_FOUND" });
     await done(consumer);
     expect(await runStatus(t.db(), runId)).toMatchObject({ status: "completed", outcome: "success" });

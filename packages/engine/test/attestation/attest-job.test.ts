@@ -15,7 +15,7 @@ import { tlogHasher, openCheckpoint } from "../../src/attestation/tlog/tlog-cryp
 import { logVerifierKey } from "../../src/attestation/tlog/tlog-key.ts";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import { reconcile } from "../../src/attempts/reconcile.ts";
-import { artifactDownloadUrl, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
+import { jobArtifactDownload, listJobArtifacts } from "../../src/artifacts/job-artifacts.ts";
 import {
   bytes,
   claim,
@@ -218,7 +218,7 @@ describe("the attestor", () => {
     );
     expect(v).toMatchObject({ kind: "mismatch", reason: "object.digest_mismatch", quarantined: 1 });
     await expect(
-      artifactDownloadUrl(t.db(), store, { orgId: tenant.orgId, jobId: producer.jobId, name: "app" }),
+      jobArtifactDownload(t.db(), store, { orgId: tenant.orgId, jobId: producer.jobId, name: "app" }),
     ).rejects.toMatchObject({
       code: "ARTIFACT.QUARANTINED",
     });

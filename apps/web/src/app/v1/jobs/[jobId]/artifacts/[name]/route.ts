@@ -1,5 +1,6 @@
 import { DomainError } from "@kiln/domain";
-import { artifactDownloadUrl, authenticateApiToken } from "@kiln/engine";
+import { Readable } from "node:stream";
+import { authenticateApiToken, jobArtifactDownload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
 import { redirect } from "@/server/http/schemas/resources.ts";
@@ -8,19 +9,40 @@ export const dynamic = "force-dynamic";
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 
-/** GET /v1/jobs/{job_id}/artifacts/{name}: 302 to a short-lived presigned URL of the bound bytes. */
+/** GET /v1/jobs/{job_id}/artifacts/{name}: 302 to a short-lived presigned URL, or a sealed artifact streamed opened. */
 export const GET = route({
   path: "/v1/jobs/{job_id}/artifacts/{name}",
-  summary: "Download a job's artifact by name: a redirect to a short-lived presigned URL",
+  summary: "Download a job's artifact by name: a redirect to a short-lived presigned URL, or the bytes of a sealed one",
+  description:
+    "As GET /v1/artifacts/{artifact_id}/download: 302 for a plaintext artifact, 200 with the opened bytes and x-kiln-sha256 for one sealed under a crypto-shredding data key (ADR 0037), 410 SHRED.KEY_DESTROYED once that key is destroyed.",
   auth: "api_token",
-  responses: { 302: redirect },
+  responses: {
+    200: {
+      description: "the artifact's bytes (sealed artifacts)",
+      contentType: "application/octet-stream",
+      headers: { "x-kiln-sha256": "the plaintext SHA-256 its provenance names" },
+    },
+    302: redirect,
+  },
   uuidParams: ["jobId"],
   handler: async ({ req, params }) => {
     const { db, artifacts } = services();
     const caller = await authenticateApiToken(db, req.headers.get("authorization"));
     const name = params.name ?? "";
     if (!NAME.test(name)) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
-    const url = await artifactDownloadUrl(db, artifacts(), { orgId: caller.orgId, jobId: params.jobId ?? "", name });
-    return new Response(null, { status: 302, headers: { location: url, "cache-control": "no-store" } });
+    const d = await jobArtifactDownload(db, artifacts(), { orgId: caller.orgId, jobId: params.jobId ?? "", name });
+    if (d.kind === "redirect")
+      return new Response(null, { status: 302, headers: { location: d.url, "cache-control": "no-store" } });
+    // Sealed (ADR 0037): opened here and streamed, as GET /v1/artifacts/{id}/download does.
+    return new Response(Readable.toWeb(d.body) as ReadableStream<Uint8Array>, {
+      status: 200,
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-length": String(d.sizeBytes),
+        "content-disposition": `attachment; filename="${d.name}"`,
+        "x-kiln-sha256": d.sha256,
+        "cache-control": "no-store",
+      },
+    });
   },
 });
