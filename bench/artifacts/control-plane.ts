@@ -2,7 +2,9 @@
 // measures the byte path (agent <-> object store, read-back verification) without a Next server in
 // the way. The handful of JSON calls per GiB this skips (open, 16 part records, complete, grant) are
 // not where the time goes; the request/response shapes are still the shared zod contract, because
-// the real ControlClient builds and validates them.
+// the real ControlClient builds and validates them. Sealing (issue 21, docs/adr/0037) is answered as
+// the web routes answer it: the agent's seal offer is passed on, and a store with shred keys hands
+// back the data key and salt (sealWire), so the agent seals its parts and opens its restores itself.
 import type { Db } from "@kiln/db";
 import { agentProtocol, isDomainError } from "@kiln/domain";
 import {
@@ -10,6 +12,7 @@ import {
   grantDownload,
   openUpload,
   recordPart,
+  sealWire,
   type ArtifactStore,
   type JobClaims,
 } from "@kiln/engine";
@@ -35,6 +38,7 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
           format: g.format,
           url: g.url,
           url_expires_at: g.urlExpiresAt,
+          ...(g.seal ? { seal: sealWire(g.seal) } : {}),
         });
       }
       if (!m[3]) {
@@ -44,6 +48,7 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
           sizeBytes: b.size_bytes,
           sha256: b.sha256,
           format: b.format,
+          seal: b.seal === "kiln-shred-v1",
         });
         return Response.json({
           generation_id: s.generationId,
@@ -56,10 +61,12 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
             part_number: p.partNumber,
             offset: p.offset,
             size: p.size,
+            ...(p.sealedSize !== undefined ? { sealed_size: p.sealedSize } : {}),
             done: p.done,
             ...(p.url ? { url: p.url } : {}),
           })),
           urls_expire_at: s.urlsExpireAt,
+          ...(s.seal ? { seal: sealWire(s.seal) } : {}),
         });
       }
       if (m[4] === "parts") {

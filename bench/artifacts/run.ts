@@ -9,19 +9,23 @@
 // --stock-s3rver runs s3rver 3.7 as published (it rewrites the object with a full MD5 on completion,
 // so its ETag is not S3's multipart form and the finaliser reads every artifact back): the path
 // before docs/adr/0007-artifacts.md "Embedded store" and "Verification by the store's part digests".
-// --shred (issue 21, docs/adr/0037) seals the frozen file before upload+seal and opens the restored
-// object after download+verify, both inside the timed steps, as the agent does with encryption on.
+// --shred (issue 21, docs/adr/0037) adds, in each round beside the clear path, the sealed path as it
+// runs with shredding configured: the control plane (with shred keys) plans chunk-aligned parts and
+// hands the agent the data key, uploadArtifact seals each part as it PUTs it (putSealedRange +
+// PartSealStream, from the plaintext spool), the finaliser checks the store's ETag against the sealed
+// parts' MD5s, and restoreArtifact opens the object while downloading (downloadToFile + OpenStream)
+// and checks the plaintext's size and SHA-256. The two Kiln variants alternate order per round.
 // Usage: npm run bench -- artifacts [--mib 1024] [--rounds 2] [--dir /path/on/disk] [--stock-s3rver] [--shred]
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { createDb, ensureDatabase, migrateDatabase, withTx } from "@kiln/db";
-import { parseWorkflow } from "@kiln/domain";
+import { parseWorkflow, sealedSize, SHRED_DEFAULT_CHUNK_BYTES } from "@kiln/domain";
 import {
   addRepo,
   claimJob,
@@ -37,6 +41,9 @@ import {
   type JobClaims,
   type JobTicket,
   createJobs,
+  generateKekText,
+  KekSource,
+  PlatformKeyStore,
 } from "@kiln/engine";
 import { startPostgres, startS3Process } from "@kiln/testkit";
 import { freezeArtifact, restoreArtifact, uploadArtifact } from "@kiln/host-agent/artifacts";
@@ -44,7 +51,6 @@ import { ControlClient } from "@kiln/host-agent/control-client";
 import { createLogger } from "@kiln/logger";
 import { median } from "../lib/stats.ts";
 import { inProcessFetch } from "./control-plane.ts";
-import { benchDataKey, openFile, sealFile } from "./shred-passes.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.includes(`--${name}`) ? (process.argv[process.argv.indexOf(`--${name}`) + 1] ?? fallback) : fallback;
@@ -83,9 +89,20 @@ async function writeRandomFile(file: string, size: number): Promise<void> {
   await fh.close();
 }
 
+type Variant = "clear" | "sealed";
+interface KilnTimes {
+  freeze: number;
+  upload: number;
+  finalize: number;
+  assembly: number;
+  download: number;
+  verifiedBy: string;
+  partSize: number;
+}
+
 async function main(): Promise<void> {
   const root = await mkdtemp(path.join(arg("dir", os.tmpdir()), "kiln-bench-art-"));
-  progress(`working in ${root}; ${MIB} MiB x ${ROUNDS} rounds`);
+  progress(`working in ${root}; ${MIB} MiB x ${ROUNDS} rounds${SHRED ? ", clear and sealed" : ""}`);
   const pg = await startPostgres({ dataDir: path.join(root, "pg") });
   const stock = process.argv.includes("--stock-s3rver");
   const s3h = await startS3Process({ dataDir: path.join(root, "s3"), stock });
@@ -100,6 +117,14 @@ async function main(): Promise<void> {
     secretAccessKey: s3h.secretAccessKey,
   });
   const store: ArtifactStore = { s3, bucket: "kiln", settings: DEFAULT_ARTIFACT_SETTINGS };
+  // The same store with shred keys (a KEK file and a platform key directory, as KILN_SECRETS_KEK_FILE
+  // and KILN_SHRED_KEY_DIR give the web app): uploads from an agent that offers sealing are sealed.
+  const kekFile = path.join(root, "kek");
+  await writeFile(kekFile, generateKekText(), { mode: 0o600 });
+  const sealedStore: ArtifactStore = {
+    ...store,
+    shred: { db, keks: new KekSource(kekFile), platformKeys: new PlatformKeyStore(path.join(root, "shred-keys")) },
+  };
   // s3rver assembles a multipart object by rewriting it (a full copy + MD5); S3 does it in metadata.
   const assemblyMs: number[] = [];
   s3.middlewareStack.add(
@@ -115,17 +140,8 @@ async function main(): Promise<void> {
     { step: "initialize", name: "benchTimeAssembly" },
   );
   const log = createLogger({ service: "bench" });
-  const rows: {
-    put: number;
-    freeze: number;
-    upload: number;
-    finalize: number;
-    assembly: number;
-    get: number;
-    download: number;
-  }[] = [];
-  const finalizeMs: number[] = [];
-  const verifiedBy: string[] = [];
+  const rows: { put: number; get: number; kiln: Partial<Record<Variant, KilnTimes>> }[] = [];
+  const variants: Variant[] = SHRED ? ["clear", "sealed"] : ["clear"];
   try {
     const org = await createOrg(db, "bench");
     const repo = await addRepo(
@@ -155,11 +171,52 @@ async function main(): Promise<void> {
     const source = path.join(root, "source.bin");
     progress(`writing ${MIB} MiB of random bytes`);
     await writeRandomFile(source, SIZE);
+    const tickets = new Map<string, JobTicket>();
+    const claimsFor = (jobId: string): JobClaims => {
+      const t = tickets.get(jobId);
+      if (!t) throw new Error("unknown job");
+      return { attemptId: t.attemptId, jobId: t.jobId, epoch: t.epoch };
+    };
+    const finalizeMs: number[] = [];
+    // Times the finaliser call (CompleteMultipartUpload + verification + seal) inside upload+seal.
+    const clientFor = (v: Variant) => {
+      const inner = inProcessFetch(db, v === "sealed" ? sealedStore : store, claimsFor);
+      return new ControlClient("http://in-process", "unused", async (input, init) => {
+        const t0 = performance.now();
+        const r = await inner(input, init);
+        if (String(input).endsWith("/complete")) finalizeMs.push(performance.now() - t0);
+        return r;
+      });
+    };
+    const clients = { clear: clientFor("clear"), sealed: clientFor("sealed") };
+    // Claims `n` ready jobs and files them by run: every variant has its own run, and the session
+    // claims whichever ready job comes first.
+    const claimAll = async (n: number): Promise<Map<string, JobTicket>> => {
+      const byRun = new Map<string, JobTicket>();
+      for (let i = 0; i < n; i++) {
+        const c = await claimJob(db, CFG, { sessionId: session.sessionId, claimRequestId: randomUUID() });
+        if (c.kind !== "claimed") throw new Error(`claim: ${c.kind}`);
+        tickets.set(c.ticket.jobId, c.ticket);
+        byRun.set(c.ticket.runId, c.ticket);
+      }
+      return byRun;
+    };
+    const signal = new AbortController().signal;
 
     for (let round = 1; round <= ROUNDS; round++) {
       const work = path.join(root, `round-${round}`);
-      const ws = path.join(work, "workspace");
-      await mkdir(ws, { recursive: true });
+      const order = round % 2 === 1 ? variants : [...variants].reverse();
+      const runOf = new Map<Variant, string>();
+      for (const v of order) {
+        const runId = await withTx(db, "bench-run", async (tx) => {
+          const r = await tx.$queryRaw<{ id: string }[]>`
+            INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs)
+            VALUES (${org.id}::uuid, ${repo.id}::uuid, 'running', 'trusted', 'manual', ${"b".repeat(40)}, '.kiln/workflow.yaml', 'h', ${JSON.stringify(parsed.definition)}::jsonb, '{}'::jsonb) RETURNING id`;
+          await createJobs(tx, { id: r[0]!.id, orgId: org.id }, parsed.definition, "bench");
+          return r[0]!.id;
+        });
+        runOf.set(v, runId);
+      }
       // Plain SDK PutObject of the same bytes to the same endpoint.
       const [put] = await timed(() =>
         s3.send(
@@ -173,64 +230,67 @@ async function main(): Promise<void> {
       );
       progress(`round ${round}: PutObject ${(put / 1000).toFixed(2)} s`);
 
-      const runId = await withTx(db, "bench-run", async (tx) => {
-        const r = await tx.$queryRaw<{ id: string }[]>`
-          INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs)
-          VALUES (${org.id}::uuid, ${repo.id}::uuid, 'running', 'trusted', 'manual', ${"b".repeat(40)}, '.kiln/workflow.yaml', 'h', ${JSON.stringify(parsed.definition)}::jsonb, '{}'::jsonb) RETURNING id`;
-        await createJobs(tx, { id: r[0]!.id, orgId: org.id }, parsed.definition, "bench");
-        return r[0]!.id;
-      });
-      const tickets = new Map<string, JobTicket>();
-      const claimsFor = (jobId: string): JobClaims => {
-        const t = tickets.get(jobId);
-        if (!t) throw new Error("unknown job");
-        return { attemptId: t.attemptId, jobId: t.jobId, epoch: t.epoch };
-      };
-      const inner = inProcessFetch(db, store, claimsFor);
-      // Times the finaliser call (CompleteMultipartUpload + verification + seal) inside upload+seal.
-      const client = new ControlClient("http://in-process", "unused", async (input, init) => {
-        const t0 = performance.now();
-        const r = await inner(input, init);
-        if (String(input).endsWith("/complete")) finalizeMs.push(performance.now() - t0);
-        return r;
-      });
-      const claim = async () => {
-        const c = await claimJob(db, CFG, { sessionId: session.sessionId, claimRequestId: randomUUID() });
-        if (c.kind !== "claimed") throw new Error(`claim: ${c.kind}`);
-        tickets.set(c.ticket.jobId, c.ticket);
-        return c.ticket;
-      };
-
-      const producer = await claim();
-      await pipeline(createReadStream(source), createWriteStream(path.join(ws, "app.bin")));
-      const spool = path.join(work, "spool");
-      await mkdir(spool);
-      const [freeze, frozen] = await timed(() => freezeArtifact(ws, spool, { name: "app", path: "app.bin" }));
-      if (!frozen.ok) throw new Error(frozen.message);
-      const signal = new AbortController().signal;
-      const dataKey = benchDataKey();
-      const [upload, up] = await timed(async () => {
-        if (!SHRED) return uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal });
-        // Sealed beside the spool, then the sealed file is what the parts carry.
-        const sealed = await sealFile(dataKey, frozen.artifact.file, path.join(spool, "app.sealed"));
-        return uploadArtifact({ ...frozen.artifact, ...sealed }, { client, ticket: producer, log, signal });
-      });
-      if (!up.ok) throw new Error(JSON.stringify(up.failure));
-      const how = await db.$queryRaw<{ v: string | null }[]>`
-        SELECT data->>'verified_by' AS v FROM transition_event WHERE entity = 'artifact' AND to_state = 'sealed' AND data->>'generation_id' = ${up.generationId}`;
-      verifiedBy.push(how[0]?.v ?? "?");
-      progress(
-        `round ${round}: freeze ${(freeze / 1000).toFixed(2)} s, upload+seal ${(upload / 1000).toFixed(2)} s (verified by ${verifiedBy.at(-1)})`,
-      );
-      await completeAttempt(db, CFG, {
-        attemptId: producer.attemptId,
-        jobId: producer.jobId,
-        epoch: producer.epoch,
-        outcome: "success",
-        sandboxDestroyed: true,
-      });
-      await rm(spool, { recursive: true, force: true });
-      await rm(path.join(ws, "app.bin"));
+      const producers = await claimAll(order.length);
+      const times: Partial<Record<Variant, KilnTimes>> = {};
+      const generations = new Map<Variant, { id: string; sha256: string; ws: string }>();
+      for (const v of order) {
+        const client = clients[v];
+        const producer = producers.get(runOf.get(v) ?? "");
+        if (!producer || producer.job.name !== "compile") throw new Error(`no compile job claimed for ${v}`);
+        const ws = path.join(work, v, "workspace");
+        await mkdir(ws, { recursive: true });
+        await pipeline(createReadStream(source), createWriteStream(path.join(ws, "app.bin")));
+        const spool = path.join(work, v, "spool");
+        await mkdir(spool);
+        const [freeze, frozen] = await timed(() => freezeArtifact(ws, spool, { name: "app", path: "app.bin" }));
+        if (!frozen.ok) throw new Error(frozen.message);
+        const [upload, up] = await timed(() =>
+          uploadArtifact(frozen.artifact, { client, ticket: producer, log, signal }),
+        );
+        if (!up.ok) throw new Error(JSON.stringify(up.failure));
+        const g = await db.$queryRaw<
+          {
+            v: string | null;
+            object_key: string;
+            shred_key_id: string | null;
+            stored: bigint | null;
+            part_size: bigint;
+          }[]
+        >`
+          SELECT e.data->>'verified_by' AS v, g.object_key, g.shred_key_id::text, g.stored_size_bytes AS stored, g.part_size
+          FROM artifact_generation g
+          JOIN transition_event e ON e.entity = 'artifact' AND e.to_state = 'sealed' AND e.data->>'generation_id' = g.id::text
+          WHERE g.id = ${up.generationId}::uuid`;
+        const row = g[0];
+        if (!row) throw new Error("the upload left no sealed generation");
+        // The sealed variant must really have stored the sealed framing (header, chunks and tags).
+        const head = await s3.send(new HeadObjectCommand({ Bucket: "kiln", Key: row.object_key }));
+        const want = v === "sealed" ? sealedSize(SIZE, SHRED_DEFAULT_CHUNK_BYTES) : SIZE;
+        if ((v === "sealed") !== (row.shred_key_id !== null) || head.ContentLength !== want)
+          throw new Error(`${v}: the store holds ${head.ContentLength} bytes, expected ${want}`);
+        times[v] = {
+          freeze,
+          upload,
+          finalize: finalizeMs.at(-1) ?? 0,
+          assembly: assemblyMs.at(-1) ?? 0,
+          download: 0,
+          verifiedBy: row.v ?? "?",
+          partSize: Number(row.part_size),
+        };
+        generations.set(v, { id: up.generationId, sha256: frozen.artifact.sha256, ws });
+        progress(
+          `round ${round} ${v}: freeze ${(freeze / 1000).toFixed(2)} s, upload+seal ${(upload / 1000).toFixed(2)} s (verified by ${row.v}; ${Number(row.part_size) / 1048576} MiB parts)`,
+        );
+        await completeAttempt(db, CFG, {
+          attemptId: producer.attemptId,
+          jobId: producer.jobId,
+          epoch: producer.epoch,
+          outcome: "success",
+          sandboxDestroyed: true,
+        });
+        await rm(spool, { recursive: true, force: true });
+        await rm(path.join(ws, "app.bin"));
+      }
 
       // Plain SDK GetObject of the same bytes into a file.
       const [get] = await timed(async () => {
@@ -238,43 +298,35 @@ async function main(): Promise<void> {
         await pipeline(r.Body as NodeJS.ReadableStream, createWriteStream(path.join(work, "baseline.bin")));
       });
       await rm(path.join(work, "baseline.bin"));
-      const consumer = await claim();
-      const spool2 = path.join(work, "spool2");
-      await mkdir(spool2);
-      const [download, down] = await timed(async () => {
-        const r = await restoreArtifact(
-          { fromJob: "compile", name: "app", path: "inputs/app.bin" },
-          { client, ticket: consumer, log, signal, workspaceDir: ws, spoolDir: spool2 },
+      progress(`round ${round}: GetObject ${(get / 1000).toFixed(2)} s`);
+      const consumers = await claimAll(order.length);
+      for (const v of order) {
+        const consumer = consumers.get(runOf.get(v) ?? "");
+        const gen = generations.get(v);
+        const t = times[v];
+        if (!consumer || consumer.job.name !== "test" || !gen || !t) throw new Error(`no test job claimed for ${v}`);
+        const spool2 = path.join(work, v, "spool2");
+        await mkdir(spool2);
+        // restoreArtifact checks the plaintext's size and SHA-256 against the binding before placing.
+        const [download, down] = await timed(() =>
+          restoreArtifact(
+            { fromJob: "compile", name: "app", path: "inputs/app.bin" },
+            { client: clients[v], ticket: consumer, log, signal, workspaceDir: gen.ws, spoolDir: spool2 },
+          ),
         );
-        if (!SHRED || !r.ok) return r;
-        const plainSha = await openFile(dataKey, path.join(ws, "inputs/app.bin"), path.join(ws, "inputs/app.plain"));
-        if (plainSha !== frozen.artifact.sha256) throw new Error("opened bytes differ from the frozen plaintext");
-        return { ...r, sizeBytes: SIZE };
-      });
-      if (!down.ok) throw new Error(JSON.stringify(down));
-      if (down.sizeBytes !== SIZE || up.generationId !== down.generationId)
-        throw new Error("restored the wrong generation");
-      progress(
-        `round ${round}: GetObject ${(get / 1000).toFixed(2)} s, download+verify ${(download / 1000).toFixed(2)} s`,
-      );
-      rows.push({
-        put,
-        freeze,
-        upload,
-        finalize: finalizeMs.at(-1) ?? 0,
-        assembly: assemblyMs.at(-1) ?? 0,
-        get,
-        download,
-      });
+        if (!down.ok) throw new Error(JSON.stringify(down));
+        if (down.sizeBytes !== SIZE || gen.id !== down.generationId) throw new Error("restored the wrong generation");
+        t.download = download;
+        progress(`round ${round} ${v}: download+verify ${(download / 1000).toFixed(2)} s`);
+      }
+      rows.push({ put, get, kiln: times });
       await rm(work, { recursive: true, force: true });
       // Every round starts from the same store: earlier rounds' objects (2 GiB each) otherwise filled
       // the page cache round after round, and later rounds measured memory pressure, not transfers.
-      const key = await db.$queryRaw<
-        { object_key: string }[]
-      >`SELECT object_key FROM artifact_generation WHERE id = ${up.generationId}::uuid`;
-      for (const k of [`baseline/${round}`, key[0]?.object_key ?? ""])
-        if (k) await s3.send(new DeleteObjectCommand({ Bucket: "kiln", Key: k }));
-      void runId;
+      const keys = await db.$queryRaw<{ object_key: string }[]>`
+        SELECT object_key FROM artifact_generation WHERE id = ANY(${[...generations.values()].map((g) => g.id)}::uuid[])`;
+      for (const k of [`baseline/${round}`, ...keys.map((r) => r.object_key)])
+        await s3.send(new DeleteObjectCommand({ Bucket: "kiln", Key: k }));
     }
   } finally {
     s3.destroy();
@@ -283,45 +335,84 @@ async function main(): Promise<void> {
     await pg.stop();
     await rm(root, { recursive: true, force: true });
   }
+  report(rows, variants, stock);
+}
+
+function report(
+  rows: { put: number; get: number; kiln: Partial<Record<Variant, KilnTimes>> }[],
+  variants: Variant[],
+  stock: boolean,
+): void {
   const mibs = (msv: number) => (MIB / (msv / 1000)).toFixed(0);
-  const m = (k: keyof (typeof rows)[number]) => median(rows.map((r) => r[k]));
+  const s = (msv: number) => (msv / 1000).toFixed(2);
+  const put = median(rows.map((r) => r.put));
+  const get = median(rows.map((r) => r.get));
   console.log(
     `\nload average at the end: ${os
       .loadavg()
       .map((x) => x.toFixed(1))
       .join(" ")}`,
   );
+  const kv = (v: Variant) => rows.map((r) => r.kiln[v] as KilnTimes);
+  const sealedAfter = variants.map((v) => `${v}: ${[...new Set(kv(v).map((k) => k.verifiedBy))].join(", ")}`);
+  const parts = variants.map((v) => `${v} ${(kv(v)[0]?.partSize ?? 0) / 1048576} MiB`);
   console.log(
-    `Artifacts${SHRED ? " with crypto-shredding (seal before upload, open after download)" : ""}, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; sealed after: ${[...new Set(verifiedBy)].join(", ")}`,
+    `Artifacts${SHRED ? " clear and sealed (parts sealed as PUT, opened while downloading)" : ""}, ${MIB} MiB, median of ${rows.length} round(s), ${stock ? "stock " : ""}s3rver (own process) on local disk, ${os.cpus().length} vCPU; parts: ${parts.join(", ")}; sealed after: ${sealedAfter.join("; ")}`,
   );
   console.log(`| path | seconds | MiB/s | ratio to plain SDK |`);
   console.log(`| --- | ---: | ---: | ---: |`);
-  console.log(`| plain PutObject | ${(m("put") / 1000).toFixed(2)} | ${mibs(m("put"))} | 1.00 |`);
-  console.log(
-    `| Kiln upload+seal (parts, records, complete, verify, seal) | ${(m("upload") / 1000).toFixed(2)} | ${mibs(m("upload"))} | ${(m("put") / m("upload")).toFixed(2)} |`,
-  );
-  console.log(
-    `| - of which parts (PUT + SHA-256 per part + part records) | ${((m("upload") - m("finalize")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("finalize"))} | ${(m("put") / (m("upload") - m("finalize"))).toFixed(2)} |`,
-  );
-  console.log(
-    `| - of which the store's CompleteMultipartUpload | ${(m("assembly") / 1000).toFixed(2)} | ${mibs(m("assembly"))} | - |`,
-  );
-  console.log(
-    `| - of which Kiln's verification (ETag vs part MD5s, else SHA-256 read-back) + seal | ${((m("finalize") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("finalize") - m("assembly"))} | - |`,
-  );
-  console.log(
-    `| Kiln upload+seal without the store's assembly time | ${((m("upload") - m("assembly")) / 1000).toFixed(2)} | ${mibs(m("upload") - m("assembly"))} | ${(m("put") / (m("upload") - m("assembly"))).toFixed(2)} |`,
-  );
-  console.log(
-    `| Kiln freeze (spool copy + SHA-256), before upload | ${(m("freeze") / 1000).toFixed(2)} | ${mibs(m("freeze"))} | - |`,
-  );
-  console.log(
-    `| Kiln freeze+upload+seal | ${((m("freeze") + m("upload")) / 1000).toFixed(2)} | ${mibs(m("freeze") + m("upload"))} | ${(m("put") / (m("freeze") + m("upload"))).toFixed(2)} |`,
-  );
-  console.log(`| plain GetObject | ${(m("get") / 1000).toFixed(2)} | ${mibs(m("get"))} | 1.00 |`);
-  console.log(
-    `| Kiln download+verify (grant, GET + SHA-256, place) | ${(m("download") / 1000).toFixed(2)} | ${mibs(m("download"))} | ${(m("get") / m("download")).toFixed(2)} |`,
-  );
+  const line = (label: string, msv: number, base: number | null) =>
+    console.log(`| ${label} | ${s(msv)} | ${mibs(msv)} | ${base === null ? "-" : (base / msv).toFixed(2)} |`);
+  line("plain PutObject", put, put);
+  for (const v of variants) {
+    const m = (f: (k: KilnTimes) => number) => median(kv(v).map(f));
+    line(
+      `Kiln upload+seal, ${v} (parts, records, complete, verify, seal)`,
+      m((k) => k.upload),
+      put,
+    );
+    line(
+      `- of which parts (${v === "sealed" ? "read plaintext, seal, " : ""}PUT + SHA-256 + MD5 per part + part records)`,
+      m((k) => k.upload - k.finalize),
+      put,
+    );
+    line(
+      "- of which the store's CompleteMultipartUpload",
+      m((k) => k.assembly),
+      null,
+    );
+    line(
+      "- of which Kiln's verification (ETag vs part MD5s, else read-back) + seal",
+      m((k) => k.finalize - k.assembly),
+      null,
+    );
+    line(
+      `Kiln upload+seal, ${v}, without the store's assembly time`,
+      m((k) => k.upload - k.assembly),
+      put,
+    );
+    line(
+      `Kiln freeze (spool copy + SHA-256), before upload, ${v}`,
+      m((k) => k.freeze),
+      null,
+    );
+    line(
+      `Kiln freeze+upload+seal, ${v}`,
+      m((k) => k.freeze + k.upload),
+      put,
+    );
+  }
+  line("plain GetObject", get, get);
+  for (const v of variants)
+    line(
+      `Kiln download+verify, ${v} (grant, GET${v === "sealed" ? " + open every chunk" : ""} + SHA-256, place)`,
+      median(kv(v).map((k) => k.download)),
+      get,
+    );
+  for (const v of variants)
+    console.log(
+      `per round, ${v}: upload+seal ${rows.map((r) => (r.put / (r.kiln[v]?.upload ?? Number.NaN)).toFixed(2)).join(", ")}; download+verify ${rows.map((r) => (r.get / (r.kiln[v]?.download ?? Number.NaN)).toFixed(2)).join(", ")}`,
+    );
 }
 
 main().catch((e: unknown) => {
