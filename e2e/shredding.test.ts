@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -7,6 +7,7 @@ import { encodeLogCursor, shredDueAt } from "@kiln/domain";
 import {
   addMember,
   createObjectStore,
+  dataKeyForRead,
   destroyDueKeys,
   KekSource,
   logProbes,
@@ -222,6 +223,109 @@ describe("crypto-shredding", () => {
       }
     } finally {
       await browser.close();
+    }
+  }, 300_000);
+
+  it("a real agent seals an artifact the sandbox never holds the key of; restore and API open it; key destruction ends both", async () => {
+    const ART = "sealed-e2e-artifact-line";
+    const wf = `version: 1
+jobs:
+  - name: compile
+    steps:
+      - "mkdir -p out && for i in $(seq 1 20000); do echo ${ART} $i; done > out/app.txt"
+      # Hostile side: everything the job can read of its own process, environment and disk.
+      - "env | sort; tr '\\\\0' '\\\\n' < /proc/self/environ; ls -la / .; find / -xdev -type f -path '*shred*' 2>/dev/null | head -50; find / -xdev -type f -name '*kek*' 2>/dev/null | head -50; echo HOSTILE-DONE"
+    artifacts: {publish: [{name: app, path: out/app.txt}]}
+  - name: check
+    steps: ["sha256sum inputs/app.txt", "tail -n 1 inputs/app.txt"]
+    artifacts: {restore: [{from_job: compile, name: app, path: inputs/app.txt}]}
+`;
+    const t = await p.seedTenant("shred-art", { ".kiln/workflow.yaml": wf });
+    await p.startAgent("agent-shred-art", t.agentToken);
+    const r = await p.api(
+      "POST",
+      `/v1/repos/${t.repoId}/workflow-runs`,
+      t.token,
+      { workflow_path: ".kiln/workflow.yaml", commit_sha: t.git.headSha },
+      { "idempotency-key": "shred-art-1" },
+    );
+    expect(r.status).toBe(202);
+    const run = await p.waitForRun(r.json.run_id, t.token, (x) => x.status === "completed", 180_000);
+    expect(run.outcome).toBe("success");
+    const [compile, check] = run.jobs as { id: string }[];
+    const [g] = await p.db.$queryRaw<
+      { id: string; object_key: string; shred_key_id: string | null; sha256: string; shred_due_at: Date }[]
+    >`SELECT g.id::text, g.object_key, g.shred_key_id::text, g.sha256, g.shred_due_at FROM artifact_binding b
+      JOIN artifact_generation g ON g.id = b.generation_id WHERE b.job_id = ${compile?.id}::uuid`;
+    // Sealed by the agent: the store holds the header and sealed chunks, none of the plaintext.
+    expect(g?.shred_key_id).toMatch(/^[0-9a-f-]{36}$/);
+    const s3c = createObjectStore({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+    });
+    const stored = Buffer.from((await s3ObjectGetter(s3c, s3.bucket)(g?.object_key as string)) ?? []);
+    expect(stored.subarray(0, 4).toString()).toBe("KLNS");
+    expect(stored.includes(Buffer.from(ART))).toBe(false);
+    // The consumer's agent opened it into the workspace: the job saw the plaintext and its digest.
+    const logOf = async (jobId: string | undefined) => {
+      const res = await fetch(`${p.base}/v1/jobs/${jobId}/logs/raw?stream=stdout`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const checked = await logOf(check?.id);
+    expect(checked).toContain(g?.sha256);
+    expect(checked).toContain(`${ART} 20000`);
+    // The hostile step ran and found neither the data key (in any encoding) nor the key store.
+    const keys = {
+      db: p.db,
+      keks: new KekSource(p.kekFile),
+      platformKeys: new PlatformKeyStore(path.join(dir, "shred-keys")),
+    };
+    const dk = await dataKeyForRead(
+      keys,
+      (
+        await p.db.$queryRaw<{ id: string }[]>`
+      SELECT id::text FROM org WHERE slug = 'shred-art'`
+      )[0]?.id as string,
+      g?.shred_key_id as string,
+      new Date(),
+    );
+    const hostile = await logOf(compile?.id);
+    expect(hostile).toContain("HOSTILE-DONE");
+    expect(hostile).toContain("PATH=");
+    for (const enc of [dk.key.toString("base64"), dk.key.toString("hex"), dk.key.toString("base64url")])
+      expect(hostile).not.toContain(enc);
+    expect(hostile).not.toMatch(/KILN_SHRED_KEY_DIR|KILN_SECRETS_KEK|shred-keys/);
+
+    // The API serves the opened bytes by id and by job and name, with the provenance digest.
+    for (const url of [`/v1/artifacts/${g?.id}/download`, `/v1/jobs/${compile?.id}/artifacts/app`]) {
+      const res = await fetch(`${p.base}${url}`, {
+        headers: { authorization: `Bearer ${t.token}` },
+        redirect: "manual",
+      });
+      expect([url, res.status, res.headers.get("x-kiln-sha256")]).toEqual([url, 200, g?.sha256]);
+      const body = Buffer.from(await res.arrayBuffer());
+      expect(createHash("sha256").update(body).digest("hex")).toBe(g?.sha256);
+    }
+    // Another org's token gets nothing.
+    const other = await p.seedTenant("shred-art-other", { ".kiln/workflow.yaml": wf });
+    expect((await p.api("GET", `/v1/artifacts/${g?.id}/download`, other.token)).status).toBe(404);
+
+    // The key's due instant: destroyed, both API paths answer 410 SHRED.KEY_DESTROYED, no bytes.
+    expect((await destroyDueKeys(keys, g?.shred_due_at as Date)).dataKeys).toBeGreaterThan(0);
+    for (const url of [`/v1/artifacts/${g?.id}/download`, `/v1/jobs/${compile?.id}/artifacts/app`]) {
+      const res = await fetch(`${p.base}${url}`, {
+        headers: { authorization: `Bearer ${t.token}` },
+        redirect: "manual",
+      });
+      const text = await res.text();
+      expect([url, res.status]).toEqual([url, 410]);
+      expect(JSON.parse(text).error.code).toBe("SHRED.KEY_DESTROYED");
+      expect(text).not.toContain(ART);
     }
   }, 300_000);
 });
