@@ -270,6 +270,12 @@ export {
 } from "./tenants/index.ts";
 export { downloadArtifact, type ArtifactReader, type ArtifactDownload } from "./artifacts/index.ts";
 export { sealWire, artifactProbes, type ArtifactSealInfo } from "./artifacts/index.ts";
+export {
+  DEFAULT_RESEAL_LOOKAHEAD_MS,
+  resealHeldArtifacts,
+  type ResealOptions,
+  type ResealReport,
+} from "./artifacts/index.ts";
 export * from "./runners/index.ts";
 export * from "./retention/index.ts";
 export * from "./fleet/index.ts";

@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import { quarantined } from "./job-artifacts.ts";
+import { quarantined } from "./artifact-errors.ts";
 import { DomainError } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { openSealedObject, presignDownload } from "./store-ops.ts";

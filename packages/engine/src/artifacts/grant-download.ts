@@ -3,7 +3,7 @@ import { DomainError, type ArtifactFormat } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
 import { lockCurrentAttempt, type JobClaims } from "../attempts/index.ts";
 import { presignDownload } from "./store-ops.ts";
-import { quarantined } from "./job-artifacts.ts";
+import { quarantined } from "./artifact-errors.ts";
 import { sealInfoFor, type ArtifactSealInfo, type SealColumns } from "./artifact-seal.ts";
 
 export interface DownloadGrant {

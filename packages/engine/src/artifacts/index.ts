@@ -14,3 +14,9 @@ export { recordArtifactTransition } from "./artifact-journal.ts";
 export { collectArtifactGarbage, type ArtifactGcReport } from "./collect-garbage.ts";
 export { sealWire, type ArtifactSealInfo } from "./artifact-seal.ts";
 export { artifactProbes } from "./artifact-probes.ts";
+export {
+  DEFAULT_RESEAL_LOOKAHEAD_MS,
+  resealHeldArtifacts,
+  type ResealOptions,
+  type ResealReport,
+} from "./reseal-artifacts.ts";

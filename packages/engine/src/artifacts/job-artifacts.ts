@@ -89,12 +89,3 @@ async function assertJobVisible(db: Db, input: { orgId: string; jobId: string })
   >`SELECT id FROM job_run WHERE id = ${input.jobId}::uuid AND org_id = ${input.orgId}::uuid`;
   if (!rows[0]) throw new DomainError("JOB.NOT_FOUND", "job not found");
 }
-
-/** The stored bytes disagree with their signed provenance: kept for the audit, never handed out. */
-export function quarantined(reason: string): DomainError {
-  return new DomainError(
-    "ARTIFACT.QUARANTINED",
-    `this artifact is quarantined (${reason}): its stored bytes do not match its attestation`,
-    { reason },
-  );
-}

@@ -11,7 +11,7 @@ import {
   type RetentionWindows,
 } from "@kiln/domain";
 import { loadRunRetention, prismaRows, stampFor } from "../shared/retention-stamp.ts";
-import { ARTIFACT_BLOCKER_COLUMNS } from "./artifact-blockers.ts";
+import { ARTIFACT_BLOCKER_COLUMNS } from "../shared/artifact-blockers.ts";
 
 export interface CandidateQuery {
   at: Date;

@@ -16,9 +16,3 @@ export {
 } from "./sample-deletions.ts";
 export { logProbes, s3ObjectGetter, type LogProbeDeps } from "./log-probes.ts";
 export { listDestructionEvidence, type DestructionEvidence } from "./deletion-evidence.ts";
-export {
-  DEFAULT_RESEAL_LOOKAHEAD_MS,
-  resealHeldArtifacts,
-  type ResealOptions,
-  type ResealReport,
-} from "./reseal-artifacts.ts";

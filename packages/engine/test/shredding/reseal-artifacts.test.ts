@@ -14,13 +14,8 @@ import { downloadArtifact } from "../../src/artifacts/download-artifact.ts";
 import { readBack } from "../../src/artifacts/store-ops.ts";
 import { addRetentionHold } from "../../src/retention/retention-holds.ts";
 import { generateKekText, KekSource } from "../../src/secrets/index.ts";
-import {
-  dataKeyForRead,
-  destroyDueKeys,
-  PlatformKeyStore,
-  resealHeldArtifacts,
-  type ShredKeyDeps,
-} from "../../src/shredding/index.ts";
+import { dataKeyForRead, destroyDueKeys, PlatformKeyStore, type ShredKeyDeps } from "../../src/shredding/index.ts";
+import { resealHeldArtifacts } from "../../src/artifacts/reseal-artifacts.ts";
 import { bytes, MiB, sha256, useS3 } from "../artifacts/support.ts";
 import { seedTenant, useTestDb, type Tenant } from "../support.ts";
 import { sealedShreddedArtifact } from "./support.ts";

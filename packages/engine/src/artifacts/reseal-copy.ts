@@ -13,7 +13,7 @@ import {
   type PartPlan,
   type SealedPart,
 } from "@kiln/domain";
-import type { ArtifactStore } from "../artifacts/artifact-context.ts";
+import type { ArtifactStore } from "./artifact-context.ts";
 import {
   abortMultipartUpload,
   completeMultipartUpload,
@@ -23,8 +23,9 @@ import {
   openSealedObject,
   readBack,
   uploadPart,
-} from "../artifacts/store-ops.ts";
-import { headerFor, PartSealStream, type DataKey } from "./chunk-cipher.ts";
+} from "./store-ops.ts";
+import { headerFor, PartSealStream } from "../shredding-cipher.ts";
+import type { DataKey } from "../shredding/index.ts";
 
 export interface ResealSource {
   objectKey: string;

@@ -7,13 +7,12 @@
 import { randomUUID } from "node:crypto";
 import { sqlPool, withTx, type Db } from "@kiln/db";
 import { artifactObjectKey, DEFAULT_RETENTION_WINDOWS, DomainError, resealKeyAt } from "@kiln/domain";
-import type { ArtifactStore } from "../artifacts/artifact-context.ts";
-import { newArtifactSalt } from "../artifacts/artifact-seal.ts";
-import { recordArtifactTransition } from "../artifacts/artifact-journal.ts";
-import { deleteObject } from "../artifacts/store-ops.ts";
-import { ARTIFACT_BLOCKER_COLUMNS, ARTIFACT_BLOCKERS } from "../retention/artifact-blockers.ts";
-import { dataKeyForRead, dataKeyForWrite, type ShredKeyDeps } from "./data-keys.ts";
-import { runShredScope } from "./log-cipher.ts";
+import type { ArtifactStore } from "./artifact-context.ts";
+import { newArtifactSalt } from "./artifact-seal.ts";
+import { recordArtifactTransition } from "./artifact-journal.ts";
+import { deleteObject } from "./store-ops.ts";
+import { ARTIFACT_BLOCKER_COLUMNS, ARTIFACT_BLOCKERS } from "../shared/artifact-blockers.ts";
+import { dataKeyForRead, dataKeyForWrite, runShredScope, type ShredKeyDeps } from "../shredding/index.ts";
 import { resealObject } from "./reseal-copy.ts";
 
 /** How far ahead of a key's due the re-sealer acts: two days leave a missed day of passes room. */
