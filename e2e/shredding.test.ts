@@ -141,7 +141,12 @@ describe("crypto-shredding", () => {
     expect(goneText).toContain("SHRED.KEY_DESTROYED");
     // The SSE stream refuses the same way before it starts (its replay's first read fails), not a
     // 200 that is cut or retried forever; so does a follower resuming from a cursor into the log.
-    for (const cursor of [null, encodeLogCursor({ epoch: 1, kind: "chunk", seq: 2 })]) {
+    // The cursor points inside the log (after its first chunk): how many chunks the agent cut
+    // depends on its batching, and a cursor past the end has nothing to replay and nothing to refuse.
+    const [chunks] = await p.db.$queryRaw<{ next_seq: number }[]>`
+      SELECT next_seq FROM log_attempt WHERE job_id = ${jobId}::uuid ORDER BY next_seq DESC LIMIT 1`;
+    expect(chunks?.next_seq).toBeGreaterThan(1);
+    for (const cursor of [null, encodeLogCursor({ epoch: 1, kind: "chunk", seq: 0 })]) {
       const sse = await fetch(`${p.base}/v1/jobs/${jobId}/logs/events`, {
         headers: {
           authorization: `Bearer ${t.token}`,
@@ -300,6 +305,15 @@ jobs:
     for (const enc of [dk.key.toString("base64"), dk.key.toString("hex"), dk.key.toString("base64url")])
       expect(hostile).not.toContain(enc);
     expect(hostile).not.toMatch(/KILN_SHRED_KEY_DIR|KILN_SECRETS_KEK|shred-keys/);
+
+    // The verifier opens it under its key and checks the plaintext digest: verified, never
+    // quarantined for being ciphertext.
+    let state = "";
+    await waitUntil(async () => {
+      state = (await p.api("GET", `/v1/jobs/${compile?.id}/artifacts`, t.token)).json.artifacts?.[0]?.attestation_state;
+      return state === "verified" || state === "quarantined";
+    }, 90_000);
+    expect(state).toBe("verified");
 
     // The API serves the opened bytes by id and by job and name, with the provenance digest.
     for (const url of [`/v1/artifacts/${g?.id}/download`, `/v1/jobs/${compile?.id}/artifacts/app`]) {

@@ -58,6 +58,7 @@ async function build(db: Db, log: Logger): Promise<AttestorRuntime> {
       tlog: engineTlog,
       instanceUri: env.KILN_PUBLIC_URL ?? "http://localhost:3000",
     },
-    store: { s3, bucket: env.KILN_S3_BUCKET, settings: artifactSettingsFromEnv(env) },
+    // The key store too: the verifier opens sealed artifacts to check their plaintext digest.
+    store: { s3, bucket: env.KILN_S3_BUCKET, settings: artifactSettingsFromEnv(env), ...(shred ? { shred } : {}) },
   };
 }

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "@kiln/db";
 import { DEFAULT_RETENTION_WINDOWS, DomainError, SHRED_DEFAULT_CHUNK_BYTES, SHRED_SALT_BYTES } from "@kiln/domain";
 import type { ArtifactStore } from "./artifact-context.ts";
+import { readBack } from "./store-ops.ts";
 import { dataKeyForRead, dataKeyForWrite, runShredScope, type WriteKey } from "../shredding/index.ts";
 
 /** What the agent needs to seal or open one object; the key is secret and lives only in memory. */
@@ -96,4 +97,24 @@ export function sealWire(s: ArtifactSealInfo): {
     chunk_size: s.chunkSize,
     stored_size_bytes: s.storedSizeBytes,
   };
+}
+
+/**
+ * The plaintext size and SHA-256 of what the store holds for a generation: a sealed object is
+ * opened under its key (every chunk authenticated), a plaintext one hashed as stored. Throws
+ * SHRED.KEY_DESTROYED once the key is gone and SHRED.KEY_UNAVAILABLE without a key store.
+ */
+export async function readBackPlaintext(
+  store: ArtifactStore,
+  orgId: string,
+  objectKey: string,
+  keyId: string | null,
+): Promise<{ sizeBytes: number; sha256: string }> {
+  if (!keyId) return readBack(store, objectKey);
+  const key = await artifactReadKey(store, orgId, keyId);
+  try {
+    return await readBack(store, objectKey, key);
+  } finally {
+    key.key.fill(0);
+  }
 }

@@ -12,7 +12,7 @@ export { objectExists, readBack, s3ErrorName, deleteObject } from "./store-ops.t
 // Retention (issue 21) records its evictions in the artifact's own event stream.
 export { recordArtifactTransition } from "./artifact-journal.ts";
 export { collectArtifactGarbage, type ArtifactGcReport } from "./collect-garbage.ts";
-export { sealWire, type ArtifactSealInfo } from "./artifact-seal.ts";
+export { readBackPlaintext, sealWire, type ArtifactSealInfo } from "./artifact-seal.ts";
 export { artifactProbes } from "./artifact-probes.ts";
 export {
   DEFAULT_RESEAL_LOOKAHEAD_MS,

@@ -3,6 +3,9 @@ import { bundleFromJSON } from "@sigstore/bundle";
 import { PublicKeyDetails } from "@sigstore/protobuf-specs";
 import { toSignedEntity, toTrustMaterial, Verifier } from "@sigstore/verify";
 import { createPublicKey } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fromBase64Any, tlog } from "@kiln/domain";
 import { describe, expect, it } from "vitest";
 import { attestJob } from "../../src/attestation/attest-job.ts";
@@ -28,6 +31,9 @@ import {
   useS3,
 } from "../artifacts/support.ts";
 import { useJournalPool } from "../logs/support.ts";
+import { generateKekText, KekSource } from "../../src/secrets/index.ts";
+import { destroyDueKeys, PlatformKeyStore } from "../../src/shredding/index.ts";
+import { sealedShreddedArtifact } from "../shredding/support.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "../support.ts";
 import { attestorDeps, checkpoint, useSigner } from "./support.ts";
 
@@ -244,5 +250,50 @@ describe("the attestor", () => {
         SELECT gen_random_uuid(), a.org_id, a.run_id, j.id, a.attempt_id, a.epoch, a.commit_sha, a.key_id, '{}'
         FROM attestation a JOIN job_run j ON j.run_id = a.run_id AND j.id <> a.job_id WHERE a.job_id = ${producer.jobId}::uuid`,
     ).rejects.toThrow(/without a transparency-log index/);
+  });
+
+  it("verifies a sealed artifact (ADR 0037) against its plaintext digest, and never quarantines it for its key's death", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "kiln-attest-shred-"));
+    writeFileSync(path.join(dir, "kek"), generateKekText(), { mode: 0o600 });
+    const keys = { db: t.db(), keks: new KekSource(path.join(dir, "kek")), platformKeys: new PlatformKeyStore(dir) };
+    const sealing = { ...s3.store(), shred: keys };
+    const tenant = await seedTenant(t.db());
+    const data = bytes(MiB + 11, 5);
+    const generationId = await sealedShreddedArtifact(t.db(), sealing, tenant, data);
+    const [g] = await t.db().$queryRaw<{ job_id: string; shred_due_at: Date }[]>`
+      SELECT job_id::text, shred_due_at FROM artifact_generation WHERE id = ${generationId}::uuid`;
+    const r = await attestJob(deps(), { jobId: g!.job_id, epoch: 1 });
+    expect(r.kind).toBe("attested");
+    const id = r.kind === "attested" ? r.attestationId : "";
+    await checkpoint(t.db());
+    // Without the key store the verifier cannot open it: the job fails (retried), no verdict.
+    await expect(verifyAttestation({ db: t.db(), store: s3.store(), tlog: engineTlog }, id)).rejects.toMatchObject({
+      code: "SHRED.KEY_UNAVAILABLE",
+    });
+    expect((await verifyAttestation({ db: t.db(), store: sealing, tlog: engineTlog }, id)).kind).toBe("verified");
+    const q = await t.db().$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM artifact_quarantine WHERE generation_id = ${generationId}::uuid`;
+    expect(Number(q[0]?.n)).toBe(0);
+
+    // A second sealed artifact whose key is destroyed before the verifier gets to it: its bytes are
+    // deleted by design, so it is not quarantined as "missing" or "mismatched".
+    const tenant2 = await seedTenant(t.db());
+    const gen2 = await sealedShreddedArtifact(t.db(), sealing, tenant2, data);
+    const [g2] = await t.db().$queryRaw<{ job_id: string; shred_due_at: Date }[]>`
+      SELECT job_id::text, shred_due_at FROM artifact_generation WHERE id = ${gen2}::uuid`;
+    const r2 = await attestJob(deps(), { jobId: g2!.job_id, epoch: 1 });
+    await checkpoint(t.db());
+    expect((await destroyDueKeys(keys, g2!.shred_due_at)).dataKeys).toBeGreaterThan(0);
+    expect(
+      (
+        await verifyAttestation(
+          { db: t.db(), store: sealing, tlog: engineTlog },
+          r2.kind === "attested" ? r2.attestationId : "",
+        )
+      ).kind,
+    ).toBe("verified");
+    const q2 = await t.db().$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM artifact_quarantine WHERE generation_id = ${gen2}::uuid`;
+    expect(Number(q2[0]?.n)).toBe(0);
   });
 });
