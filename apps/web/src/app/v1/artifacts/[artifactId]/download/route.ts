@@ -1,8 +1,8 @@
-import { Readable } from "node:stream";
 import { authenticateApiToken, downloadArtifact, type ArtifactReader } from "@kiln/engine";
 import { DomainError } from "@kiln/domain";
 import { currentUser } from "@/server/auth/index.ts";
 import { services } from "@/server/context.ts";
+import { artifactDownloadResponse, sealedArtifactBody } from "@/server/http/artifact-download.ts";
 import { route } from "@/server/http/route.ts";
 import { redirect } from "@/server/http/schemas/resources.ts";
 
@@ -22,11 +22,7 @@ export const GET = route({
   auth: "api_token_or_session",
   uuidParams: ["artifactId"],
   responses: {
-    200: {
-      description: "the artifact's bytes (sealed artifacts)",
-      contentType: "application/octet-stream",
-      headers: { "x-kiln-sha256": "the plaintext SHA-256 its provenance names" },
-    },
+    200: sealedArtifactBody,
     302: redirect,
   },
   handler: async ({ req, params }) => {
@@ -40,19 +36,6 @@ export const GET = route({
       reader = { userId: user.id };
     }
     const d = await downloadArtifact(db, artifacts(), { artifactId: params.artifactId ?? "", reader });
-    if (d.kind === "redirect")
-      return new Response(null, { status: 302, headers: { location: d.url, "cache-control": "no-store" } });
-    // Sealed (ADR 0037): opened here, chunk by chunk, and streamed; the digest header lets a client
-    // check the whole body against the artifact's provenance without trusting the transport.
-    return new Response(Readable.toWeb(d.body) as ReadableStream<Uint8Array>, {
-      status: 200,
-      headers: {
-        "content-type": "application/octet-stream",
-        "content-length": String(d.sizeBytes),
-        "content-disposition": `attachment; filename="${d.name}"`,
-        "x-kiln-sha256": d.sha256,
-        "cache-control": "no-store",
-      },
-    });
+    return artifactDownloadResponse(d);
   },
 });

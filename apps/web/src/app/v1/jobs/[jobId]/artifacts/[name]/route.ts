@@ -1,7 +1,7 @@
 import { DomainError } from "@kiln/domain";
-import { Readable } from "node:stream";
 import { authenticateApiToken, jobArtifactDownload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
+import { artifactDownloadResponse, sealedArtifactBody } from "@/server/http/artifact-download.ts";
 import { route } from "@/server/http/route.ts";
 import { redirect } from "@/server/http/schemas/resources.ts";
 
@@ -17,11 +17,7 @@ export const GET = route({
     "As GET /v1/artifacts/{artifact_id}/download: 302 for a plaintext artifact, 200 with the opened bytes and x-kiln-sha256 for one sealed under a crypto-shredding data key (ADR 0037), 410 SHRED.KEY_DESTROYED once that key is destroyed.",
   auth: "api_token",
   responses: {
-    200: {
-      description: "the artifact's bytes (sealed artifacts)",
-      contentType: "application/octet-stream",
-      headers: { "x-kiln-sha256": "the plaintext SHA-256 its provenance names" },
-    },
+    200: sealedArtifactBody,
     302: redirect,
   },
   uuidParams: ["jobId"],
@@ -31,18 +27,6 @@ export const GET = route({
     const name = params.name ?? "";
     if (!NAME.test(name)) throw new DomainError("ARTIFACT.NOT_FOUND", "artifact not found");
     const d = await jobArtifactDownload(db, artifacts(), { orgId: caller.orgId, jobId: params.jobId ?? "", name });
-    if (d.kind === "redirect")
-      return new Response(null, { status: 302, headers: { location: d.url, "cache-control": "no-store" } });
-    // Sealed (ADR 0037): opened here and streamed, as GET /v1/artifacts/{id}/download does.
-    return new Response(Readable.toWeb(d.body) as ReadableStream<Uint8Array>, {
-      status: 200,
-      headers: {
-        "content-type": "application/octet-stream",
-        "content-length": String(d.sizeBytes),
-        "content-disposition": `attachment; filename="${d.name}"`,
-        "x-kiln-sha256": d.sha256,
-        "cache-control": "no-store",
-      },
-    });
+    return artifactDownloadResponse(d);
   },
 });
