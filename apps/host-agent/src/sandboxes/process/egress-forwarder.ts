@@ -12,6 +12,7 @@
 // agent (user namespaces) starts it in each step's own namespace before the step's shell, and the
 // kernel kills it with everything else there when that shell (pid 1) exits.
 import { access, constants } from "node:fs/promises";
+import { STEP_ENV_FD, STEP_EXEC_PERL } from "./step-exec.ts";
 
 const SANDBOX_PROXY_PORT = 3128;
 export const SANDBOX_PROXY_URL = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
@@ -45,12 +46,13 @@ export async function findForwarderTools(): Promise<ForwarderTools | { missing: 
   return { perl, nsenter: await firstExecutable(NSENTER_CANDIDATES) };
 }
 
-// ARGV: mode, host socket path, the step's command, then the argv prefix the step's shell runs under
-// (setpriv dropping every privilege: the forwarder itself needs CAP_NET_ADMIN for the loopback, the
-// step must not keep it). Mode "exec": fork the forwarder, then become the step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
+// ARGV: mode, host socket path, then (mode "exec") the step's arch, uid/gid ("" for the namespace's
+// root), working directory and command: the step's shell is exec'd by step_exec (step-exec.ts),
+// which drops every privilege (the forwarder itself needs CAP_NET_ADMIN for the loopback, the step
+// must not keep it) and applies the step's environment, read from fd 3; this process never has it. Mode "exec": fork the forwarder, then become the step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
 // 40-byte struct ifreq; IFF_UP is 1. Errors before the exec end the step with a named message.
 const FORWARDER = String.raw`use strict; use warnings; use Socket;
-my ($mode, $path, $cmd, @pre) = @ARGV;
+my ($mode, $path, $arch, $ids, $cwd, $cmd) = @ARGV;
 # Bring the namespace's loopback up: SIOCGIFFLAGS / SIOCSIFFLAGS on "lo" (struct ifreq, 40 bytes).
 socket(my $ctl, AF_INET, SOCK_DGRAM, 0) or die "kiln: egress forwarder: socket: $!\n";
 my $ifr = pack("Z16 x24", "lo");
@@ -81,6 +83,8 @@ if ($pid == 0) {
     my $k = fork();
     if (defined $k && $k == 0) {
       close $l; close $agent;
+      # The step's environment pipe (exec mode only: in a holder fd 3 may be anything).
+      if ($mode eq "exec" && open(my $e, "<&=", ${STEP_ENV_FD})) { close $e; }
       socket(my $u, AF_UNIX, SOCK_STREAM, 0) or exit 1;
       connect($u, pack_sockaddr_un($path)) or exit 1;
       relay($c, $u);
@@ -90,7 +94,7 @@ if ($pid == 0) {
   }
 }
 close $l;
-exec(@pre, "/bin/sh", "-c", $cmd) or die "kiln: exec @pre /bin/sh: $!\n";
+step_exec($arch, $ids, $cwd, $cmd, read_step_env());
 sub relay {
   my ($x, $y) = @_;
   my %to = (fileno($x) => [$x, $y], fileno($y) => [$y, $x]);
@@ -109,11 +113,20 @@ sub relay {
     }
   }
 }
-`;
+${STEP_EXEC_PERL}`;
 
-/** The argv (after `unshare ... --`) that runs `command` behind the forwarder, under `pre`. */
-export function forwarderArgv(tools: ForwarderTools, socketPath: string, command: string, pre: string[]): string[] {
-  return [tools.perl, "-e", FORWARDER, "exec", socketPath, command, ...pre];
+/** The step a forwarder in the step's own namespace runs once it listens (step-exec.ts). */
+export interface ForwardedStep {
+  arch: string;
+  /** The step's uid/gid, or "" to stay the user namespace's root (an unprivileged agent). */
+  ids: string;
+  cwd: string;
+  command: string;
+}
+
+/** The argv (after `unshare ... --`, and the private view) that runs a step behind the forwarder. */
+export function forwarderArgv(tools: ForwarderTools, socketPath: string, step: ForwardedStep): string[] {
+  return [tools.perl, "-e", FORWARDER, "exec", socketPath, step.arch, step.ids, step.cwd, step.command];
 }
 
 /** The argv (after `unshare --net --`) of a long-lived forwarder that holds a sandbox's namespace. */

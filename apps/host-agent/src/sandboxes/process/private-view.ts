@@ -18,14 +18,16 @@
 //      not just unreadable.
 //   3. sets rlimits (processes, file size, core dumps): the host has no cgroup v2 controllers to
 //      delegate (see the driver's isolation detail), so these are the limits a step gets.
-//   4. execs argv, which starts with setpriv (dropPrivilegesArgv; for a forwarder in the step's
-//      namespace, after it brought the loopback up): uid/gid SANDBOX_STEP_ID (root agent; in-namespace root otherwise), no
-//      supplementary groups, empty inheritable/ambient/bounding sets (a uid change from 0 clears
-//      permitted and effective), no_new_privs. Then the step's argv.
+//   4. drops every privilege and execs the step's shell with the step's environment (step-exec.ts:
+//      uid/gid SANDBOX_STEP_ID for a root agent, in-namespace root otherwise; no supplementary
+//      groups; every capability set empty; no_new_privs), or, for a forwarder in the step's
+//      namespace, execs the forwarder, which does the same once it brought the loopback up.
+//      Until that last exec every process runs with WRAPPER_ENV and cwd "/" (issue 28).
 // Host-root-owned directories on the way to the sandbox (the work dir is 0700) cannot be walked by
 // the mapped root, so the mounts under the work dir are cloned (open_tree) before the user namespace
 // exists and attached with move_mount. Perl, not sh + mount(8): one process makes every mount.
 import path from "node:path";
+import { STEP_ENV_FD, STEP_EXEC_PERL } from "./step-exec.ts";
 
 export const EGRESS_SOCKET_IN_ROOT = ".egress.sock";
 /** Host uid/gid that in-sandbox id 0 maps to ("kil\0"); 65536 ids from here belong to sandboxes. */
@@ -56,7 +58,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 
 // No modules beyond strict/warnings: loading Config and POSIX alone cost about 12 ms per step here.
 const VIEW_SCRIPT = String.raw`use strict; use warnings;
-my ($arch, $root, $work, $sock, $mapIds, $nproc, $fsize, $data, @argv) = @ARGV;
+my ($arch, $root, $work, $sock, $mapIds, $nproc, $fsize, $data, $then, @rest) = @ARGV;
 sub fail { print STDERR "kiln: sandbox view: @_\n"; exit 125 }
 my %nr = (x86_64 => [165, 166, 155, 272, 302, 260, 117, 119, 3], aarch64 => [40, 39, 41, 97, 261, 54, 147, 149, 57]);
 my ($SYS_mount, $SYS_umount2, $SYS_pivot_root, $SYS_unshare, $SYS_prlimit, $SYS_fchownat, $SYS_setresuid, $SYS_setresgid, $SYS_close) = @{$nr{$arch} // fail("no syscall numbers for $arch")};
@@ -70,7 +72,6 @@ sub mnt { my ($src, $dst, $type, $flags, $data, $what) = @_; syscall($SYS_mount,
 # with move_mount: unlike a path, it stays usable from inside the new user and mount namespace.
 sub clone_tree { my $fd = syscall($SYS_open_tree, -100, $_[0], 1 | 0x8000 | 0x80000); $fd >= 0 or fail("open_tree $_[0]: $!"); $fd }
 sub attach { my ($fd, $dst, $what) = @_; my $empty = ""; syscall($SYS_move_mount, $fd, $empty, -100, $dst, 4) == 0 or fail("$what: $!"); }
-my $cwd = readlink("/proc/self/cwd") // fail("getcwd: $!");
 my $id = substr($root, length($work) + 1);
 # Taken while still host root: the work dir is 0700 and the mapped root cannot walk it.
 my $rootTree = clone_tree($root);
@@ -118,6 +119,8 @@ if ($mapIds) {
       close $m or fail("write $map: $!");
     }
     syswrite($w2, "g"); close $w2;
+    # Never the step's environment in a process that stays host root.
+    syscall($SYS_close, ${STEP_ENV_FD});
     $SIG{$_} = "IGNORE" for qw(INT TERM HUP QUIT USR1 USR2 PIPE);
     while (1) {
       my $w = waitpid(-1, 0);
@@ -189,15 +192,19 @@ chdir($N) or fail("chdir: $!");
 my $dot = ".";
 syscall($SYS_pivot_root, $dot, $dot) == 0 or fail("pivot_root: $!");
 syscall($SYS_umount2, $dot, 2) == 0 or fail("cannot detach the host tree: $!");
-chdir($cwd) or fail("cannot enter $cwd: $!");
+chdir("/") or fail("chdir /: $!");
 # RLIMIT_CORE 4, RLIMIT_FSIZE 1, RLIMIT_DATA 2, RLIMIT_NPROC 6: soft = hard, so a step cannot raise them.
 for ([4, 0], [1, $fsize], [2, $data], [6, $nproc]) {
   syscall($SYS_prlimit, 0, $_->[0], pack("QQ", $_->[1], $_->[1]), 0) == 0 or fail("prlimit $_->[0]: $!");
 }
-exec { $argv[0] } @argv or fail("exec $argv[0]: $!");
-`;
+# "step": drop every privilege, apply the step's environment, exec its shell (step-exec.ts).
+# "exec": a further wrapper (the egress forwarder), still with this process's fixed environment.
+step_exec($arch, $mapIds ? ${SANDBOX_STEP_ID} : "", $rest[0], $rest[1], read_step_env()) if $then eq "step";
+$then eq "exec" or fail("unknown continuation $then");
+exec { $rest[0] } @rest or fail("exec $rest[0]: $!");
+${STEP_EXEC_PERL}`;
 
-const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
+export const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
 
 export interface PrivateViewSpec {
   /** The sandbox root (<workDir>/<attempt>). */
@@ -213,18 +220,13 @@ export interface PrivateViewSpec {
 }
 
 /**
- * setpriv's argv prefix (up to and including "--") that leaves a step with no privilege: the step
- * uid/gid when the view maps ids, no supplementary groups, empty capability sets, no_new_privs.
+ * What the view runs once it is set up: the step itself (privileges dropped and its environment
+ * applied by step-exec.ts) or a further wrapper's argv (the egress forwarder, which runs the step).
  */
-export function dropPrivilegesArgv(setpriv: string, mapIds: boolean): string[] {
-  // An unprivileged agent's user namespace denies setgroups (its map was written without
-  // CAP_SETGID): its steps keep the agent's groups, which show as nogroup inside.
-  const ids = mapIds ? ["--reuid", String(SANDBOX_STEP_ID), "--regid", String(SANDBOX_STEP_ID), "--clear-groups"] : [];
-  return [setpriv, ...ids, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"];
-}
+export type ViewContinuation = { kind: "step"; cwd: string; command: string } | { kind: "exec"; argv: string[] };
 
-/** argv that sets the view up inside the step's (already unshared) namespaces, then execs argv. */
-export function privateViewArgv(spec: PrivateViewSpec, argv: string[]): string[] {
+/** argv that sets the view up inside the step's (already unshared) namespaces, then continues. */
+export function privateViewArgv(spec: PrivateViewSpec, then: ViewContinuation): string[] {
   if (path.dirname(spec.root) !== spec.workDir)
     throw new Error(`sandbox root ${spec.root} is not directly under ${spec.workDir}`);
   return [
@@ -239,6 +241,6 @@ export function privateViewArgv(spec: PrivateViewSpec, argv: string[]): string[]
     String(spec.limits.processes),
     String(spec.limits.fileSizeBytes),
     String(spec.limits.dataBytes),
-    ...argv,
+    ...(then.kind === "step" ? ["step", then.cwd, then.command] : ["exec", ...then.argv]),
   ];
 }

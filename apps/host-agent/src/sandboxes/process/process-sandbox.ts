@@ -4,12 +4,21 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
+import type { Readable, Writable } from "node:stream";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/index.ts";
 import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
-import { DEFAULT_SANDBOX_LIMITS, dropPrivilegesArgv, EGRESS_SOCKET_IN_ROOT, privateViewArgv } from "./private-view.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  EGRESS_SOCKET_IN_ROOT,
+  PERL_ARCH,
+  privateViewArgv,
+  SANDBOX_STEP_ID,
+  type ViewContinuation,
+} from "./private-view.ts";
+import { encodeStepEnv, STEP_ENV_FD, WRAPPER_ENV } from "./step-exec.ts";
 import { tiedToAgent, type NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
@@ -89,33 +98,46 @@ export class ProcessSandbox implements Sandbox {
     if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
     if (this.running) throw new Error(`sandbox ${this.id} is already running a step`);
     const cwd = this.resolveWorkingDirectory(opts.workingDirectory);
-    const egress = await this.egressFor(command, onStderr);
+    const egress = await this.egressFor(cwd, command, onStderr);
     // The proxy variables win over the job's own: there is no other way out to point them at.
     const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
+    const namespaced = this.namespaces.available;
     const [file, args] = egress
       ? egress
-      : this.namespaces.available
+      : namespaced
         ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
             ...this.namespaces.args,
             "--",
-            ...this.privateView(null, [...this.dropPrivileges(), "/bin/sh", "-c", command]),
+            ...this.privateView(null, { kind: "step", cwd, command }),
           ])
         : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
-    // terminal's Ctrl-C on the agent does not hit the step. `env` is passed as-is: nothing of the
-    // agent's own environment (its tokens included) is inherited.
-    const child = spawn(file, args, { cwd, env: stepEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout.on("data", onStdout);
-    child.stderr.on("data", onStderr);
-    const pipesClosed = Promise.all([once(child.stdout, "close"), once(child.stderr, "close")]);
+    // terminal's Ctrl-C on the agent does not hit the step. Nothing of the agent's own environment
+    // (its tokens included) is inherited. Namespaced, the wrapper chain (setpriv, nsenter, unshare,
+    // perl: host root until the view drops it) gets WRAPPER_ENV and cwd "/", and the step's own
+    // variables go down fd 3 to the step's final exec (step-exec.ts, issue 28): a job's LD_PRELOAD
+    // or PERL5OPT never reaches a privileged process. Without namespaces (isolation "none", a
+    // development-only mode the agent must be told to accept) the step is that plain process.
+    const child = spawn(file, args, {
+      cwd: namespaced ? "/" : cwd,
+      env: namespaced ? WRAPPER_ENV : stepEnv,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
+    });
+    sendStepEnv(child.stdio[STEP_ENV_FD], namespaced ? stepEnv : null);
+    const { stdout, stderr } = child;
+    if (!stdout || !stderr) throw new Error("spawn returned no output pipes");
+    stdout.on("data", onStdout);
+    stderr.on("data", onStderr);
+    const pipesClosed = Promise.all([once(stdout, "close"), once(stderr, "close")]);
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
       child.once("error", reject); // spawn failure (missing binary, bad cwd)
       child.once("exit", (code, signal) => resolve({ code, signal }));
     });
     const done = this.finishStep(child.pid, exited, pipesClosed, () => {
-      child.stdout.destroy();
-      child.stderr.destroy();
+      stdout.destroy();
+      stderr.destroy();
     });
     if (child.pid !== undefined) this.running = { pid: child.pid, done: done.catch(() => undefined) };
     try {
@@ -133,7 +155,7 @@ export class ProcessSandbox implements Sandbox {
    * A root agent enters the sandbox's held namespace (net-holder.ts); an unprivileged one starts
    * the forwarder inside each step's new namespace.
    */
-  private async egressFor(command: string, onStderr: OutputListener): Promise<[string, string[]] | null> {
+  private async egressFor(cwd: string, command: string, onStderr: OutputListener): Promise<[string, string[]] | null> {
     const socket = egressSocketFor(this.id);
     const ns = this.namespaces;
     if (!socket || !ns.available) return null;
@@ -157,7 +179,10 @@ export class ProcessSandbox implements Sandbox {
       return tiedToAgent(ns.deathSignal, ns.unsharePath, [
         ...ns.args,
         "--",
-        ...this.privateView(socket.path, forwarderArgv(tools, inRoot, command, this.dropPrivileges())),
+        ...this.privateView(socket.path, {
+          kind: "exec",
+          argv: forwarderArgv(tools, inRoot, { arch: this.perlArch, ids: this.stepIds, cwd, command }),
+        }),
       ]);
     }
     if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
@@ -173,13 +198,13 @@ export class ProcessSandbox implements Sandbox {
         ns.unsharePath,
         ...stepArgs,
         "--",
-        ...this.privateView(null, [...this.dropPrivileges(), "/bin/sh", "-c", command]),
+        ...this.privateView(null, { kind: "step", cwd, command }),
       ],
     ];
   }
 
   /** Every namespaced step sees only its own sandbox and read-only system directories (private-view.ts). */
-  private privateView(egressSocket: string | null, argv: string[]): string[] {
+  private privateView(egressSocket: string | null, then: ViewContinuation): string[] {
     const ns = this.namespaces;
     const tools = this.forwarder;
     // Fail closed: a namespaced step without its private view would see the whole host.
@@ -196,13 +221,17 @@ export class ProcessSandbox implements Sandbox {
         limits: DEFAULT_SANDBOX_LIMITS,
         perl: tools.perl,
       },
-      argv,
+      then,
     );
   }
 
-  private dropPrivileges(): string[] {
-    if (!this.namespaces.available) throw new Error("no namespaces: nothing to drop privileges into");
-    return dropPrivilegesArgv(this.namespaces.setpriv, this.namespaces.mapIds);
+  private get perlArch(): string {
+    return PERL_ARCH[process.arch] ?? process.arch;
+  }
+
+  /** The step's uid/gid inside its user namespace: a root agent maps ids, an unprivileged one cannot. */
+  private get stepIds(): string {
+    return this.namespaces.available && this.namespaces.mapIds ? String(SANDBOX_STEP_ID) : "";
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -256,6 +285,17 @@ export class ProcessSandbox implements Sandbox {
     }
     return cwd;
   }
+}
+
+/**
+ * Hands the step's environment to its final exec over fd 3. A step whose chain dies before reading
+ * it (a spawn failure, a view error) closes the pipe: the error is the step's, reported on stderr.
+ */
+function sendStepEnv(pipe: Writable | Readable | null | undefined, env: Record<string, string> | null): void {
+  if (!pipe || !("end" in pipe)) return;
+  pipe.on("error", () => undefined);
+  if (env) pipe.end(encodeStepEnv(env));
+  else pipe.end();
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
