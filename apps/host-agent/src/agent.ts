@@ -95,7 +95,12 @@ export class HostAgent {
       {
         hostname: env.KILN_HOSTNAME,
         capacity: env.KILN_AGENT_SLOTS,
-        labels: { os: process.platform, arch: process.arch, resource_class: "small", isolation: driver.kind },
+        labels: {
+          os: process.platform,
+          arch: process.arch,
+          resource_class: "small",
+          isolation: driver.isolation.level === "none" ? "none" : driver.kind,
+        },
         runner_labels: env.KILN_AGENT_LABELS,
         sizes: env.KILN_AGENT_SIZES.length > 0 ? env.KILN_AGENT_SIZES : [DEFAULT_RUNNER_SIZE],
         protocol_version: AGENT_PROTOCOL_VERSION,

@@ -97,6 +97,11 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Let allowed names resolve to loopback/private/link-local addresses (on-premises mirrors,
     // local development). Default false: DNS cannot turn an allowed name into the host's services.
     KILN_EGRESS_ALLOW_INTERNAL: optional(z.enum(["true", "false"]).default("false")),
+    // Issue 28: a process host where user namespaces (or setpriv, or perl) are unavailable would run
+    // steps as the agent's own user on the host's network. The agent refuses to start there unless
+    // this is "true", and then registers isolation `none`, which placement admits only in a
+    // development pool, for trusted work. Default false: fail closed.
+    KILN_ALLOW_UNISOLATED: optional(z.enum(["true", "false"]).default("false")),
     // Local repositories (docs/adr/0017): an absolute directory file:// clone URLs may point under;
     // setting it also admits clone URLs on loopback (the test git server). Unset (the default): only
     // https:// clone URLs to public addresses. `npm run up` sets it for its demo repository.

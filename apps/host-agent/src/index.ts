@@ -37,6 +37,7 @@ try {
     warmPoolSize: env.KILN_WARM_POOL_SIZE,
     microvmAssetsDir: env.KILN_MICROVM_ASSETS,
     microvmAccel: env.KILN_MICROVM_ACCEL,
+    allowUnisolated: env.KILN_ALLOW_UNISOLATED === "true",
   });
   const client = new ControlClient(env.KILN_CONTROL_URL, identity.credential);
   const agent = new HostAgent({ env, client, driver, logger });

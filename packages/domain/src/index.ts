@@ -1,4 +1,5 @@
 export * from "./shared/errors.ts";
+export * from "./shared/env-names.ts";
 export * from "./runs/index.ts";
 export * from "./attempts/index.ts";
 export * from "./tenants/index.ts";

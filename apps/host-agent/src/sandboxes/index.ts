@@ -22,6 +22,8 @@ export interface SandboxDriverConfig {
   warmPoolSize: number;
   microvmAssetsDir: string;
   microvmAccel: "auto" | "kvm" | "tcg";
+  /** Process driver: start even when steps cannot be isolated (KILN_ALLOW_UNISOLATED, development only). */
+  allowUnisolated?: boolean;
 }
 
 export async function createSandboxDriver(
@@ -30,7 +32,7 @@ export async function createSandboxDriver(
 ): Promise<SandboxDriver> {
   switch (kind) {
     case "process":
-      return createProcessDriver({ workDir: cfg.workDir });
+      return createProcessDriver({ workDir: cfg.workDir, allowUnisolated: cfg.allowUnisolated ?? false });
     case "microvm":
       return createMicrovmDriver({
         workDir: cfg.workDir,

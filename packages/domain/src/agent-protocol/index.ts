@@ -22,7 +22,8 @@ export const registerSessionRequest = z
         os: z.string().max(50),
         arch: z.string().max(50),
         resource_class: z.string().max(50),
-        isolation: z.enum(["microvm", "process"]),
+        /** `none`: a process host without namespaces, admitted in development pools only (issue 28). */
+        isolation: z.enum(["microvm", "process", "none"]),
       })
       .strict(),
     /**

@@ -1,3 +1,4 @@
+import { reservedEnvNameProblem } from "../shared/env-names.ts";
 // Deploy runs and the deployment lock (issue 18, docs/adr/0033-deploy-runs-and-deployment-locks.md).
 // Pure: what the lock sweeper and the deploy starter decide from rows they loaded. Time comes in.
 
@@ -27,7 +28,7 @@ export const MAX_ENV_VARIABLE_BYTES = 4096;
 export function envVariableNameProblem(name: string): string | null {
   if (!ENV_VARIABLE_NAME.test(name)) return "must be a letter or _ then letters, digits or _ (at most 100)";
   if (/^KILN_/i.test(name)) return "must not start with KILN_ (Kiln's own variables)";
-  return null;
+  return reservedEnvNameProblem(name);
 }
 
 /** One attempt of the deploy run as the sweeper loaded it. */

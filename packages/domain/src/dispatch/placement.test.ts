@@ -23,6 +23,24 @@ const orgPool: PoolPolicy = {
 };
 
 describe("decidePlacement", () => {
+  it("admits an unisolated host (no namespaces) only in a development pool, and never for untrusted work (issue 28)", () => {
+    const bare: HostFacts = { isolation: "none", orgId: null };
+    const ownBare: HostFacts = { isolation: "none", orgId: "org-a" };
+    expect(decidePlacement(devPool, bare, trusted)).toEqual({ ok: true });
+    expect(decidePlacement(shared, bare, trusted)).toEqual({
+      ok: false,
+      refusal: "unisolated_host_needs_development_pool",
+    });
+    // Not even in an org's own pool, on the org's own host: it is no isolation class at all.
+    expect(decidePlacement(orgPool, ownBare, trusted)).toEqual({
+      ok: false,
+      refusal: "unisolated_host_needs_development_pool",
+    });
+    const laxDev: PoolPolicy = { ...devPool, untrustedOnProcess: true };
+    expect(decidePlacement(laxDev, bare, untrusted)).toEqual({ ok: false, refusal: "untrusted_needs_microvm" });
+    expect(untrustedAllowedOn(laxDev, bare)).toBe(false);
+  });
+
   it("places every trust class on a microVM host of a shared pool", () => {
     expect(decidePlacement(shared, vm, trusted)).toEqual({ ok: true });
     expect(decidePlacement(shared, vm, untrusted)).toEqual({ ok: true });

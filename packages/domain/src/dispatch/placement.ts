@@ -12,6 +12,15 @@ import { DEFAULT_RUNNER_SIZE, missingLabels, type RunnerRequirement, type Runner
 export const ISOLATION_CLASSES = ["process", "microvm"] as const;
 export type IsolationClass = (typeof ISOLATION_CLASSES)[number];
 
+/**
+ * What a host reports it gives a step (issue 28): a pool's minimum is always one of
+ * ISOLATION_CLASSES, while a host may also be `none`, a process host whose steps run as plain host
+ * processes (no namespaces). Such an agent starts only when its operator says so explicitly
+ * (KILN_ALLOW_UNISOLATED), and placement admits it in a development pool only, for trusted work.
+ */
+export const HOST_ISOLATIONS = ["none", ...ISOLATION_CLASSES] as const;
+export type HostIsolation = (typeof HOST_ISOLATIONS)[number];
+
 export type PoolTenancy = { kind: "shared" } | { kind: "org"; orgId: string };
 
 export interface PoolPolicy {
@@ -43,7 +52,7 @@ export function defaultPoolPolicy(name: string): PoolPolicy {
 }
 
 export interface HostFacts {
-  isolation: IsolationClass;
+  isolation: HostIsolation;
   /** The org the host's credential is bound to, if any (an org's own host). */
   orgId: string | null;
   /** Runner labels the agent advertises (KILN_AGENT_LABELS); none when absent. */
@@ -63,6 +72,7 @@ export type PlacementRefusal =
   | "pool_not_for_org"
   | "host_not_for_org"
   | "isolation_below_pool_minimum"
+  | "unisolated_host_needs_development_pool"
   | "pool_refuses_untrusted"
   | "untrusted_needs_microvm"
   | "process_host_serves_one_org"
@@ -71,8 +81,8 @@ export type PlacementRefusal =
 
 export type PlacementDecision = { ok: true } | { ok: false; refusal: PlacementRefusal };
 
-export function isolationAtLeast(have: IsolationClass, need: IsolationClass): boolean {
-  return ISOLATION_CLASSES.indexOf(have) >= ISOLATION_CLASSES.indexOf(need);
+export function isolationAtLeast(have: HostIsolation, need: IsolationClass): boolean {
+  return HOST_ISOLATIONS.indexOf(have) >= HOST_ISOLATIONS.indexOf(need);
 }
 
 /** Whether the pool's configuration is one the operator may save (shared pools never run untrusted work on process hosts). */
@@ -88,7 +98,7 @@ export function poolPolicyProblem(p: PoolPolicy): string | null {
  * host's candidates instead of picking and refusing them.
  */
 export function untrustedAllowedOn(pool: PoolPolicy, host: HostFacts): boolean {
-  if (!pool.admitsUntrusted) return false;
+  if (!pool.admitsUntrusted || host.isolation === "none") return false;
   if (host.isolation === "process") return pool.untrustedOnProcess && poolPolicyProblem(pool) === null;
   return true;
 }
@@ -97,12 +107,16 @@ export function untrustedAllowedOn(pool: PoolPolicy, host: HostFacts): boolean {
 export function decidePlacement(pool: PoolPolicy, host: HostFacts, job: JobFacts): PlacementDecision {
   if (pool.tenancy.kind === "org" && pool.tenancy.orgId !== job.orgId) return refuse("pool_not_for_org");
   if (host.orgId !== null && host.orgId !== job.orgId) return refuse("host_not_for_org");
-  if (!isolationAtLeast(host.isolation, pool.minIsolation)) return refuse("isolation_below_pool_minimum");
+  // An unisolated host (steps as plain host processes) serves only a single operator's development
+  // pool, whatever its minimum says: it is no isolation class at all.
+  if (host.isolation === "none" && !pool.development) return refuse("unisolated_host_needs_development_pool");
+  if (host.isolation !== "none" && !isolationAtLeast(host.isolation, pool.minIsolation))
+    return refuse("isolation_below_pool_minimum");
   if (job.trustClass === "untrusted" && !untrustedAllowedOn(pool, host))
     return refuse(pool.admitsUntrusted ? "untrusted_needs_microvm" : "pool_refuses_untrusted");
   // A process host shares one kernel between its jobs: it may serve one org only, which a host
   // bound to an org, or a pool owned by one, guarantees. Only a development pool is exempt.
-  if (host.isolation === "process" && !pool.development && host.orgId === null && pool.tenancy.kind !== "org")
+  if (host.isolation !== "microvm" && !pool.development && host.orgId === null && pool.tenancy.kind !== "org")
     return refuse("process_host_serves_one_org");
   // Runner selection last: a host refused here was otherwise fit, which makes its reason the telling one.
   if (job.requires) {
@@ -120,6 +134,8 @@ const WAITING_MESSAGES: Record<PlacementRefusal, string> = {
   pool_not_for_org: "waiting for a host of this org's pool: the pool belongs to another org",
   host_not_for_org: "waiting for a host this org may use: connected hosts belong to another org",
   isolation_below_pool_minimum: "waiting for a host with the isolation this pool requires",
+  unisolated_host_needs_development_pool:
+    "waiting for an isolated host: hosts without namespaces serve development pools only",
   pool_refuses_untrusted: "waiting: this pool does not admit untrusted runs",
   untrusted_needs_microvm: "waiting for a VM-isolated host: untrusted runs need microVM isolation",
   process_host_serves_one_org:

@@ -77,6 +77,8 @@ export type DomainErrorCode =
   | "SCHEDULE.FROM_WORKFLOW"
   | "SECRET.NOT_FOUND"
   | "SECRET.INVALID_NAME"
+  // A variable name that steers a loader or interpreter (issue 28): workflow env, deploy variables, secrets.
+  | "WORKFLOW.ENV_NAME_RESERVED"
   | "SECRET.VALUE_TOO_LARGE"
   | "SECRET.KEK_UNAVAILABLE"
   | "SECRET.KEK_MISMATCH"

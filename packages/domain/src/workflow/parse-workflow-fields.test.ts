@@ -48,6 +48,37 @@ describe("parseWorkflow: job fields", () => {
     expect(parseError(single(`env: {${many}}\nsteps: [x]`)).message).toContain("129 variables; at most 128");
   });
 
+  it("refuses variable names that steer a loader or interpreter (issue 28), in env and in secrets", () => {
+    for (const name of [
+      "LD_PRELOAD",
+      "ld_audit",
+      "PERL5OPT",
+      "PERL5DB",
+      "PERLLIB",
+      "GCONV_PATH",
+      "LOCPATH",
+      "MALLOC_CHECK_",
+      "GLIBC_TUNABLES",
+      "BASH_ENV",
+      "ENV",
+      "PYTHONSTARTUP",
+    ]) {
+      const err = parseError(single(`env: {${name}: x}\nsteps: [x]`));
+      expect(err.code, name).toBe("WORKFLOW.ENV_NAME_RESERVED");
+      expect(err.message).toContain(`"${name}" steers a loader or an interpreter`);
+    }
+    expect(parseError(single("secrets: [LD_PRELOAD]\nsteps: [x]")).code).toBe("WORKFLOW.ENV_NAME_RESERVED");
+    // Everyday build variables stay allowed.
+    const ok = parseOk(
+      single("env: {NODE_OPTIONS: --max-old-space-size=4096, PYTHONPATH: src, LD: ld.gold}\nsteps: [x]"),
+    );
+    expect(ok.jobs[0]?.env).toMatchObject({
+      NODE_OPTIONS: "--max-old-space-size=4096",
+      PYTHONPATH: "src",
+      LD: "ld.gold",
+    });
+  });
+
   it("keeps a variable called __proto__ as plain data", () => {
     const env = firstJob("env: {__proto__: polluted}\nsteps: [x]").env;
     expect(Object.getOwnPropertyDescriptor(env, "__proto__")?.value).toBe("polluted");

@@ -4,6 +4,7 @@ import { quote } from "./errors.ts";
 import { WORKFLOW_LIMITS } from "./limits.ts";
 import { CONTROL_CHARACTERS, sandboxPathProblem, workspacePathProblem } from "../shared/paths.ts";
 import { secretNameProblem } from "../secrets/index.ts";
+import { reservedEnvNameProblem } from "../shared/env-names.ts";
 import { label, type Located, type Reader } from "./reader.ts";
 import { rejectExpressions, withPlaceholders } from "./expressions.ts";
 import type { WorkflowJob } from "./types.ts";
@@ -53,6 +54,9 @@ export function readEnv(reader: Reader, at: Located): Record<string, string> {
     if (!ENV_NAME_PATTERN.test(name)) {
       reader.fail(valueAt, `${label(at)} variable name ${quote(name)} must match [A-Za-z_][A-Za-z0-9_]*`);
     }
+    const reserved = reservedEnvNameProblem(name);
+    if (reserved)
+      reader.fail(valueAt, `${label(at)} variable name ${quote(name)} ${reserved}`, "WORKFLOW.ENV_NAME_RESERVED");
     const value = reader.text(valueAt, "a string, number or boolean");
     if (value.includes("\0")) reader.fail(valueAt, `${label(valueAt)} must not contain NUL characters`);
     env.push([name, value]);
@@ -188,7 +192,8 @@ export function readSecretNames(reader: Reader, at: Located): string[] {
   return items.map((item) => {
     const name = reader.text(item, "a secret name");
     const problem = secretNameProblem(name);
-    if (problem) reader.fail(item, `${label(item)} ${quote(name)} ${problem}`);
+    const code = reservedEnvNameProblem(name) ? "WORKFLOW.ENV_NAME_RESERVED" : undefined;
+    if (problem) reader.fail(item, `${label(item)} ${quote(name)} ${problem}`, code);
     if (seen.has(name)) reader.fail(item, `${label(at)} lists ${quote(name)} twice`);
     seen.add(name);
     return name;

@@ -45,7 +45,12 @@ export function parseError(source: string): WorkflowError {
 
 /** The invariants every error must satisfy, whatever input produced it. */
 export function expectWellFormed(error: WorkflowError): void {
-  expect(["WORKFLOW.INVALID", "WORKFLOW.EXPRESSION_NOT_ALLOWED", "WORKFLOW.MATRIX_TOO_LARGE"]).toContain(error.code);
+  expect([
+    "WORKFLOW.INVALID",
+    "WORKFLOW.EXPRESSION_NOT_ALLOWED",
+    "WORKFLOW.MATRIX_TOO_LARGE",
+    "WORKFLOW.ENV_NAME_RESERVED",
+  ]).toContain(error.code);
   expect(error.message.length).toBeGreaterThan(0);
   expect(error.message).not.toContain("internal error");
   if (error.line === null) {

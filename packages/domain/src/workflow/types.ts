@@ -86,7 +86,11 @@ export interface WorkflowDefinition {
  * WORKFLOW.INVALID for anything malformed; the two named refusals of issue 20 have their own codes
  * so a caller (and the run's cause) can tell them apart from a typo.
  */
-export type WorkflowErrorCode = "WORKFLOW.INVALID" | "WORKFLOW.EXPRESSION_NOT_ALLOWED" | "WORKFLOW.MATRIX_TOO_LARGE";
+export type WorkflowErrorCode =
+  | "WORKFLOW.INVALID"
+  | "WORKFLOW.EXPRESSION_NOT_ALLOWED"
+  | "WORKFLOW.MATRIX_TOO_LARGE"
+  | "WORKFLOW.ENV_NAME_RESERVED";
 
 export interface WorkflowError {
   code: WorkflowErrorCode;

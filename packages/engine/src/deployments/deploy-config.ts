@@ -2,7 +2,13 @@
 // (read at the promoted artifact's commit), where the artifact lands, and plain variables. Set by
 // org admins, each change audited in its own transaction; never read from the gated workflow file.
 import { withTx, type Db, type DbOrTx } from "@kiln/db";
-import { DomainError, envVariableNameProblem, MAX_ENV_VARIABLE_BYTES, MAX_ENV_VARIABLES } from "@kiln/domain";
+import {
+  DomainError,
+  envVariableNameProblem,
+  MAX_ENV_VARIABLE_BYTES,
+  MAX_ENV_VARIABLES,
+  reservedEnvNameProblem,
+} from "@kiln/domain";
 import { z } from "zod";
 import { recordAuditEvent } from "../audit/index.ts";
 import { environmentOf, requireAdmin, type DeployCaller } from "./environment-target.ts";
@@ -108,6 +114,9 @@ export async function setEnvironmentVariable(
   input: { name: string; value: string },
 ): Promise<{ name: string; value: string }> {
   requireAdmin(caller, "setting deploy variables");
+  const reserved = reservedEnvNameProblem(input.name);
+  if (reserved)
+    throw new DomainError("WORKFLOW.ENV_NAME_RESERVED", `variable name ${JSON.stringify(input.name)} ${reserved}`);
   const problem = envVariableNameProblem(input.name);
   if (problem)
     throw new DomainError("DEPLOY.VARIABLE_INVALID", `variable name ${JSON.stringify(input.name)} ${problem}`);

@@ -113,9 +113,9 @@ function hostFacts(
   org: string | null,
   runner?: { labels: readonly string[]; sizes: readonly RunnerSize[] },
 ): HostFacts {
-  // Anything but a reported microVM is treated as the weaker class.
+  // Anything but a reported microVM or an admitted lack of isolation is treated as process.
   return {
-    isolation: isolation === "microvm" ? "microvm" : "process",
+    isolation: isolation === "microvm" ? "microvm" : isolation === "none" ? "none" : "process",
     orgId: org,
     ...(runner ? { labels: runner.labels, sizes: runner.sizes } : {}),
   };

@@ -30,6 +30,7 @@ const WORKFLOW_CAUSES: Record<WorkflowErrorCode, string> = {
   "WORKFLOW.INVALID": "workflow.invalid",
   "WORKFLOW.EXPRESSION_NOT_ALLOWED": "workflow.expression_not_allowed",
   "WORKFLOW.MATRIX_TOO_LARGE": "workflow.matrix_too_large",
+  "WORKFLOW.ENV_NAME_RESERVED": "workflow.env_name_reserved",
 };
 
 // Guards from the run table: a run freezes, or fails to, only while pending.

@@ -1,7 +1,7 @@
 // Where a secret lives: an org, or one of its repos. Resolved with the caller's org in the query,
 // so another org's repo id is REPO.NOT_FOUND exactly like one that never existed.
 import type { DbOrTx } from "@kiln/db";
-import { DomainError, secretNameProblem } from "@kiln/domain";
+import { DomainError, reservedEnvNameProblem, secretNameProblem } from "@kiln/domain";
 import type { SecretScope } from "./envelope.ts";
 
 export interface SecretTarget {
@@ -17,6 +17,8 @@ function scopeOf(repoId: string | null): SecretScope {
 }
 
 export function assertSecretName(name: string): void {
+  const reserved = reservedEnvNameProblem(name);
+  if (reserved) throw new DomainError("WORKFLOW.ENV_NAME_RESERVED", `secret name ${JSON.stringify(name)} ${reserved}`);
   const problem = secretNameProblem(name);
   if (problem) throw new DomainError("SECRET.INVALID_NAME", `secret name ${JSON.stringify(name)} ${problem}`);
 }

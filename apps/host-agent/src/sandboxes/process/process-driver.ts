@@ -20,15 +20,39 @@ export interface ProcessDriverOptions {
   workDir: string;
   /** "auto" probes `unshare` once; "off" always runs plain processes (tests, debugging). */
   namespaces?: "auto" | "off";
+  /**
+   * When the probe finds no namespaces: false (the default) refuses to create the driver, because
+   * steps would run as the agent's user on the host's network (issue 28: fail closed); true is an
+   * operator's explicit development choice, and the host then registers isolation `none`.
+   */
+  allowUnisolated?: boolean;
 }
 
 export async function createProcessDriver(opts: ProcessDriverOptions): Promise<ProcessDriver> {
   const workDir = path.resolve(opts.workDir);
   await mkdir(workDir, { recursive: true, mode: 0o700 });
-  const namespaces =
+  let namespaces =
     opts.namespaces === "off" ? unavailable("namespaces disabled by configuration") : await probeNamespaces();
-  const driver = new ProcessDriver(workDir, namespaces, await findForwarderTools());
-  if (namespaces.available) await driver.probeView();
+  const tools = await findForwarderTools();
+  let driver = new ProcessDriver(workDir, namespaces, tools);
+  if (namespaces.available) {
+    // A host whose unshare works but whose kernel refuses a layer of the view (a user namespace,
+    // open_tree, pivot_root) cannot isolate either: the same decision as no namespaces at all.
+    const problem = await driver.probeView().then(
+      () => null,
+      (err: unknown) => (err instanceof Error ? err.message : String(err)),
+    );
+    if (problem) {
+      namespaces = unavailable(problem);
+      driver = new ProcessDriver(workDir, namespaces, tools);
+    }
+  }
+  if (!namespaces.available && opts.namespaces !== "off" && !opts.allowUnisolated)
+    throw new Error(
+      `the process driver cannot isolate steps on this host (${namespaces.reason}): steps would run as ` +
+        "plain host processes. Fix the host (user namespaces, util-linux unshare and setpriv, perl), use " +
+        "KILN_SANDBOX_DRIVER=microvm, or for a development pool only set KILN_ALLOW_UNISOLATED=true",
+    );
   return driver;
 }
 

@@ -105,6 +105,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   // Secrets (issue 16, ADR 0025). Another org's secret is SECRET.NOT_FOUND, like one never set.
   "SECRET.NOT_FOUND": 404,
   "SECRET.INVALID_NAME": 422,
+  "WORKFLOW.ENV_NAME_RESERVED": 422,
   "SECRET.VALUE_TOO_LARGE": 413,
   // This process's key-encryption key does not open the org's data key (a rotation not yet
   // installed here, or no KEK configured): retriable once the operator installs the file.
