@@ -400,7 +400,13 @@ describe("manual trigger and retry", () => {
     );
     const orgToken = await authenticateApiToken(t.db(), `Bearer ${tenant.token}`);
     const admit = (caller: typeof personal, key: string) =>
-      admitManualRun(t.db(), { caller, repoId: tenant.repoId, idempotencyKey: key, body: body(sha.a), source: source() });
+      admitManualRun(t.db(), {
+        caller,
+        repoId: tenant.repoId,
+        idempotencyKey: key,
+        body: body(sha.a),
+        source: source(),
+      });
     const actorOf = async (runId: string) =>
       (
         await t.db().$queryRaw<{ actor: string; actor_user_id: string | null }[]>`

@@ -240,9 +240,9 @@ describe("separation of duties and overrides", () => {
   it("a request needs a member requester exactly where approvals with separation of duties apply", () => {
     expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1 } } }), "promote")).toBe(true);
     expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1 } } }), "rollback")).toBe(false);
-    expect(
-      requesterMustBeMember(policy({ gates: { approvals: { count: 1, on_rollback: true } } }), "rollback"),
-    ).toBe(true);
+    expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1, on_rollback: true } } }), "rollback")).toBe(
+      true,
+    );
     expect(
       requesterMustBeMember(policy({ gates: { approvals: { count: 1, separation_of_duties: false } } }), "promote"),
     ).toBe(false);

@@ -45,7 +45,10 @@ async function create(
     const locked = await loadEnvironment(tx, actor.orgId, env.id, { lock: true });
     // Separation of duties is by person (issue 28): an org token's request has no person to keep
     // from approving it, so where it applies the requester must be a member.
-    if (!actor.userId && requesterMustBeMember(await deps.policies.get(tx, locked.id, locked.policy_version), input.kind))
+    if (
+      !actor.userId &&
+      requesterMustBeMember(await deps.policies.get(tx, locked.id, locked.policy_version), input.kind)
+    )
       throw new DomainError(
         "APPROVAL.MEMBER_REQUIRED",
         `${locked.name} needs approvals with separation of duties: request as a member (sign in, a personal token from \`token create --member\`, or the CLI's --as)`,

@@ -112,6 +112,9 @@ export class KekSource {
  * The one way every process (web, workers, CLI) builds its KEK source from its configuration: the
  * file and the operator's id, both or neither from the same two variables.
  */
-export function kekSourceFromEnv(e: { KILN_SECRETS_KEK_FILE?: string | null; KILN_SECRETS_KEK_ID?: string | null }): KekSource {
+export function kekSourceFromEnv(e: {
+  KILN_SECRETS_KEK_FILE?: string | null;
+  KILN_SECRETS_KEK_ID?: string | null;
+}): KekSource {
   return new KekSource(e.KILN_SECRETS_KEK_FILE || null, e.KILN_SECRETS_KEK_ID || null);
 }

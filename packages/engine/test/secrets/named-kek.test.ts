@@ -72,9 +72,9 @@ describe("one KEK source for the web app, the workers and the CLI", { timeout: 3
     // The reported failure: `kiln secret set` in a shell without the operator's id registers the
     // key under its derived id; the web process, which names it bar1, must still open it.
     const a = await seedTenant(t.db());
-    expect(await kiln(["secret", "set", a.slug, "DEPLOY_TOKEN"], { KILN_SECRETS_KEK_FILE: kekFile }, "v-a\n")).toMatchObject(
-      { code: 0 },
-    );
+    expect(
+      await kiln(["secret", "set", a.slug, "DEPLOY_TOKEN"], { KILN_SECRETS_KEK_FILE: kekFile }, "v-a\n"),
+    ).toMatchObject({ code: 0 });
     expect(await kekRows()).toEqual([{ id: derived, state: "active" }]);
     expect(await delivered(a, NAMED)).toEqual(["v-a"]);
 
@@ -108,7 +108,12 @@ describe("one KEK source for the web app, the workers and the CLI", { timeout: 3
     // A shell that lacks the operator's id cannot tell its key is bar1: it is refused when it sets,
     // with the reason, instead of writing a secret no job can receive.
     const e = await seedTenant(t2.db());
-    const unnamed = await kiln(["secret", "set", e.slug, "DEPLOY_TOKEN"], { KILN_SECRETS_KEK_FILE: kekFile }, "v\n", t2);
+    const unnamed = await kiln(
+      ["secret", "set", e.slug, "DEPLOY_TOKEN"],
+      { KILN_SECRETS_KEK_FILE: kekFile },
+      "v\n",
+      t2,
+    );
     expect(unnamed.code).not.toBe(0);
     expect(unnamed.out).toContain("SECRET.KEK_MISMATCH");
     const again = await kiln(["secret", "set", d.slug, "DEPLOY_TOKEN"], { KILN_SECRETS_KEK_FILE: kekFile }, "v\n", t2);
