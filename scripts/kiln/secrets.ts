@@ -16,7 +16,7 @@ import {
 import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
 /** KILN_SECRETS_KEK_FILE, or the file `npm run up` recorded for its instance. */
-export function kekFile(): string {
+function kekFile(): string {
   if (process.env.KILN_SECRETS_KEK_FILE) return process.env.KILN_SECRETS_KEK_FILE;
   const dataDir = path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data");
   try {

@@ -5,7 +5,6 @@ export { dekAad, secretAad } from "./envelope.ts";
 export {
   KekSource,
   kekSourceFromEnv,
-  kekNames,
   readKekFile,
   parseKek,
   kekIdOf,

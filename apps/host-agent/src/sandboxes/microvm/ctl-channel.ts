@@ -11,7 +11,7 @@ const MAX_LINE = 4096;
  */
 export const MAX_QUEUED_LINES = 256;
 /** The same bound in bytes (256 lines of MAX_LINE would be 1 MiB). */
-export const MAX_QUEUED_BYTES = 64 * 1024;
+const MAX_QUEUED_BYTES = 64 * 1024;
 
 export class CtlChannel {
   private buffer = "";
