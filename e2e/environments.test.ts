@@ -126,12 +126,16 @@ async function setup(org: string): Promise<Setup> {
   };
 }
 
-/** One build of the head commit; resolves to the attested `app` artifact of its compile job. */
+/**
+ * One build of the head commit; resolves to the attested `app` artifact of its compile job.
+ * Triggered by alice's personal token: the run records her as its author, which separation of
+ * duties needs (an org token's build has no author any approver can be told apart from, issue 28).
+ */
 async function build(s: Setup, key: string): Promise<{ artifactId: string; digest: string }> {
   const r = await p.api(
     "POST",
     `/v1/repos/${s.repoId}/workflow-runs`,
-    s.admin,
+    s.alice,
     { workflow_path: ".kiln/workflow.yaml", commit_sha: s.headSha },
     { "idempotency-key": key },
   );

@@ -7,7 +7,6 @@ import {
   deleteEnvironmentSecret,
   deleteEnvironmentVariable,
   getDeployConfig,
-  KekSource,
   listDeployments,
   listEnvironmentSecrets,
   releaseDeploymentLock,
@@ -19,7 +18,7 @@ import {
 } from "@kiln/engine";
 import { DomainError } from "@kiln/domain";
 import { arg, type CliCommand, type CliContext, opt, UsageError } from "./command.ts";
-import { kekFile, readStdin } from "./secrets.ts";
+import { cliKekSource, readStdin } from "./secrets.ts";
 
 /** `<org>/<repo> <env>` -> the environment's id and an admin caller of its org. */
 async function environment(ctx: CliContext): Promise<{ id: string; label: string; caller: DeployCaller }> {
@@ -95,7 +94,7 @@ export const deploymentCommands: CliCommand[] = [
     async run(ctx) {
       const env = await environment(ctx);
       const name = arg(ctx, 2, "NAME");
-      const r = await setEnvironmentSecret(ctx.db, new KekSource(kekFile()), env.caller, env.id, {
+      const r = await setEnvironmentSecret(ctx.db, cliKekSource(), env.caller, env.id, {
         name,
         value: await readStdin(),
       });

@@ -4,7 +4,8 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   deleteSecret,
-  KekSource,
+  type KekSource,
+  kekSourceFromEnv,
   listSecrets,
   readKekFile,
   rotateKek,
@@ -15,7 +16,7 @@ import {
 import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
 /** KILN_SECRETS_KEK_FILE, or the file `npm run up` recorded for its instance. */
-export function kekFile(): string {
+function kekFile(): string {
   if (process.env.KILN_SECRETS_KEK_FILE) return process.env.KILN_SECRETS_KEK_FILE;
   const dataDir = path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data");
   try {
@@ -25,6 +26,14 @@ export function kekFile(): string {
     // fall through to the error below
   }
   throw new Error(`no KILN_SECRETS_KEK_FILE and no running instance's KEK found in ${dataDir}`);
+}
+
+/**
+ * This shell's KEK source, built as the web app and the workers build theirs (kekSourceFromEnv):
+ * the same file and the same KILN_SECRETS_KEK_ID, so a secret set here is delivered there.
+ */
+export function cliKekSource(): KekSource {
+  return kekSourceFromEnv({ KILN_SECRETS_KEK_FILE: kekFile(), KILN_SECRETS_KEK_ID: process.env.KILN_SECRETS_KEK_ID });
 }
 
 export async function readStdin(): Promise<string> {
@@ -52,7 +61,7 @@ export const secretCommands: CliCommand[] = [
       const target = await targetBySlug(ctx.db, arg(ctx, 0, "org[/repo]"));
       const name = arg(ctx, 1, "NAME");
       const value = await readStdin();
-      const r = await setSecret(ctx.db, new KekSource(kekFile()), { target, name, value, actor: ctx.actor });
+      const r = await setSecret(ctx.db, cliKekSource(), { target, name, value, actor: ctx.actor });
       ctx.out(`${target.label} ${r.name}: version ${r.version}`, r);
       return 0;
     },
@@ -102,7 +111,7 @@ export const secretCommands: CliCommand[] = [
       const file = opt(ctx.values, "new-kek-file");
       if (!file) throw new UsageError("secrets rotate-kek needs --new-kek-file F");
       const current = kekFile();
-      const oldKek = new KekSource(current, process.env.KILN_SECRETS_KEK_ID ?? null).current();
+      const oldKek = cliKekSource().current();
       const newKek = readKekFile(file);
       const r = await rotateKek(ctx.db, { oldKek, newKek, actor: ctx.actor });
       if (path.resolve(file) !== path.resolve(current)) installKekFile(file, current);

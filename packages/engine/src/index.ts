@@ -232,6 +232,7 @@ export {
   dekAad,
   secretAad,
   KekSource,
+  kekSourceFromEnv,
   readKekFile,
   parseKek,
   kekIdOf,

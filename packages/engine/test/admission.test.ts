@@ -11,7 +11,8 @@ import { admitManualRun, manualTriggerBody } from "../src/runs/admit-manual.ts";
 import { freezeRun } from "../src/runs/freeze-run.ts";
 import { getRun } from "../src/runs/get-run.ts";
 import { retryRun } from "../src/runs/retry-run.ts";
-import { addMember } from "../src/tenants/index.ts";
+import { authenticateApiToken } from "../src/identity/authenticate.ts";
+import { addMember, createMemberApiToken } from "../src/tenants/index.ts";
 import { LOCAL_SOURCE, runStatus, seedTenant, useTestDb, type Tenant } from "./support.ts";
 
 const t = useTestDb();
@@ -200,6 +201,15 @@ describe("webhook senders are matched by forge id, not login", () => {
     const renamed = await signedPush(tenant, sha, "s3cret-value", "octo-new", 5_550_001);
     const r2 = await admitGithubWebhook(t.db(), { ...renamed, event: "push", deliveryId: `ren-${tenant.slug}` });
     expect((await getRun(t.db(), { orgId: tenant.orgId, runId: r2.runId! })).trust_class).toBe("trusted");
+    // The run names the member by forge id too (separation of duties by person, issue 28); the
+    // impostor with the member's old login is nobody.
+    const personOf = async (runId: string) =>
+      (
+        await t.db().$queryRaw<{ login: string | null }[]>`
+          SELECT u.login FROM workflow_run r LEFT JOIN app_user u ON u.id = r.actor_user_id WHERE r.id = ${runId}::uuid`
+      )[0]?.login;
+    expect(await personOf(r2.runId!)).toBe("octo-old");
+    expect(await personOf(r1.runId!)).toBeNull();
     // A sender without an id, or a member recorded without one, is never trusted.
     const noId = await signedPush(tenant, sha, "s3cret-value", "legacy");
     const legacyPayload = JSON.parse(noId.body) as Record<string, any>;
@@ -377,6 +387,36 @@ describe("manual trigger and retry", () => {
         source: source(),
       }),
     ).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
+  });
+
+  it("records the member behind a run: a personal token names its member, an org token nobody (issue 28)", async () => {
+    const tenant = await seedTenant(t.db());
+    const sha = await threeCommits(tenant);
+    const login = `pat-${tenant.slug}`;
+    const m = await addMember(t.db(), { orgSlug: tenant.slug, login, role: "member" });
+    const personal = await authenticateApiToken(
+      t.db(),
+      `Bearer ${(await createMemberApiToken(t.db(), { orgSlug: tenant.slug, login })).token}`,
+    );
+    const orgToken = await authenticateApiToken(t.db(), `Bearer ${tenant.token}`);
+    const admit = (caller: typeof personal, key: string) =>
+      admitManualRun(t.db(), {
+        caller,
+        repoId: tenant.repoId,
+        idempotencyKey: key,
+        body: body(sha.a),
+        source: source(),
+      });
+    const actorOf = async (runId: string) =>
+      (
+        await t.db().$queryRaw<{ actor: string; actor_user_id: string | null }[]>`
+          SELECT actor, actor_user_id FROM workflow_run WHERE id = ${runId}::uuid`
+      )[0];
+    // The actor string is the token's name; the person is the member it acts as.
+    const mine = await admit(personal, "p1");
+    expect(await actorOf(mine.runId)).toEqual({ actor: personal.name, actor_user_id: m.userId });
+    const anon = await admit(orgToken, "o1");
+    expect(await actorOf(anon.runId)).toEqual({ actor: orgToken.name, actor_user_id: null });
   });
 
   it("names a ref (default: the repo's default branch); a commit not reachable from it is refused with its code", async () => {

@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@kiln/logger";
 import { findForwarderTools, probeNamespaces, ProcessDriver } from "../sandboxes/index.ts";
-import { EgressProxy, type EgressDecisionEvent } from "./egress-proxy.ts";
+import { EgressProxy, isInternalDestination, type EgressDecisionEvent } from "./egress-proxy.ts";
 import { egressEndpointFor, egressSocketFor } from "./egress-registry.ts";
 
 const curl = promisify(execFile);
@@ -163,6 +163,48 @@ describe("EgressProxy (TCP listener, the microvm driver's guestfwd target)", () 
     ]);
     expect(r.stdout).toMatch(/^HTTP\/1\.1 403/);
     expect(a.decisions).toEqual([{ host: "localhost", port: allowed, decision: "denied", reason: "internal_address" }]);
+    await strict.close();
+  });
+});
+
+describe("internal addresses (issue 28: one check, the outbound policy's)", () => {
+  it.each([
+    ["64:ff9b::7f00:1", true], // NAT64 of 127.0.0.1
+    ["64:ff9b::a9fe:a9fe", true], // NAT64 of the metadata service
+    ["198.18.0.1", true],
+    ["198.19.255.254", true],
+    ["192.0.0.1", true],
+    ["::ffff:7f00:1", true], // IPv4-mapped 127.0.0.1, written in hex
+    ["::ffff:a9fe:a9fe", true],
+    ["0:0:0:0:0:ffff:a00:1", true],
+    ["::ffff:127.0.0.1", true],
+    ["169.254.169.254", true],
+    ["fd00:ec2::254", true],
+    ["100.64.0.1", true],
+    ["127.0.0.1", true],
+    ["not-an-address", true],
+    ["8.8.8.8", false],
+    ["2606:4700::1111", false],
+    ["::ffff:808:808", false],
+  ])("%s internal: %s", (address, internal) => {
+    expect(isInternalDestination(address)).toBe(internal);
+  });
+
+  it("an allow-listed literal in 198.18.0.0/15 is refused by the proxy as internal", async () => {
+    const strict = new EgressProxy({ socketDir: dir, allowInternalAddresses: false, logger: quiet });
+    const decisions: EgressDecisionEvent[] = [];
+    const opened = strict.open({
+      attemptId: randomUUID(),
+      trustClass: "trusted",
+      listen: "tcp",
+      policy: { trustClass: "trusted", allowList: ["198.18.0.1:80"] },
+      onDecision: (e) => decisions.push(e),
+      onDenied: () => {},
+    });
+    const { port } = (await opened).address as { kind: "tcp"; port: number };
+    const answer = await raw(port, "CONNECT 198.18.0.1:80 HTTP/1.1\r\nHost: 198.18.0.1:80\r\n\r\n");
+    expect(answer).toMatch(/^HTTP\/1\.1 403/);
+    expect(decisions).toEqual([{ host: "198.18.0.1", port: 80, decision: "denied", reason: "internal_address" }]);
     await strict.close();
   });
 });

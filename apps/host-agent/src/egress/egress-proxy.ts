@@ -12,12 +12,22 @@ import type { Duplex } from "node:stream";
 import { decideEgress, decideResolvedAddress, type EgressDecision, type TrustClass } from "@kiln/domain";
 import type { JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
+import { classifyAddress } from "@kiln/oci";
 import { relayHttp, writeFramed } from "./http-relay.ts";
 import { listen, type ListenerHandle } from "./egress-listener.ts";
 import { SANDBOX_PROXY_AUTHORITIES, type EgressListenerAddress } from "./egress-registry.ts";
 import type { IdTokenEndpoint } from "../identity/index.ts";
 
 type EgressPolicy = NonNullable<JobTicket["egress"]>;
+
+/**
+ * One internal-address check for everything Kiln connects to on a tenant's behalf (issue 28): the
+ * outbound fetch policy's classifier, so the proxy refuses NAT64, benchmarking, IETF-protocol,
+ * documentation and every spelling of IPv4-mapped IPv6 exactly as registry fetches do.
+ */
+export function isInternalDestination(address: string): boolean {
+  return classifyAddress(address) !== "public";
+}
 
 export interface EgressDecisionEvent {
   host: string;
@@ -127,7 +137,7 @@ export class EgressProxy {
         decision = decideResolvedAddress(decision, {
           host,
           port,
-          address,
+          internal: isInternalDestination(address),
           trustClass: a.spec.trustClass,
           allowInternal: this.opts.allowInternalAddresses,
         });

@@ -8,7 +8,8 @@ import {
   type ArtifactStore,
   type CacheStore,
   type EngineConfig,
-  KekSource,
+  type KekSource,
+  kekSourceFromEnv,
   type IdentityKek,
   loadOrCreateIdentityKek,
 } from "@kiln/engine";
@@ -110,7 +111,7 @@ export function services(): Services {
       settings: cacheSettingsFromEnv(e),
     })),
     logs: lazy(() => createLogServices(e, log, g.__kiln as Services)),
-    keks: new KekSource(e.KILN_SECRETS_KEK_FILE ?? null, e.KILN_SECRETS_KEK_ID ?? null),
+    keks: kekSourceFromEnv(e),
     identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
     retention: e.KILN_RETENTION_WINDOWS,
   };

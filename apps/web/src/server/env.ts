@@ -51,7 +51,8 @@ const schema = z.object({
   /** Secrets (ADR 0025): the file holding the base64 32-byte KEK. Unset: secrets cannot be set or delivered
    * (SECRET.KEK_UNAVAILABLE, 503); `npm run up` and the test platform generate one. Re-read after a rotation. */
   KILN_SECRETS_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
-  /** The KEK's id; default the first 8 hex characters of the SHA-256 of its 32 bytes. */
+  /** The KEK's id; default the first 8 hex characters of the SHA-256 of its 32 bytes (which the key always
+   * answers to as well). The workers and the CLI read it alike (kekSourceFromEnv, issue 28). */
   KILN_SECRETS_KEK_ID: z.preprocess(
     (v) => (v === "" ? undefined : v),
     z

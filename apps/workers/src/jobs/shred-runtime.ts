@@ -1,7 +1,7 @@
 // What the crypto-shredding jobs and the log archiver share (docs/adr/0037): the key deps, built
 // from the workers' env on first use, or null when shredding is not configured (no key dir or no
 // secrets KEK: logs then archive unencrypted, as before issue 21).
-import { KekSource, PlatformKeyStore, type ShredKeyDeps } from "@kiln/engine";
+import { kekSourceFromEnv, PlatformKeyStore, type ShredKeyDeps } from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { workersEnv } from "../env.ts";
 
@@ -14,7 +14,7 @@ export function shredDepsFromEnv(db: Db): ShredKeyDeps | null {
     env.KILN_SHRED_KEY_DIR && env.KILN_SECRETS_KEK_FILE
       ? {
           db,
-          keks: new KekSource(env.KILN_SECRETS_KEK_FILE, env.KILN_SECRETS_KEK_ID ?? null),
+          keks: kekSourceFromEnv(env),
           platformKeys: new PlatformKeyStore(env.KILN_SHRED_KEY_DIR),
         }
       : null;

@@ -79,42 +79,20 @@ function tryParse(text: string): HostPattern | null {
  * The second check, after the proxy resolved an allowed name: a name allowed by the org's list
  * must not lead to an internal address (DNS pointing an allowed name at 127.0.0.1 or the cloud
  * metadata service, or the platform's own services), unless the host is configured to allow that
- * (on-premises mirrors).
+ * (on-premises mirrors). Whether an address is internal is the caller's one classifier, @kiln/oci's
+ * `classifyAddress` (anything not "public"): issue 28 found a second, weaker copy here that missed
+ * NAT64 (64:ff9b::/96), 198.18.0.0/15, 192.0.0.0/24 and hex-written IPv4-mapped IPv6.
  */
 export function decideResolvedAddress(
   decision: EgressDecision,
-  dest: { host: string; port: number; address: string; trustClass: TrustClass; allowInternal: boolean },
+  dest: { host: string; port: number; internal: boolean; trustClass: TrustClass; allowInternal: boolean },
 ): EgressDecision {
-  if (!decision.allowed || dest.allowInternal || !isInternalAddress(dest.address)) return decision;
+  if (!decision.allowed || dest.allowInternal || !dest.internal) return decision;
   return {
     allowed: false,
     reason: "internal_address",
     message: egressDeniedMessage(dest.host, dest.port, dest.trustClass),
   };
-}
-
-/**
- * Addresses a destination name must not resolve to (unless the host allows internal ones): loopback,
- * private, link-local (cloud metadata), CGNAT, unspecified and multicast ranges. Without this an
- * allow-listed name whose DNS points at 127.0.0.1 would reach the host's own services.
- */
-export function isInternalAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a.startsWith("::ffff:") ? a.slice(7) : a);
-  if (v4) {
-    const [o1, o2] = [Number(v4[1]), Number(v4[2])];
-    return (
-      o1 === 0 ||
-      o1 === 10 ||
-      o1 === 127 ||
-      (o1 === 100 && o2 >= 64 && o2 <= 127) ||
-      (o1 === 169 && o2 === 254) ||
-      (o1 === 172 && o2 >= 16 && o2 <= 31) ||
-      (o1 === 192 && o2 === 168) ||
-      o1 >= 224
-    );
-  }
-  return a === "::" || a === "::1" || /^f[cd]/.test(a) || /^fe[89ab]/.test(a) || a.startsWith("ff");
 }
 
 /** The `decision` column of egress_event (packages/db/test/state-constraints.test.ts pins it to the migration). */

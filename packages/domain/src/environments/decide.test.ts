@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decide, overridableFailures } from "./decide.ts";
+import { decide, overridableFailures, requesterMustBeMember } from "./decide.ts";
 import { known, unavailable, type PromotionFacts } from "./gate-facts.ts";
 import { approvalIneligibility } from "./gates.ts";
 import { defaultPolicy, gatePolicySchema, parsePolicy, type GatePolicyInput } from "./policy-schema.ts";
@@ -13,7 +13,7 @@ function facts(over: Partial<PromotionFacts> = {}): PromotionFacts {
     kind: "promote",
     environment: { name: "staging", production: false },
     requester: { userId: "u-req", login: "req" },
-    changeAuthors: ["author"],
+    changeAuthors: ["u-author"],
     artifact: { generationId: "g1", name: "app", digest: D },
     builderPrefix: "https://kiln.test/builders/",
     run: known({
@@ -197,9 +197,11 @@ describe("separation of duties and overrides", () => {
     expect(approvalIneligibility(f, g, { userId: "u-req", login: "req", role: "admin" })?.code).toBe(
       "APPROVAL.SEPARATION_OF_DUTIES",
     );
-    expect(approvalIneligibility(f, g, { userId: "u9", login: "author", role: "admin" })?.code).toBe(
+    expect(approvalIneligibility(f, g, { userId: "u-author", login: "author", role: "admin" })?.code).toBe(
       "APPROVAL.SEPARATION_OF_DUTIES",
     );
+    // By member id, not by login: a login equal to the author's is not the author.
+    expect(approvalIneligibility(f, g, { userId: "u9", login: "author", role: "admin" })).toBeNull();
     expect(approvalIneligibility(f, g, { userId: "u9", login: "aud", role: "auditor" })?.code).toBe(
       "APPROVAL.NOT_ELIGIBLE",
     );
@@ -210,6 +212,41 @@ describe("separation of duties and overrides", () => {
     expect(decide(p, self, NOW).verdict).toBe("override_required");
     const off = policy({ gates: { approvals: { ...g, separation_of_duties: false } } });
     expect(decide(off, self, NOW).verdict).toBe("allow");
+  });
+  it("an unknown requester or author counts against every approver (issue 28: token self-approval)", () => {
+    // An org token requested it (no member), or the run was triggered by one: whoever approves
+    // might be that person, so no approval counts while separation of duties applies.
+    const noRequester = facts({ requester: { userId: null, login: null } });
+    expect(approvalIneligibility(noRequester, g, { userId: "u9", login: "other", role: "admin" })).toMatchObject({
+      code: "APPROVAL.SEPARATION_OF_DUTIES",
+      message: expect.stringContaining("requester is not a known member"),
+    });
+    const noAuthor = facts({ changeAuthors: [null] });
+    expect(approvalIneligibility(noAuthor, g, { userId: "u9", login: "other", role: "admin" })).toMatchObject({
+      code: "APPROVAL.SEPARATION_OF_DUTIES",
+      message: expect.stringContaining("author is not a known member"),
+    });
+    const approved = known([{ userId: "u9", login: "other", role: "admin" as const, decision: "approve" as const }]);
+    const p = policy({ gates: { approvals: g } });
+    expect(decide(p, { ...noRequester, approvals: approved }, NOW).verdict).toBe("override_required");
+    expect(decide(p, { ...noAuthor, approvals: approved }, NOW).verdict).toBe("override_required");
+    expect(decide(p, { ...facts(), approvals: approved }, NOW).verdict).toBe("allow");
+    // Without separation of duties nobody needs to be known.
+    const off = policy({ gates: { approvals: { ...g, separation_of_duties: false } } });
+    expect(decide(off, { ...noAuthor, requester: noRequester.requester, approvals: approved }, NOW).verdict).toBe(
+      "allow",
+    );
+  });
+  it("a request needs a member requester exactly where approvals with separation of duties apply", () => {
+    expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1 } } }), "promote")).toBe(true);
+    expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1 } } }), "rollback")).toBe(false);
+    expect(requesterMustBeMember(policy({ gates: { approvals: { count: 1, on_rollback: true } } }), "rollback")).toBe(
+      true,
+    );
+    expect(
+      requesterMustBeMember(policy({ gates: { approvals: { count: 1, separation_of_duties: false } } }), "promote"),
+    ).toBe(false);
+    expect(requesterMustBeMember(policy({ gates: {} }), "promote")).toBe(false);
   });
   it("an override sets aside the overridable gates that failed, and only those", () => {
     const p = policy({

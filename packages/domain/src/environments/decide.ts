@@ -1,4 +1,4 @@
-import type { FailMode, Verdict } from "./environment-states.ts";
+import type { FailMode, PromotionKind, Verdict } from "./environment-states.ts";
 import type { PromotionFacts } from "./gate-facts.ts";
 import {
   allowedRefs,
@@ -36,6 +36,16 @@ const ON_ROLLBACK_DEFAULT: Record<GateKind, boolean> = {
   freeze_windows: false,
   allowed_refs: true,
 };
+
+/**
+ * Whether a request of this kind needs a member requester (issue 28): approvals with separation of
+ * duties apply to it, and an approver can only be told apart from a requester who is a member.
+ */
+export function requesterMustBeMember(policy: GatePolicy | null, kind: PromotionKind): boolean {
+  const g = policy?.gates.approvals;
+  if (!g || !(g.separation_of_duties ?? true)) return false;
+  return kind === "promote" || (g.on_rollback ?? ON_ROLLBACK_DEFAULT.approvals);
+}
 
 /** Provenance is never overridable: "did we ship what we tested" is not a judgment call. */
 function overridable(kind: GateKind, policy: GatePolicy): boolean {

@@ -43,8 +43,13 @@ export interface PromotionFacts {
   kind: PromotionKind;
   environment: { name: string; production: boolean };
   requester: { userId: string | null; login: string | null };
-  /** Who authored the change (logins): separation of duties keeps them from approving it. */
-  changeAuthors: string[];
+  /**
+   * Who authored the change, as member ids (issue 28): the member who triggered the producing run
+   * (a personal token resolves to its member). null: an author Kiln cannot name as a member (an org
+   * token, a schedule, a forge user who is no member), which separation of duties counts against
+   * every approver. Separation of duties keeps them from approving it.
+   */
+  changeAuthors: (string | null)[];
   artifact: { generationId: string; name: string; digest: string };
   /** This Kiln's builder id prefix (`<public URL>/builders/`). */
   builderPrefix: string;

@@ -129,10 +129,22 @@ export function approvalIneligibility(
   g: NonNullable<Gates["approvals"]>,
   a: Pick<ApprovalFact, "userId" | "login" | "role">,
 ): { code: "APPROVAL.SEPARATION_OF_DUTIES" | "APPROVAL.NOT_ELIGIBLE"; message: string } | null {
+  // By person (issue 28): member ids, never logins or actor strings; a requester or author Kiln
+  // cannot name as a member might be this approver, so it counts against them (fails closed).
   if (g.separation_of_duties ?? true) {
-    if (f.requester.userId !== null && a.userId === f.requester.userId)
+    if (f.requester.userId === null)
+      return {
+        code: "APPROVAL.SEPARATION_OF_DUTIES",
+        message: "the promotion's requester is not a known member, so no approval can be told apart from it",
+      };
+    if (a.userId === f.requester.userId)
       return { code: "APPROVAL.SEPARATION_OF_DUTIES", message: "the requester of a promotion cannot approve it" };
-    if (f.changeAuthors.includes(a.login))
+    if (f.changeAuthors.some((author) => author === null))
+      return {
+        code: "APPROVAL.SEPARATION_OF_DUTIES",
+        message: "the change's author is not a known member, so no approval can be told apart from it",
+      };
+    if (f.changeAuthors.includes(a.userId))
       return {
         code: "APPROVAL.SEPARATION_OF_DUTIES",
         message: "the author of the change cannot approve its promotion",

@@ -23,6 +23,6 @@ export {
   type RunFacts,
 } from "./gate-facts.ts";
 export { approvalIneligibility, type GateResult, type GateStatus } from "./gates.ts";
-export { decide, overridableFailures, type Decision, type DecideOptions } from "./decide.ts";
+export { decide, overridableFailures, requesterMustBeMember, type Decision, type DecideOptions } from "./decide.ts";
 export { inWindow } from "./freeze-window.ts";
 export { refAllowed, refMatches } from "./ref-pattern.ts";

@@ -1,6 +1,7 @@
 import type { Tx } from "@kiln/db";
 import { assertCurrentAttempt, DomainError, type WorkflowDefinition } from "@kiln/domain";
 import { lockRun } from "../runs/index.ts";
+import { assertHostNotRevoked } from "../shared/host-revoked.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";
 
 // The fence every job-token write goes through. It lives with the attempts it fences rather than in
@@ -36,6 +37,7 @@ export async function lockCurrentAttempt(tx: Tx, claims: JobClaims): Promise<Cur
     jobCurrentEpoch: a.jobCurrentEpoch,
     reportedEpoch: claims.epoch,
   });
+  await assertHostNotRevoked(tx, a.id);
   const rows = await tx.$queryRaw<{ definition: WorkflowDefinition; job_index: number }[]>`
     SELECT r.definition, j.job_index FROM job_run j JOIN workflow_run r ON r.id = j.run_id WHERE j.id = ${a.jobId}::uuid`;
   const definition = rows[0]?.definition;

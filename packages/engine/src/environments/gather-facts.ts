@@ -13,8 +13,11 @@ export interface ArtifactFacts {
   attestation: Fact<AttestationFacts | null>;
   quarantined: Fact<boolean>;
   previous: Fact<{ name: string; stays: { from: Date; until: Date | null }[] } | null>;
-  /** Logins of who pushed or triggered the producing run (separation of duties). */
-  changeAuthors: string[];
+  /**
+   * Member ids of who triggered the producing run and the runs it re-ran (separation of duties by
+   * person, issue 28); null for one Kiln cannot name as a member.
+   */
+  changeAuthors: (string | null)[];
 }
 
 async function timed<T>(db: Db, name: string, timeoutMs: number, fn: (c: SqlClient) => Promise<T>): Promise<Fact<T>> {
@@ -35,14 +38,27 @@ async function timed<T>(db: Db, name: string, timeoutMs: number, fn: (c: SqlClie
   }
 }
 
-async function runFacts(c: SqlClient, runId: string): Promise<RunFacts & { actor: string | null }> {
+async function runFacts(c: SqlClient, runId: string): Promise<RunFacts & { authors: (string | null)[] }> {
+  // A retry or re-run is the same change: whoever triggered any run of the chain authored it (a
+  // member cannot launder their own change by asking a colleague to press "re-run"). One statement
+  // with the run, so the fact costs no extra round trip inside its timeout.
   const run = await c.query<{
     status: string;
     outcome: string | null;
     trust_class: string;
     ref: string | null;
-    actor: string | null;
-  }>("SELECT status, outcome, trust_class, ref, actor FROM workflow_run WHERE id = $1::uuid", [runId]);
+    authors: (string | null)[];
+  }>(
+    `SELECT r.status, r.outcome, r.trust_class, r.ref,
+       ARRAY(WITH RECURSIVE chain AS (
+               SELECT w.parent_run_id, w.actor_user_id, 1 AS depth FROM workflow_run w WHERE w.id = r.id
+               UNION ALL
+               SELECT w.parent_run_id, w.actor_user_id, c.depth + 1 FROM workflow_run w JOIN chain c ON w.id = c.parent_run_id
+               WHERE c.depth < 100)
+             SELECT DISTINCT actor_user_id::text FROM chain) AS authors
+     FROM workflow_run r WHERE r.id = $1::uuid`,
+    [runId],
+  );
   const r = run.rows[0];
   if (!r) throw new Error("the producing run is gone");
   const jobs = await c.query<{ name: string; status: string; outcome: string | null }>(
@@ -55,7 +71,7 @@ async function runFacts(c: SqlClient, runId: string): Promise<RunFacts & { actor
     trustClass: r.trust_class,
     ref: r.ref,
     jobs: jobs.rows,
-    actor: r.actor,
+    authors: r.authors,
   };
 }
 
@@ -137,11 +153,12 @@ export async function gatherArtifactFacts(
       ? timed(db, "gate-previous", timeoutMs, (c) => previousStays(c, previousId, a.digest))
       : Promise.resolve(known(null)),
   ]);
-  const changeAuthors = run.ok && run.value.actor ? [run.value.actor] : [];
-  return { run: run.ok ? known(stripActor(run.value)) : run, attestation, quarantined, previous, changeAuthors };
+  // The producing run unreadable: its author is unknown, which counts against every approver.
+  const changeAuthors = run.ok ? run.value.authors : [null];
+  return { run: run.ok ? known(stripAuthors(run.value)) : run, attestation, quarantined, previous, changeAuthors };
 }
 
-function stripActor(r: RunFacts & { actor: string | null }): RunFacts {
-  const { actor: _actor, ...rest } = r;
+function stripAuthors(r: RunFacts & { authors: (string | null)[] }): RunFacts {
+  const { authors: _authors, ...rest } = r;
   return rest;
 }

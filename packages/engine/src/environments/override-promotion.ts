@@ -11,7 +11,8 @@ import { getPromotion, type PromotionView } from "./promotion-view.ts";
 // Break glass (POST /v1/promotions/{id}/overrides, seed 002): an org admin sets aside the
 // overridable gates a pending promotion fails, with a reason and an expiry, recorded with the
 // gates it overrode. When the policy requires a second approver, the first admin's override waits
-// for another admin's call on the same endpoint, which must come before the expiry. Provenance,
+// for another admin's call on the same endpoint, which must come before the expiry (a call after it
+// records a new override, which waits for its own second). Provenance,
 // a rejection and an unavailable gate are never overridable (decide() answers deny for them).
 
 export const MAX_OVERRIDE_SECONDS = 7 * 86_400;
@@ -19,7 +20,6 @@ export const MAX_OVERRIDE_SECONDS = 7 * 86_400;
 interface PendingOverride {
   id: string;
   actor_user_id: string | null;
-  expired: boolean;
   gates: GateKind[];
 }
 
@@ -47,9 +47,13 @@ export async function overridePromotion(
     const env = await loadEnvironment(tx, actor.orgId, first.environmentId, { lock: true });
     const p = await loadPromotionSubject(tx, actor.orgId, input.promotionId, { lock: true });
     requirePending(p);
+    // Only an unexpired override waits for its second key. An expired one is over (issue 28: it
+    // used to stay "open" for good, its opener refused as their own second and everyone else told
+    // it expired, so break glass was lost for that promotion): this call records a new first key.
     const pending = await tx.$queryRaw<PendingOverride[]>`
-      SELECT id, actor_user_id, expires_at <= clock_timestamp() AS expired, gates FROM promotion_override
-      WHERE promotion_id = ${p.id}::uuid AND state = 'pending' ORDER BY created_at DESC LIMIT 1 FOR UPDATE`;
+      SELECT id, actor_user_id, gates FROM promotion_override
+      WHERE promotion_id = ${p.id}::uuid AND state = 'pending' AND expires_at > clock_timestamp()
+      ORDER BY created_at DESC LIMIT 1 FOR UPDATE`;
     const open = pending[0];
     if (open && open.actor_user_id !== actor.userId) return second(tx, deps, { actor, env, p, facts, open, reason });
     if (open)
@@ -109,8 +113,6 @@ async function record(tx: Tx, deps: EnvDeps, c: Ctx & { expiresAt: Date }): Prom
 }
 
 async function second(tx: Tx, deps: EnvDeps, c: Ctx & { open: PendingOverride }): Promise<void> {
-  if (c.open.expired)
-    throw new DomainError("OVERRIDE.EXPIRED", "the override expired before its second approval; record a new one");
   // Break glass is not self-certification: the promotion's requester cannot be its second key.
   if (c.p.requesterUserId !== null && c.p.requesterUserId === c.actor.userId)
     throw new DomainError("OVERRIDE.SECOND_APPROVER_SAME", "the requester of a promotion cannot second its override");

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { withTx, type Db } from "@kiln/db";
-import { DomainError, type PromotionKind } from "@kiln/domain";
+import { DomainError, requesterMustBeMember, type PromotionKind } from "@kiln/domain";
 import { requireOperator, UUID, type EnvActor, type EnvDeps } from "./env-actor.ts";
 import { loadEnvironment } from "./environment-store.ts";
 import { gatherArtifactFacts } from "./gather-facts.ts";
@@ -43,6 +43,16 @@ async function create(
   const id = randomUUID();
   await withTx(db, input.kind === "rollback" ? "request-rollback" : "request-promotion", async (tx) => {
     const locked = await loadEnvironment(tx, actor.orgId, env.id, { lock: true });
+    // Separation of duties is by person (issue 28): an org token's request has no person to keep
+    // from approving it, so where it applies the requester must be a member.
+    if (
+      !actor.userId &&
+      requesterMustBeMember(await deps.policies.get(tx, locked.id, locked.policy_version), input.kind)
+    )
+      throw new DomainError(
+        "APPROVAL.MEMBER_REQUIRED",
+        `${locked.name} needs approvals with separation of duties: request as a member (sign in, a personal token from \`token create --member\`, or the CLI's --as)`,
+      );
     await decideAndRecord(tx, deps, {
       actor,
       env: locked,

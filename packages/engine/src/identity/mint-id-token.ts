@@ -1,6 +1,6 @@
 // Minting a job's OIDC ID token (issue 16, ADR 0024): the host agent asks with its job token on a
 // step's behalf. One transaction: the attempt must be current (running, the job's epoch, live
-// lease, host not revoked) and stays so until commit (FOR SHARE: a completion or fence waits); the
+// lease, host not revoked: assertHostNotRevoked, shared with the broker and the grants) and stays so until commit (FOR SHARE: a completion or fence waits); the
 // token is recorded by jti with an `id_token.minted` audit event and signed before commit, and
 // leaves only after it.
 import { randomUUID } from "node:crypto";
@@ -14,6 +14,7 @@ import {
   type AttemptStatus,
   type IdTokenClaims,
 } from "@kiln/domain";
+import { assertHostNotRevoked } from "../shared/host-revoked.ts";
 import { recordAuditEvent } from "../audit/index.ts";
 import { signEs256 } from "./es256-jws.ts";
 import type { IdentityKek } from "./identity-kek.ts";
@@ -79,6 +80,7 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
   const key = await tx.$queryRaw<{ kid: string }[]>`
     SELECT kid FROM id_token_key WHERE kid = ${signer.kid} AND retired_at IS NULL FOR SHARE`;
   if (!key[0]) throw new KeyRetired();
+  await assertHostNotRevoked(tx, input.attemptId);
   // Load -> decide -> persist: the attempt row is share-locked, so it stays current until commit.
   const rows = await tx.$queryRaw<Current[]>`
     SELECT a.org_id, o.slug AS org, rp.full_name AS repository, rp.id::text AS repository_id, r.ref,
@@ -97,8 +99,6 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
     LEFT JOIN agent_session s ON s.id = a.session_id
     WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND a.epoch = ${input.epoch}
       AND a.status = 'running' AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
-      AND NOT EXISTS (SELECT 1 FROM agent_session hs JOIN agent_token t ON t.id = hs.agent_token_id
-                      WHERE hs.id = a.session_id AND t.revoked_at IS NOT NULL)
     FOR SHARE OF a`;
   const c = rows[0];
   if (!c) await refuse(tx, input);
@@ -164,11 +164,9 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
 /** Says precisely why the attempt is not current (the heartbeat's rule), from a fresh read. */
 async function refuse(tx: Tx, input: MintIdTokenInput): Promise<void> {
   const state = await tx.$queryRaw<
-    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number; host_revoked: boolean }[]
+    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]
   >`
-    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch,
-           EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
-                   WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL) AS host_revoked
+    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch
     FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
   const s = state[0];
   if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
@@ -177,5 +175,4 @@ async function refuse(tx: Tx, input: MintIdTokenInput): Promise<void> {
     attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live },
     reportedEpoch: input.epoch,
   });
-  if (s.host_revoked) throw new DomainError("ATTEMPT.HOST_REVOKED", "the host credential of this attempt was revoked");
 }

@@ -39,7 +39,8 @@ export interface Caller {
   orgId: string;
   role: Role;
   name: string;
-  /** A personal token's member (issue 18): approvals and promotion requests are theirs. */
+  /** A personal token's member (issue 18): approvals and promotion requests are theirs, and the runs
+   * it triggers record them (actor_user_id, issue 28: separation of duties by person). */
   userId?: string;
   login?: string;
 }
@@ -127,8 +128,9 @@ export async function admitManualRun(
   const runId = await withTx(db, "admit-manual", async (tx) => {
     const trustClass = computeTrustClass({ kind: "manual", callerRole: caller.role });
     const runs = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, ref, commit_sha, workflow_path, inputs)
-      VALUES (${caller.orgId}::uuid, ${input.repoId}::uuid, 'pending', ${trustClass}, 'manual', ${caller.name}, ${ref},
+      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, commit_sha, workflow_path, inputs)
+      VALUES (${caller.orgId}::uuid, ${input.repoId}::uuid, 'pending', ${trustClass}, 'manual', ${caller.name},
+              ${caller.userId ?? null}::uuid, ${ref},
               ${input.body.commit_sha}, ${input.body.workflow_path}, ${JSON.stringify(input.body.inputs)}::jsonb)
       RETURNING id`;
     const id = runs[0]?.id;

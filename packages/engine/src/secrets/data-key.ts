@@ -4,19 +4,26 @@
 import type { Tx } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { newDek, unwrapDek, wrapDek } from "./envelope.ts";
-import type { Kek, KekSource } from "./kek.ts";
+import { type Kek, type KekSource, kekNames } from "./kek.ts";
 
-/** Registers `kek` as the active KEK on first use; refuses a KEK that is not (or no longer) it. */
-async function assertActiveKek(tx: Tx, kek: Kek): Promise<void> {
+/**
+ * Registers `kek` as the active KEK on first use (under its preferred name) and returns it under
+ * the name the database knows it by (kekNames); refuses a KEK that is not (or no longer) active.
+ */
+async function assertActiveKek(tx: Tx, kek: Kek): Promise<Kek> {
+  const names = kekNames(kek);
   // ON CONFLICT without a target also absorbs the one-active index: another active KEK means ours is foreign.
-  await tx.$executeRaw`INSERT INTO secret_kek (id, state) VALUES (${kek.id}, 'active') ON CONFLICT DO NOTHING`;
+  await tx.$executeRaw`
+    INSERT INTO secret_kek (id, state) SELECT ${kek.id}, 'active'
+    WHERE NOT EXISTS (SELECT 1 FROM secret_kek WHERE id = ANY(${names}::text[])) ON CONFLICT DO NOTHING`;
   // FOR SHARE: a rotation (which locks the row FOR UPDATE) waits for this transaction's new DEK and rewraps it too.
-  const rows = await tx.$queryRaw<{ state: string }[]>`SELECT state FROM secret_kek WHERE id = ${kek.id} FOR SHARE`;
-  const state = rows[0]?.state;
-  if (state === "active") return;
+  const rows = await tx.$queryRaw<{ id: string; state: string }[]>`
+    SELECT id, state FROM secret_kek WHERE id = ANY(${names}::text[]) ORDER BY id FOR SHARE`;
+  const active = rows.find((r) => r.state === "active");
+  if (active) return { id: active.id, key: kek.key };
   throw new DomainError(
     "SECRET.KEK_MISMATCH",
-    state === "disabled"
+    rows.length > 0
       ? `KEK ${kek.id} was disabled by a rotation; install the new KEK file`
       : `KEK ${kek.id} is not this database's active KEK`,
   );
@@ -27,8 +34,7 @@ export async function orgDataKey(tx: Tx, keks: KekSource, orgId: string, opts: {
   const existing = await loadWrapped(tx, orgId);
   if (existing) return openWrapped(keks, orgId, existing);
   if (!opts.create) throw new DomainError("SECRET.NOT_FOUND", "this org has no secrets");
-  const kek = keks.current();
-  await assertActiveKek(tx, kek);
+  const kek = await assertActiveKek(tx, keks.current());
   const dek = newDek();
   // Two first writes for one org race here: the loser's DEK is discarded and it uses the winner's.
   const ins = await tx.$executeRaw`

@@ -4,6 +4,7 @@
 // every value that leaves has a committed record. Refusals write none.
 import { withTx, type Db } from "@kiln/db";
 import { decideSecretDelivery, DomainError, type StoredSecretRef, type TrustClass } from "@kiln/domain";
+import { assertHostNotRevoked } from "../shared/host-revoked.ts";
 import { recordAuditEvent } from "../audit/index.ts";
 import { orgDataKey } from "./data-key.ts";
 import { openSecret } from "./envelope.ts";
@@ -51,6 +52,7 @@ export async function deliverSecrets(
     const ctx = rows[0];
     if (!ctx)
       throw new DomainError("ATTEMPT.STALE_EPOCH", `epoch ${claims.epoch} is not the job's current, live attempt`);
+    await assertHostNotRevoked(tx, claims.attemptId);
     const declared = ctx.declared ?? [];
     const required = ctx.required === true;
     const stored =

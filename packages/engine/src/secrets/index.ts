@@ -2,7 +2,15 @@
 // admin writes with audit records, the broker that delivers values to trusted jobs only.
 export { gcmEncrypt, gcmDecrypt, gcmSeal, gcmOpen } from "./aead.ts";
 export { dekAad, secretAad } from "./envelope.ts";
-export { KekSource, readKekFile, parseKek, kekIdOf, generateKekText, type Kek } from "./kek.ts";
+export {
+  KekSource,
+  kekSourceFromEnv,
+  readKekFile,
+  parseKek,
+  kekIdOf,
+  generateKekText,
+  type Kek,
+} from "./kek.ts";
 export {
   setSecret,
   deleteSecret,

@@ -45,15 +45,31 @@ export function generateKekText(): string {
 const REREAD_MIN_MS = 1_000;
 
 /**
+ * The names a KEK answers to: the operator's id (KILN_SECRETS_KEK_ID) and always the id derived
+ * from its bytes. Every process holding the same bytes answers to the same names, whichever of them
+ * the database registered (issue 28: a CLI without the operator's id wrapped under the derived id
+ * while the web process held only the named one, and every secret it set was undeliverable).
+ */
+export function kekNames(kek: Kek): string[] {
+  const derived = kekIdOf(kek.key);
+  return kek.id === derived ? [derived] : [kek.id, derived];
+}
+
+/** This KEK under the name `kekId`, or null when that is not one of its names. */
+export function kekNamed(kek: Kek, kekId: string): Kek | null {
+  return kekNames(kek).includes(kekId) ? { id: kekId, key: kek.key } : null;
+}
+
+/**
  * This process's KEK. Read on first use and again when a data key names a KEK id this process
  * does not hold (throttled to once a second): after `kiln secrets rotate-kek` the operator installs
  * the new file at KILN_SECRETS_KEK_FILE on every host, and running web processes pick it up on their
- * next delivery, without a restart. KILN_SECRETS_KEK_ID names the key first read; a changed file's
- * id is always derived from its bytes (the override cannot follow a rotation it does not know of).
+ * next delivery, without a restart. The key is named KILN_SECRETS_KEK_ID when set and answers to its
+ * derived id as well (kekNames): the name depends only on the file's bytes and the variable, never on
+ * when the process started, so the web app, the workers and the CLI agree.
  */
 export class KekSource {
   private cached: Kek | null = null;
-  private firstKeyHash: string | null = null;
   private readAt = -Infinity;
 
   constructor(
@@ -70,28 +86,35 @@ export class KekSource {
     return this.cached ?? this.reload();
   }
 
-  /** The KEK with this id, re-reading the file once if this process holds another. */
+  /** The KEK with this id (one of its names), re-reading the file once if this process holds another. */
   forId(kekId: string): Kek {
-    const kek = this.current();
-    if (kek.id === kekId) return kek;
+    const kek = kekNamed(this.current(), kekId);
+    if (kek) return kek;
     if (this.nowMs() - this.readAt >= REREAD_MIN_MS) {
-      const fresh = this.reload();
-      if (fresh.id === kekId) return fresh;
+      const fresh = kekNamed(this.reload(), kekId);
+      if (fresh) return fresh;
     }
     throw new DomainError(
       "SECRET.KEK_UNAVAILABLE",
-      `this process holds KEK ${this.cached?.id ?? "none"}, the data key is wrapped under ${kekId}`,
+      `this process holds KEK ${this.cached ? kekNames(this.cached).join(" = ") : "none"}, the data key is wrapped under ${kekId}`,
     );
   }
 
   private reload(): Kek {
     if (!this.file) throw new DomainError("SECRET.KEK_UNAVAILABLE", "KILN_SECRETS_KEK_FILE is not set");
     this.readAt = this.nowMs();
-    const raw = readKekFile(this.file);
-    const hash = createHash("sha256").update(raw.key).digest("hex");
-    this.firstKeyHash ??= hash;
-    const id = this.idOverride && hash === this.firstKeyHash ? this.idOverride : raw.id;
-    this.cached = { id, key: raw.key };
+    this.cached = readKekFile(this.file, this.idOverride);
     return this.cached;
   }
+}
+
+/**
+ * The one way every process (web, workers, CLI) builds its KEK source from its configuration: the
+ * file and the operator's id, both or neither from the same two variables.
+ */
+export function kekSourceFromEnv(e: {
+  KILN_SECRETS_KEK_FILE?: string | null;
+  KILN_SECRETS_KEK_ID?: string | null;
+}): KekSource {
+  return new KekSource(e.KILN_SECRETS_KEK_FILE || null, e.KILN_SECRETS_KEK_ID || null);
 }

@@ -5,7 +5,7 @@ import { withTx, type Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
 import { unwrapDek, wrapDek } from "./envelope.ts";
-import type { Kek } from "./kek.ts";
+import { type Kek, kekNamed, kekNames } from "./kek.ts";
 
 export interface RotateKekResult {
   old_kek_id: string | null;
@@ -14,22 +14,28 @@ export interface RotateKekResult {
 }
 
 export async function rotateKek(db: Db, input: { oldKek: Kek; newKek: Kek; actor: string }): Promise<RotateKekResult> {
-  const { oldKek, newKek } = input;
-  if (oldKek.id === newKek.id || oldKek.key.equals(newKek.key))
+  const { newKek } = input;
+  let oldKek = input.oldKek;
+  if (kekNames(oldKek).some((n) => kekNames(newKek).includes(n)) || oldKek.key.equals(newKek.key))
     throw new DomainError("REQUEST.INVALID", "the new KEK is the current one");
   return withTx(
     db,
     "rotate-kek",
     async (tx) => {
       // Locks out new DEKs under the old KEK (creators hold it FOR SHARE) until this commits.
+      const names = [...kekNames(oldKek), ...kekNames(newKek)];
       const keks = await tx.$queryRaw<{ id: string; state: string }[]>`
-        SELECT id, state FROM secret_kek WHERE id IN (${oldKek.id}, ${newKek.id}) FOR UPDATE`;
-      if (keks.some((k) => k.id === newKek.id))
+        SELECT id, state FROM secret_kek WHERE id = ANY(${names}::text[]) FOR UPDATE`;
+      const newNames = kekNames(newKek);
+      if (keks.some((k) => newNames.includes(k.id)))
         throw new DomainError("REQUEST.INVALID", `KEK ${newKek.id} was used before; a rotation needs a fresh key`);
       const active = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM secret_kek WHERE state = 'active'`;
       const activeId = active[0]?.id ?? null;
-      if (activeId !== null && activeId !== oldKek.id)
+      // The current KEK under whichever of its names the database registered (kekNames).
+      const registered = activeId === null ? oldKek : kekNamed(oldKek, activeId);
+      if (!registered)
         throw new DomainError("SECRET.KEK_MISMATCH", `the active KEK is ${activeId}, this process holds ${oldKek.id}`);
+      oldKek = registered;
       const rows = await tx.$queryRaw<{ org_id: string; kek_id: string; wrapped_dek: Uint8Array }[]>`
         SELECT org_id, kek_id, wrapped_dek FROM org_secret_key ORDER BY org_id FOR UPDATE`;
       for (const r of rows) {

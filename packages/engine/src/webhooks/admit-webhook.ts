@@ -46,6 +46,8 @@ interface Planned {
   commitSha: string;
   ref: string;
   actor: string | null;
+  /** The sender's forge user id: the run records the member it belongs to (separation of duties, issue 28). */
+  actorId: number | null;
   pullRequest: number | null;
   admission: (isMember: (forgeId: number | null) => Promise<boolean>) => Promise<AdmissionEvent>;
 }
@@ -170,14 +172,17 @@ export async function admitGithubWebhook(
   const runId = randomUUID();
   const data = JSON.stringify({ trigger: plan.trigger, delivery: deliveryId, trust_class: trustClass });
   const accepted = await sql.query<{ run_id: string | null }>({
-    name: "webhook-accept",
+    name: "webhook-accept-2",
     text: `WITH d AS (
              INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome, run_id)
              VALUES ('github', $1, $2, $3::uuid, 'accepted', $4::uuid)
              ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id),
            r AS (
-             INSERT INTO workflow_run (id, org_id, repo_id, status, trust_class, trigger, actor, ref, commit_sha, workflow_path, inputs)
-             SELECT $4::uuid, $5::uuid, $3::uuid, 'pending', $6, $7, $8, $9, $10, $11, '{}'::jsonb FROM d
+             INSERT INTO workflow_run (id, org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, commit_sha, workflow_path, inputs)
+             SELECT $4::uuid, $5::uuid, $3::uuid, 'pending', $6, $7, $8,
+                    (SELECT u.id FROM app_user u JOIN membership ms ON ms.user_id = u.id
+                     WHERE ms.org_id = $5::uuid AND u.forge_id = $14::bigint AND ms.role IN ('admin', 'member')),
+                    $9, $10, $11, '{}'::jsonb FROM d
              RETURNING id),
            e AS (
              INSERT INTO transition_event (org_id, run_id, entity, from_state, to_state, reason, data)
@@ -212,6 +217,7 @@ export async function admitGithubWebhook(
       repo.workflow_path,
       data,
       plan.pullRequest,
+      plan.actorId,
     ],
   });
   const created = accepted.rows[0]?.run_id;
@@ -240,6 +246,7 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
       commitSha: p.data.after,
       ref: p.data.ref,
       actor,
+      actorId,
       pullRequest: null,
       admission: async (isMember) => ({ kind: "push", senderIsMember: await isMember(actorId) }),
     };
@@ -260,6 +267,7 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
       commitSha: pr.head.sha,
       ref: pr.head.ref,
       actor,
+      actorId,
       pullRequest: p.data.number ?? null,
       admission: async (isMember) => ({
         kind: "pull_request",

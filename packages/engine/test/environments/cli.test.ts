@@ -58,7 +58,21 @@ describe("kiln env|promote|promotion (the CLI)", { timeout: 300_000 }, () => {
       code: 0,
       out: { state: "promoted", decision: { verdict: "allow", policyVersion: 2 } },
     });
-    const prod = await kiln(["promote", ten.repoName, "production", "--artifact", a.artifactId, "--reason", "cli"]);
+    // Production's approvals have separation of duties: the shell alone is nobody, a member must ask (issue 28).
+    const nobody = await kiln(["promote", ten.repoName, "production", "--artifact", a.artifactId, "--reason", "cli"]);
+    expect(nobody.code).not.toBe(0);
+    await addMember(t.db(), { orgSlug: ten.slug, login: `${ten.slug}-bo`, role: "member" });
+    const prod = await kiln([
+      "promote",
+      ten.repoName,
+      "production",
+      "--artifact",
+      a.artifactId,
+      "--reason",
+      "cli",
+      "--as",
+      `${ten.slug}-bo`,
+    ]);
     expect(prod).toMatchObject({ code: 0, out: { state: "pending", decision: { verdict: "override_required" } } });
     const id = (prod.out as { id: string }).id;
     expect(await kiln(["promotion", "approve", ten.slug, id])).toMatchObject({ code: 2 });

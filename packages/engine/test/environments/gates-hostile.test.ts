@@ -188,17 +188,52 @@ describe("overrides (break glass)", () => {
     ]);
   });
 
-  it("an override that expires before its second approval moves nothing", async () => {
+  it("an override that expires before its second approval moves nothing, and does not block break glass for good", async () => {
     const { tenant, admin, admin2, dev, env } = await setup();
     const a = await producedArtifact(x, tenant);
     const p = await requestPromotion(t.db(), deps, dev, { environmentId: env.id, artifact: a, reason: "hotfix" });
     await overridePromotion(t.db(), deps, admin, { promotionId: p.id, reason: "quick", expiresAt: soon(700) });
     await new Promise((r) => setTimeout(r, 900));
-    await expect(
-      overridePromotion(t.db(), deps, admin2, { promotionId: p.id, reason: "late", expiresAt: soon(600_000) }),
-    ).rejects.toMatchObject({ code: "OVERRIDE.EXPIRED" });
-    expect((await getPromotion(t.db(), tenant.orgId, p.id)).state).toBe("pending");
+    // A late second is no second: it records a new override, which waits for its own second key.
+    const late = await overridePromotion(t.db(), deps, admin2, {
+      promotionId: p.id,
+      reason: "late",
+      expiresAt: soon(600_000),
+    });
+    expect(late.state).toBe("pending");
+    expect(late.overrides.filter((o) => o.state === "pending").map((o) => o.reason)).toContain("late");
     expect(await listPointerMoves(t.db(), tenant.orgId, env.id)).toEqual([]);
+    // Issue 28: the expired one no longer blocks its own opener either; they second the new one.
+    const done = await overridePromotion(t.db(), deps, admin, {
+      promotionId: p.id,
+      reason: "agreed",
+      expiresAt: soon(600_000),
+    });
+    expect([done.state, done.decision.verdict]).toEqual(["promoted", "allow"]);
+  });
+
+  it("the opener of an expired override can record a new one", async () => {
+    const { tenant, admin, admin2, dev, env } = await setup();
+    const a = await producedArtifact(x, tenant);
+    const p = await requestPromotion(t.db(), deps, dev, { environmentId: env.id, artifact: a, reason: "hotfix" });
+    await overridePromotion(t.db(), deps, admin, { promotionId: p.id, reason: "quick", expiresAt: soon(700) });
+    await new Promise((r) => setTimeout(r, 900));
+    const again = await overridePromotion(t.db(), deps, admin, {
+      promotionId: p.id,
+      reason: "again",
+      expiresAt: soon(600_000),
+    });
+    expect(again.state).toBe("pending");
+    // ...and it still takes another admin: the opener cannot second their new override.
+    await expect(
+      overridePromotion(t.db(), deps, admin, { promotionId: p.id, reason: "self", expiresAt: soon(600_000) }),
+    ).rejects.toMatchObject({ code: "OVERRIDE.SECOND_APPROVER_SAME" });
+    const done = await overridePromotion(t.db(), deps, admin2, {
+      promotionId: p.id,
+      reason: "agreed",
+      expiresAt: soon(600_000),
+    });
+    expect(done.state).toBe("promoted");
   });
 
   it("the requester cannot be the second approver of an override on their own promotion", async () => {
@@ -269,6 +304,58 @@ describe("hostile callers", () => {
     const versions = await t.db().$queryRaw<{ n: bigint }[]>`
       SELECT count(*) AS n FROM environment_policy WHERE environment_id = ${env.id}::uuid`;
     expect(Number(versions[0]?.n)).toBe(1);
+  });
+
+  it("one person cannot move production with tokens: token-triggered run, org-token request, dashboard approval (issue 28)", async () => {
+    const { tenant, admin2, dev, env } = await setup();
+    const login = `mallory-${Math.random().toString(36).slice(2, 7)}`;
+    const mallory = await member(t.db(), tenant, "admin", login);
+    // Mallory triggers the build with her personal token: the run's actor string is `token:<name>`,
+    // which no login ever equals, but the run records her member id.
+    const pat = await authenticateApiToken(
+      t.db(),
+      `Bearer ${(await createMemberApiToken(t.db(), { orgSlug: tenant.slug, login })).token}`,
+    );
+    const built = await producedArtifact(x, tenant, {
+      author: { orgId: tenant.orgId, role: pat.role, userId: pat.userId ?? null, login: null, actor: pat.name },
+    });
+    // She requests the promotion with an org token (no person): refused where approvals with
+    // separation of duties apply, before anything is written.
+    const orgCaller = await authenticateApiToken(t.db(), `Bearer ${tenant.token}`);
+    const orgToken: EnvActor = {
+      orgId: orgCaller.orgId,
+      role: "admin",
+      userId: orgCaller.userId ?? null,
+      login: orgCaller.login ?? null,
+      actor: orgCaller.name,
+    };
+    await expect(
+      requestPromotion(t.db(), deps, orgToken, { environmentId: env.id, artifact: built, reason: "ship" }),
+    ).rejects.toMatchObject({ code: "APPROVAL.MEMBER_REQUIRED" });
+    const rows = await t.db().$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM promotion WHERE environment_id = ${env.id}::uuid`;
+    expect(Number(rows[0]?.n)).toBe(0);
+
+    // A colleague requests it instead; Mallory, the change's author by member id, cannot approve.
+    const p = await requestPromotion(t.db(), deps, dev, { environmentId: env.id, artifact: built, reason: "ship" });
+    expect(p.state).toBe("pending");
+    await expect(
+      reviewPromotion(t.db(), deps, mallory, { promotionId: p.id, decision: "approve" }),
+    ).rejects.toMatchObject({ code: "APPROVAL.SEPARATION_OF_DUTIES" });
+    expect((await getPromotion(t.db(), tenant.orgId, p.id)).approvals).toEqual([]);
+    expect(await listPointerMoves(t.db(), tenant.orgId, env.id)).toEqual([]);
+    // A third person can.
+    const ok = await reviewPromotion(t.db(), deps, admin2, { promotionId: p.id, decision: "approve" });
+    expect(ok.state).toBe("promoted");
+
+    // A build nobody can be named for (an org token triggered it): no approver can be told apart
+    // from its author, so no approval counts.
+    const anon = await producedArtifact(x, tenant, { author: null });
+    const q = await requestPromotion(t.db(), deps, dev, { environmentId: env.id, artifact: anon, reason: "ship" });
+    await expect(
+      reviewPromotion(t.db(), deps, admin2, { promotionId: q.id, decision: "approve" }),
+    ).rejects.toMatchObject({ code: "APPROVAL.SEPARATION_OF_DUTIES", message: /not a known member/ });
+    expect((await getPromotion(t.db(), tenant.orgId, q.id)).state).toBe("pending");
   });
 
   it("a personal token acts as its member with the member's current role, and dies with the membership", async () => {

@@ -84,7 +84,7 @@ describe("promotion by digest through staging to production", () => {
       after: "staging",
     });
     expect(prod).toMatchObject({ production: true, after: "staging", failMode: "closed" });
-    const a = await producedArtifact(x, tenant, { author: ops.login ?? "" });
+    const a = await producedArtifact(x, tenant, { author: ops });
 
     const early = await promote(dev, prod.id, a.artifactId);
     expect(early.decision.verdict).toBe("override_required");

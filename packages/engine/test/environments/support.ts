@@ -40,17 +40,21 @@ export interface Infra {
 
 /**
  * A run of `tenant` whose build job published `app` (distinct bytes per call); `test` succeeds
- * unless told to fail; attested unless `attest: false`. The run's actor is `author`.
+ * unless told to fail; attested unless `attest: false`. The run was triggered by `author` (by
+ * default a fresh member of the org; null: nobody Kiln can name as a member, e.g. an org token).
  */
 export async function producedArtifact(
   x: Infra,
   tenant: Tenant,
-  opts: { attest?: boolean; testFails?: boolean; ref?: string; author?: string } = {},
+  opts: { attest?: boolean; testFails?: boolean; ref?: string; author?: EnvActor | null } = {},
 ): Promise<{ artifactId: string; runId: string; jobId: string }> {
   const db = x.db();
   const s = await newSession(db, tenant);
   const runId = await seedFrozenRun(db, tenant, def(BUILD_AND_TEST), "trusted", opts.ref ?? "refs/heads/main");
-  await db.$executeRaw`UPDATE workflow_run SET actor = ${opts.author ?? "author"} WHERE id = ${runId}::uuid`;
+  const author = opts.author === undefined ? await member(db, tenant, "member") : opts.author;
+  await db.$executeRaw`
+    UPDATE workflow_run SET actor = ${author?.actor ?? "token:ci"}, actor_user_id = ${author?.userId ?? null}::uuid
+    WHERE id = ${runId}::uuid`;
   const build = await claim(db, s);
   if (!build) throw new Error("nothing to claim");
   const data = Buffer.from(`app ${runId} ${Math.random()}`);

@@ -4,10 +4,19 @@ import type net from "node:net";
 import { MicrovmError } from "./microvm-errors.ts";
 
 const MAX_LINE = 4096;
+/**
+ * Lines the guest may have sent ahead of the host reading them (issue 28: the queue was unbounded,
+ * so a guest writing lines nobody asked for grew the agent's memory without limit). The protocol is
+ * question and answer, with at most a handful of lines ahead; past this the guest is misbehaving.
+ */
+export const MAX_QUEUED_LINES = 256;
+/** The same bound in bytes (256 lines of MAX_LINE would be 1 MiB). */
+const MAX_QUEUED_BYTES = 64 * 1024;
 
 export class CtlChannel {
   private buffer = "";
   private lines: string[] = [];
+  private queuedBytes = 0;
   private waiter: { resolve: (l: string) => void; reject: (e: Error) => void } | null = null;
   private failure: Error | null = null;
 
@@ -26,7 +35,10 @@ export class CtlChannel {
   /** The next line from the guest, or a rejection on timeout / VM loss. */
   next(timeoutMs: number, what: string): Promise<string> {
     const queued = this.lines.shift();
-    if (queued !== undefined) return Promise.resolve(queued);
+    if (queued !== undefined) {
+      this.queuedBytes -= queued.length;
+      return Promise.resolve(queued);
+    }
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       const timer =
@@ -64,6 +76,7 @@ export class CtlChannel {
   }
 
   private onData(chunk: string): void {
+    if (this.failure) return;
     this.buffer += chunk;
     let nl: number;
     while ((nl = this.buffer.indexOf("\n")) >= 0) {
@@ -75,6 +88,21 @@ export class CtlChannel {
         w.resolve(line);
       } else {
         this.lines.push(line);
+        this.queuedBytes += line.length;
+        if (this.lines.length > MAX_QUEUED_LINES || this.queuedBytes > MAX_QUEUED_BYTES) {
+          // Drop what is queued (nothing of it will be read) and end the channel: the VM is lost.
+          this.lines = [];
+          this.queuedBytes = 0;
+          this.buffer = "";
+          this.fail(
+            new MicrovmError(
+              "MICROVM.GUEST_PROTOCOL",
+              `guest sent more than ${MAX_QUEUED_LINES} control lines or ${MAX_QUEUED_BYTES} bytes nobody asked for`,
+            ),
+          );
+          this.socket.destroy();
+          return;
+        }
       }
     }
     if (this.buffer.length > MAX_LINE) {

@@ -8,7 +8,13 @@ import { operatorProcedure } from "../init.ts";
  */
 export const retryRun = operatorProcedure.input(z.object({ runId: z.uuid() })).mutation(({ ctx, input }) =>
   retryRunUseCase(ctx.db, {
-    caller: { tokenId: ctx.tenant.userId, orgId: ctx.tenant.orgId, role: ctx.tenant.role, name: ctx.tenant.login },
+    caller: {
+      tokenId: ctx.tenant.userId,
+      orgId: ctx.tenant.orgId,
+      role: ctx.tenant.role,
+      name: ctx.tenant.login,
+      userId: ctx.tenant.userId,
+    },
     runId: input.runId,
   }),
 );

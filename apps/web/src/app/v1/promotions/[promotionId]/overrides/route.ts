@@ -13,7 +13,8 @@ export const POST = route({
   summary: "Override the failing overridable gates of a pending promotion ({reason, expires_at}); admins only, audited",
   description:
     "When the policy requires a second approver, a second admin's call on the same endpoint applies the override; it must " +
-    "come before expires_at (409 OVERRIDE.EXPIRED). Provenance, a rejection and an unavailable gate are never overridable.",
+    "come before expires_at (a call after it records a new override). Provenance, a rejection and an unavailable gate are " +
+    "never overridable.",
   auth: "api_token",
   body: z.object({ reason: z.string().min(1).max(2000), expires_at: z.iso.datetime({ offset: true }) }).strict(),
   responses: { 201: { description: "the promotion with its overrides", schema: promotion } },
