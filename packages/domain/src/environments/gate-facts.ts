@@ -1,3 +1,4 @@
+import type { BuilderKind } from "../attestation/provenance/index.ts";
 import type { Role } from "../tenants/index.ts";
 import type { PromotionKind } from "./environment-states.ts";
 
@@ -28,6 +29,9 @@ export interface AttestationFacts {
   /** The verifier's verdict so far (logged | verified | mismatch). */
   verifierState: string;
   builderId: string | null;
+  /** What the signed statement's builder id says built it (readProvenanceTrust): production takes only "platform". */
+  builderKind: BuilderKind;
+  /** "trusted" only when the builder id, the build type and the parameters all say so (issue 28). */
   trustClass: string | null;
   sourceRef: string | null;
 }
