@@ -1,4 +1,3 @@
-import type { BuilderKind } from "../attestation/provenance/index.ts";
 import type { Role } from "../tenants/index.ts";
 import type { PromotionKind } from "./environment-states.ts";
 
@@ -30,7 +29,7 @@ export interface AttestationFacts {
   verifierState: string;
   builderId: string | null;
   /** What the signed statement's builder id says built it (readProvenanceTrust): production takes only "platform". */
-  builderKind: BuilderKind;
+  builderKind: "platform" | "self-hosted" | "untrusted" | "unknown";
   /** "trusted" only when the builder id, the build type and the parameters all say so (issue 28). */
   trustClass: string | null;
   sourceRef: string | null;

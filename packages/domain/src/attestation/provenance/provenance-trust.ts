@@ -72,7 +72,10 @@ export function normalizeSource(repo: string): string {
   let s = repo.trim().replace(/^git\+/, "");
   s = s.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
   s = s.replace(/^[^/@]*@/, "");
-  s = s.replace(/\/+$/, "").replace(/\.git$/, "").replace(/\/+$/, "");
+  s = s
+    .replace(/\/+$/, "")
+    .replace(/\.git$/, "")
+    .replace(/\/+$/, "");
   const slash = s.indexOf("/");
   return slash < 0 ? s.toLowerCase() : s.slice(0, slash).toLowerCase() + s.slice(slash);
 }
