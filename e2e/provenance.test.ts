@@ -246,6 +246,8 @@ describe("provenance", () => {
       f("keys.json"),
       "--log-key",
       f("log.key"),
+      "--source",
+      t.git.cloneUrl,
       "--json",
     ]);
     expect(v.code, v.stdout).toBe(0);
@@ -259,6 +261,8 @@ describe("provenance", () => {
       f("keys.json"),
       "--log-key",
       f("log.key"),
+      "--source",
+      t.git.cloneUrl,
       "--json",
     ]);
     expect(bad.code).toBe(1);

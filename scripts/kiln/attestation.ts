@@ -1,5 +1,7 @@
-// `verify <file> --bundle <bundle.json> --keys <keys.json|pem> --log-key <file> [--checkpoint <file>]`:
-// offline provenance verification (issue 17, docs/attestation.md). Never opens the database.
+// `verify <file> --source <repo> --bundle <bundle.json> --keys <keys.json|pem> --log-key <file>
+// [--checkpoint <file>] [--allow-untrusted]`: offline provenance verification (issue 17,
+// docs/attestation.md). Never opens the database. `--source` is required (issue 28): an auditor
+// checks whose build it is, and a fork PR's build is refused unless untrusted builds are allowed.
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync } from "node:fs";
 import { keyIdOfSpki, verifyOffline } from "@kiln/engine";
@@ -34,39 +36,57 @@ export const attestationCommands: CliCommand[] = [
   {
     name: "verify",
     usage:
-      "verify <file> --bundle <bundle.json> --keys <keys.json|key.pem> --log-key <verifier-key> [--checkpoint <file>]\n" +
-      "      offline: DSSE signature, in-toto/SLSA rules, subject = sha256(file), inclusion in a signed checkpoint",
+      "verify <file> --source <repo> --bundle <bundle.json> --keys <keys.json|key.pem> --log-key <verifier-key>\n" +
+      "      [--checkpoint <file>] [--allow-untrusted]\n" +
+      "      offline: DSSE signature, in-toto/SLSA rules, subject = sha256(file), built from <repo> (its clone URL)\n" +
+      "      by a trusted run (an untrusted one, e.g. a fork PR, only with --allow-untrusted), inclusion in a signed checkpoint",
     offline: true,
     options: {
       bundle: { type: "string" },
       keys: { type: "string" },
       "log-key": { type: "string" },
       checkpoint: { type: "string" },
+      source: { type: "string" },
+      "allow-untrusted": { type: "boolean", default: false },
     },
     async run(ctx) {
       const file = arg(ctx, 0, "file");
       const bundle = opt(ctx.values, "bundle");
       const keys = opt(ctx.values, "keys");
       const lk = opt(ctx.values, "log-key");
-      if (!bundle || !keys || !lk) throw new UsageError("--bundle, --keys and --log-key are required");
+      const source = opt(ctx.values, "source");
+      if (!bundle || !keys || !lk || !source)
+        throw new UsageError("--source, --bundle, --keys and --log-key are required");
       const cp = opt(ctx.values, "checkpoint");
       const r = verifyOffline({
         fileSha256: await sha256File(file),
         bundle: JSON.parse(readFileSync(bundle, "utf8")) as unknown,
         keys: trustedKeys(keys),
         logVerifierKey: logKey(lk),
+        source,
+        allowUntrusted: ctx.values["allow-untrusted"] === true,
         ...(cp ? { checkpoint: readFileSync(cp, "utf8") } : {}),
       });
       if (!r.ok) {
         ctx.out(`FAILED ${r.rule}: ${r.message}`, { ok: false, rule: r.rule, message: r.message });
         return 1;
       }
-      ctx.out(`OK ${file}: subject ${r.subject}, log index ${r.logIndex} in a signed tree of ${r.treeSize}`, {
-        ok: true,
-        subject: r.subject,
-        log_index: r.logIndex,
-        tree_size: r.treeSize,
-      });
+      const untrusted = r.trust.trustClass === "trusted" ? "" : " UNTRUSTED (not the project's own build)";
+      ctx.out(
+        `OK ${file}: subject ${r.subject}, built from ${r.trust.source} by ${r.trust.builderId} ` +
+          `(${r.trust.trustClass})${untrusted}, log index ${r.logIndex} in a signed tree of ${r.treeSize}`,
+        {
+          ok: true,
+          subject: r.subject,
+          source: r.trust.source,
+          builder_id: r.trust.builderId,
+          builder: r.trust.builder,
+          build_type: r.trust.buildType,
+          trust_class: r.trust.trustClass,
+          log_index: r.logIndex,
+          tree_size: r.treeSize,
+        },
+      );
       return 0;
     },
   },

@@ -30,6 +30,7 @@ function facts(over: Partial<PromotionFacts> = {}): PromotionFacts {
       inLog: true,
       verifierState: "verified",
       builderId: "https://kiln.test/builders/microvm",
+      builderKind: "platform",
       trustClass: "trusted",
       sourceRef: "refs/heads/main",
     }),
@@ -87,6 +88,30 @@ describe("decide: each gate allows, and denies for its reason", () => {
     const refs = policy({ gates: { provenance: { source_refs: ["refs/tags/v*"] } } });
     expect(code(decide(refs, facts(), NOW), "provenance")).toBe("PROVENANCE.SOURCE_REF_NOT_ALLOWED");
     expect(decide(refs, facts({ attestation: attest({ sourceRef: "refs/tags/v1.2" }) }), NOW).verdict).toBe("allow");
+  });
+  it("production takes only the platform builder's trusted builds, whatever the policy says (issue 28)", () => {
+    const prod = { environment: { name: "production", production: true } };
+    const lax = policy({ gates: { provenance: { require_trusted: false } } });
+    // An org's self-hosted runner (it reported microvm; its builder id says self-hosted).
+    const selfHosted = attest({ builderId: "https://kiln.test/builders/self-hosted", builderKind: "self-hosted" });
+    const d = decide(base, facts({ ...prod, attestation: selfHosted }), NOW, { overridden: ["provenance"] });
+    expect([d.verdict, code(d, "provenance")]).toEqual(["deny", "PROVENANCE.NOT_PLATFORM_BUILDER"]);
+    expect(decide(base, facts({ attestation: selfHosted }), NOW).verdict).toBe("allow");
+    // A fork's build: its own builder id, untrusted; require_trusted: false does not open production.
+    const fork = attest({
+      builderId: "https://kiln.test/builders/untrusted/microvm",
+      builderKind: "untrusted",
+      trustClass: "untrusted",
+    });
+    const f = decide(lax, facts({ ...prod, attestation: fork }), NOW);
+    expect([f.verdict, code(f, "provenance")]).toEqual(["deny", "PROVENANCE.UNTRUSTED_RUN"]);
+    expect(code(decide(lax, facts({ attestation: fork }), NOW), "provenance")).toBe("PROVENANCE.OK");
+    // A builder id that only looks like the platform's under another prefix is not it.
+    const nested = attest({ builderId: "https://kiln.test/builders/x/builders/microvm" });
+    expect(code(decide(base, facts({ ...prod, attestation: nested }), NOW), "provenance")).toBe(
+      "PROVENANCE.NOT_PLATFORM_BUILDER",
+    );
+    expect(decide(base, facts(prod), NOW).verdict).toBe("allow");
   });
   it("previous environment with soak time", () => {
     const p = policy({ gates: { previous_environment: { soak_seconds: 3600 } } });

@@ -28,6 +28,9 @@ export interface AttestationFacts {
   /** The verifier's verdict so far (logged | verified | mismatch). */
   verifierState: string;
   builderId: string | null;
+  /** What the signed statement's builder id says built it (readProvenanceTrust): production takes only "platform". */
+  builderKind: "platform" | "self-hosted" | "untrusted" | "unknown";
+  /** "trusted" only when the builder id, the build type and the parameters all say so (issue 28). */
   trustClass: string | null;
   sourceRef: string | null;
 }

@@ -1,6 +1,6 @@
 import type { ApprovalFact, PromotionFacts } from "./gate-facts.ts";
 import { describeWindow, inWindow } from "./freeze-window.ts";
-import type { GateKind, GatePolicy } from "./policy-schema.ts";
+import { isProduction, type GateKind, type GatePolicy } from "./policy-schema.ts";
 import { refAllowed } from "./ref-pattern.ts";
 
 // One evaluator per gate kind. Each answers a status and one machine-readable reason; a fact it
@@ -73,12 +73,24 @@ export function provenance(f: PromotionFacts, g: NonNullable<Gates["provenance"]
     return r(P, "fail", "PROVENANCE.VERIFY_FAILED", "the verifier found the stored bytes or log entry do not match");
   if (!a.builderId?.startsWith(f.builderPrefix))
     return r(P, "fail", "PROVENANCE.FOREIGN_BUILDER", `builder ${a.builderId ?? "(none)"} is not this Kiln`);
-  if ((g.require_trusted ?? true) && a.trustClass !== "trusted")
+  const production = isProduction(f.environment);
+  // Production takes only trusted runs, whatever the policy says (issue 28).
+  if ((production || (g.require_trusted ?? true)) && a.trustClass !== "trusted")
     return r(
       P,
       "fail",
       "PROVENANCE.UNTRUSTED_RUN",
       `the producing run was ${a.trustClass ?? "of unknown trust"}, not trusted`,
+    );
+  // ...and only what the platform's own hosts built: an org's self-hosted runner says what it likes
+  // about its isolation, so its builds are never the platform builder's (issue 28, ADR 0032).
+  const platform = ["process", "microvm"].some((c) => a.builderId === `${f.builderPrefix}${c}`);
+  if (production && (a.builderKind !== "platform" || !platform))
+    return r(
+      P,
+      "fail",
+      "PROVENANCE.NOT_PLATFORM_BUILDER",
+      `production takes builds of the platform's own hosts only; builder ${a.builderId ?? "(none)"} is ${a.builderKind === "self-hosted" ? "an org's self-hosted runner" : "not the platform builder"}`,
     );
   if (g.source_refs && !refAllowed(a.sourceRef, g.source_refs))
     return r(

@@ -4,7 +4,7 @@
 // job reported about itself (exit codes, step names, its own digests) enters the statement.
 // Set-based: a batch of jobs costs four queries plus each job's log read (ADR 0027, "Batches").
 import { createHash } from "node:crypto";
-import type { ProvenanceInput, WorkflowDefinition } from "@kiln/domain";
+import type { BuildHost, ProvenanceInput, WorkflowDefinition } from "@kiln/domain";
 import { readLogChunks, type LogArchiveReader } from "../logs/index.ts";
 import type { SqlPool } from "../shared/sql-pool.ts";
 
@@ -47,6 +47,8 @@ interface JobRow {
   claimed_at: Date;
   finished_at: Date | null;
   isolation: string | null;
+  self_hosted: boolean;
+  pool_min_isolation: string;
   log_next_seq: number | null;
 }
 
@@ -68,7 +70,13 @@ export async function loadProvenanceBatch(
              r.id AS run_id, r.org_id, o.slug AS org_slug, r.ref, r.commit_sha, r.workflow_path, r.workflow_hash,
              r.inputs, r.trust_class, r.definition->'jobs'->j.job_index AS job_def, rp.full_name, rp.clone_url,
              a.id AS attempt_id, a.epoch, a.started_at, a.claimed_at, a.finished_at,
-             s.labels->>'isolation' AS isolation, l.next_seq AS log_next_seq
+             s.labels->>'isolation' AS isolation, l.next_seq AS log_next_seq,
+             -- Who ran it, from what operators and registrations wrote (issue 28), never the agent's
+             -- report: a runner an org registered, or any host of an org pool, is self-hosted; a host
+             -- whose runner row cannot be found is not taken for a platform host either.
+             (h.id IS NULL OR h.registration_token_id IS NOT NULL OR h.created_by LIKE 'registration:%'
+               OR p.scope = 'org') AS self_hosted,
+             COALESCE(p.min_isolation, 'microvm') AS pool_min_isolation
            FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS w(job_id, epoch, ord)
            JOIN job_run j ON j.id = w.job_id
            JOIN workflow_run r ON r.id = j.run_id
@@ -76,6 +84,8 @@ export async function loadProvenanceBatch(
            JOIN repo rp ON rp.id = r.repo_id
            JOIN attempt a ON a.job_id = j.id AND a.epoch = j.current_epoch
            LEFT JOIN agent_session s ON s.id = a.session_id
+           LEFT JOIN runner h ON h.id = s.runner_id
+           LEFT JOIN pool p ON p.name = s.pool
            LEFT JOIN log_attempt l ON l.attempt_id = a.id
            WHERE j.status = 'completed' AND j.outcome = 'success' AND j.current_epoch = w.epoch AND a.outcome = 'success'`,
     values: [refs.map((r) => r.jobId), refs.map((r) => r.epoch)],
@@ -143,6 +153,7 @@ function records(
       pool: j.pool,
       epoch: j.epoch,
       isolation: j.isolation === "microvm" ? "microvm" : "process",
+      host: buildHost(j),
       image: def?.image ? { ref: def.image.ref, digest: def.image.digest ?? null } : null,
     },
     startedOn: j.started_at ?? j.claimed_at,
@@ -161,6 +172,18 @@ function records(
     attemptId: j.attempt_id,
     subjects: subjects.map((s) => ({ generationId: s.generation_id, name: s.name, sha256: s.sha256 })),
   };
+}
+
+/**
+ * A platform host's class is the one its operator declared for the pool (the minimum registration and
+ * every claim enforce), lowered to what the host reported if that is less: the agent's report can
+ * only ever weaken the builder id, never raise it. A pool without a row is read as microVM-only, as
+ * placement reads it (ADR 0022).
+ */
+function buildHost(j: JobRow): BuildHost {
+  if (j.self_hosted) return { kind: "self-hosted" };
+  const declared = j.pool_min_isolation === "microvm" ? "microvm" : "process";
+  return { kind: "platform", isolation: declared === "microvm" && j.isolation === "microvm" ? "microvm" : "process" };
 }
 
 /** The bindings the control plane resolved for each restore (grantDownload reads the same ones). */

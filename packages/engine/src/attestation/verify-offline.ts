@@ -1,7 +1,15 @@
 // `kiln verify` (issue 17): everything an auditor checks without Kiln's cooperation, given the
 // file, the bundle, the attestor's published keys and the log's verifier key. Each failure names
 // the rule it broke, so a non-zero exit says exactly what did not hold.
-import { canonicalJson, tlog, toBase64, utf8, type StatementV1 } from "@kiln/domain";
+import {
+  canonicalJson,
+  checkProvenanceSource,
+  tlog,
+  toBase64,
+  utf8,
+  type ProvenanceTrust,
+  type StatementV1,
+} from "@kiln/domain";
 import type { AttestationBundle } from "./attestation-bundle.ts";
 import { SIGSTORE_BUNDLE_V03 } from "./attestation-bundle.ts";
 import { verifyAttestationEnvelope, type TrustedKey } from "./dsse-envelope.ts";
@@ -15,10 +23,21 @@ export interface OfflineInput {
   logVerifierKey: string;
   /** A checkpoint fetched independently (GET /tlog/checkpoint); default: the bundle's own. */
   checkpoint?: string;
+  /** The repository the auditor expects the artifact to be built from (`--source`, issue 28). */
+  source: string;
+  /** Accept a build of an untrusted run (a fork PR); its trust class is still reported. */
+  allowUntrusted?: boolean;
 }
 
 export type OfflineResult =
-  | { ok: true; statement: StatementV1; subject: string; logIndex: string; treeSize: string }
+  | {
+      ok: true;
+      statement: StatementV1;
+      subject: string;
+      logIndex: string;
+      treeSize: string;
+      trust: ProvenanceTrust;
+    }
   | { ok: false; rule: string; message: string };
 
 const fail = (rule: string, message: string): OfflineResult => ({ ok: false, rule, message });
@@ -38,6 +57,9 @@ export function verifyOffline(i: OfflineInput): OfflineResult {
   if (!st.ok) return st;
   const subject = st.value.subject.find((s) => s.digest.sha256 === i.fileSha256);
   if (!subject) return fail("subject.digest", `no subject has sha256 ${i.fileSha256}`);
+  // Whose build it is: the repository asked for, and a trusted run unless untrusted ones are allowed.
+  const source = checkProvenanceSource(st.value, { source: i.source, allowUntrusted: i.allowUntrusted ?? false });
+  if (!source.ok) return source;
 
   // The log's leaf is the canonical JSON of the envelope: recompute it, never trust a stated hash.
   const leafHash = tlogHasher.leaf(utf8(canonicalJson(b.bundle.dsseEnvelope)));
@@ -69,5 +91,12 @@ export function verifyOffline(i: OfflineInput): OfflineResult {
     opened.checkpoint.rootHash,
   );
   if (!inc.ok) return fail("tlog.inclusion", inc.reason);
-  return { ok: true, statement: st.value, subject: subject.name, logIndex: p.log_index, treeSize: p.tree_size };
+  return {
+    ok: true,
+    statement: st.value,
+    subject: subject.name,
+    logIndex: p.log_index,
+    treeSize: p.tree_size,
+    trust: source.trust,
+  };
 }

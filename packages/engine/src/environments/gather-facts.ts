@@ -1,5 +1,13 @@
 import { sqlPool, withTx, type Db, type SqlClient } from "@kiln/db";
-import { fromBase64Any, known, unavailable, type AttestationFacts, type Fact, type RunFacts } from "@kiln/domain";
+import {
+  fromBase64Any,
+  known,
+  readProvenanceTrust,
+  unavailable,
+  type AttestationFacts,
+  type Fact,
+  type RunFacts,
+} from "@kiln/domain";
 import { verifyAttestationEnvelope } from "../attestation/index.ts";
 import type { ResolvedArtifact } from "./resolve-artifact.ts";
 
@@ -92,23 +100,19 @@ async function attestationFacts(c: SqlClient, a: ResolvedArtifact): Promise<Atte
   );
   // The statement as signed (only trusted when the signature verifies).
   const st = sig.ok ? sig.value : decodeStatement(envelope);
-  const pred = (st?.predicate ?? {}) as {
-    buildDefinition?: {
-      internalParameters?: { trustClass?: unknown };
-      externalParameters?: { workflow?: { ref?: unknown } };
-    };
-    runDetails?: { builder?: { id?: unknown } };
-  };
-  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  // Builder, trust class and ref read one way for every consumer (issue 28): a fork's statement written
+  // before the distinct builder id still reads untrusted from its parameters.
+  const trust = readProvenanceTrust(st as { predicate?: unknown } | null);
   return {
     signatureValid: sig.ok,
     signatureRule: sig.ok ? null : sig.rule,
     subjectDigests: (st?.subject ?? []).filter((s) => s.name === a.name).map((s) => s.digest.sha256 ?? ""),
     inLog: row.leaf !== null && Buffer.from(row.leaf).toString("utf8") === row.envelope,
     verifierState: row.state,
-    builderId: str(pred.runDetails?.builder?.id),
-    trustClass: str(pred.buildDefinition?.internalParameters?.trustClass),
-    sourceRef: str(pred.buildDefinition?.externalParameters?.workflow?.ref),
+    builderId: trust.builderId,
+    builderKind: trust.builder,
+    trustClass: trust.trustClass,
+    sourceRef: trust.ref,
   };
 }
 

@@ -63,13 +63,19 @@ describe("kiln verify", () => {
     await writeFile(f("keys.json"), JSON.stringify({ keys: await listAttestationKeys(t.db()) }));
     await writeFile(f("log.key"), `${await logVerifierKey(t.db())}\n`);
     await writeFile(f("checkpoint"), bundle.transparency_log.inclusion_proof!.checkpoint);
-    const common = ["--keys", f("keys.json"), "--log-key", f("log.key"), "--json"];
+    const common = ["--keys", f("keys.json"), "--log-key", f("log.key"), "--source", "file:///nonexistent", "--json"];
     const verify = (file: string, b = f("bundle.json"), extra: string[] = []) =>
       kiln(["verify", file, "--bundle", b, ...common, ...extra]);
 
     const ok = await verify(f("app.jar"), f("bundle.json"), ["--checkpoint", f("checkpoint")]);
     expect(ok.code, ok.stdout).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, subject: "app" });
+    expect(JSON.parse(ok.stdout)).toMatchObject({
+      ok: true,
+      subject: "app",
+      trust_class: "trusted",
+      builder: "platform",
+      builder_id: "https://kiln.test/builders/process",
+    });
 
     const rule = async (r: Promise<{ code: number; stdout: string }>) => {
       const x = await r;
@@ -126,8 +132,68 @@ describe("kiln verify", () => {
       f("other-keys.json"),
       "--log-key",
       f("log.key"),
+      "--source",
+      "file:///nonexistent",
       "--json",
     ]);
     expect(JSON.parse(noKey.stdout)).toMatchObject({ ok: false, rule: "key.unknown" });
+  });
+
+  it("refuses a fork's (untrusted) build for the project's source unless told to allow it, and names its class", {
+    timeout: 120_000,
+  }, async () => {
+    // The attacker: a non-member's fork PR run of the victim's repo, on a platform host, attested.
+    const tenant = await seedTenant(t.db(), { cloneUrl: "https://git.example/acme/app.git" });
+    const s = await newSession(t.db(), tenant, 100, "host", "microvm");
+    await seedFrozenRun(t.db(), tenant, def(PRODUCER_CONSUMER), "untrusted", "refs/heads/main");
+    const p = (await claim(t.db(), s))!;
+    const data = bytes(1000, 3);
+    const generationId = await publish(t.db(), s3.store(), p, "app", data);
+    await completeAttempt(t.db(), TEST_CFG, { ...claimsOf(p), outcome: "success", sandboxDestroyed: true });
+    await attestJob(attestorDeps(t.db(), pool(), s3.store(), signer()), { jobId: p.jobId, epoch: 1 });
+    await checkpoint(t.db());
+    const bundle = await attestationBundleForArtifact(t.db(), engineTlog, {
+      orgId: tenant.orgId,
+      artifactId: generationId,
+    });
+    const f = (n: string) => path.join(dir, `fork-${n}`);
+    await writeFile(f("app.jar"), data);
+    await writeFile(f("bundle.json"), JSON.stringify(bundle));
+    await writeFile(f("keys.json"), JSON.stringify({ keys: await listAttestationKeys(t.db()) }));
+    await writeFile(f("log.key"), `${await logVerifierKey(t.db())}\n`);
+    const verify = (extra: string[]) =>
+      kiln([
+        "verify",
+        f("app.jar"),
+        "--bundle",
+        f("bundle.json"),
+        "--keys",
+        f("keys.json"),
+        "--log-key",
+        f("log.key"),
+        "--json",
+        ...extra,
+      ]);
+
+    const refused = await verify(["--source", "https://github.com/acme/app"]);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, rule: "provenance.source" });
+    const untrusted = await verify(["--source", "https://git.example/acme/app"]);
+    expect(untrusted.code, untrusted.stdout).toBe(1);
+    expect(JSON.parse(untrusted.stdout)).toMatchObject({ ok: false, rule: "provenance.untrusted" });
+    expect(JSON.parse(untrusted.stdout).message).toContain("/builders/untrusted/");
+
+    const allowed = await verify(["--source", "git.example/acme/app.git", "--allow-untrusted"]);
+    expect(allowed.code, allowed.stdout).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toMatchObject({
+      ok: true,
+      trust_class: "untrusted",
+      builder: "untrusted",
+      builder_id: "https://kiln.test/builders/untrusted/process",
+      build_type: "https://kiln.dev/attestation/buildtypes/untrusted-workflow/v1",
+    });
+    // Without --source there is nothing to check whose build it is: a usage error, not an OK.
+    const bare = await verify([]);
+    expect(bare.code).toBe(2);
   });
 });

@@ -13,12 +13,17 @@ export async function orgWithPool(db: Db): Promise<Tenant & { orgPool: string }>
   return { ...tenant, orgPool: p.name };
 }
 
-/** Registers a host in the org's pool through a fresh single-use token. */
-export async function registeredHost(db: Db, t: Tenant & { orgPool: string }, labels: string[] = ["gpu"]) {
-  const tok = await createRegistrationToken(db, { orgId: t.orgId, pool: "gpu", actor: "test:admin" });
+/** Registers a host in the org's pool (`gpu` unless named) through a fresh single-use token. */
+export async function registeredHost(
+  db: Db,
+  t: Tenant & { orgPool: string },
+  labels: string[] = ["gpu"],
+  pool = "gpu",
+) {
+  const tok = await createRegistrationToken(db, { orgId: t.orgId, pool, actor: "test:admin" });
   const reg = await registerRunner(db, {
     token: tok.token,
-    pool: "gpu",
+    pool,
     name: `host-${randomUUID().slice(0, 6)}`,
     labels,
     isolation: "process",

@@ -2,8 +2,21 @@
 // never from anything the job said about itself. The caller loads the records; this is pure.
 import { SLSA_PROVENANCE_V1, STATEMENT_TYPE_V1, type ResourceDescriptor, type StatementV1 } from "./in-toto.ts";
 
-/** Kiln's buildType, documented in docs/attestation.md (what each parameter means). */
+/** Kiln's buildType for a trusted run, documented in docs/attestation.md (what each parameter means). */
 export const KILN_BUILD_TYPE = "https://kiln.dev/attestation/buildtypes/workflow/v1";
+/**
+ * The buildType of a run that is not trusted (a non-member's fork PR): a distinct type, so a verifier
+ * that pins Kiln's trusted buildType (as SLSA verification does) never accepts a fork's bytes as the
+ * project's (issue 28).
+ */
+export const KILN_UNTRUSTED_BUILD_TYPE = "https://kiln.dev/attestation/buildtypes/untrusted-workflow/v1";
+
+/**
+ * Who ran the job, from operator-controlled records only (issue 28), never from the isolation an agent
+ * reports about itself: a host in a platform pool the operator runs (its class is what the operator
+ * declared for the pool), or a runner an org registered (its own machine, whatever it claims to be).
+ */
+export type BuildHost = { kind: "platform"; isolation: "process" | "microvm" } | { kind: "self-hosted" };
 
 export interface ProvenanceInput {
   /** The Kiln instance's base URI (its public URL): names the builder and the invocation. */
@@ -24,7 +37,9 @@ export interface ProvenanceInput {
     name: string;
     pool: string;
     epoch: number;
+    /** The isolation class the host's agent reported (recorded, never the builder id's source). */
     isolation: string;
+    host: BuildHost;
     image: { ref: string; digest: string | null } | null;
   };
   startedOn: Date | null;
@@ -38,9 +53,21 @@ export interface ProvenanceInput {
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const base = (u: string) => u.replace(/\/+$/, "");
 
-/** The builder: this instance running a sandbox of the given isolation class (process | microvm). */
-export function builderId(instanceUri: string, isolation: string): string {
-  return `${base(instanceUri)}/builders/${encodeURIComponent(isolation)}`;
+/**
+ * The builder (issue 28). A trusted run on a platform host: `<instance>/builders/<process|microvm>`, the
+ * platform builder, the only one production takes; on an org's registered runner:
+ * `<instance>/builders/self-hosted`. Any other trust class is named in the id:
+ * `<instance>/builders/untrusted/<process|microvm|self-hosted>`, a builder of its own.
+ */
+export function builderId(instanceUri: string, trustClass: string, host: BuildHost): string {
+  const where = host.kind === "platform" ? host.isolation : "self-hosted";
+  return trustClass === "trusted"
+    ? `${base(instanceUri)}/builders/${where}`
+    : `${base(instanceUri)}/builders/untrusted/${where}`;
+}
+
+export function buildTypeFor(trustClass: string): string {
+  return trustClass === "trusted" ? KILN_BUILD_TYPE : KILN_UNTRUSTED_BUILD_TYPE;
 }
 
 /** Names the run, the job and the winning attempt's epoch: one invocation per winning attempt. */
@@ -92,16 +119,19 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
     predicateType: SLSA_PROVENANCE_V1,
     predicate: {
       buildDefinition: {
-        buildType: KILN_BUILD_TYPE,
+        buildType: buildTypeFor(p.run.trustClass),
+        // The trust class is an external parameter too: SLSA verifiers check these, not internalParameters.
         externalParameters: {
           workflow: { repository: p.repo.cloneUrl, path: p.run.workflowPath, ref },
           commit: p.run.commitSha,
           inputs: p.run.inputs ?? {},
+          trustClass: p.run.trustClass,
         },
         internalParameters: {
           org: p.org.id,
           trustClass: p.run.trustClass,
           isolation: p.job.isolation,
+          host: p.job.host.kind,
           pool: p.job.pool,
           run: p.run.id,
           job: p.job.id,
@@ -110,7 +140,7 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
         resolvedDependencies: deps,
       },
       runDetails: {
-        builder: { id: builderId(p.instanceUri, p.job.isolation) },
+        builder: { id: builderId(p.instanceUri, p.run.trustClass, p.job.host) },
         metadata,
         byproducts,
       },

@@ -20,11 +20,22 @@ export {
 } from "./in-toto.ts";
 export {
   builderId,
+  buildTypeFor,
   composeProvenance,
   invocationId,
   KILN_BUILD_TYPE,
+  KILN_UNTRUSTED_BUILD_TYPE,
+  type BuildHost,
   type ProvenanceInput,
 } from "./compose-provenance.ts";
+export {
+  checkProvenanceSource,
+  normalizeSource,
+  readProvenanceTrust,
+  type BuilderKind,
+  type ProvenanceTrust,
+  type SourceCheck,
+} from "./provenance-trust.ts";
 export {
   attestationStateOf,
   ATTESTATION_ROW_STATES,

@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { fromBase64Any, toBase64, utf8 } from "./bytes.ts";
 import { canonicalJson } from "./canonical-json.ts";
-import { composeProvenance, invocationId, type ProvenanceInput } from "./compose-provenance.ts";
+import {
+  composeProvenance,
+  invocationId,
+  KILN_BUILD_TYPE,
+  KILN_UNTRUSTED_BUILD_TYPE,
+  type ProvenanceInput,
+} from "./compose-provenance.ts";
 import { pae, parseEnvelope } from "./dsse.ts";
 import { validateSlsaProvenance, validateStatement } from "./in-toto.ts";
+import { checkProvenanceSource, normalizeSource, readProvenanceTrust } from "./provenance-trust.ts";
 
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -98,6 +105,7 @@ const INPUT: ProvenanceInput = {
     pool: "default",
     epoch: 2,
     isolation: "microvm",
+    host: { kind: "platform", isolation: "microvm" },
     image: { ref: "r.example/base:1", digest: `sha256:${"e".repeat(64)}` },
   },
   startedOn: new Date("2026-01-01T00:00:00Z"),
@@ -134,6 +142,81 @@ describe("composeProvenance", () => {
     const r = validateSlsaProvenance(st);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.rule).toBe("slsa.runDetails.byproducts.digest.sha256");
+  });
+});
+
+describe("whose build it is (issue 28)", () => {
+  const untrusted: ProvenanceInput = { ...INPUT, run: { ...INPUT.run, trustClass: "untrusted" } };
+  const selfHosted: ProvenanceInput = { ...INPUT, job: { ...INPUT.job, host: { kind: "self-hosted" } } };
+  const pred = (p: ProvenanceInput) =>
+    composeProvenance(p).predicate as {
+      runDetails: { builder: { id: string } };
+      buildDefinition: { buildType: string; externalParameters: { trustClass: string } };
+    };
+
+  it("a trusted run on a platform host is the platform builder under Kiln's build type", () => {
+    const st = composeProvenance(INPUT);
+    expect(pred(INPUT).buildDefinition.buildType).toBe(KILN_BUILD_TYPE);
+    expect(readProvenanceTrust(st)).toMatchObject({
+      builder: "platform",
+      builderPrefix: "https://kiln.example/builders/",
+      trustClass: "trusted",
+      source: "https://git.example/acme/app.git",
+    });
+  });
+  it("a fork's (untrusted) build has a builder id and a build type of its own that name its trust class", () => {
+    const p = pred(untrusted);
+    expect(p.runDetails.builder.id).toBe("https://kiln.example/builders/untrusted/microvm");
+    expect(p.buildDefinition.buildType).toBe(KILN_UNTRUSTED_BUILD_TYPE);
+    expect(p.buildDefinition.externalParameters.trustClass).toBe("untrusted");
+    const st = composeProvenance(untrusted);
+    expect(validateSlsaProvenance(st).ok).toBe(true);
+    expect(readProvenanceTrust(st)).toMatchObject({ builder: "untrusted", trustClass: "untrusted" });
+  });
+  it("an org's runner is the self-hosted builder whatever isolation its agent reported", () => {
+    expect(pred(selfHosted).runDetails.builder.id).toBe("https://kiln.example/builders/self-hosted");
+    expect(readProvenanceTrust(composeProvenance(selfHosted))).toMatchObject({
+      builder: "self-hosted",
+      trustClass: "trusted",
+    });
+    const forkOnOrgRunner = { ...selfHosted, run: untrusted.run };
+    expect(pred(forkOnOrgRunner).runDetails.builder.id).toBe("https://kiln.example/builders/untrusted/self-hosted");
+  });
+  it("reads a fork's statement written before issue 28 (trusted builder id, trust class inside) as untrusted", () => {
+    const old = composeProvenance(untrusted);
+    const p = old.predicate as { runDetails: { builder: { id: string } }; buildDefinition: Record<string, unknown> };
+    p.runDetails.builder.id = "https://kiln.example/builders/microvm";
+    p.buildDefinition.buildType = KILN_BUILD_TYPE;
+    delete (p.buildDefinition.externalParameters as Record<string, unknown>).trustClass;
+    expect(readProvenanceTrust(old)).toMatchObject({ builder: "platform", trustClass: "untrusted" });
+    expect(checkProvenanceSource(old, { source: "https://git.example/acme/app", allowUntrusted: false })).toMatchObject(
+      { ok: false, rule: "provenance.untrusted" },
+    );
+  });
+  it("--source: the repository must match; an untrusted build only with --allow-untrusted", () => {
+    const src = "https://git.example/acme/app.git";
+    expect(checkProvenanceSource(composeProvenance(INPUT), { source: src, allowUntrusted: false }).ok).toBe(true);
+    for (const same of ["git.example/acme/app", "https://GIT.example/acme/app/", "git+https://git.example/acme/app"])
+      expect(normalizeSource(same)).toBe(normalizeSource(src));
+    expect(
+      checkProvenanceSource(composeProvenance(INPUT), { source: "https://git.example/evil/app", allowUntrusted: true }),
+    ).toMatchObject({ ok: false, rule: "provenance.source" });
+    expect(normalizeSource("https://git.example/Acme/app")).not.toBe(normalizeSource(src));
+    const fork = composeProvenance(untrusted);
+    expect(checkProvenanceSource(fork, { source: src, allowUntrusted: false })).toMatchObject({
+      ok: false,
+      rule: "provenance.untrusted",
+    });
+    expect(checkProvenanceSource(fork, { source: src, allowUntrusted: true })).toMatchObject({
+      ok: true,
+      trust: { trustClass: "untrusted", builderId: "https://kiln.example/builders/untrusted/microvm" },
+    });
+    const foreign = composeProvenance(INPUT);
+    (foreign.predicate as { runDetails: { builder: { id: string } } }).runDetails.builder.id = "https://x.example/b";
+    expect(checkProvenanceSource(foreign, { source: src, allowUntrusted: true })).toMatchObject({
+      ok: false,
+      rule: "provenance.builder",
+    });
   });
 });
 
