@@ -48,7 +48,13 @@ beforeAll(async () => {
   workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-jail-"));
   secretFile = path.join(workDir, "agent-secret.txt");
   await writeFile(secretFile, secretText, { mode: 0o644 });
-  driver = await createMicrovmDriver({ workDir, assetsDir: ASSETS_DIR, warmPoolSize: 0, accel: "auto", logger: createLogger({}, () => undefined) });
+  driver = await createMicrovmDriver({
+    workDir,
+    assetsDir: ASSETS_DIR,
+    warmPoolSize: 0,
+    accel: "auto",
+    logger: createLogger({}, () => undefined),
+  });
   sandbox = await driver.create({ attemptId: randomUUID(), image: null });
   runDir = path.dirname(sandbox.hostWorkspaceDir);
 }, TIMEOUT_MS);
@@ -77,7 +83,8 @@ describe("a running VM's QEMU, seen from its own seat", () => {
       }
       expect(s.Groups, file).toBe("");
       expect(s.NoNewPrivs, file).toBe("1");
-      for (const set of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]) expect(s[set], `${file} ${set}`).toMatch(/^0+$/);
+      for (const set of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"])
+        expect(s[set], `${file} ${set}`).toMatch(/^0+$/);
     }
     const vmArgs = (await readFile(`/proc/${await pidOf("qemu.pid")}/cmdline`, "utf8")).split("\0");
     expect(vmArgs[vmArgs.indexOf("-sandbox") + 1]).toContain("spawn=deny");
@@ -98,46 +105,64 @@ describe("a running VM's QEMU, seen from its own seat", () => {
     }
   });
 
-  it.runIf(isRoot)("cannot read the agent's work dir, the asset cache or the host's files", {
-    timeout: TIMEOUT_MS,
-  }, async () => {
-    for (const file of ["qemu.pid", "net.pid"]) {
-      const pid = await pidOf(file);
-      const uid = (await status(pid)).Uid?.split(/\s+/)[0] ?? "0";
-      // QEMU's root is a view: only what it was given, and no host tree beside it.
-      const root = (await readdir(`/proc/${pid}/root`)).sort();
-      expect(root, file).toEqual(["bin", "dev", "etc", "lib", "lib64", "sbin", "usr", "vm"].filter((d) => root.includes(d)));
-      for (const absent of ["tmp", "root", "home", "var", "proc", "sys", "run", "boot"]) expect(root, file).not.toContain(absent);
-      // Enter its mount namespace and root as its uid, and try what a compromised QEMU would.
-      const as = ["-t", String(pid), "-m", "-r", "-w", "-S", uid, "-G", uid, "--"];
-      // Control: the same entry reads what QEMU was given, so the refusals below are the jail's.
-      const given = file === "qemu.pid" ? "/vm/initramfs" : "/vm/relay.pl";
-      const control = await sh("nsenter", [...as, "/bin/sh", "-c", `test -r ${given} && id -u`]);
-      expect(control, file).toEqual({ code: 0, out: `${uid}\n` });
-      const tries = [
-        secretFile,
-        path.join(workDir, "egress-relay.pl"),
-        path.join(runDir, "console.log"),
-        ASSETS_DIR,
-        os.tmpdir(),
-        "/etc/shadow",
-        "/root",
-      ];
-      for (const target of tries) {
-        const r = await sh("nsenter", [...as, "/bin/cat", target]);
-        expect(r.code, `${file} reading ${target}: ${r.out}`).not.toBe(0);
-        expect(r.out).not.toContain(secretText);
+  it.runIf(isRoot)(
+    "cannot read the agent's work dir, the asset cache or the host's files",
+    {
+      timeout: TIMEOUT_MS,
+    },
+    async () => {
+      for (const file of ["qemu.pid", "net.pid"]) {
+        const pid = await pidOf(file);
+        const uid = (await status(pid)).Uid?.split(/\s+/)[0] ?? "0";
+        // QEMU's root is a view: only what it was given, and no host tree beside it.
+        const root = (await readdir(`/proc/${pid}/root`)).sort();
+        expect(root, file).toEqual(
+          ["bin", "dev", "etc", "lib", "lib64", "sbin", "usr", "vm"].filter((d) => root.includes(d)),
+        );
+        for (const absent of ["tmp", "root", "home", "var", "proc", "sys", "run", "boot"])
+          expect(root, file).not.toContain(absent);
+        // Enter its mount namespace and root as its uid, and try what a compromised QEMU would.
+        const as = ["-t", String(pid), "-m", "-r", "-w", "-S", uid, "-G", uid, "--"];
+        // Control: the same entry reads what QEMU was given, so the refusals below are the jail's.
+        const given = file === "qemu.pid" ? "/vm/initramfs" : "/vm/relay.pl";
+        const control = await sh("nsenter", [...as, "/bin/sh", "-c", `test -r ${given} && id -u`]);
+        expect(control, file).toEqual({ code: 0, out: `${uid}\n` });
+        const tries = [
+          secretFile,
+          path.join(workDir, "egress-relay.pl"),
+          path.join(runDir, "console.log"),
+          ASSETS_DIR,
+          os.tmpdir(),
+          "/etc/shadow",
+          "/root",
+        ];
+        for (const target of tries) {
+          const r = await sh("nsenter", [...as, "/bin/cat", target]);
+          expect(r.code, `${file} reading ${target}: ${r.out}`).not.toBe(0);
+          expect(r.out).not.toContain(secretText);
+        }
+        // The view itself is read-only: nothing to plant for later.
+        expect(
+          (await sh("nsenter", [...as, "/bin/sh", "-c", "echo x > /vm/planted || echo x > /planted"])).code,
+        ).not.toBe(0);
+        // And outside its namespace, its uid opens nothing of the agent's either (the work dir is 0700).
+        const outside = await sh("setpriv", [
+          "--reuid",
+          uid,
+          "--regid",
+          uid,
+          "--clear-groups",
+          "--",
+          "/bin/cat",
+          secretFile,
+        ]);
+        expect(outside.code).not.toBe(0);
+        expect(outside.out).not.toContain(secretText);
       }
-      // The view itself is read-only: nothing to plant for later.
-      expect((await sh("nsenter", [...as, "/bin/sh", "-c", "echo x > /vm/planted || echo x > /planted"])).code).not.toBe(0);
-      // And outside its namespace, its uid opens nothing of the agent's either (the work dir is 0700).
-      const outside = await sh("setpriv", ["--reuid", uid, "--regid", uid, "--clear-groups", "--", "/bin/cat", secretFile]);
-      expect(outside.code).not.toBe(0);
-      expect(outside.out).not.toContain(secretText);
-    }
-    // The agent can, by the same path: the attempts above failed for QEMU's identity, not the path.
-    expect(await readFile(secretFile, "utf8")).toBe(secretText);
-  });
+      // The agent can, by the same path: the attempts above failed for QEMU's identity, not the path.
+      expect(await readFile(secretFile, "utf8")).toBe(secretText);
+    },
+  );
 
   it("leaves no QEMU behind once the sandbox is destroyed", { timeout: TIMEOUT_MS }, async () => {
     const sb = await driver.create({ attemptId: randomUUID(), image: null });

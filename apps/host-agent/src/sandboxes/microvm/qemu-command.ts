@@ -41,7 +41,7 @@ export const FD = { net: 3, ctl: 4, stdout: 5, stderr: 6, data: 7, qmp: 8, conso
  * where they can gain nothing.
  */
 export const SANDBOX_VM = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
-export const SANDBOX_NET_HELPER = "on,obsolete=deny,elevateprivileges=allow,resourcecontrol=deny";
+const SANDBOX_NET_HELPER = "on,obsolete=deny,elevateprivileges=allow,resourcecontrol=deny";
 
 /** What the guest dials for its proxy; the guest's HTTP(S)_PROXY points here. */
 const GUEST_PROXY = { address: "10.0.2.100", port: 3128 } as const;

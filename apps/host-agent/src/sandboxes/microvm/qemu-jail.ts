@@ -28,7 +28,7 @@ const UNSHARE = "/usr/bin/unshare";
 const CHROOT = "/usr/sbin/chroot";
 const IP = "/bin/ip";
 /** Where the per-VM files appear inside the view. */
-export const VIEW_FILES_DIR = "/vm";
+const VIEW_FILES_DIR = "/vm";
 /** The wrapper chain's whole environment: no variable of the agent's (or anyone's) passes. */
 export const JAIL_ENV = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" } as const;
 

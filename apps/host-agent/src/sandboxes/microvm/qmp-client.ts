@@ -1,6 +1,6 @@
 // Minimal QMP client (QEMU Machine Protocol: one JSON object per line over a socket pair). Used for
 // `cont` after a snapshot restore and for saving the warm-pool snapshot (stop + migrate).
-import net from "node:net";
+import type net from "node:net";
 import { sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 

@@ -9,15 +9,7 @@ import type net from "node:net";
 import path from "node:path";
 import { VmEgress } from "./egress-relay.ts";
 import { MicrovmError } from "./microvm-errors.ts";
-import {
-  FD,
-  netHelperArgs,
-  PORTS,
-  qemuArgs,
-  type Accel,
-  type EgressRelay,
-  type PortName,
-} from "./qemu-command.ts";
+import { FD, netHelperArgs, PORTS, qemuArgs, type Accel, type EgressRelay, type PortName } from "./qemu-command.ts";
 import {
   allocateJailIds,
   JAIL_ENV,
@@ -51,7 +43,7 @@ export interface VmLaunch {
 }
 
 /** The egress socket in a run directory. */
-export const egressSocketOf = (runDir: string) => path.join(runDir, "egress.sock");
+const egressSocketOf = (runDir: string) => path.join(runDir, "egress.sock");
 
 export class VmProcess {
   readonly exited: Promise<number | null>;
@@ -169,10 +161,7 @@ export class VmProcess {
     // For the leftover sweep: the exec chain keeps the first process's pid, so these are QEMU's.
     await writeFile(path.join(runDir, "qemu.pid"), `${child.pid ?? ""}\n`);
     await writeFile(path.join(runDir, "net.pid"), `${helper.pid ?? ""}\n`);
-    const sockets = Object.fromEntries(PORTS.map((p) => [p, fdOf(FD[p])])) as Record<
-      PortName,
-      net.Socket
-    >;
+    const sockets = Object.fromEntries(PORTS.map((p) => [p, fdOf(FD[p])])) as Record<PortName, net.Socket>;
     try {
       const failed = exited.then(() => {
         throw new MicrovmError("MICROVM.BOOT_FAILED", `qemu exited at start: ${stderrText().trim().slice(0, 500)}`);
