@@ -44,6 +44,8 @@ export interface VmLaunch {
 
 /** The egress socket in a run directory. */
 const egressSocketOf = (runDir: string) => path.join(runDir, "egress.sock");
+/** Empty mount points for the jails' views (mounted on only inside each QEMU's namespace). */
+const viewDirs = (runDir: string) => ({ vm: path.join(runDir, "view-vm"), net: path.join(runDir, "view-net") });
 
 export class VmProcess {
   readonly exited: Promise<number | null>;
@@ -86,66 +88,18 @@ export class VmProcess {
       if (ids) releaseJailIds(ids);
       throw err;
     });
-    const views = { vm: path.join(runDir, "view-vm"), net: path.join(runDir, "view-net") };
-    if (ids) for (const v of Object.values(views)) await mkdir(v, { mode: 0o700 });
-    const relay: EgressRelay = {
-      perl: launch.egressRelay.perl,
-      script: pathInJail("relay.pl", launch.egressRelay.script),
-      socket: pathInJail("egress.sock", egress.socketPath),
+    const undo = (err: unknown) => {
+      egress.close();
+      if (ids) releaseJailIds(ids);
+      throw err;
     };
-    if (ids && launch.migrateSocket) await chown(launch.migrateSocket, ids.vm, ids.vm);
-    const snapshot = launch.incomingSnapshot ? await open(launch.incomingSnapshot, "r") : null;
-    const vmFiles: Record<string, string> = {
-      vmlinuz: launch.vmlinuz,
-      initramfs: launch.initramfs,
-      rootfs: launch.rootfs,
-      ...(launch.migrateSocket ? { "migrate.sock": launch.migrateSocket } : {}),
-    };
-    const vmArgs = qemuArgs({
-      accel: launch.accel,
-      tscKhz: launch.tscKhz,
-      runDir,
-      vmlinuz: pathInJail("vmlinuz", launch.vmlinuz),
-      initramfs: pathInJail("initramfs", launch.initramfs),
-      rootfs: pathInJail("rootfs", launch.rootfs),
-      ...(snapshot ? { incomingSnapshot: true } : {}),
-      ...(launch.resources ? { resources: launch.resources } : {}),
-    });
-    // Own process groups: a Ctrl-C on the agent's terminal must not kill VMs mid-job behind its
-    // back. Fixed environment and cwd: the wrapper chain runs as root before the jail exists.
-    const opts = { detached: true, env: { ...JAIL_ENV }, cwd: "/" };
-    const [hFile, ...hArgs] = jailedArgv(qemuPath, netHelperArgs(relay, runDir), {
-      viewDir: views.net,
-      uid: ids?.net ?? 0,
-      files: { "relay.pl": launch.egressRelay.script, "egress.sock": egress.socketPath },
-      kvm: false,
-    });
-    // Both spawns and the destroy below happen in one tick: the agent's copy of the link never
-    // reads a frame meant for the VM.
-    const helper = spawn(hFile!, hArgs, { ...opts, stdio: ["ignore", "ignore", "pipe", "pipe"] });
-    const link = helper.stdio[FD.net] as net.Socket | null;
-    const [file, ...args] = jailedArgv(qemuPath, vmArgs, {
-      viewDir: views.vm,
-      uid: ids?.vm ?? 0,
-      files: vmFiles,
-      kvm: launch.accel === "kvm",
-    });
-    const stdio = ["ignore", "ignore", "pipe", link ?? "ignore", ...PORTS.map(() => "pipe"), "pipe", "pipe"];
-    if (snapshot) stdio.push(snapshot.fd as never);
-    const child: ChildProcess = spawn(file!, args, { ...opts, stdio: stdio as never });
+    if (ids) for (const v of Object.values(viewDirs(runDir))) await mkdir(v, { mode: 0o700 }).catch(undo);
+    if (ids && launch.migrateSocket) await chown(launch.migrateSocket, ids.vm, ids.vm).catch(undo);
+    const snapshot = launch.incomingSnapshot ? await open(launch.incomingSnapshot, "r").catch(undo) : null;
+    const { child, helper } = spawnPair(qemuPath, launch, ids, egress, snapshot?.fd ?? null);
     const fdOf = (n: number) => child.stdio[n] as net.Socket;
-    link?.destroy();
     await snapshot?.close();
-    const errs = new Map<ChildProcess, string>([
-      [child, ""],
-      [helper, ""],
-    ]);
-    const note = (c: ChildProcess, s: string) => errs.set(c, `${errs.get(c) ?? ""}${s}`.slice(-4000));
-    for (const c of [child, helper]) c.stderr?.setEncoding("utf8").on("data", (s: string) => note(c, s));
-    const stderrText = () => {
-      const net = (errs.get(helper) ?? "").replace(/^.*hub 0 with no nics\s*$/m, "").trim();
-      return `${errs.get(child) ?? ""}${net ? `\n(network helper: ${net})` : ""}`;
-    };
+    const { note, stderrText } = watchStderr(child, helper);
     const exitOf = (c: ChildProcess) =>
       new Promise<number | null>((resolve) => {
         c.once("exit", (code) => resolve(code));
@@ -188,6 +142,81 @@ export class VmProcess {
     for (const s of Object.values(this.sockets)) s.destroy();
     if (this.ids) releaseJailIds(this.ids);
   }
+}
+
+/**
+ * Spawns the network helper and the VM's QEMU, each through its jail, joined by one socket pair.
+ * Both spawns and the destroy at the end happen in one tick: the agent's copy of the link never
+ * reads a frame meant for the VM.
+ */
+function spawnPair(
+  qemuPath: string,
+  launch: VmLaunch,
+  ids: JailIds | null,
+  egress: VmEgress,
+  snapshotFd: number | null,
+): { child: ChildProcess; helper: ChildProcess } {
+  const { runDir } = launch;
+  const views = viewDirs(runDir);
+  const relay: EgressRelay = {
+    perl: launch.egressRelay.perl,
+    script: pathInJail("relay.pl", launch.egressRelay.script),
+    socket: pathInJail("egress.sock", egress.socketPath),
+  };
+  const vmFiles: Record<string, string> = {
+    vmlinuz: launch.vmlinuz,
+    initramfs: launch.initramfs,
+    rootfs: launch.rootfs,
+    ...(launch.migrateSocket ? { "migrate.sock": launch.migrateSocket } : {}),
+  };
+  const vmArgs = qemuArgs({
+    accel: launch.accel,
+    tscKhz: launch.tscKhz,
+    runDir,
+    vmlinuz: pathInJail("vmlinuz", launch.vmlinuz),
+    initramfs: pathInJail("initramfs", launch.initramfs),
+    rootfs: pathInJail("rootfs", launch.rootfs),
+    ...(snapshotFd !== null ? { incomingSnapshot: true } : {}),
+    ...(launch.resources ? { resources: launch.resources } : {}),
+  });
+  // Own process groups: a Ctrl-C on the agent's terminal must not kill VMs mid-job behind its
+  // back. Fixed environment and cwd: the wrapper chain runs as root before the jail exists.
+  const opts = { detached: true, env: { ...JAIL_ENV }, cwd: "/" };
+  const [hFile, ...hArgs] = jailedArgv(qemuPath, netHelperArgs(relay, runDir), {
+    viewDir: views.net,
+    uid: ids?.net ?? 0,
+    files: { "relay.pl": launch.egressRelay.script, "egress.sock": egress.socketPath },
+    kvm: false,
+  });
+  // Both spawns and the destroy below happen in one tick: the agent's copy of the link never
+  // reads a frame meant for the VM.
+  const helper = spawn(hFile!, hArgs, { ...opts, stdio: ["ignore", "ignore", "pipe", "pipe"] });
+  const link = helper.stdio[FD.net] as net.Socket | null;
+  const [file, ...args] = jailedArgv(qemuPath, vmArgs, {
+    viewDir: views.vm,
+    uid: ids?.vm ?? 0,
+    files: vmFiles,
+    kvm: launch.accel === "kvm",
+  });
+  const stdio = ["ignore", "ignore", "pipe", link ?? "ignore", ...PORTS.map(() => "pipe"), "pipe", "pipe"];
+  if (snapshotFd !== null) stdio.push(snapshotFd as never);
+  const child: ChildProcess = spawn(file!, args, { ...opts, stdio: stdio as never });
+  link?.destroy();
+  return { child, helper };
+}
+
+function watchStderr(child: ChildProcess, helper: ChildProcess) {
+  const errs = new Map<ChildProcess, string>([
+    [child, ""],
+    [helper, ""],
+  ]);
+  const note = (c: ChildProcess, s: string) => errs.set(c, `${errs.get(c) ?? ""}${s}`.slice(-4000));
+  for (const c of [child, helper]) c.stderr?.setEncoding("utf8").on("data", (s: string) => note(c, s));
+  const stderrText = () => {
+    const net = (errs.get(helper) ?? "").replace(/^.*hub 0 with no nics\s*$/m, "").trim();
+    return `${errs.get(child) ?? ""}${net ? `\n(network helper: ${net})` : ""}`;
+  };
+  return { note, stderrText };
 }
 
 function keepConsole(source: net.Socket, file: string): void {
