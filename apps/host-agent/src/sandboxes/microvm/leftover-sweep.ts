@@ -1,6 +1,7 @@
 // Removes what a crashed agent left in the driver's work dir: run directories carrying our marker,
-// after killing the QEMU named by their pidfile. The pid is only trusted when /proc says it is a
-// QEMU whose command line mentions that very directory (pids are reused).
+// after killing the QEMUs named by their pidfiles (the VM's and its network helper's). A pid is only
+// trusted when /proc says it is a QEMU whose command line mentions that very directory (pids are
+// reused; the directory is in QEMU's -name).
 import { readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { sleep } from "../../timing.ts";
@@ -16,15 +17,16 @@ export async function removeLeftoverVms(workDir: string, keep: ReadonlySet<strin
       () => false,
     );
     if (!ours) continue;
-    await killQemuOf(runDir);
+    await killQemuOf(runDir, "qemu.pid");
+    await killQemuOf(runDir, "net.pid");
     await rm(runDir, { recursive: true, force: true, maxRetries: 3 });
     removed++;
   }
   return removed;
 }
 
-async function killQemuOf(runDir: string): Promise<void> {
-  const pid = Number((await readFile(path.join(runDir, "qemu.pid"), "utf8").catch(() => "")).trim());
+async function killQemuOf(runDir: string, pidFile: string): Promise<void> {
+  const pid = Number((await readFile(path.join(runDir, pidFile), "utf8").catch(() => "")).trim());
   if (!Number.isSafeInteger(pid) || pid <= 1) return;
   const cmdline = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
   if (!cmdline[0]?.includes("qemu-system") || !cmdline.some((a) => a.includes(runDir))) return;

@@ -15,15 +15,15 @@ import {
 } from "../sandbox-driver.ts";
 import { egressSocketFor } from "../../egress/index.ts";
 import { chooseAccel, hostTscKhz } from "./accel-probe.ts";
-import { installEgressRelay, linkEgress } from "./egress-relay.ts";
+import { installEgressRelay } from "./egress-relay.ts";
 import { findTool } from "./host-tools.ts";
 import { removeLeftoverVms } from "./leftover-sweep.ts";
 import { ensureMicrovmAssets, type MicrovmAssets } from "./microvm-assets.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
 import { MicrovmSandbox } from "./microvm-sandbox.ts";
-import { egressNetdevArgs, type Accel } from "./qemu-command.ts";
-import { qemuInOwnNetns } from "./vm-process.ts";
+import { NET_DEVICE, SANDBOX_VM, type Accel } from "./qemu-command.ts";
+import { QEMU_HOST_ID_BASE, qemuJailed } from "./qemu-jail.ts";
 import { RootfsCache } from "./rootfs-cache.ts";
 import { coldBoot, newRunDir, restoreSnapshot, saveSnapshot, type BootConfig, type BootedVm } from "./vm-boot.ts";
 import { WarmPool } from "./warm-pool.ts";
@@ -54,8 +54,8 @@ export interface MicrovmStats {
 export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<MicrovmDriver> {
   const workDir = path.resolve(opts.workDir);
   await mkdir(workDir, { recursive: true, mode: 0o700 });
-  // Longest socket path: <workDir>/vm-<12 hex>/stdout.sock; unix sockets allow 107 bytes.
-  if (Buffer.byteLength(path.join(workDir, "vm-000000000000", "stdout.sock")) > 107) {
+  // Longest socket path: <workDir>/vm-<12 hex>/migrate.sock; unix sockets allow 107 bytes.
+  if (Buffer.byteLength(path.join(workDir, "vm-000000000000", "migrate.sock")) > 107) {
     throw new MicrovmError(
       "MICROVM.BAD_INPUT",
       `work dir ${workDir} is too long for unix socket paths (max ~80 bytes)`,
@@ -73,7 +73,7 @@ export async function createMicrovmDriver(opts: MicrovmDriverOptions): Promise<M
   const cfg: BootConfig = { ...base, accel: choice.accel };
   const isolation: SandboxIsolation = {
     level: "microvm",
-    detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, network: user-net restrict=on with one guestfwd to the agent's egress proxy${qemuInOwnNetns ? " (QEMU in a loopback-only network namespace)" : ""}, single-use`,
+    detail: `QEMU microvm, ${choice.reason}, ${VM_CPUS} vCPU, ${VM_MEMORY} RAM, network: user-net restrict=on with one guestfwd to the agent's egress proxy (in a network helper process), QEMU -sandbox ${SANDBOX_VM}${qemuJailed ? `, per-VM uid from ${QEMU_HOST_ID_BASE} in its own mount and network namespace with a private root` : ", as the agent's user (agent not root: no uid drop or private root)"}, single-use`,
   };
   const driver = new MicrovmDriver(
     workDir,
@@ -138,11 +138,14 @@ export class MicrovmDriver implements SandboxDriver {
   /** Saves the idle-guest snapshot once per (assets, accel, QEMU build) and starts filling. */
   async startPool(size: number): Promise<void> {
     const qemu = await stat(this.cfg.qemuPath);
-    // The device model is part of the snapshot: the network device's presence (not the relay's
-    // paths, which are backend config given again at restore) must match between save and restore.
-    const devices = egressNetdevArgs(this.cfg.egressRelay, "/").filter((a) => a.startsWith("virtio-net"));
+    // The device model is part of the snapshot: the network device's presence (not its backend,
+    // which is given again at restore) must match between save and restore.
+    const devices = NET_DEVICE.filter((a) => a.startsWith("virtio-net"));
     const key = createHash("sha256")
       .update(`${this.assets.key}\0${this.cfg.accel}\0${qemu.size}\0${qemu.mtimeMs}\0${devices.join(" ")}`)
+      // The VM's QEMU has no user-mode network since issue 28 (its helper does): slirp's state is
+      // no longer in the stream, so older snapshots do not load.
+      .update("\0net-helper")
       .digest("hex")
       .slice(0, 16);
     const file = path.join(this.assets.dir, `idle-${key}.snap`);
@@ -185,9 +188,9 @@ export class MicrovmDriver implements SandboxDriver {
     const hostWorkspaceDir = path.join(booted.runDir, "workspace");
     await mkdir(hostWorkspaceDir, { mode: 0o700 });
     // The attempt's listener is open before create() (attempt-run.ts); without one the VM keeps a
-    // network device that leads nowhere (its relay finds no link and closes every connection).
+    // network device that leads nowhere (its egress socket closes every connection).
     const egress = egressSocketFor(spec.attemptId);
-    if (egress) await linkEgress(booted.runDir, egress.path);
+    if (egress) booted.vm.egress.link(egress.path);
     const ms = performance.now() - started;
     remember(pooled ? this.counters.warm : this.counters.cold, ms);
     this.log.info("microvm sandbox created", {

@@ -16,7 +16,7 @@ import { EgressProxy, type EgressDecisionEvent } from "../../egress/index.ts";
 import { createLogger } from "@kiln/logger";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
-import { egressNetdevArgs } from "./qemu-command.ts";
+import { netHelperArgs, qemuArgs } from "./qemu-command.ts";
 
 const TIMEOUT_MS = 180_000;
 // Shared with the contract test: content-addressed, so reusing it only saves the asset build.
@@ -88,14 +88,31 @@ async function poolReady(): Promise<void> {
 }
 
 describe("microvm mediated egress", () => {
-  it("the netdev is restricted user-mode networking with exactly one guestfwd, a per-connection relay", () => {
-    const args = egressNetdevArgs({ perl: "/usr/bin/perl", script: "/w/egress-relay.pl" }, "/w/vm-1");
-    const netdev = args[args.indexOf("-netdev") + 1] ?? "";
-    expect(netdev).toContain("restrict=on");
-    expect(netdev.match(/guestfwd=/g)).toHaveLength(1);
-    expect(netdev).not.toContain("hostfwd");
-    expect(netdev).toContain("guestfwd=tcp:10.0.2.100:3128-cmd:/usr/bin/perl /w/egress-relay.pl /w/vm-1/egress.sock");
-    expect(() => egressNetdevArgs({ perl: "/usr/bin/perl", script: "/w/a,b.pl" }, "/w/vm-1")).toThrow(/space or comma/);
+  it("the helper's netdev is restricted user-mode networking with exactly one guestfwd, a per-connection relay", () => {
+    const relay = { perl: "/usr/bin/perl", script: "/vm/relay.pl", socket: "/vm/egress.sock" };
+    const args = netHelperArgs(relay, "/w/vm-1");
+    const netdevs = args.filter((_, i) => args[i - 1] === "-netdev");
+    const user = netdevs.filter((n) => n.startsWith("user,"));
+    expect(user).toHaveLength(1);
+    expect(user[0]).toContain("restrict=on");
+    expect(user[0]?.match(/guestfwd=/g)).toHaveLength(1);
+    expect(args.join(" ")).not.toContain("hostfwd");
+    expect(user[0]).toContain("guestfwd=tcp:10.0.2.100:3128-cmd:/usr/bin/perl /vm/relay.pl /vm/egress.sock");
+    // The helper has no machine: no CPU and no device model for a guest to reach.
+    expect(args[args.indexOf("-M") + 1]).toBe("none");
+    expect(() => netHelperArgs({ ...relay, script: "/w/a,b.pl" }, "/w/vm-1")).toThrow(/space or comma/);
+    // The VM's own QEMU has no user-mode network at all (only the link to its helper) and may not spawn.
+    const vm = qemuArgs({
+      accel: "tcg",
+      vmlinuz: "/vm/vmlinuz",
+      initramfs: "/vm/initramfs",
+      rootfs: "/vm/rootfs",
+      runDir: "/w/vm-1",
+      tscKhz: null,
+    });
+    expect(vm.filter((_, i) => vm[i - 1] === "-netdev")).toEqual(["socket,id=n0,fd=3"]);
+    expect(vm[vm.indexOf("-sandbox") + 1]).toContain("spawn=deny");
+    expect(vm.join(" ")).not.toMatch(/exec:|cmd:/);
   });
 
   it("a warm VM reaches the allowed host through its attempt's proxy, is denied the other, and has no other route out", {

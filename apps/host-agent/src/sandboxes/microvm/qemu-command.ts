@@ -1,8 +1,8 @@
-// The QEMU command line for one sandbox (feasibility Part B): microvm machine, one vCPU, fixed RAM,
-// the root image read-only on virtio-blk, four virtio-serial ports whose host ends are unix sockets
-// the agent listens on, the kernel console to a file, and one restricted user-mode network whose
-// only way out is the agent's egress proxy (docs/adr/0013-mediated-egress.md).
-import path from "node:path";
+// The QEMU command lines for one sandbox (feasibility Part B): microvm machine, one vCPU, fixed RAM,
+// the root image read-only on virtio-blk, four virtio-serial ports and QMP on socket pairs whose
+// other ends the agent holds, the kernel console to the agent, and a network link to the VM's
+// network helper, a restricted user-mode network whose only way out is the agent's egress proxy
+// (docs/adr/0013-mediated-egress.md). Both run under QEMU's seccomp sandbox (qemu-jail.ts for the rest).
 import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
 
 export type Accel = "kvm" | "tcg";
@@ -13,32 +13,44 @@ export type PortName = (typeof PORTS)[number];
 
 export interface QemuLaunch {
   accel: Accel;
+  /** Paths as QEMU sees them (inside its view when jailed: qemu-jail.ts). */
   vmlinuz: string;
   initramfs: string;
   rootfs: string;
-  /** Per-sandbox directory holding sockets, console log and pidfile. */
+  /** Per-sandbox host directory; its path names the QEMU process (leftover sweep, tests). */
   runDir: string;
   tscKhz: number | null;
-  /** Restore a warm-pool snapshot instead of booting. */
-  incomingSnapshot?: string;
-  /** The per-connection relay QEMU runs for the guest's proxy address (egress-relay.ts). */
-  egressRelay: EgressRelay;
+  /** Restore a warm-pool snapshot (streamed on fd FD.incoming) instead of booting. */
+  incomingSnapshot?: boolean;
   /** vCPUs and memory of the job's size; absent: VM_CPUS and VM_MEMORY (small, the warm pool's). */
   resources?: { vcpus: number; memoryMiB: number };
 }
 
-export interface EgressRelay {
-  perl: string;
-  script: string;
-}
+/**
+ * The file descriptors the agent hands QEMU at spawn (socket pairs, or the snapshot file): QEMU
+ * opens no path of the host for them, so a jailed QEMU needs no run directory in its view.
+ */
+export const FD = { net: 3, ctl: 4, stdout: 5, stderr: 6, data: 7, qmp: 8, console: 9, incoming: 10 } as const;
+
+/**
+ * seccomp for every QEMU (QEMU's own filter, `-sandbox`): no obsolete syscalls, no set*id calls,
+ * no sched/priority changes. The VM's QEMU may not fork or exec either. Its network helper must
+ * (the per-connection egress relay), and libslirp's child calls setsid(), which the set*id filter
+ * kills (SIGSYS; `elevateprivileges=children` keeps that filter too), so the helper allows those
+ * calls: it runs as an unprivileged uid without capabilities under no_new_privs (qemu-jail.ts),
+ * where they can gain nothing.
+ */
+export const SANDBOX_VM = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+const SANDBOX_NET_HELPER = "on,obsolete=deny,elevateprivileges=allow,resourcecontrol=deny";
 
 /** What the guest dials for its proxy; the guest's HTTP(S)_PROXY points here. */
 const GUEST_PROXY = { address: "10.0.2.100", port: 3128 } as const;
 export const GUEST_PROXY_URL = `http://${GUEST_PROXY.address}:${GUEST_PROXY.port}`;
-/** Per-VM: the relay connects here; the driver points it at the attempt's egress socket at create(). */
-export const egressSocketLink = (runDir: string) => path.join(runDir, "egress.sock");
 
-export const socketPath = (runDir: string, port: PortName | "qmp") => path.join(runDir, `${port}.sock`);
+/** The process name (`-name`): the run directory, so /proc tells which VM a QEMU belongs to. */
+function nameArg(runDir: string, suffix = ""): string {
+  return `guest=${runDir.replaceAll(",", ",,")}${suffix}`;
+}
 
 const KERNEL_ARGS = [
   "console=ttyS0",
@@ -62,6 +74,10 @@ export function qemuArgs(l: QemuLaunch): string[] {
   // Without tsc_early_khz, about 2% of TCG boots hung in calibration (feasibility: 4 in ~190).
   const append = [...(l.tscKhz ? [`tsc_early_khz=${l.tscKhz}`] : []), ...KERNEL_ARGS].join(" ");
   const args = [
+    "-name",
+    nameArg(l.runDir),
+    "-sandbox",
+    SANDBOX_VM,
     "-M",
     `microvm,accel=${l.accel},acpi=on,pic=on,pit=on,rtc=on,isa-serial=on,x-option-roms=off`,
     "-cpu",
@@ -81,8 +97,11 @@ export function qemuArgs(l: QemuLaunch): string[] {
     l.initramfs,
     "-append",
     append,
+    // The console goes to the agent, which keeps it as console.log in the run directory.
+    "-chardev",
+    `socket,id=con,fd=${FD.console}`,
     "-serial",
-    `file:${path.join(l.runDir, "console.log")}`,
+    "chardev:con",
     "-drive",
     `id=root,file=${l.rootfs},format=raw,if=none,readonly=on`,
     "-device",
@@ -93,48 +112,70 @@ export function qemuArgs(l: QemuLaunch): string[] {
   // virtserialport, not virtconsole: no tty layer in the guest, so output is binary-safe without
   // termios games, and explicit nr keeps the ports identical between snapshot and restore.
   PORTS.forEach((port, i) => {
-    args.push("-chardev", `socket,id=${port},path=${socketPath(l.runDir, port)}`);
+    args.push("-chardev", `socket,id=${port},fd=${FD[port]}`);
     args.push("-device", `virtserialport,chardev=${port},name=${port},nr=${i + 1}`);
   });
-  args.push(...egressNetdevArgs(l.egressRelay, l.runDir));
-  args.push("-qmp", `unix:${socketPath(l.runDir, "qmp")},server=on,wait=off`);
-  args.push("-pidfile", path.join(l.runDir, "qemu.pid"));
-  if (l.incomingSnapshot) args.push("-incoming", `exec:cat ${shellQuote(l.incomingSnapshot)}`);
+  args.push("-netdev", `socket,id=n0,fd=${FD.net}`, ...NET_DEVICE);
+  args.push("-chardev", `socket,id=qmp,fd=${FD.qmp}`, "-mon", "chardev=qmp,mode=control");
+  if (l.incomingSnapshot) args.push("-incoming", `fd:${FD.incoming}`);
   return args;
 }
 
+/** The VM's network device: part of the device model, hence of the snapshot key. */
+export const NET_DEVICE = ["-device", "virtio-net-device,netdev=n0"] as const;
+
+export interface EgressRelay {
+  perl: string;
+  script: string;
+  /** The VM's egress socket, which the agent serves (egress-relay.ts). */
+  socket: string;
+}
+
 /**
- * The only network a sandbox gets: user-mode networking with `restrict=on` (the guest reaches
- * neither the host nor anything beyond it: feasibility Part B, where an unrestricted guest reached
- * every host loopback service through 10.0.2.2) and exactly one guestfwd.
+ * The VM's network helper: a second QEMU with no machine (`-M none`: no CPU, no devices), whose
+ * only job is the user-mode network. Its one link is the socket pair on fd FD.net, whose other end
+ * is the VM's virtio-net backend (Ethernet frames in QEMU's own framing), joined to the user-mode
+ * network through an emulated hub.
  *
- * The guestfwd is `cmd:`, not a `tcp:` chardev: a chardev is one host connection opened when QEMU
- * starts and shared by every guest connection, which never sees a close (the feasibility pitfall)
- * and would need the attempt's port before a warm-pool VM has an attempt. `cmd:` runs the relay
- * once per guest connection with the connection on its stdin/stdout, so closes pass both ways, and
- * the relay resolves the VM's egress link only when the guest dials: a pooled VM is restored before
- * any claim and gets its attempt's listener at create() by that link (egress-relay.ts).
+ * Why a second process: the guest's one way out needs a host connection per guest connection with
+ * closes passed both ways, which QEMU 7.2 offers only as a `cmd:` guestfwd (libslirp runs the relay
+ * once per connection). A chardev guestfwd is one host connection opened when QEMU starts, shared
+ * by every guest connection and never closed towards the guest (the feasibility pitfall). Spawning
+ * needs fork and exec, which the VM's QEMU, the one emulating devices, is denied (`spawn=deny`);
+ * the helper emulates nothing but the network and keeps spawn, in its own jail under another uid.
  *
- * libslirp splits the command on spaces and QEMU's option parser on commas; paths with either are
- * refused rather than quoted.
+ * The network is user-mode with `restrict=on` (the guest reaches neither the host nor anything
+ * beyond it: feasibility Part B, where an unrestricted guest reached every host loopback service
+ * through 10.0.2.2) and exactly one guestfwd. libslirp splits the command on spaces and QEMU's
+ * option parser on commas; paths with either are refused rather than quoted.
  */
-export function egressNetdevArgs(relay: EgressRelay, runDir: string): string[] {
-  const parts = [relay.perl, relay.script, egressSocketLink(runDir)];
+export function netHelperArgs(relay: EgressRelay, runDir: string): string[] {
+  const parts = [relay.perl, relay.script, relay.socket];
   for (const p of parts) {
     if (/[\s,]/.test(p))
       throw new Error(`path ${JSON.stringify(p)} contains a space or comma (QEMU guestfwd cannot carry it)`);
   }
   const fwd = `guestfwd=tcp:${GUEST_PROXY.address}:${GUEST_PROXY.port}-cmd:${parts.join(" ")}`;
   return [
+    "-name",
+    nameArg(runDir, "-net"),
+    "-sandbox",
+    SANDBOX_NET_HELPER,
+    "-M",
+    "none",
+    "-nodefaults",
+    "-no-user-config",
+    "-display",
+    "none",
     "-netdev",
-    `user,id=n0,restrict=on,ipv6=off,net=10.0.2.0/24,${fwd}`,
-    "-device",
-    "virtio-net-device,netdev=n0",
+    `user,id=u0,restrict=on,ipv6=off,net=10.0.2.0/24,${fwd}`,
+    "-netdev",
+    `socket,id=s0,fd=${FD.net}`,
+    "-netdev",
+    "hubport,id=h0,hubid=0,netdev=u0",
+    "-netdev",
+    "hubport,id=h1,hubid=0,netdev=s0",
   ];
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
 /** Host TSC rate from /proc/cpuinfo ("cpu MHz"), in kHz; under TCG the guest TSC runs at it. */

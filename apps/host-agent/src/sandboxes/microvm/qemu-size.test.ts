@@ -11,7 +11,6 @@ const launch: QemuLaunch = {
   rootfs: "/a/rootfs.img",
   runDir: "/r",
   tscKhz: null,
-  egressRelay: { perl: "/usr/bin/perl", script: "/a/relay.pl" },
 };
 
 function flag(args: string[], name: string): string | undefined {

@@ -1,6 +1,6 @@
-// Minimal QMP client (QEMU Machine Protocol: one JSON object per line over a unix socket). Used for
+// Minimal QMP client (QEMU Machine Protocol: one JSON object per line over a socket pair). Used for
 // `cont` after a snapshot restore and for saving the warm-pool snapshot (stop + migrate).
-import net from "node:net";
+import type net from "node:net";
 import { sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 
@@ -21,25 +21,12 @@ export class QmpClient {
     });
   }
 
-  /** Connects (QEMU creates the socket a few ms after spawn, hence the retries) and negotiates. */
-  static async connect(socketPath: string, timeoutMs: number, alive: () => boolean): Promise<QmpClient> {
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      const socket = await new Promise<net.Socket | null>((resolve) => {
-        const s = net.connect(socketPath);
-        s.once("connect", () => resolve(s));
-        s.once("error", () => resolve(null));
-      });
-      if (socket) {
-        const client = new QmpClient(socket);
-        await client.greeting(deadline);
-        await client.execute("qmp_capabilities");
-        return client;
-      }
-      if (!alive() || performance.now() > deadline)
-        throw new MicrovmError("MICROVM.BOOT_FAILED", `QMP socket ${socketPath} not reachable`);
-      await sleep(10);
-    }
+  /** Negotiates on the socket pair handed to QEMU at spawn (its greeting comes once QEMU is up). */
+  static async over(socket: net.Socket, timeoutMs: number): Promise<QmpClient> {
+    const client = new QmpClient(socket);
+    await client.greeting(performance.now() + timeoutMs);
+    await client.execute("qmp_capabilities");
+    return client;
   }
 
   async execute(command: string, args?: Record<string, unknown>): Promise<unknown> {

@@ -2,8 +2,11 @@
 // snapshot (paused until QMP `cont`, then PING/PONG proves the agent answers), and the one-off
 // boot that saves that snapshot. Each VM gets its own run directory, marked as ours.
 import { randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import net from "node:net";
 import path from "node:path";
+import { pipeline } from "node:stream/promises";
 import { sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
 import type { Accel, EgressRelay } from "./qemu-command.ts";
@@ -19,7 +22,7 @@ export interface BootConfig {
   tscKhz: number | null;
   vmlinuz: string;
   initramfs: string;
-  egressRelay: EgressRelay;
+  egressRelay: Omit<EgressRelay, "socket">;
 }
 
 export interface BootedVm {
@@ -48,9 +51,16 @@ export async function coldBoot(
   runDir: string,
   timeoutMs: number,
   resources?: { vcpus: number; memoryMiB: number },
+  migrateSocket?: string,
 ): Promise<BootedVm> {
   const started = performance.now();
-  const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, rootfs, runDir, ...(resources ? { resources } : {}) });
+  const vm = await VmProcess.start(cfg.qemuPath, {
+    ...cfg,
+    rootfs,
+    runDir,
+    ...(resources ? { resources } : {}),
+    ...(migrateSocket ? { migrateSocket } : {}),
+  });
   try {
     await vm.ctl.expect("READY", timeoutMs, "READY (boot)");
   } catch (err) {
@@ -88,13 +98,24 @@ export async function restoreSnapshot(
     vm.ctl.send("PING");
     await vm.ctl.expect("PONG", timeoutMs, "PING (restore)");
   } catch (err) {
+    // A closed QMP or ctl socket may be seen just before QEMU's exit is.
+    await Promise.race([vm.exited, sleep(500)]);
+    const died = !vm.alive;
     await vm.kill();
-    throw err;
+    if (!died) throw err;
+    throw new MicrovmError(
+      "MICROVM.SNAPSHOT_FAILED",
+      `qemu exited during restore: ${err instanceof Error ? err.message : String(err)}: ${vm.stderrText().trim().slice(0, 500)}`,
+    );
   }
   return { vm, runDir, bootMs: performance.now() - started };
 }
 
-/** Boots the base image once, waits until the agent is idle, and saves its RAM and device state. */
+/**
+ * Boots the base image once, waits until the agent is idle, and saves its RAM and device state.
+ * The stream goes to a unix socket the agent listens on (`migrate unix:`), not `exec:cat`: the VM's
+ * QEMU may not spawn (-sandbox spawn=deny), and a jailed one sees that socket only (qemu-jail.ts).
+ */
 export async function saveSnapshot(
   cfg: BootConfig,
   rootfs: string,
@@ -104,11 +125,21 @@ export async function saveSnapshot(
 ): Promise<void> {
   const runDir = await newRunDir(workDir);
   const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
+  const sock = path.join(runDir, "migrate.sock");
+  const server = net.createServer();
+  const received = new Promise<void>((resolve, reject) => {
+    server.once("connection", (c) => {
+      server.close();
+      pipeline(c, createWriteStream(tmp, { mode: 0o644 })).then(resolve, reject);
+    });
+  });
+  received.catch(() => undefined);
   try {
-    const { vm } = await coldBoot(cfg, rootfs, runDir, bootTimeoutMs);
+    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(sock, () => resolve()));
+    const { vm } = await coldBoot(cfg, rootfs, runDir, bootTimeoutMs, undefined, sock);
     try {
       await vm.qmp.execute("stop");
-      await vm.qmp.execute("migrate", { uri: `exec:cat > '${tmp.replaceAll("'", "")}'` });
+      await vm.qmp.execute("migrate", { uri: `unix:${VmProcess.pathFor("migrate.sock", sock)}` });
       const deadline = performance.now() + SNAPSHOT_SAVE_TIMEOUT_MS;
       for (;;) {
         const info = (await vm.qmp.execute("query-migrate")) as { status?: string; "error-desc"?: string };
@@ -121,8 +152,11 @@ export async function saveSnapshot(
     } finally {
       await vm.kill();
     }
+    // QEMU closes the stream when migration completes; the file is whole once the pipeline ends.
+    await received;
     await rename(tmp, file);
   } finally {
+    server.close();
     await rm(tmp, { force: true });
     await rm(runDir, { recursive: true, force: true });
   }
