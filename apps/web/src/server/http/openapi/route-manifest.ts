@@ -82,6 +82,7 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "tlog/tile/[...path]": () => import("@/app/tlog/tile/[...path]/route.ts"),
   "v1/tlog/verifier-key": () => import("@/app/v1/tlog/verifier-key/route.ts"),
   "v1/tlog/entries/[index]": () => import("@/app/v1/tlog/entries/[index]/route.ts"),
+  "v1/tlog/entries/[index]/bundle": () => import("@/app/v1/tlog/entries/[index]/bundle/route.ts"),
   "v1/tlog/proofs/inclusion": () => import("@/app/v1/tlog/proofs/inclusion/route.ts"),
   "v1/tlog/proofs/consistency": () => import("@/app/v1/tlog/proofs/consistency/route.ts"),
   // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.
