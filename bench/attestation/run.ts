@@ -276,7 +276,7 @@ async function main(): Promise<void> {
     signerLoop = (async () => {
       while (!stopSigner) {
         await new Promise((r) => setTimeout(r, 1_000));
-        await signCheckpoint(db, logKey);
+        await signCheckpoint(db, logKey, { headFile: path.join(root, "tlog-signed-head.json") });
         const cp = await latestCheckpoint(db);
         if (cp) checkpointedAt.push({ size: cp.size, at: performance.timeOrigin + performance.now() });
       }
