@@ -84,7 +84,7 @@ function sampleInput(orgId: string): ProvenanceInput {
       commitSha: "b".repeat(40),
       workflowPath: ".kiln/workflow.yaml",
       workflowSha256: "c".repeat(64),
-      inputs: {},
+      inputsSha256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
       trustClass: "trusted",
     },
     job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
