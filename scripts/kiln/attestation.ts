@@ -111,7 +111,7 @@ export const attestationCommands: CliCommand[] = [
       if (v !== "public" && v !== "private") throw new UsageError("expected public or private");
       const r = await setProvenanceVisibility(ctx.db, {
         orgId: await orgIdOf(ctx.db, org),
-        fullName: full,
+        repo: { fullName: full },
         public: v === "public",
         actor: ctx.actor,
       });

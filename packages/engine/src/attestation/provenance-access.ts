@@ -32,26 +32,43 @@ export async function attestationBundleForLogIndex(
   return bundleForAttestation(db, tlog, a, a.artifact_id);
 }
 
-/** An org admin (or the operator) marks a repo's provenance public or private; audited. */
+/**
+ * An org admin (API, `role` given) or the operator (CLI, no role) marks a repo's provenance public
+ * or private; audited. The repo is looked up within the caller's org in the query itself.
+ */
 export async function setProvenanceVisibility(
   db: Db,
-  input: { orgId: string; fullName: string; public: boolean; actor: string },
-): Promise<{ repoId: string; public: boolean; changed: boolean }> {
+  input: {
+    orgId: string;
+    /** The API caller's role; only an admin may change it. Omitted by the operator's CLI. */
+    role?: string;
+    repo: { id: string } | { fullName: string };
+    public: boolean;
+    actor: string;
+  },
+): Promise<{ repo_id: string; full_name: string; provenance_public: boolean; changed: boolean }> {
+  if (input.role !== undefined && input.role !== "admin")
+    throw new DomainError("AUTH.FORBIDDEN", "making provenance public or private needs the admin role");
+  const byId = "id" in input.repo ? input.repo.id : null;
+  const byName = "fullName" in input.repo ? input.repo.fullName : null;
   return withTx(db, "set-provenance-visibility", async (tx) => {
-    const rows = await tx.$queryRaw<{ id: string; was: boolean }[]>`
-      SELECT id, provenance_public AS was FROM repo
-      WHERE full_name = ${input.fullName} AND org_id = ${input.orgId}::uuid FOR UPDATE`;
+    const rows = await tx.$queryRaw<{ id: string; full_name: string; was: boolean }[]>`
+      SELECT id::text, full_name, provenance_public AS was FROM repo
+      WHERE org_id = ${input.orgId}::uuid
+        AND (id = ${byId}::uuid OR full_name = ${byName})
+      FOR UPDATE`;
     const r = rows[0];
-    if (!r) throw new DomainError("REPO.NOT_FOUND", `no repo ${input.fullName} in this org`);
-    if (r.was === input.public) return { repoId: r.id, public: input.public, changed: false };
+    if (!r) throw new DomainError("REPO.NOT_FOUND", "no such repo in this org");
+    const out = { repo_id: r.id, full_name: r.full_name, provenance_public: input.public };
+    if (r.was === input.public) return { ...out, changed: false };
     await tx.$executeRaw`UPDATE repo SET provenance_public = ${input.public} WHERE id = ${r.id}::uuid`;
     await recordAuditEvent(tx, {
       orgId: input.orgId,
       kind: "repo.provenance_visibility_changed",
       actor: input.actor,
-      subject: input.fullName,
-      data: { repo_id: r.id, public: input.public },
+      subject: `repo:${r.id}`,
+      data: { full_name: r.full_name, public: input.public },
     });
-    return { repoId: r.id, public: input.public, changed: true };
+    return { ...out, changed: true };
   });
 }

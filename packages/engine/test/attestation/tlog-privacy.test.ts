@@ -116,13 +116,13 @@ describe("the public log proves without telling", () => {
 
     // A repo its admins mark public: anyone gets the envelope; marked private again, nobody else.
     const fullName = `${tenant.slug}/app`;
-    await setProvenanceVisibility(t.db(), { orgId: tenant.orgId, fullName, public: true, actor: "cli:test" });
+    await setProvenanceVisibility(t.db(), { orgId: tenant.orgId, repo: { fullName }, public: true, actor: "cli:test" });
     const anon = await attestationBundleForLogIndex(t.db(), engineTlog, { orgId: null, index: r.tlogIndex });
     expect(check(anon)).toMatchObject({ ok: true });
     await expect(
-      setProvenanceVisibility(t.db(), { orgId: other.orgId, fullName, public: false, actor: "cli:test" }),
+      setProvenanceVisibility(t.db(), { orgId: other.orgId, repo: { fullName }, public: false, actor: "cli:test" }),
     ).rejects.toMatchObject({ code: "REPO.NOT_FOUND" });
-    await setProvenanceVisibility(t.db(), { orgId: tenant.orgId, fullName, public: false, actor: "cli:test" });
+    await setProvenanceVisibility(t.db(), { orgId: tenant.orgId, repo: { fullName }, public: false, actor: "cli:test" });
     await expect(
       attestationBundleForLogIndex(t.db(), engineTlog, { orgId: null, index: r.tlogIndex }),
     ).rejects.toMatchObject({ code: "ATTESTATION.NOT_FOUND" });
