@@ -74,7 +74,10 @@ describe("repo add", () => {
     }
     // Issue 28: a credential in the URL is refused (it belongs in the sealed forge token), and the
     // refusal does not repeat it.
-    for (const url of ["https://x-access-token:s3cret@github.com/acme/app.git", "https://s3cret@github.com/acme/app.git"]) {
+    for (const url of [
+      "https://x-access-token:s3cret@github.com/acme/app.git",
+      "https://s3cret@github.com/acme/app.git",
+    ]) {
       const r = await refusal(add(url));
       expect(r, url).toMatchObject({ code: "REPO.CLONE_URL_REFUSED", reason: "SOURCE.CREDENTIALS_IN_URL" });
       expect(r.message, url).not.toContain("s3cret");

@@ -134,7 +134,9 @@ function records(
       commitSha: j.commit_sha,
       workflowPath: j.workflow_path,
       workflowSha256: j.workflow_hash,
-      inputsSha256: createHash("sha256").update(canonicalJson(j.inputs ?? {})).digest("hex"),
+      inputsSha256: createHash("sha256")
+        .update(canonicalJson(j.inputs ?? {}))
+        .digest("hex"),
       trustClass: j.trust_class,
     },
     job: {

@@ -4,7 +4,7 @@
 // a repo its admins marked public.
 import { withTx, type Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
-import { recordAuditEvent } from "../audit/record-audit-event.ts";
+import { recordAuditEvent } from "../audit/index.ts";
 import { bundleForAttestation, type AttestationBundle, type BundleRow } from "./attestation-bundle.ts";
 import type { TlogPort } from "./tlog-port.ts";
 
@@ -28,7 +28,11 @@ export async function attestationBundleForLogIndex(
     WHERE a.tlog_index = ${input.index}
       AND (a.org_id = ${input.orgId}::uuid OR p.provenance_public)`;
   const a = rows[0];
-  if (!a) throw new DomainError("ATTESTATION.NOT_FOUND", `no attestation of yours (or of a public repo) at log index ${input.index}`);
+  if (!a)
+    throw new DomainError(
+      "ATTESTATION.NOT_FOUND",
+      `no attestation of yours (or of a public repo) at log index ${input.index}`,
+    );
   return bundleForAttestation(db, tlog, a, a.artifact_id);
 }
 

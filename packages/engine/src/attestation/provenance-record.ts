@@ -29,9 +29,7 @@ export async function getProvenanceRecord(
   tlog: TlogPort,
   input: { orgId: string; attestationId: string },
 ): Promise<ProvenanceRecord> {
-  const rows = await db.$queryRaw<
-    (BundleRow & { run_id: string })[]
-  >`
+  const rows = await db.$queryRaw<(BundleRow & { run_id: string })[]>`
     SELECT id, key_id, envelope, tlog_salt, tlog_index, state, run_id FROM attestation
     WHERE id = ${input.attestationId}::uuid AND org_id = ${input.orgId}::uuid`;
   const a = rows[0];

@@ -11,10 +11,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { toBase64, utf8 } from "@kiln/domain";
 
-export const COMMITMENT_TAG = "kiln.dev/tlog/dsse-commitment/v1";
+const COMMITMENT_TAG = "kiln.dev/tlog/dsse-commitment/v1";
 /** The log entry kind of a commitment leaf; legacy entries (before issue 28) are kind "dsse". */
 export const COMMITMENT_KIND = "dsse-commitment";
-export const LEGACY_ENVELOPE_KIND = "dsse";
+const LEGACY_ENVELOPE_KIND = "dsse";
 export const SALT_BYTES = 32;
 /**
  * Entry kinds whose bytes the public endpoints withhold (410 TLOG.ENTRY_WITHHELD): the envelopes

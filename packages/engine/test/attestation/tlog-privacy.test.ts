@@ -49,7 +49,9 @@ async function walkPublicLog(db: Db): Promise<string> {
   }
   const text = parts.join("\n");
   // The attacker also decodes every base64 run (a DSSE payload is base64 of the statement).
-  const decoded = [...text.matchAll(/[A-Za-z0-9+/]{16,}={0,2}/g)].map((m) => Buffer.from(m[0], "base64").toString("latin1"));
+  const decoded = [...text.matchAll(/[A-Za-z0-9+/]{16,}={0,2}/g)].map((m) =>
+    Buffer.from(m[0], "base64").toString("latin1"),
+  );
   return [text, ...decoded].join("\n");
 }
 
@@ -89,7 +91,8 @@ describe("the public log proves without telling", () => {
     expect(bundle.transparency_log.leaf_salt).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     const keys = (await listAttestationKeys(t.db())).map((k) => ({ keyId: k.key_id, spkiPem: k.spki_pem }));
     const verifierKey = (await logVerifierKey(t.db()))!;
-    const check = (b: unknown) => verifyOffline({ fileSha256: sha256(data), bundle: b, keys, logVerifierKey: verifierKey });
+    const check = (b: unknown) =>
+      verifyOffline({ fileSha256: sha256(data), bundle: b, keys, logVerifierKey: verifierKey });
     expect(check(bundle)).toMatchObject({ ok: true, subject: "app", logIndex: String(r.tlogIndex) });
     const statement = JSON.parse(Buffer.from(bundle.bundle.dsseEnvelope.payload, "base64").toString("utf8"));
     // Manual-run inputs are in the statement as a digest only.
@@ -122,7 +125,12 @@ describe("the public log proves without telling", () => {
     await expect(
       setProvenanceVisibility(t.db(), { orgId: other.orgId, repo: { fullName }, public: false, actor: "cli:test" }),
     ).rejects.toMatchObject({ code: "REPO.NOT_FOUND" });
-    await setProvenanceVisibility(t.db(), { orgId: tenant.orgId, repo: { fullName }, public: false, actor: "cli:test" });
+    await setProvenanceVisibility(t.db(), {
+      orgId: tenant.orgId,
+      repo: { fullName },
+      public: false,
+      actor: "cli:test",
+    });
     await expect(
       attestationBundleForLogIndex(t.db(), engineTlog, { orgId: null, index: r.tlogIndex }),
     ).rejects.toMatchObject({ code: "ATTESTATION.NOT_FOUND" });
@@ -144,9 +152,13 @@ describe("the public log proves without telling", () => {
     expect(legacy.index).toBe(before);
     const size = before + 1;
     await expect(
-      readTile(t.db(), { level: null, index: 0, width: tlog.tileWidthAt(size, 0, 0) }, {
-        withheldKinds: PUBLICLY_WITHHELD_KINDS,
-      }),
+      readTile(
+        t.db(),
+        { level: null, index: 0, width: tlog.tileWidthAt(size, 0, 0) },
+        {
+          withheldKinds: PUBLICLY_WITHHELD_KINDS,
+        },
+      ),
     ).rejects.toMatchObject({ code: "TLOG.ENTRY_WITHHELD" });
     // Its leaf hash stays in the hash tiles, so proofs over it still verify.
     expect(await readTile(t.db(), { level: 0, index: 0, width: tlog.tileWidthAt(size, 0, 0) })).toHaveLength(32 * size);

@@ -21,7 +21,9 @@ const LOG_TABLES = ["tlog_entry", "tlog_node", "tlog_checkpoint", "tlog_sequence
 
 async function append(db: Db, texts: string[]): Promise<void> {
   for (const x of texts)
-    await withTx(db, "t", (tx) => appendTlogEntry(tx, { kind: "test", bytes: new TextEncoder().encode(x), dedupeKey: x }));
+    await withTx(db, "t", (tx) =>
+      appendTlogEntry(tx, { kind: "test", bytes: new TextEncoder().encode(x), dedupeKey: x }),
+    );
 }
 
 /** The attacker: triggers off, the log's history (and its checkpoints) replaced, triggers back on. */
@@ -71,7 +73,9 @@ describe("the checkpoint signer refuses a rewritten log", () => {
       message: expect.stringContaining("already signed a tree of 7"),
     });
     await rewriteHistory(t.db(), ["a", "b", "c", "d", "e", "f", "EVIL"]);
-    await expect(signCheckpoint(t.db(), signer, { headFile })).rejects.toMatchObject({ code: "TLOG.HISTORY_REWRITTEN" });
+    await expect(signCheckpoint(t.db(), signer, { headFile })).rejects.toMatchObject({
+      code: "TLOG.HISTORY_REWRITTEN",
+    });
     // Dropping the key makes the next worker generate a new one: a new log, which the head refuses.
     await rewriteHistory(t.db(), ["a", "b", "c", "d", "e", "f", "g", "h"], { dropKey: true });
     const fresh = createDb({ url: t.url(), max: 1 });

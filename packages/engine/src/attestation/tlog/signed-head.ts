@@ -38,7 +38,8 @@ export function readSignedHead(file: string): SignedHead | null {
   if (
     typeof j.origin !== "string" ||
     typeof j.key_hash !== "string" ||
-    !Number.isSafeInteger(j.size) || (j.size ?? -1) < 0 ||
+    !Number.isSafeInteger(j.size) ||
+    (j.size ?? -1) < 0 ||
     root?.length !== 32
   )
     // A damaged head must stop signing, not restart trust from whatever the tables say.

@@ -51,7 +51,11 @@ export async function signCheckpoint(
     await tx.$executeRaw`
       INSERT INTO tlog_checkpoint (size, root_hash, note, key_hash)
       VALUES (${size}, ${Buffer.from(rootHash)}, ${note}, ${tlog.toHex(signer.keyHash)})`;
-    return { created: true, size, head: { origin: signer.origin, keyHash: tlog.toHex(signer.keyHash), size, rootHash } };
+    return {
+      created: true,
+      size,
+      head: { origin: signer.origin, keyHash: tlog.toHex(signer.keyHash), size, rootHash },
+    };
   });
   if (r.head) writeSignedHead(opts.headFile, r.head, new Date());
   return { created: r.created, size: r.size };
@@ -62,7 +66,10 @@ function headFromCheckpoint(signer: LogSigner, cp: StoredCheckpoint | null): Sig
   if (!cp) return null;
   const opened = openCheckpoint(cp.note, tlog.formatVerifierKey(sha256, signer.origin, signer.publicKey));
   if (!opened.ok)
-    throw new DomainError("TLOG.HISTORY_REWRITTEN", `the latest stored checkpoint is not this signer's: ${opened.reason}`);
+    throw new DomainError(
+      "TLOG.HISTORY_REWRITTEN",
+      `the latest stored checkpoint is not this signer's: ${opened.reason}`,
+    );
   return {
     origin: signer.origin,
     keyHash: tlog.toHex(signer.keyHash),
@@ -87,7 +94,9 @@ async function checkExtendsHead(
   // A new key or origin in the tables is a new log: refused unless the operator removes the head
   // file (a database reset on purpose), so dropping tlog_key cannot restart trust from scratch.
   if (head.origin !== signer.origin || head.keyHash !== tlog.toHex(signer.keyHash))
-    refuse(`the head file is of log ${head.origin} key ${head.keyHash} (remove it only if the log was reset on purpose)`);
+    refuse(
+      `the head file is of log ${head.origin} key ${head.keyHash} (remove it only if the log was reset on purpose)`,
+    );
   if (next.size < head.size) refuse(`this signer already signed a tree of ${head.size}`);
   if (head.size === 0) return; // every tree extends the empty one
   const proof = next.size === head.size ? [] : await getConsistencyProof(tx, head.size, next.size);

@@ -111,7 +111,9 @@ describe("the public transparency log over HTTP (issue 28)", () => {
     await get(routes.tile, `/tlog/${tlog.tilePath({ level: 0, index: 0, width })}`);
     await get(routes.checkpoint, "/tlog/checkpoint");
     const text = seen.join("\n");
-    const decoded = [...text.matchAll(/[A-Za-z0-9+/]{16,}={0,2}/g)].map((m) => Buffer.from(m[0], "base64").toString("latin1"));
+    const decoded = [...text.matchAll(/[A-Za-z0-9+/]{16,}={0,2}/g)].map((m) =>
+      Buffer.from(m[0], "base64").toString("latin1"),
+    );
     const all = [text, ...decoded].join("\n");
     for (const x of [tenant.slug, tenant.orgId, tenant.repoName, CLONE_URL, BRANCH, INPUT_VALUE, marker])
       expect(all, x).not.toContain(x);
