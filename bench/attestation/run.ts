@@ -84,7 +84,7 @@ function sampleInput(orgId: string): ProvenanceInput {
       commitSha: "b".repeat(40),
       workflowPath: ".kiln/workflow.yaml",
       workflowSha256: "c".repeat(64),
-      inputs: {},
+      inputsSha256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
       trustClass: "trusted",
     },
     job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
@@ -276,7 +276,7 @@ async function main(): Promise<void> {
     signerLoop = (async () => {
       while (!stopSigner) {
         await new Promise((r) => setTimeout(r, 1_000));
-        await signCheckpoint(db, logKey);
+        await signCheckpoint(db, logKey, { headFile: path.join(root, "tlog-signed-head.json") });
         const cp = await latestCheckpoint(db);
         if (cp) checkpointedAt.push({ size: cp.size, at: performance.timeOrigin + performance.now() });
       }

@@ -12,6 +12,9 @@
 //   (and, beside them, BATCH entries per transaction in one statement: appendTlogEntries)
 // Usage: npm run bench -- tlog [--writers 8] [--seconds 5] [--rounds 3] [--size 20000] [--tick 1000] [--batch 64]
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { withTx, type Db } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import {
@@ -85,14 +88,15 @@ async function run(db: Db, kind: Kind): Promise<{ perSec: number; lat: number[] 
 
 async function checkpointLatency(db: Db, ratePerSec: number, seconds: number): Promise<number[]> {
   const signer = await logSigner(db, { origin: "bench.kiln.test/tlog", kek: new Uint8Array(randomBytes(32)) });
-  await signCheckpoint(db, signer);
+  const head = { headFile: path.join(mkdtempSync(path.join(os.tmpdir(), "kiln-bench-tlog-")), "signed-head.json") };
+  await signCheckpoint(db, signer, head);
   const committed: { index: number; at: number }[] = [];
   let stop = false;
   const signerLoop = (async () => {
     const lat: number[] = [];
     while (!stop || committed.length > 0) {
       await new Promise((r) => setTimeout(r, TICK));
-      await signCheckpoint(db, signer);
+      await signCheckpoint(db, signer, head);
       const cp = await latestCheckpoint(db);
       const now = performance.now();
       while (committed.length > 0 && cp && committed[0]!.index < cp.size) lat.push(now - committed.shift()!.at);

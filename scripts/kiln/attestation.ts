@@ -3,8 +3,15 @@
 // docs/attestation.md). Never opens the database. `--source` is required (issue 28): an auditor
 // checks whose build it is, and a fork PR's build is refused unless untrusted builds are allowed.
 import { createHash } from "node:crypto";
-import { createReadStream, readFileSync } from "node:fs";
-import { keyIdOfSpki, verifyOffline } from "@kiln/engine";
+import { createReadStream, readFileSync, writeFileSync } from "node:fs";
+import {
+  attestationBundleForLogIndex,
+  engineTlog,
+  keyIdOfSpki,
+  orgIdOf,
+  setProvenanceVisibility,
+  verifyOffline,
+} from "@kiln/engine";
 import { arg, opt, type CliCommand, UsageError } from "./command.ts";
 
 async function sha256File(file: string): Promise<string> {
@@ -87,6 +94,48 @@ export const attestationCommands: CliCommand[] = [
           tree_size: r.treeSize,
         },
       );
+      return 0;
+    },
+  },
+  {
+    name: "attestation bundle",
+    usage:
+      "attestation bundle <log index> --org <org> [--out <bundle.json>]\n" +
+      "      the envelope, leaf salt and proof behind a log entry of this org (or of a public repo): `verify --bundle`'s input",
+    options: { org: { type: "string" }, out: { type: "string" } },
+    async run(ctx) {
+      const raw = arg(ctx, 0, "log index");
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(raw)) throw new UsageError("the log index is a non-negative integer");
+      const org = opt(ctx.values, "org");
+      if (!org) throw new UsageError("--org <org> is required: the envelope is served to its org only");
+      const b = await attestationBundleForLogIndex(ctx.db, engineTlog, {
+        orgId: await orgIdOf(ctx.db, org),
+        index: BigInt(raw),
+      });
+      const out = opt(ctx.values, "out");
+      if (out) writeFileSync(out, `${JSON.stringify(b, null, 2)}\n`, { mode: 0o600 });
+      ctx.out(out ? `bundle of log entry ${raw} written to ${out}` : JSON.stringify(b, null, 2), b);
+      return 0;
+    },
+  },
+  {
+    name: "repo provenance",
+    usage:
+      "repo provenance <org>/<name> public|private\n" +
+      "      public: anyone may fetch this repo's attestation envelopes by log index (default private: its org only)",
+    async run(ctx) {
+      const full = arg(ctx, 0, "org>/<name");
+      const [org, ...rest] = full.split("/");
+      const v = arg(ctx, 1, "public|private");
+      if (!org || rest.length === 0) throw new UsageError("expected <org>/<name>");
+      if (v !== "public" && v !== "private") throw new UsageError("expected public or private");
+      const r = await setProvenanceVisibility(ctx.db, {
+        orgId: await orgIdOf(ctx.db, org),
+        repo: { fullName: full },
+        public: v === "public",
+        actor: ctx.actor,
+      });
+      ctx.out(`${full} provenance ${v}${r.changed ? "" : " (unchanged)"}`, r);
       return 0;
     },
   },

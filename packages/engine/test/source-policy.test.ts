@@ -72,7 +72,17 @@ describe("repo add", () => {
       expect(r, url).toMatchObject({ code: "REPO.CLONE_URL_REFUSED", reason });
       expect(r.message, url).not.toContain("s3cret");
     }
-    await expect(add("https://tok:s3cret@github.com/acme/app.git")).resolves.toMatchObject({
+    // Issue 28: a credential in the URL is refused (it belongs in the sealed forge token), and the
+    // refusal does not repeat it.
+    for (const url of [
+      "https://x-access-token:s3cret@github.com/acme/app.git",
+      "https://s3cret@github.com/acme/app.git",
+    ]) {
+      const r = await refusal(add(url));
+      expect(r, url).toMatchObject({ code: "REPO.CLONE_URL_REFUSED", reason: "SOURCE.CREDENTIALS_IN_URL" });
+      expect(r.message, url).not.toContain("s3cret");
+    }
+    await expect(add("https://github.com/acme/app.git")).resolves.toMatchObject({
       fullName: `${tenant.slug}/other`,
     });
     await expect(add(`file://${base}/local/demo.git`, LOCAL)).resolves.toMatchObject({
@@ -95,7 +105,10 @@ describe("kiln repo add (the CLI)", () => {
     );
   }
 
-  it("names the refusal and its rule, without the URL's credentials; local paths only with the operator's root", async () => {
+  // Four CLI processes (tsx each): slow on a loaded machine.
+  it("names the refusal and its rule, without the URL's credentials; local paths only with the operator's root", {
+    timeout: 180_000,
+  }, async () => {
     const tenant = await seedTenant(t.db());
     const add = (url: string, env?: Record<string, string>) =>
       kiln(
@@ -108,6 +121,12 @@ describe("kiln repo add (the CLI)", () => {
     expect(err.code).toBe("REPO.CLONE_URL_REFUSED");
     expect(err.message).toContain("SOURCE.SCHEME_NOT_ALLOWED");
     expect(refused.stdout).not.toContain("s3cret");
+    const withToken = await add("https://x-access-token:s3cret@github.com/acme/app.git");
+    expect(withToken.code).toBe(1);
+    expect(JSON.parse(withToken.stdout)).toMatchObject({
+      error: { code: "REPO.CLONE_URL_REFUSED", message: expect.stringContaining("forge") },
+    });
+    expect(withToken.stdout).not.toContain("s3cret");
     const local = `file://${base}/local/cli.git`;
     const off = await add(local);
     expect(off.code).toBe(1);

@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { withTx } from "@kiln/db";
 import { appendTlogEntry, latestCheckpoint, logVerifierKey, openCheckpoint } from "@kiln/engine";
 import { useTestDb } from "@kiln/engine/testing";
@@ -7,7 +10,11 @@ import { runCheckpointSigning } from "./sign-tlog-checkpoint.job.ts";
 
 // Run-it-twice (conventions rule 9): a pass signs the grown log once; the next finds nothing to do.
 const t = useTestDb();
-const settings = { origin: "workers.example/tlog", kek: new Uint8Array(randomBytes(32)) };
+const settings = {
+  origin: "workers.example/tlog",
+  kek: new Uint8Array(randomBytes(32)),
+  headFile: path.join(mkdtempSync(path.join(tmpdir(), "kiln-tlog-head-")), "keys/tlog-signed-head.json"),
+};
 
 describe("sign-tlog-checkpoint job", () => {
   it("signs the empty tree first, then each growth once; a second pass and racing passes sign nothing", async () => {

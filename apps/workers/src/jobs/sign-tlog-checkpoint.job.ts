@@ -9,6 +9,11 @@ export interface TlogSettings {
   origin: string;
   /** Seals the log's Ed25519 key in the database (docs/adr/0026). */
   kek: Uint8Array;
+  /**
+   * The last head this signer signed, beside the KEK and outside the tables it signs (issue 28):
+   * a tree that does not extend it is refused, however the tables were changed.
+   */
+  headFile: string;
 }
 
 /**
@@ -32,7 +37,7 @@ export const signTlogCheckpointJob = defineJob({
 
 /** One pass; the handler's whole body, exported so the run-it-twice test drives exactly it. */
 export async function runCheckpointSigning(db: Db, s: TlogSettings): Promise<{ created: boolean; size: number }> {
-  return signCheckpoint(db, await logSigner(db, s));
+  return signCheckpoint(db, await logSigner(db, s), { headFile: s.headFile });
 }
 
 let settings: TlogSettings | null = null;
@@ -47,6 +52,7 @@ function tlogSettingsFromEnv(): TlogSettings {
       base64: env.KILN_TLOG_KEY_ENCRYPTION_KEY,
       file: path.resolve(env.KILN_DATA_DIR, "keys/tlog-kek"),
     }),
+    headFile: path.resolve(env.KILN_DATA_DIR, "keys/tlog-signed-head.json"),
   };
   return settings;
 }

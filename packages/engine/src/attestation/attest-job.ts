@@ -10,6 +10,7 @@ import { signStatement } from "./dsse-envelope.ts";
 import { loadProvenanceBatch, type JobRef } from "./load-provenance.ts";
 import { publishSigningKey } from "./attestation-keys.ts";
 import type { AttestationSigner } from "./signer.ts";
+import { COMMITMENT_KIND, commitmentLeaf, newCommitmentSalt } from "./tlog-commitment.ts";
 import type { TlogPort } from "./tlog-port.ts";
 import { writeAttestations, type AttestResult, type SignedAttestation } from "./write-attestations.ts";
 
@@ -86,11 +87,13 @@ export async function attestJobs(d: AttestorDeps, refs: JobRef[]): Promise<Attes
         try {
           const s = await signStatement(d.signer, composeProvenance(rec.input));
           const id = attestationIdFor(ref.jobId, ref.epoch);
-          const entry = { kind: "dsse", bytes: utf8(s.envelopeJson), dedupeKey: id };
+          // The public log gets a salted commitment, never the envelope (issue 28, ADR 0026).
+          const salt = newCommitmentSalt();
+          const entry = { kind: COMMITMENT_KIND, bytes: commitmentLeaf(salt, utf8(s.envelopeJson)), dedupeKey: id };
           // Checked before the batch's write: a statement the log refuses fails alone, honestly.
           const problem = d.tlog.entryProblem(entry);
           if (problem) throw new DomainError("TLOG.ENTRY_INVALID", `the statement of job ${ref.jobId}: ${problem}`);
-          signed.push({ id, ref, rec, envelopeJson: s.envelopeJson, entry });
+          signed.push({ id, ref, rec, envelopeJson: s.envelopeJson, salt, entry });
         } catch (e) {
           done.set(keyOf(ref), { kind: "failed", error: errorOf(e) });
         }

@@ -5,6 +5,7 @@
 // travels beside the bundle and `kiln verify` checks both (docs/attestation.md).
 import type { Db } from "@kiln/db";
 import { DomainError, toBase64, utf8, type DsseEnvelope } from "@kiln/domain";
+import { attestationLeaf } from "./tlog-commitment.ts";
 import type { TlogPort } from "./tlog-port.ts";
 
 export const SIGSTORE_BUNDLE_V03 = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -27,6 +28,13 @@ export interface AttestationBundle {
   transparency_log: {
     log_index: string;
     leaf_hash: string;
+    /**
+     * Base64 of the leaf commitment's salt (ADR 0026, amended by issue 28): the leaf is
+     * `tlog-commitment.ts`'s commitment to the envelope under it. Null for an entry logged before
+     * issue 28, whose leaf is the envelope itself. Private: whoever holds it can tie the public
+     * leaf to this envelope.
+     */
+    leaf_salt: string | null;
     /** Null until the first checkpoint covering the entry is signed (within seconds). */
     inclusion_proof: {
       log_index: string;
@@ -50,13 +58,24 @@ export function toSigstoreBundle(envelope: DsseEnvelope, keyId: string): Sigstor
   };
 }
 
+/** An attestation row as the bundle needs it. */
+export interface BundleRow {
+  id: string;
+  key_id: string;
+  envelope: string;
+  tlog_salt: Uint8Array | null;
+  tlog_index: bigint;
+  state: string;
+}
+
 export async function bundleForAttestation(
   db: Db,
   tlog: TlogPort,
-  a: { id: string; key_id: string; envelope: string; tlog_index: bigint; state: string },
+  a: BundleRow,
   artifactId: string | null,
 ): Promise<AttestationBundle> {
-  const leaf = utf8(a.envelope);
+  const salt = a.tlog_salt ? new Uint8Array(a.tlog_salt) : null;
+  const leaf = attestationLeaf(utf8(a.envelope), salt);
   const inc = await tlog.inclusionInLatest(db, a.tlog_index);
   return {
     attestation_id: a.id,
@@ -66,6 +85,7 @@ export async function bundleForAttestation(
     transparency_log: {
       log_index: String(a.tlog_index),
       leaf_hash: toBase64(tlog.leafHash(leaf)),
+      leaf_salt: salt ? toBase64(salt) : null,
       inclusion_proof: inc
         ? {
             log_index: String(inc.index),
@@ -85,10 +105,8 @@ export async function attestationBundleForArtifact(
   tlog: TlogPort,
   input: { orgId: string; artifactId: string },
 ): Promise<AttestationBundle> {
-  const rows = await db.$queryRaw<
-    { id: string; key_id: string; envelope: string; tlog_index: bigint; state: string }[]
-  >`
-    SELECT a.id, a.key_id, a.envelope, a.tlog_index, a.state
+  const rows = await db.$queryRaw<BundleRow[]>`
+    SELECT a.id, a.key_id, a.envelope, a.tlog_salt, a.tlog_index, a.state
     FROM attestation_subject s JOIN attestation a ON a.id = s.attestation_id
     WHERE s.generation_id = ${input.artifactId}::uuid AND a.org_id = ${input.orgId}::uuid`;
   const a = rows[0];

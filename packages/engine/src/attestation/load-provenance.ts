@@ -4,7 +4,7 @@
 // job reported about itself (exit codes, step names, its own digests) enters the statement.
 // Set-based: a batch of jobs costs four queries plus each job's log read (ADR 0027, "Batches").
 import { createHash } from "node:crypto";
-import type { BuildHost, ProvenanceInput, WorkflowDefinition } from "@kiln/domain";
+import { canonicalJson, type BuildHost, type ProvenanceInput, type WorkflowDefinition } from "@kiln/domain";
 import { readLogChunks, type LogArchiveReader } from "../logs/index.ts";
 import type { SqlPool } from "../shared/sql-pool.ts";
 
@@ -144,7 +144,9 @@ function records(
       commitSha: j.commit_sha,
       workflowPath: j.workflow_path,
       workflowSha256: j.workflow_hash,
-      inputs: j.inputs,
+      inputsSha256: createHash("sha256")
+        .update(canonicalJson(j.inputs ?? {}))
+        .digest("hex"),
       trustClass: j.trust_class,
     },
     job: {

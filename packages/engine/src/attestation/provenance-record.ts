@@ -3,9 +3,10 @@
 // latest signed checkpoint. Every check reports what it found; nothing is assumed from state.
 import type { Db } from "@kiln/db";
 import { DomainError, fromBase64Any, utf8 } from "@kiln/domain";
-import { bundleForAttestation, type AttestationBundle } from "./attestation-bundle.ts";
+import { bundleForAttestation, type AttestationBundle, type BundleRow } from "./attestation-bundle.ts";
 import { verifyAttestationEnvelope } from "./dsse-envelope.ts";
 import { listAttestationKeys } from "./attestation-keys.ts";
+import { attestationLeaf } from "./tlog-commitment.ts";
 import { findAttestations, type AttestationSummary } from "./find-attestations.ts";
 import type { TlogPort } from "./tlog-port.ts";
 
@@ -28,10 +29,8 @@ export async function getProvenanceRecord(
   tlog: TlogPort,
   input: { orgId: string; attestationId: string },
 ): Promise<ProvenanceRecord> {
-  const rows = await db.$queryRaw<
-    { id: string; key_id: string; envelope: string; tlog_index: bigint; state: string; run_id: string }[]
-  >`
-    SELECT id, key_id, envelope, tlog_index, state, run_id FROM attestation
+  const rows = await db.$queryRaw<(BundleRow & { run_id: string })[]>`
+    SELECT id, key_id, envelope, tlog_salt, tlog_index, state, run_id FROM attestation
     WHERE id = ${input.attestationId}::uuid AND org_id = ${input.orgId}::uuid`;
   const a = rows[0];
   if (!a) throw new DomainError("ATTESTATION.NOT_FOUND", "attestation not found");
@@ -45,7 +44,8 @@ export async function getProvenanceRecord(
   const statement: unknown = payload ? JSON.parse(new TextDecoder().decode(payload)) : null;
 
   const leaf = await tlog.entry(db, a.tlog_index);
-  const mine = utf8(a.envelope);
+  // The leaf this row was logged under: its salted commitment (or, before issue 28, the envelope).
+  const mine = attestationLeaf(utf8(a.envelope), a.tlog_salt ? new Uint8Array(a.tlog_salt) : null);
   const leafMatches = !!leaf && leaf.length === mine.length && leaf.every((b, i) => b === mine[i]);
   const inc = await tlog.inclusionInLatest(db, a.tlog_index);
   const cp = inc ? tlog.verifyCheckpoint(inc.checkpoint, await tlog.verifierKey(db)) : null;

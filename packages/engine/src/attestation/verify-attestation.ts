@@ -6,6 +6,7 @@ import { withTx, type Db } from "@kiln/db";
 import { bytesEqual, isDomainError, utf8 } from "@kiln/domain";
 import type { ArtifactStore } from "../artifacts/index.ts";
 import { readBackPlaintext } from "../artifacts/index.ts";
+import { attestationLeaf } from "./tlog-commitment.ts";
 import type { TlogPort } from "./tlog-port.ts";
 
 export type VerifyResult =
@@ -32,16 +33,17 @@ export async function verifyAttestation(
   attestationId: string,
 ): Promise<VerifyResult> {
   const rows = await d.db.$queryRaw<
-    { id: string; org_id: string; state: string; envelope: string; tlog_index: bigint }[]
+    { id: string; org_id: string; state: string; envelope: string; tlog_salt: Uint8Array | null; tlog_index: bigint }[]
   >`
-    SELECT id, org_id, state, envelope, tlog_index FROM attestation WHERE id = ${attestationId}::uuid`;
+    SELECT id, org_id, state, envelope, tlog_salt, tlog_index FROM attestation WHERE id = ${attestationId}::uuid`;
   const a = rows[0];
   if (!a) return { kind: "not_found" };
   if (a.state !== "logged") return { kind: "already", state: a.state };
 
   const problems: { generationId: string | null; reason: string; expected: string; observed: string | null }[] = [];
   const leaf = await d.tlog.entry(d.db, a.tlog_index);
-  if (!leaf || !bytesEqual(leaf, utf8(a.envelope)))
+  const mine = attestationLeaf(utf8(a.envelope), a.tlog_salt ? new Uint8Array(a.tlog_salt) : null);
+  if (!leaf || !bytesEqual(leaf, mine))
     problems.push({ generationId: null, reason: "tlog.entry_mismatch", expected: "", observed: null });
   else {
     const inc = await d.tlog.inclusionInLatest(d.db, a.tlog_index);

@@ -13,6 +13,7 @@ import {
 import type { AttestationBundle } from "./attestation-bundle.ts";
 import { SIGSTORE_BUNDLE_V03 } from "./attestation-bundle.ts";
 import { verifyAttestationEnvelope, type TrustedKey } from "./dsse-envelope.ts";
+import { attestationLeaf, SALT_BYTES } from "./tlog-commitment.ts";
 import { openCheckpoint, tlogHasher } from "./tlog/tlog-crypto.ts";
 
 export interface OfflineInput {
@@ -61,10 +62,15 @@ export function verifyOffline(i: OfflineInput): OfflineResult {
   const source = checkProvenanceSource(st.value, { source: i.source, allowUntrusted: i.allowUntrusted ?? false });
   if (!source.ok) return source;
 
-  // The log's leaf is the canonical JSON of the envelope: recompute it, never trust a stated hash.
-  const leafHash = tlogHasher.leaf(utf8(canonicalJson(b.bundle.dsseEnvelope)));
+  // The log's leaf is the salted commitment to the envelope's canonical JSON (issue 28), or the
+  // JSON itself for an entry logged before: recompute it, never trust a stated hash.
+  const rawSalt = b.transparency_log.leaf_salt;
+  const salt = typeof rawSalt === "string" ? tlog.fromBase64(rawSalt) : null;
+  if (rawSalt !== undefined && rawSalt !== null && (salt === null || salt.length !== SALT_BYTES))
+    return fail("tlog.leaf_salt", `leaf_salt must be the base64 of ${SALT_BYTES} bytes`);
+  const leafHash = tlogHasher.leaf(attestationLeaf(utf8(canonicalJson(b.bundle.dsseEnvelope)), salt));
   if (b.transparency_log.leaf_hash !== toBase64(leafHash))
-    return fail("tlog.leaf_hash", "the stated leaf hash is not the hash of this envelope");
+    return fail("tlog.leaf_hash", "the stated leaf hash is not the hash of this envelope's log leaf");
   const p = b.transparency_log.inclusion_proof;
   if (!p)
     return fail(

@@ -18,6 +18,8 @@ export interface SignedAttestation {
   ref: JobRef;
   rec: ProvenanceRecords;
   envelopeJson: string;
+  /** The leaf commitment's salt (tlog-commitment.ts): private, in the bundle for members only. */
+  salt: Uint8Array;
   entry: TlogAppend;
 }
 
@@ -57,10 +59,10 @@ export async function writeAttestations(
     await c.query({
       name: "attest-insert",
       text: `WITH a AS (
-               INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope)
-               SELECT id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, $8, envelope
-               FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::int[], $7::text[], $9::text[])
-                 AS t(id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, envelope)
+               INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope, tlog_salt)
+               SELECT id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, $8, envelope, decode(salt, 'base64')
+               FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::int[], $7::text[], $9::text[], $14::text[])
+                 AS t(id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, envelope, salt)
                RETURNING id),
              s AS (
                INSERT INTO attestation_subject (attestation_id, generation_id, name, sha256)
@@ -84,6 +86,7 @@ export async function writeAttestations(
         subjects.map((x) => x.generationId),
         subjects.map((x) => x.name),
         subjects.map((x) => x.sha256),
+        fresh.map((s) => Buffer.from(s.salt).toString("base64")),
       ],
     });
     // Last: the append takes the log's one-writer lock, held until this transaction commits.

@@ -69,6 +69,14 @@ export async function addRepo(
     if (isCloneUrlError(err)) throw new DomainError("REPO.CLONE_URL_REFUSED", err.message, { reason: err.code });
     throw err;
   }
+  // Issue 28: a credential in the URL would be stored in clear and named in every statement the
+  // attestor signs; it belongs in the sealed forge token (docs/forge.md). Message without the URL.
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(input.cloneUrl))
+    throw new DomainError(
+      "REPO.CLONE_URL_REFUSED",
+      "clone URL carries credentials (user:token@): register the plain URL and put the token in the forge settings (--forge-token-file)",
+      { reason: "SOURCE.CREDENTIALS_IN_URL" },
+    );
   if (input.webhookSecret.length < 8)
     throw new DomainError("REQUEST.INVALID", "webhook secret must be at least 8 characters");
   if (input.workflowPath.startsWith("/") || input.workflowPath.split("/").includes(".."))

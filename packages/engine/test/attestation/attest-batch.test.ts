@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { attestJob, attestJobs } from "../../src/attestation/attest-job.ts";
+import { attestJobs } from "../../src/attestation/attest-job.ts";
+import { commitmentLeaf } from "../../src/attestation/tlog-commitment.ts";
 import { engineTlog } from "../../src/attestation/tlog-adapter.ts";
 import { tlogSize } from "../../src/attestation/tlog/tlog-store.ts";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
@@ -33,8 +34,8 @@ describe("the attestor's batches (one transaction and one log lock for many jobs
     t.db().$queryRaw<{ dedupe_key: string; idx: bigint }[]>`
       SELECT dedupe_key, idx FROM tlog_entry WHERE dedupe_key = ANY(${ids}) ORDER BY idx`;
   const rowsOf = async (jobIds: string[]) =>
-    t.db().$queryRaw<{ id: string; job_id: string; tlog_index: bigint; envelope: string }[]>`
-      SELECT id, job_id, tlog_index, envelope FROM attestation WHERE job_id = ANY(${jobIds}::uuid[])`;
+    t.db().$queryRaw<{ id: string; job_id: string; tlog_index: bigint; envelope: string; tlog_salt: Uint8Array }[]>`
+      SELECT id, job_id, tlog_index, envelope, tlog_salt FROM attestation WHERE job_id = ANY(${jobIds}::uuid[])`;
 
   it("gives each job one row and one leaf under duplicate delivery, concurrent batches and replays", async () => {
     const runs = [];
@@ -54,7 +55,9 @@ describe("the attestor's batches (one transaction and one log lock for many jobs
     expect(leaves.map((l) => l.dedupe_key).sort()).toEqual(rows.map((r) => r.id).sort());
     for (const r of rows) {
       expect(leaves.find((l) => l.dedupe_key === r.id)?.idx).toBe(r.tlog_index);
-      expect(Buffer.from((await engineTlog.entry(t.db(), r.tlog_index))!).toString("utf8")).toBe(r.envelope);
+      // The leaf is the salted commitment to this row's envelope (issue 28), never the envelope.
+      const leaf = (await engineTlog.entry(t.db(), r.tlog_index))!;
+      expect(leaf).toEqual(commitmentLeaf(new Uint8Array(r.tlog_salt), new TextEncoder().encode(r.envelope)));
     }
     // Each job's outcome names its own row, whichever batch wrote it.
     for (const [i, ref] of [refs[0]!, refs[1]!, refs[0]!, refs[2]!].entries()) {
@@ -68,22 +71,20 @@ describe("the attestor's batches (one transaction and one log lock for many jobs
     expect(await leavesOf(rows.map((r) => r.id))).toEqual(leaves);
   });
 
-  it("fails a job whose statement the log would refuse alone; the rest of its batch is attested", async () => {
+  it("logs a fixed-size commitment however large the statement: 70 KB of inputs are attested", async () => {
     const good1 = await producedRun(bytes(1000, 41));
-    const bad = await producedRun(bytes(1000, 42));
+    const big = await producedRun(bytes(1000, 42));
     const good2 = await producedRun(bytes(1000, 43));
-    // Inputs are part of the statement: 70 KB of them make an envelope above the log's 65535 bytes.
+    // Before issue 28 the leaf was the envelope, and this run's was above the log's 65535 bytes; the
+    // leaf is now a commitment and the statement names the inputs' digest only.
     await t.db().$executeRaw`
-      UPDATE workflow_run SET inputs = jsonb_build_object('blob', repeat('x', 70000)) WHERE id = ${bad.runId}::uuid`;
-    const refs = [good1, bad, good2].map((r) => ({ jobId: r.producer.jobId, epoch: 1 }));
+      UPDATE workflow_run SET inputs = jsonb_build_object('blob', repeat('x', 70000)) WHERE id = ${big.runId}::uuid`;
+    const refs = [good1, big, good2].map((r) => ({ jobId: r.producer.jobId, epoch: 1 }));
     const out = await attestJobs(deps(), refs);
-    expect(out.map((r) => r.kind)).toEqual(["attested", "failed", "attested"]);
-    expect(out[1]).toMatchObject({ kind: "failed", error: { code: "TLOG.ENTRY_INVALID" } });
-    expect((await rowsOf(refs.map((r) => r.jobId))).map((r) => r.job_id).sort()).toEqual(
-      [good1.producer.jobId, good2.producer.jobId].sort(),
-    );
-    // The single-job API reports the same failure by throwing it (pg-boss then retries that job).
-    await expect(attestJob(deps(), refs[1]!)).rejects.toMatchObject({ code: "TLOG.ENTRY_INVALID" });
+    expect(out.map((r) => r.kind)).toEqual(["attested", "attested", "attested"]);
+    const rows = await rowsOf([big.producer.jobId]);
+    expect(rows[0]!.envelope.length).toBeLessThan(10_000);
+    expect((await engineTlog.entry(t.db(), rows[0]!.tlog_index))!.length).toBeLessThan(100);
   });
 
   it("retries job by job when the database refuses one row: only that job fails, the log stays dense", async () => {

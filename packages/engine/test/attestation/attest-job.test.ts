@@ -12,6 +12,7 @@ import { attestJob } from "../../src/attestation/attest-job.ts";
 import { attestationBundleForArtifact, type AttestationBundle } from "../../src/attestation/attestation-bundle.ts";
 import { findAttestations } from "../../src/attestation/find-attestations.ts";
 import { getProvenanceRecord } from "../../src/attestation/provenance-record.ts";
+import { commitmentLeaf } from "../../src/attestation/tlog-commitment.ts";
 import { engineTlog } from "../../src/attestation/tlog-adapter.ts";
 import { verifyAttestation } from "../../src/attestation/verify-attestation.ts";
 import { tlogHasher, openCheckpoint } from "../../src/attestation/tlog/tlog-crypto.ts";
@@ -96,15 +97,17 @@ describe("the attestor", () => {
     const again = await attestJob(deps(), { jobId: producer.jobId, epoch: 1 });
     expect([a.kind, b.kind].sort()).toEqual(["already", "attested"]);
     expect(again.kind).toBe("already");
-    const rows = await t.db().$queryRaw<{ id: string; envelope: string; tlog_index: bigint }[]>`
-      SELECT id, envelope, tlog_index FROM attestation WHERE job_id = ${producer.jobId}::uuid`;
+    const rows = await t.db().$queryRaw<{ id: string; envelope: string; tlog_index: bigint; tlog_salt: Uint8Array }[]>`
+      SELECT id, envelope, tlog_index, tlog_salt FROM attestation WHERE job_id = ${producer.jobId}::uuid`;
     expect(rows).toHaveLength(1);
     const leaves = await t.db().$queryRaw<
       { n: bigint }[]
     >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${rows[0]!.id}`;
     expect(Number(leaves[0]?.n)).toBe(1);
     const leaf = await engineTlog.entry(t.db(), rows[0]!.tlog_index);
-    expect(Buffer.from(leaf!).toString("utf8")).toBe(rows[0]!.envelope);
+    // The public leaf commits to the envelope under the row's private salt (issue 28).
+    const committed = commitmentLeaf(new Uint8Array(rows[0]!.tlog_salt), new TextEncoder().encode(rows[0]!.envelope));
+    expect(leaf).toEqual(committed);
 
     // The statement: subject = the sealed bytes' sha256; invocation names the job and epoch 1.
     const env = JSON.parse(rows[0]!.envelope) as { payload: string };
@@ -149,7 +152,7 @@ describe("the attestor", () => {
     const opened = openCheckpoint(inc.checkpoint, (await logVerifierKey(t.db()))!);
     expect(opened.ok).toBe(true);
     if (!opened.ok) return;
-    const leafHash = tlogHasher.leaf(new TextEncoder().encode(rows[0]!.envelope));
+    const leafHash = tlogHasher.leaf(committed);
     expect(Buffer.from(leafHash).toString("base64")).toBe(bundle.transparency_log.leaf_hash);
     const proof = inc.hashes.map((h) => tlog.fromBase64(h)!);
     expect(

@@ -17,6 +17,8 @@ import type pg from "pg";
 
 export const LOG_ORIGIN = "kiln.test/attestations";
 const KEK = randomBytes(32);
+// The signer's head file (issue 28) lives outside the database, one per test file's log.
+const HEAD_FILE = path.join(os.tmpdir(), `kiln-tlog-head-${randomBytes(8).toString("hex")}.json`);
 
 export function useSigner(): () => AttestationSigner {
   let dir = "";
@@ -50,5 +52,5 @@ export function attestorDeps(db: Db, pool: pg.Pool, store: ArtifactStore, signer
 
 /** What the workers' checkpoint ticker does: sign the grown log. */
 export async function checkpoint(db: Db): Promise<void> {
-  await signCheckpoint(db, await logSigner(db, { origin: LOG_ORIGIN, kek: KEK }));
+  await signCheckpoint(db, await logSigner(db, { origin: LOG_ORIGIN, kek: KEK }), { headFile: HEAD_FILE });
 }

@@ -14,13 +14,14 @@ import { useTestDb } from "../support.ts";
 const t = useTestDb();
 const ORIGIN = "kiln.example/tlog";
 const kek = new Uint8Array(randomBytes(32));
+const head = { headFile: path.join(mkdtempSync(path.join(tmpdir(), "kiln-head-")), "tlog-signed-head.json") };
 
 describe("checkpoints and the log key", () => {
   it("has no verifier key or checkpoint before the first signing, then the empty tree's", async () => {
     expect(await logVerifierKey(t.db())).toBeNull();
     expect(await latestCheckpoint(t.db())).toBeNull();
     const signer = await logSigner(t.db(), { origin: ORIGIN, kek });
-    expect(await signCheckpoint(t.db(), signer)).toEqual({ created: true, size: 0 });
+    expect(await signCheckpoint(t.db(), signer, head)).toEqual({ created: true, size: 0 });
     const cp = await latestCheckpoint(t.db());
     const vk = await logVerifierKey(t.db());
     const opened = openCheckpoint(cp!.note, vk!);
@@ -34,9 +35,9 @@ describe("checkpoints and the log key", () => {
       await withTx(t.db(), "t", (tx) =>
         appendTlogEntry(tx, { kind: "test", bytes: new TextEncoder().encode(`e${i}`), dedupeKey: `e${i}` }),
       );
-    expect(await signCheckpoint(t.db(), signer)).toEqual({ created: true, size: 5 });
-    expect(await signCheckpoint(t.db(), signer)).toEqual({ created: false, size: 5 });
-    const [a, b] = await Promise.all([signCheckpoint(t.db(), signer), signCheckpoint(t.db(), signer)]);
+    expect(await signCheckpoint(t.db(), signer, head)).toEqual({ created: true, size: 5 });
+    expect(await signCheckpoint(t.db(), signer, head)).toEqual({ created: false, size: 5 });
+    const [a, b] = await Promise.all([signCheckpoint(t.db(), signer, head), signCheckpoint(t.db(), signer, head)]);
     expect([a.created, b.created]).toEqual([false, false]);
     const cp = (await latestCheckpoint(t.db()))!;
     const opened = openCheckpoint(cp.note, (await logVerifierKey(t.db()))!);

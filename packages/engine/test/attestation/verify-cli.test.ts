@@ -29,9 +29,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
-  // No DATABASE_URL: the command must not need one.
-  const { DATABASE_URL: _d, ...env } = process.env;
+function kiln(args: string[], database?: string): Promise<{ code: number; stdout: string }> {
+  // No DATABASE_URL for verify: the command must not need one.
+  const { DATABASE_URL: _d, ...inherited } = process.env;
+  const env = database ? { ...inherited, DATABASE_URL: database } : inherited;
   return new Promise((resolve) =>
     execFile(process.execPath, ["--import", "tsx", "scripts/kiln.ts", ...args], { cwd: ROOT, env }, (err, stdout) =>
       resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
@@ -41,7 +42,7 @@ function kiln(args: string[]): Promise<{ code: number; stdout: string }> {
 
 describe("kiln verify", () => {
   it("accepts the artifact with its bundle, and names the rule each tampering breaks", {
-    timeout: 120_000,
+    timeout: 240_000,
   }, async () => {
     const tenant = await seedTenant(t.db());
     const s = await newSession(t.db(), tenant);
@@ -76,6 +77,21 @@ describe("kiln verify", () => {
       builder: "platform",
       builder_id: "https://kiln.test/builders/process",
     });
+
+    // The bundle by log index from the server's shell (issue 28): the org's own only, then verified.
+    const index = bundle.transparency_log.log_index;
+    const fetched = await kiln(
+      ["attestation", "bundle", index, "--org", tenant.slug, "--out", f("by-index.json"), "--json"],
+      t.url(),
+    );
+    expect(fetched.code, fetched.stdout).toBe(0);
+    const byIndex = await verify(f("app.jar"), f("by-index.json"));
+    expect(JSON.parse(byIndex.stdout)).toMatchObject({ ok: true, log_index: index });
+    const stranger = await seedTenant(t.db());
+    const refused = await kiln(["attestation", "bundle", index, "--org", stranger.slug, "--json"], t.url());
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: "ATTESTATION.NOT_FOUND" } });
+    expect(refused.stdout).not.toContain("dsseEnvelope");
 
     const rule = async (r: Promise<{ code: number; stdout: string }>) => {
       const x = await r;

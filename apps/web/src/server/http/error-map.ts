@@ -130,6 +130,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   // no key yet means the workers have not signed one (they do within a second of starting).
   "TLOG.ENTRY_INVALID": 422,
   "TLOG.ENTRY_NOT_FOUND": 404,
+  "TLOG.ENTRY_WITHHELD": 410,
+  "TLOG.HISTORY_REWRITTEN": 503,
   "TLOG.INDEX_OUT_OF_RANGE": 400,
   "TLOG.SIZE_BEYOND_LOG": 400,
   "TLOG.TILE_NOT_FOUND": 404,

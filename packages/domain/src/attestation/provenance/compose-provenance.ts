@@ -29,7 +29,11 @@ export interface ProvenanceInput {
     commitSha: string;
     workflowPath: string;
     workflowSha256: string | null;
-    inputs: unknown;
+    /**
+     * Hex SHA-256 of the canonical JSON of the run's inputs as admitted ({} when none). Manual-run
+     * inputs can be anything a member typed; the statement names only their digest (issue 28).
+     */
+    inputsSha256: string;
     trustClass: string;
   };
   job: {
@@ -124,7 +128,7 @@ export function composeProvenance(p: ProvenanceInput): StatementV1 {
         externalParameters: {
           workflow: { repository: p.repo.cloneUrl, path: p.run.workflowPath, ref },
           commit: p.run.commitSha,
-          inputs: p.run.inputs ?? {},
+          inputsDigest: { sha256: p.run.inputsSha256 },
           trustClass: p.run.trustClass,
         },
         internalParameters: {

@@ -96,7 +96,7 @@ const INPUT: ProvenanceInput = {
     commitSha: "c".repeat(40),
     workflowPath: ".kiln/workflow.yaml",
     workflowSha256: "d".repeat(64),
-    inputs: { flavour: "release" },
+    inputsSha256: "5".repeat(64),
     trustClass: "trusted",
   },
   job: {

@@ -195,17 +195,26 @@ export async function getConsistencyProof(c: TlogConn, from: number, to: number)
  * A C2SP hash tile's bytes (W concatenated 32-byte hashes of level 8L) or an entry bundle; null when
  * the log does not (yet) hold that many. Tiles are immutable once they exist.
  */
-export async function readTile(c: TlogConn, t: tlog.TileRef): Promise<Uint8Array | null> {
+export async function readTile(
+  c: TlogConn,
+  t: tlog.TileRef,
+  opts: { withheldKinds?: readonly string[] } = {},
+): Promise<Uint8Array | null> {
   const first = t.index * tlog.TILE_WIDTH;
   const last = first + t.width - 1;
   if (!Number.isSafeInteger(last)) return null;
   if (t.level === null) {
-    const rows = await query<{ body: Uint8Array }>(
+    const rows = await query<{ body: Uint8Array; kind: string }>(
       c,
-      `SELECT body FROM tlog_entry WHERE idx BETWEEN $1 AND $2 ORDER BY idx`,
+      `SELECT body, kind FROM tlog_entry WHERE idx BETWEEN $1 AND $2 ORDER BY idx`,
       [first, last],
     );
-    return rows.length === t.width ? tlog.encodeEntryBundle(rows.map((r) => new Uint8Array(r.body))) : null;
+    if (rows.length !== t.width) return null;
+    // An entry bundle cannot leave one entry out (its readers count them): withhold it whole.
+    const withheld = opts.withheldKinds ?? [];
+    if (rows.some((r) => withheld.includes(r.kind)))
+      throw new DomainError("TLOG.ENTRY_WITHHELD", "this entry bundle holds entries whose text is not public");
+    return tlog.encodeEntryBundle(rows.map((r) => new Uint8Array(r.body)));
   }
   const level = t.level * tlog.TILE_HEIGHT;
   if (level > 63) return null;

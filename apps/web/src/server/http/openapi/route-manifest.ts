@@ -42,6 +42,7 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/orgs/[org]/retention/plan": () => import("@/app/v1/orgs/[org]/retention/plan/route.ts"),
   "v1/orgs/[org]/retention/holds": () => import("@/app/v1/orgs/[org]/retention/holds/route.ts"),
   "v1/artifacts/[artifactId]/hold": () => import("@/app/v1/artifacts/[artifactId]/hold/route.ts"),
+  "v1/repos/[repoId]/provenance-visibility": () => import("@/app/v1/repos/[repoId]/provenance-visibility/route.ts"),
   "v1/repos/[repoId]/release-patterns": () => import("@/app/v1/repos/[repoId]/release-patterns/route.ts"),
   // Crypto-shredding (docs/adr/0037).
   "v1/orgs/[org]/deletion-evidence": () => import("@/app/v1/orgs/[org]/deletion-evidence/route.ts"),
@@ -82,6 +83,7 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "tlog/tile/[...path]": () => import("@/app/tlog/tile/[...path]/route.ts"),
   "v1/tlog/verifier-key": () => import("@/app/v1/tlog/verifier-key/route.ts"),
   "v1/tlog/entries/[index]": () => import("@/app/v1/tlog/entries/[index]/route.ts"),
+  "v1/tlog/entries/[index]/bundle": () => import("@/app/v1/tlog/entries/[index]/bundle/route.ts"),
   "v1/tlog/proofs/inclusion": () => import("@/app/v1/tlog/proofs/inclusion/route.ts"),
   "v1/tlog/proofs/consistency": () => import("@/app/v1/tlog/proofs/consistency/route.ts"),
   // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.

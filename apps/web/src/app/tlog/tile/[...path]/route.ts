@@ -1,5 +1,5 @@
 import { DomainError, tlog } from "@kiln/domain";
-import { readTile } from "@kiln/engine";
+import { PUBLICLY_WITHHELD_KINDS, readTile } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { route } from "@/server/http/route.ts";
 import { publicBytes } from "../../../v1/tlog/_lib/params.ts";
@@ -24,7 +24,7 @@ const handler = route({
         "TLOG.TILE_NOT_FOUND",
         "not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])",
       );
-    const bytes = await readTile(services().db, t);
+    const bytes = await readTile(services().db, t, { withheldKinds: PUBLICLY_WITHHELD_KINDS });
     if (!bytes) throw new DomainError("TLOG.TILE_NOT_FOUND", `the log does not hold ${tlog.tilePath(t)} yet`);
     return publicBytes(bytes, "application/octet-stream", t.width === tlog.TILE_WIDTH);
   },
