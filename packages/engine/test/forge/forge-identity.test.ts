@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deliverRunStatuses } from "../../src/forge/deliver-statuses.ts";
 import { setRepoForge } from "../../src/forge/repo-forge.ts";
 import { addRepo } from "../../src/tenants/admin.ts";
+import { connectRepo } from "../../src/tenants/repo-admin.ts";
 import { admitGithubWebhook } from "../../src/webhooks/admit-webhook.ts";
 import { seedTenant, useTestDb } from "../support.ts";
 import { appKeys, forgeCfg, prPayload, pushPayload } from "./support.ts";
@@ -120,6 +121,29 @@ describe("binding another tenant's App installation", () => {
     const pinned = await t.db().$queryRaw<{ id: bigint | null }[]>`
       SELECT forge_repository_id AS id FROM repo WHERE id = ${tenant.repoId}::uuid`;
     expect(Number(pinned[0]?.id)).toBe(31_337);
+  });
+});
+
+describe("connecting a repo where the platform runs a GitHub App", () => {
+  it("is refused unless the App's installation sees the repo; nothing is registered", async () => {
+    const tenant = await seedTenant(t.db());
+    const name = `${tenant.slug}/someone-elses`;
+    const connect = () =>
+      connectRepo(
+        t.db(),
+        { orgSlug: tenant.slug, name, cloneUrl: "https://github.com/x/y.git", actor: "web:ada" },
+        { localReposRoot: null },
+        cfg(),
+      );
+    await expect(connect()).rejects.toMatchObject({ code: "REPO.FORGE_UNVERIFIED" });
+    const none = await t.db().$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM repo WHERE full_name = ${name}`;
+    expect(none[0]?.n).toBe(0);
+    forge.addRepo(name, { installationId: 7_700_099 });
+    expect(await connect()).toMatchObject({ fullName: name, reconnected: false });
+    // Seeing it is not binding it: the installation comes only from an App-signed delivery.
+    const bound = await t.db().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM repo_forge f JOIN repo r ON r.id = f.repo_id WHERE r.full_name = ${name}`;
+    expect(bound[0]?.n).toBe(0);
   });
 });
 
