@@ -113,7 +113,9 @@ describe("minting", () => {
     const tenant = await seedTenant(t.db());
     const tk = await claimed(tenant, { trust: "untrusted", ref: "refs/pull/9/head" });
     await expect(mint(tk)).rejects.toMatchObject({ code: "ID_TOKEN.UNTRUSTED_REFUSED" });
-    const none = await t.db().$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM id_token WHERE job_id = ${tk.jobId}::uuid`;
+    const none = await t.db().$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM id_token WHERE job_id = ${tk.jobId}::uuid`;
     expect(none[0]?.n).toBe(0);
   });
 

@@ -27,7 +27,9 @@ export async function setRepoForge(
     sealed = sealSecret(cfg.secretsKey, token, input.repoId);
     // Issue 28: a token is stored only for a repo the forge shows it with push access; the forge's
     // repository id it answers is pinned (asked before the transaction: no request inside one).
-    const named = await db.$queryRaw<{ full_name: string }[]>`SELECT full_name FROM repo WHERE id = ${input.repoId}::uuid`;
+    const named = await db.$queryRaw<
+      { full_name: string }[]
+    >`SELECT full_name FROM repo WHERE id = ${input.repoId}::uuid`;
     if (!named[0]) throw new DomainError("REPO.NOT_FOUND", "repository not found");
     proven = await proveRepoControl(cfg, named[0].full_name, `Bearer ${token}`);
   } else if (input.token === null) sealed = null;

@@ -8,8 +8,7 @@ import {
   type RetentionWindows,
 } from "@kiln/domain";
 import { z } from "zod";
-import type { ForgeConfig } from "../forge/forge-config.ts";
-import { repoInstallationId } from "../forge/forge-identity.ts";
+import { type ForgeConfig, repoInstallationId } from "../forge/index.ts";
 import { cancelPullRequestRuns } from "../runs/index.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
@@ -317,7 +316,13 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
 async function checkForgeIdentity(
   sql: ReturnType<typeof sqlPool>,
   forge: Pick<ForgeConfig, "apiUrl" | "requestTimeoutMs" | "app"> | undefined,
-  repo: { id: string; full_name: string; forge_repository_id: string | null; installation_id: string | null; installation_confirmed: boolean },
+  repo: {
+    id: string;
+    full_name: string;
+    forge_repository_id: string | null;
+    installation_id: string | null;
+    installation_confirmed: boolean;
+  },
   viaApp: boolean,
   payload: { repository: { id?: number | undefined }; installation?: { id: number } | undefined },
 ): Promise<void> {

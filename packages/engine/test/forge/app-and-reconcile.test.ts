@@ -58,7 +58,9 @@ describe("as a GitHub App", () => {
     });
     expect(r.status).toBe(202);
     // Confirmed through the App's API before it was bound (issue 28).
-    expect(forge.requests.some((q) => q.path === `/repos/${tenant.repoName}/installation` && q.status === 200)).toBe(true);
+    expect(forge.requests.some((q) => q.path === `/repos/${tenant.repoName}/installation` && q.status === 200)).toBe(
+      true,
+    );
     const view = await getRepoForge(t.db(), appCfg(), { orgId: tenant.orgId, repoId: tenant.repoId });
     expect(view).toMatchObject({ credential: "app", app_installation_id: installationId, token_stored: false });
     const issued = forge.installationTokensIssued();

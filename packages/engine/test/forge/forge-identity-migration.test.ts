@@ -58,10 +58,18 @@ describe("migration 0026_forge_identity", () => {
       VALUES (${tn.orgId}::uuid, ${tn.repoId}::uuid, 'pending', 'untrusted', ${trigger}, ${ref}, ${"b".repeat(40)},
               '.kiln/workflow.yaml', '{}'::jsonb, ${parent}::uuid) RETURNING id`;
     const pr = (await ins("pull_request", "main", null))[0]?.id ?? "";
-    await t.db().$executeRaw`INSERT INTO run_pull_request (run_id, repo_id, number) VALUES (${pr}::uuid, ${tn.repoId}::uuid, 7)`;
+    await t.db()
+      .$executeRaw`INSERT INTO run_pull_request (run_id, repo_id, number) VALUES (${pr}::uuid, ${tn.repoId}::uuid, 7)`;
     const retry = (await ins("retry", "main", pr))[0]?.id ?? "";
     const push = (await ins("push", "refs/heads/main", null))[0]?.id ?? "";
-    await t.db().$executeRawUnsafe(await part(`UPDATE "workflow_run" r SET "head_ref"`, `WHERE p."run_id" = r."id" AND r."trigger" = 'pull_request';`));
+    await t
+      .db()
+      .$executeRawUnsafe(
+        await part(
+          `UPDATE "workflow_run" r SET "head_ref"`,
+          `WHERE p."run_id" = r."id" AND r."trigger" = 'pull_request';`,
+        ),
+      );
     await t.db().$executeRawUnsafe(await part("WITH RECURSIVE pr_family", `AND w."trigger" <> 'pull_request';`));
     const rows = await t.db().$queryRaw<{ id: string; ref: string; head_ref: string | null }[]>`
       SELECT id, ref, head_ref FROM workflow_run WHERE id IN (${pr}::uuid, ${retry}::uuid, ${push}::uuid)`;

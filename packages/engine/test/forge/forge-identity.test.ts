@@ -93,7 +93,9 @@ describe("binding another tenant's App installation", () => {
     expect(report.kind === "wait" ? report.delivered : report.kind === "done" ? report.delivered : 0).toBe(0);
     expect(forge.latestStatuses(victim.repoName, sha).size).toBe(0);
     expect(forge.checkRuns(victim.repoName)).toHaveLength(0);
-    expect(forge.requests.some((r) => r.method === "POST" && r.path.toLowerCase().includes(victim.repoName.toLowerCase()))).toBe(false);
+    expect(
+      forge.requests.some((r) => r.method === "POST" && r.path.toLowerCase().includes(victim.repoName.toLowerCase())),
+    ).toBe(false);
   });
 
   it("the forge's repository id is pinned on first sight; another id is refused on every later event", async () => {

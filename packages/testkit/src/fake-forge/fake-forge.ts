@@ -242,7 +242,11 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       const push = !!repo.token && auth?.endsWith(` ${repo.token}`) === true && repo.tokenCanPush !== false;
       return {
         status: 200,
-        body: repositoryExample(api, repo.fullName, repo.repositoryId ?? EXAMPLE_REPOSITORY_ID, { admin: false, push, pull: true }),
+        body: repositoryExample(api, repo.fullName, repo.repositoryId ?? EXAMPLE_REPOSITORY_ID, {
+          admin: false,
+          push,
+          pull: true,
+        }),
       };
     }
     let s = /^statuses\/([0-9a-f]{40,64})$/.exec(rest);
@@ -407,7 +411,9 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
             "user-agent": "GitHub-Hookshot/fake",
             "x-github-event": event,
             "x-github-delivery": guid,
-            "x-github-hook-id": String(hookKey === "app" ? 0 : (repos.get(hookKey.slice(5).toLowerCase())?.hook?.id ?? 0)),
+            "x-github-hook-id": String(
+              hookKey === "app" ? 0 : (repos.get(hookKey.slice(5).toLowerCase())?.hook?.id ?? 0),
+            ),
             "x-hub-signature-256": await sign(hook.secret, body),
           },
           body,
