@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deliverRunStatuses } from "../../src/forge/deliver-statuses.ts";
 import { setRepoForge } from "../../src/forge/repo-forge.ts";
 import { addRepo } from "../../src/tenants/admin.ts";
+import { getRun } from "../../src/runs/get-run.ts";
 import { connectRepo } from "../../src/tenants/repo-admin.ts";
 import { admitGithubWebhook } from "../../src/webhooks/admit-webhook.ts";
 import { seedTenant, useTestDb } from "../support.ts";
@@ -163,6 +164,11 @@ describe("a fork PR whose head branch is named like the default branch", () => {
     expect(r.status).toBe(202);
     const [run] = await runsOf(tenant.repoId);
     expect(run).toMatchObject({ ref: "refs/pull/17/head", head_ref: "main", trust_class: "untrusted" });
+    // The API shows both.
+    expect(await getRun(t.db(), { orgId: tenant.orgId, runId: r.runId ?? "" })).toMatchObject({
+      ref: "refs/pull/17/head",
+      head_ref: "main",
+    });
     const ref = run?.ref ?? "";
     expect(refAllowed(ref, ["main"])).toBe(false);
     expect(refAllowed(ref, ["refs/heads/main"])).toBe(false);
