@@ -149,6 +149,7 @@ describe("build caches across runs and hosts", () => {
 
     const body = JSON.stringify({
       action: "opened",
+      number: 41,
       pull_request: {
         head: { sha: firstSha, ref: "feature", repo: { full_name: "outsider/app" } },
         base: { repo: { full_name: tenant.repoName } },

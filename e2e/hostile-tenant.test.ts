@@ -240,6 +240,7 @@ function parse(stdout: string): Map<number, { verdict: string; output: string }>
 async function forkPullRequest(t: SeededTenant): Promise<string> {
   const body = JSON.stringify({
     action: "opened",
+    number: 43,
     pull_request: {
       head: { sha: t.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
       base: { repo: { full_name: t.repoName } },

@@ -5,7 +5,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { createApiToken, createOrg, listAuditEvents, verifyIdToken } from "@kiln/engine";
+import { createApiToken, createOrg, listAuditEvents, setUntrustedIdTokens, verifyIdToken } from "@kiln/engine";
 import { freePort } from "@kiln/testkit";
 import { sign } from "@octokit/webhooks-methods";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
@@ -318,9 +318,11 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
     await discovery.focus();
     expect(await discovery.getAttribute("href")).toBe(`${ISSUER}/.well-known/openid-configuration`);
   });
-  it("an untrusted run (a fork pull request) gets a token that says so (ADR 0024)", async () => {
+  it("an untrusted run (a fork pull request) gets a token only when its repo opted in, and it says so (ADR 0024, issue 28)", async () => {
+    await setUntrustedIdTokens(p.db, { fullName: tenant.repoName, enabled: true, actor: "e2e" });
     const body = JSON.stringify({
       action: "opened",
+      number: 44,
       pull_request: {
         head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
         base: { repo: { full_name: tenant.repoName } },
@@ -344,9 +346,14 @@ describe("Kiln as an OIDC issuer", { timeout: 180_000 }, () => {
     const runView = await p.waitForRun(runId, tenant.token, (x) => x.jobs?.length > 0);
     const forked = await tokenOf(runView.jobs[0].id);
     const { payload } = await jwtVerify(forked, jwks(), pinned);
-    expect(payload).toMatchObject({ trust_class: "untrusted", event: "pull_request", repository: "idt/app" });
-    // Not the sub a trust policy for the default branch matches.
-    expect(payload.sub).not.toBe("repo:idt/app:ref:refs/heads/main");
+    expect(payload).toMatchObject({
+      trust_class: "untrusted",
+      event: "pull_request",
+      repository: "idt/app",
+      ref: "refs/pull/44/head",
+      // Not the sub a trust policy for the default branch matches (issue 28).
+      sub: "repo:idt/app:pull_request",
+    });
     const done = await p.waitForRun(runId, tenant.token, (x) => x.status === "completed", 90_000);
     expect(done).toMatchObject({ outcome: "success", trust_class: "untrusted" });
   });

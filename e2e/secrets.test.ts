@@ -264,6 +264,7 @@ describe("secrets", () => {
   it("an untrusted run gets no secret and the named reason; its secrets_required job is blocked_by_policy; no record", async () => {
     const body = JSON.stringify({
       action: "opened",
+      number: 42,
       pull_request: {
         head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
         base: { repo: { full_name: tenant.repoName } },

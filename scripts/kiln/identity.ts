@@ -1,7 +1,7 @@
 // `identity rotate-key` and `identity keys` (issue 16, docs/adr/0024-workload-identity.md).
 import path from "node:path";
-import { listIdTokenKeys, readIdentityKek, rotateIdTokenKey } from "@kiln/engine";
-import type { CliCommand } from "./command.ts";
+import { listIdTokenKeys, readIdentityKek, rotateIdTokenKey, setUntrustedIdTokens } from "@kiln/engine";
+import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
 /**
  * The identity KEK file the web server uses (apps/web env.ts: KILN_IDENTITY_KEK_FILE, else
@@ -16,6 +16,23 @@ function kekFile(): string {
 }
 
 export const identityCommands: CliCommand[] = [
+  {
+    name: "repo id-tokens",
+    usage:
+      "repo id-tokens <org>/<name> --untrusted on|off   (ID tokens for untrusted runs: fork PRs, non-members; off by default)",
+    options: { untrusted: { type: "string" } },
+    async run(ctx) {
+      const fullName = arg(ctx, 0, "org>/<name");
+      const v = opt(ctx.values, "untrusted");
+      if (v !== "on" && v !== "off") throw new UsageError("repo id-tokens needs --untrusted on|off");
+      const r = await setUntrustedIdTokens(ctx.db, { fullName, enabled: v === "on", actor: ctx.actor });
+      ctx.out(
+        `${r.fullName}: untrusted runs ${r.enabled ? "get" : "get no"} ID tokens${r.changed ? "" : " (unchanged)"}`,
+        r,
+      );
+      return 0;
+    },
+  },
   {
     name: "identity rotate-key",
     usage:

@@ -114,6 +114,7 @@ export {
   introspectIdToken,
   type IdTokenVerdict,
   type IdTokenRefusal,
+  setUntrustedIdTokens,
 } from "./identity/index.ts";
 export { fetchWorkflowFile } from "./source/index.ts";
 export {

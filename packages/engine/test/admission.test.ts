@@ -144,7 +144,8 @@ describe("POST /v1/webhooks/github", () => {
     expect(d).toMatchObject({ status: 200, runId: null });
 
     const ping = example("ping") as Record<string, any>;
-    ping.repository = { ...(ping.repository ?? {}), full_name: tenant.repoName };
+    // One repository, one forge id (the ping example's differs; ids are pinned, issue 28).
+    ping.repository = { ...(ping.repository ?? {}), full_name: tenant.repoName, id: del.repository.id };
     const pingBody = JSON.stringify(ping);
     const pr = await admitGithubWebhook(t.db(), {
       rawBody: new TextEncoder().encode(pingBody),

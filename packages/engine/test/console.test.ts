@@ -1,5 +1,6 @@
 import { createHmac } from "node:crypto";
 import { isDomainError } from "@kiln/domain";
+import { startFakeForge } from "@kiln/testkit";
 import { describe, expect, it } from "vitest";
 import { listAuditEvents } from "../src/audit/index.ts";
 import { admitManualRun } from "../src/runs/admit-manual.ts";
@@ -243,11 +244,18 @@ describe("the forge credential on the repositories list", () => {
       { orgSlug: ten.slug, name: other, cloneUrl: "file:///x", actor: "web:ada" },
       LOCAL_SOURCE,
     );
-    await setRepoForge(t.db(), forgeCfg("http://127.0.0.1:1"), {
-      repoId: ten.repoId,
-      token: "ghp_forge-token-value",
-      actor: "cli:test",
-    });
+    // Storing a token proves it against the forge (issue 28): a fake forge that shows the repo to it.
+    const forge = await startFakeForge();
+    forge.addRepo(ten.repoName, { token: "ghp_forge-token-value" });
+    try {
+      await setRepoForge(t.db(), forgeCfg(forge.url), {
+        repoId: ten.repoId,
+        token: "ghp_forge-token-value",
+        actor: "cli:test",
+      });
+    } finally {
+      await forge.stop();
+    }
     const listed = await listOrgRepos(t.db(), { orgSlug: ten.slug });
     expect(listed.find((r) => r.id === ten.repoId)?.forgeCredential).toEqual({
       state: "token",

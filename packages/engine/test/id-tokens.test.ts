@@ -10,6 +10,7 @@ import { claimJob, type JobTicket } from "../src/dispatch/claim-job.ts";
 import { kekFromBytes, loadOrCreateIdentityKek, openPrivateKey } from "../src/identity/identity-kek.ts";
 import { idTokenJwks, listIdTokenKeys, rotateIdTokenKey } from "../src/identity/id-token-keys.ts";
 import { mintIdToken } from "../src/identity/mint-id-token.ts";
+import { setUntrustedIdTokens } from "../src/identity/untrusted-id-tokens.ts";
 import { introspectIdToken, verifyIdToken } from "../src/identity/verify-id-token.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 
@@ -22,8 +23,11 @@ const ISSUER = "https://kiln.test";
 const kek = kekFromBytes(randomBytes(32));
 const ctx = { issuer: ISSUER, kek };
 
-async function claimed(tenant: Tenant, opts: { trust?: string; cfg?: typeof TEST_CFG } = {}): Promise<JobTicket> {
-  await seedFrozenRun(t.db(), tenant, def(ONE_JOB), opts.trust ?? "trusted");
+async function claimed(
+  tenant: Tenant,
+  opts: { trust?: string; cfg?: typeof TEST_CFG; ref?: string } = {},
+): Promise<JobTicket> {
+  await seedFrozenRun(t.db(), tenant, def(ONE_JOB), opts.trust ?? "trusted", opts.ref);
   const session = await newSession(t.db(), tenant, 10, "h", opts.trust === "untrusted" ? "microvm" : "process");
   const r = await claimJob(t.db(), opts.cfg ?? TEST_CFG, { sessionId: session, claimRequestId: randomUUID() });
   if (r.kind !== "claimed") throw new Error(`no claim: ${r.kind}`);
@@ -105,8 +109,33 @@ describe("minting", () => {
     await expect(mint(tk)).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
   });
 
-  it("gives an untrusted run a token that says so (relying parties decide, ADR 0024)", async () => {
+  it("refuses an untrusted run's token unless its repo opted in (issue 28)", async () => {
     const tenant = await seedTenant(t.db());
+    const tk = await claimed(tenant, { trust: "untrusted", ref: "refs/pull/9/head" });
+    await expect(mint(tk)).rejects.toMatchObject({ code: "ID_TOKEN.UNTRUSTED_REFUSED" });
+    const none = await t.db().$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM id_token WHERE job_id = ${tk.jobId}::uuid`;
+    expect(none[0]?.n).toBe(0);
+  });
+
+  it("a fork PR named `main`: with the opt-in, sub is repo:<repo>:pull_request and the claims carry the trust class", async () => {
+    const tenant = await seedTenant(t.db());
+    await setUntrustedIdTokens(t.db(), { fullName: tenant.repoName, enabled: true, actor: "cli:test" });
+    // The ref admission stores for a PR (head branch `main` kept apart): never refs/heads/main.
+    const tk = await claimed(tenant, { trust: "untrusted", ref: "refs/pull/9/head" });
+    const m = await mint(tk);
+    expect(m.claims).toMatchObject({
+      sub: `repo:${tenant.repoName}:pull_request`,
+      ref: "refs/pull/9/head",
+      trust_class: "untrusted",
+    });
+    expect(m.claims.sub).not.toContain("refs/heads/main");
+  });
+
+  it("gives an untrusted run of an opted-in repo a token that says so (relying parties decide, ADR 0024)", async () => {
+    const tenant = await seedTenant(t.db());
+    await setUntrustedIdTokens(t.db(), { fullName: tenant.repoName, enabled: true, actor: "cli:test" });
     const tk = await claimed(tenant, { trust: "untrusted" });
     const m = await mint(tk);
     expect(m.claims).toMatchObject({ trust_class: "untrusted", isolation: "microvm" });

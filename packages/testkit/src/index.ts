@@ -36,6 +36,7 @@ export type { ManagedProc, OutputMode } from "./platform/managed-processes.ts";
 // A local stand-in for GitHub's REST API built from its documented example responses (issue 19).
 export {
   startFakeForge,
+  EXAMPLE_REPOSITORY_ID,
   type FakeForge,
   type FakeForgeOptions,
   type FakeRepoOptions,

@@ -32,12 +32,15 @@ beforeAll(async () => {
     req.on("end", () => {
       calls.push({ path: req.url ?? "", auth: req.headers.authorization ?? "", body });
       const stale = req.headers.authorization === "Bearer kjt_stale";
-      res.writeHead(stale ? 409 : 200, { "content-type": "application/json" });
+      const untrusted = req.headers.authorization === "Bearer kjt_untrusted";
+      res.writeHead(stale ? 409 : untrusted ? 403 : 200, { "content-type": "application/json" });
       res.end(
         JSON.stringify(
           stale
             ? { error: { code: "ATTEMPT.STALE_EPOCH", message: "stale" } }
-            : { value: `jwt-for-${JSON.parse(body).audience}`, expires_at: new Date().toISOString() },
+            : untrusted
+              ? { error: { code: "ID_TOKEN.UNTRUSTED_REFUSED", message: "untrusted runs get no ID token" } }
+              : { value: `jwt-for-${JSON.parse(body).audience}`, expires_at: new Date().toISOString() },
         ),
       );
     });
@@ -144,6 +147,14 @@ describe("the sandbox's ID token endpoint", () => {
   it("passes the control plane's refusal of a stale attempt on as 409", async () => {
     const s = await openFor(proxy, "kjt_stale");
     expect((await s.get(URL_, s.endpoint.requestToken)).status).toBe(409);
+    await s.listener.close();
+  });
+
+  it("passes the refusal of an untrusted run's token on as 403 with its code, not as an outage to retry", async () => {
+    const s = await openFor(proxy, "kjt_untrusted");
+    const r = await s.get(URL_, s.endpoint.requestToken);
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body)).toMatchObject({ code: "ID_TOKEN.UNTRUSTED_REFUSED" });
     await s.listener.close();
   });
 

@@ -76,6 +76,9 @@ export function openIdTokenEndpoint(deps: { client: ControlClient; ticket: JobTi
         deps.log.warn("id token refused", { failure: describeFailure(r) });
         // 409: the attempt is not current any more (the control plane's word); else unavailable.
         if (r.kind === "http" && r.status === 409) return answer(res, 409, { error: "this attempt is not current" });
+        // A decision, not an outage (issue 28): retrying will not help, so the step is told why.
+        if (r.kind === "http" && r.code === "ID_TOKEN.UNTRUSTED_REFUSED")
+          return answer(res, 403, { error: r.message, code: r.code });
         return answer(res, 502, { error: "the control plane could not mint a token; try again" });
       } finally {
         inFlight--;

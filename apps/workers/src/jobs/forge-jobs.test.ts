@@ -48,8 +48,9 @@ const job = {
 
 async function connectedRun(): Promise<{ tenant: Tenant; runId: string }> {
   const tenant = await seedTenant(t.db());
-  await setRepoForge(t.db(), cfg, { repoId: tenant.repoId, token: TOKEN, actor: "cli:test" });
+  // The forge shows the repo to the token before Kiln stores it (issue 28).
   forge.addRepo(tenant.repoName, { token: TOKEN });
+  await setRepoForge(t.db(), cfg, { repoId: tenant.repoId, token: TOKEN, actor: "cli:test" });
   const runId = await seedFrozenRun(t.db(), tenant, def("version: 1\njobs:\n  - name: a\n    steps: [x]\n"));
   await t.db().$executeRaw`INSERT INTO transition_event (org_id, run_id, entity, from_state, to_state, reason)
     VALUES (${tenant.orgId}::uuid, ${runId}::uuid, 'run', NULL, 'pending', 'accepted')`;

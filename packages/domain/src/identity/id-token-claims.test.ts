@@ -56,6 +56,8 @@ describe("ID token claims", () => {
       workflow_sha256: "",
     });
     expect(idTokenSubject({ repository: "acme/app", ref: null })).toBe("repo:acme/app:ref:");
+    // A pull request's run (issue 28): no ref in sub, whatever its head branch was called.
+    expect(idTokenSubject({ repository: "acme/app", ref: "refs/pull/9/head" })).toBe("repo:acme/app:pull_request");
     expect(openIdConfiguration("https://k", "https://k/jwks").claims_supported).toEqual(
       expect.arrayContaining(Object.keys(c)),
     );

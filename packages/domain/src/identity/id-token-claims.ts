@@ -2,6 +2,8 @@
 // token, decided from what the control plane loaded about the attempt. Pure: time and the token id
 // come in as arguments.
 
+import { isPullRequestRef } from "../runs/index.ts";
+
 /** A token lives at most this long; a job asks again for more (GitHub's and GitLab's are similar). */
 export const ID_TOKEN_MAX_TTL_S = 600;
 /** Below this a token is not worth minting (the lease is about to lapse or be renewed). */
@@ -101,12 +103,15 @@ export function idTokenWindow(nowMs: number, leaseExpiresAtMs: number): { iat: n
 }
 
 /**
- * `repo:<org>/<repo>:ref:<ref>`: what outside relying parties' trust policies match on. A deploy
+ * `repo:<org>/<repo>:ref:<ref>` (a pull request's run: `repo:<org>/<repo>:pull_request`): what outside relying parties' trust policies match on. A deploy
  * run's token names its environment instead (`repo:<org>/<repo>:environment:<env>`), so a cloud
  * role can trust "production deploys of this repo" and nothing a branch build can obtain.
  */
 export function idTokenSubject(s: Pick<IdTokenSubject, "repository" | "ref" | "environment">): string {
   if (s.environment) return `repo:${s.repository}:environment:${s.environment}`;
+  // A pull request's run (its retries included) names no ref in sub (issue 28): a head branch is the
+  // PR author's choice, so `repo:x:ref:refs/heads/main` must never be obtainable from a PR.
+  if (s.ref !== null && isPullRequestRef(s.ref)) return `repo:${s.repository}:pull_request`;
   return `repo:${s.repository}:ref:${s.ref ?? ""}`;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { branchRef, fullRef, isBranchName } from "./git-ref.ts";
+import { branchRef, fullRef, isBranchName, isPullRequestRef, pullRequestRef, runCacheRef } from "./git-ref.ts";
 
 describe("git refs", () => {
   it("turns what triggers and forges name into full refs, refusing anything else", () => {
@@ -12,5 +12,14 @@ describe("git refs", () => {
     expect(branchRef("main")).toBe("refs/heads/main");
     expect(isBranchName("release-1.0")).toBe(true);
     expect(isBranchName("refs/heads/main")).toBe(false);
+  });
+  it("a pull request's run has its own ref, which caches key by and nothing mistakes for a branch (issue 28)", () => {
+    expect(pullRequestRef(17)).toBe("refs/pull/17/head");
+    expect(isPullRequestRef("refs/pull/17/head")).toBe(true);
+    for (const bad of ["refs/pull/0/head", "refs/pull/x/head", "refs/pull/17/merge", "refs/heads/main", "main"])
+      expect(isPullRequestRef(bad), bad).toBe(false);
+    expect(runCacheRef("refs/pull/17/head")).toBe("refs/pull/17/head");
+    expect(runCacheRef("main")).toBe("refs/heads/main");
+    expect(runCacheRef("refs/pull/17/merge")).toBeNull();
   });
 });

@@ -36,3 +36,23 @@ export function fullRef(ref: string): string | null {
   if (ref.startsWith("refs/")) return null;
   return isBranchName(ref) ? branchRef(ref) : null;
 }
+
+/**
+ * A pull request's run carries `refs/pull/<n>/head` as its ref (issue 28): never the head branch's
+ * name, which the PR's author chooses (a fork's branch named `main` is not the project's main).
+ */
+export function pullRequestRef(number: number): string {
+  return `refs/pull/${number}/head`;
+}
+
+export function isPullRequestRef(ref: string): boolean {
+  return /^refs\/pull\/[1-9][0-9]{0,9}\/head$/.test(ref);
+}
+
+/**
+ * The ref a run's caches are keyed by: a branch or tag as fullRef gives it, or a pull request's own
+ * `refs/pull/<n>/head` (its entries never land under a branch's key).
+ */
+export function runCacheRef(ref: string): string | null {
+  return isPullRequestRef(ref) ? ref : fullRef(ref);
+}

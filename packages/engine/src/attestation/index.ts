@@ -35,5 +35,5 @@ export { verifyOffline, type OfflineInput, type OfflineResult } from "./verify-o
 // The transparency log (./tlog, ADR 0026).
 export * from "./tlog/index.ts";
 // What the public log holds for an attestation (issue 28): a salted commitment (tlog-commitment.ts).
-export { commitmentLeaf, PUBLICLY_WITHHELD_KINDS } from "./tlog-commitment.ts";
+export { attestationLeaf, commitmentLeaf, PUBLICLY_WITHHELD_KINDS } from "./tlog-commitment.ts";
 export { attestationBundleForLogIndex, setProvenanceVisibility } from "./provenance-access.ts";

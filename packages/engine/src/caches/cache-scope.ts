@@ -6,7 +6,7 @@ import {
   cacheReadRefs,
   deriveCacheKey,
   DomainError,
-  fullRef,
+  runCacheRef,
   type CacheKey,
   type CacheNamespace,
   type TrustClass,
@@ -68,7 +68,7 @@ export async function lockCacheScope(
   const row = rows[0];
   if (!row) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
   const namespace = cacheReadNamespace(row.trust_class);
-  const ownRef = row.ref === null ? null : fullRef(row.ref);
+  const ownRef = row.ref === null ? null : runCacheRef(row.ref);
   const defaultRef = branchRef(row.default_branch);
   const keyFor = (ref: string) =>
     deriveCacheKey(

@@ -1,5 +1,6 @@
 import { sqlPool, withTx, type Db, type SqlClient } from "@kiln/db";
 import {
+  bytesEqual,
   fromBase64Any,
   known,
   readProvenanceTrust,
@@ -7,8 +8,9 @@ import {
   type AttestationFacts,
   type Fact,
   type RunFacts,
+  utf8,
 } from "@kiln/domain";
-import { verifyAttestationEnvelope } from "../attestation/index.ts";
+import { attestationLeaf, verifyAttestationEnvelope } from "../attestation/index.ts";
 import type { ResolvedArtifact } from "./resolve-artifact.ts";
 
 // The facts a decision reads from the control plane's records, each in its own short read-only
@@ -85,8 +87,9 @@ async function runFacts(c: SqlClient, runId: string): Promise<RunFacts & { autho
 
 async function attestationFacts(c: SqlClient, a: ResolvedArtifact): Promise<AttestationFacts | null> {
   if (!a.attestationId) return null;
-  const rows = await c.query<{ envelope: string; state: string; leaf: Buffer | null }>(
-    `SELECT t.envelope, t.state, e.body AS leaf FROM attestation t LEFT JOIN tlog_entry e ON e.idx = t.tlog_index
+  const rows = await c.query<{ envelope: string; state: string; salt: Buffer | null; leaf: Buffer | null }>(
+    `SELECT t.envelope, t.state, t.tlog_salt AS salt, e.body AS leaf
+     FROM attestation t LEFT JOIN tlog_entry e ON e.idx = t.tlog_index
      WHERE t.id = $1::uuid`,
     [a.attestationId],
   );
@@ -107,7 +110,13 @@ async function attestationFacts(c: SqlClient, a: ResolvedArtifact): Promise<Atte
     signatureValid: sig.ok,
     signatureRule: sig.ok ? null : sig.rule,
     subjectDigests: (st?.subject ?? []).filter((s) => s.name === a.name).map((s) => s.digest.sha256 ?? ""),
-    inLog: row.leaf !== null && Buffer.from(row.leaf).toString("utf8") === row.envelope,
+    // The leaf is a salted commitment to the envelope (ADR 0026, issue 28); older entries carry it whole.
+    inLog:
+      row.leaf !== null &&
+      bytesEqual(
+        new Uint8Array(row.leaf),
+        attestationLeaf(utf8(row.envelope), row.salt ? new Uint8Array(row.salt) : null),
+      ),
     verifierState: row.state,
     builderId: trust.builderId,
     builderKind: trust.builder,

@@ -8,8 +8,9 @@ export interface ForgeConfig {
   publicUrl: string | null;
   /** KILN_SECRETS_KEY: seals per-repo forge tokens at rest. */
   secretsKey: SecretsKey | null;
-  /** KILN_GITHUB_APP_ID + KILN_GITHUB_APP_PRIVATE_KEY_FILE. */
-  app: { id: number; privateKeyPem: string } | null;
+  /** KILN_GITHUB_APP_ID + KILN_GITHUB_APP_PRIVATE_KEY_FILE (+ KILN_GITHUB_APP_WEBHOOK_SECRET: the only
+   * signature an `installation.id` is believed from; issue 28). */
+  app: { id: number; privateKeyPem: string; webhookSecret?: string } | null;
   /** Per-request bound; a delivery lease is longer, so a lease never lapses under a live request. */
   requestTimeoutMs: number;
 }

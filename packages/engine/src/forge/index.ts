@@ -8,3 +8,4 @@ export { deliverRunStatuses, runsWithUndeliveredStatuses, type DeliveryReport } 
 export { reconcileForgeDeliveries, FORGE_DELIVERY_RETENTION_MS, type HookReport } from "./reconcile-deliveries.ts";
 export { setRepoForge, getRepoForge, findRepoByName, type RepoForgeView } from "./repo-forge.ts";
 export { listRunForgeStatuses, type ForgeStatusView } from "./run-forge.ts";
+export { proveRepoControl, repoInstallationId } from "./forge-identity.ts";

@@ -2,6 +2,7 @@ import { withTx, type Db } from "@kiln/db";
 import { recordAuditEvent } from "../audit/index.ts";
 import { DomainError } from "@kiln/domain";
 import type { ForgeConfig } from "./forge-config.ts";
+import { proveRepoControl } from "./forge-identity.ts";
 import { sealSecret } from "./secret-box.ts";
 
 // A repo's forge settings (`kiln repo add --forge-token-file F --forge-hook-id N`) and their state
@@ -9,10 +10,11 @@ import { sealSecret } from "./secret-box.ts";
 
 export async function setRepoForge(
   db: Db,
-  cfg: Pick<ForgeConfig, "secretsKey">,
+  cfg: Pick<ForgeConfig, "secretsKey" | "apiUrl" | "requestTimeoutMs" | "app">,
   input: { repoId: string; token?: string | null; hookId?: number | null; actor: string },
 ): Promise<void> {
   let sealed: string | null | undefined;
+  let proven: { repositoryId: number } | null = null;
   if (input.token !== undefined && input.token !== null) {
     const token = input.token.trim();
     if (!/^[\x21-\x7e]{8,1000}$/.test(token))
@@ -23,14 +25,29 @@ export async function setRepoForge(
         "KILN_SECRETS_KEY is not set: forge tokens are stored sealed with it (openssl rand -base64 32)",
       );
     sealed = sealSecret(cfg.secretsKey, token, input.repoId);
+    // Issue 28: a token is stored only for a repo the forge shows it with push access; the forge's
+    // repository id it answers is pinned (asked before the transaction: no request inside one).
+    const named = await db.$queryRaw<
+      { full_name: string }[]
+    >`SELECT full_name FROM repo WHERE id = ${input.repoId}::uuid`;
+    if (!named[0]) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+    proven = await proveRepoControl(cfg, named[0].full_name, `Bearer ${token}`);
   } else if (input.token === null) sealed = null;
   if (input.hookId !== undefined && input.hookId !== null && (!Number.isSafeInteger(input.hookId) || input.hookId < 1))
     throw new DomainError("REQUEST.INVALID", "forge hook id must be a positive integer");
   await withTx(db, "set-repo-forge", async (tx) => {
-    const repo = await tx.$queryRaw<{ org_id: string; full_name: string }[]>`
-      SELECT org_id, full_name FROM repo WHERE id = ${input.repoId}::uuid`;
+    const repo = await tx.$queryRaw<{ org_id: string; full_name: string; forge_repository_id: bigint | null }[]>`
+      SELECT org_id, full_name, forge_repository_id FROM repo WHERE id = ${input.repoId}::uuid FOR UPDATE`;
     const r = repo[0];
     if (!r) throw new DomainError("REPO.NOT_FOUND", "repository not found");
+    if (proven) {
+      if (r.forge_repository_id !== null && Number(r.forge_repository_id) !== proven.repositoryId)
+        throw new DomainError(
+          "REPO.FORGE_UNVERIFIED",
+          `the token sees forge repository ${proven.repositoryId}, not the one pinned on ${r.full_name}`,
+        );
+      await tx.$executeRaw`UPDATE repo SET forge_repository_id = ${proven.repositoryId} WHERE id = ${input.repoId}::uuid`;
+    }
     await tx.$executeRaw`
       INSERT INTO repo_forge (repo_id, token_enc, hook_id) VALUES (${input.repoId}::uuid, ${sealed ?? null}, ${input.hookId ?? null})
       ON CONFLICT (repo_id) DO UPDATE SET
@@ -45,6 +62,7 @@ export async function setRepoForge(
       subject: r.full_name,
       data: {
         token: sealed === undefined ? "unchanged" : sealed === null ? "cleared" : "stored",
+        ...(proven ? { forge_repository_id: proven.repositoryId } : {}),
         ...(input.hookId !== undefined ? { hook_id: input.hookId } : {}),
       },
     });
@@ -169,7 +187,7 @@ export async function getRepoForge(
 export async function findRepoByName(db: Db, fullName: string): Promise<{ id: string; orgId: string }> {
   const rows = await db.$queryRaw<
     { id: string; org_id: string }[]
-  >`SELECT id, org_id FROM repo WHERE full_name = ${fullName}`;
+  >`SELECT id, org_id FROM repo WHERE lower(full_name) = lower(${fullName})`;
   const r = rows[0];
   if (!r) throw new DomainError("REPO.NOT_FOUND", `no repository ${fullName} is registered`);
   return { id: r.id, orgId: r.org_id };

@@ -26,3 +26,4 @@ export { idTokenJwks, listIdTokenKeys, rotateIdTokenKey, type PublishedKey } fro
 export { mintIdToken, type MintedIdToken } from "./mint-id-token.ts";
 export { pruneIdTokens } from "./prune-id-tokens.ts";
 export { verifyIdToken, introspectIdToken, type IdTokenVerdict, type IdTokenRefusal } from "./verify-id-token.ts";
+export { setUntrustedIdTokens } from "./untrusted-id-tokens.ts";

@@ -52,6 +52,8 @@ type Current = {
   lease_ms: number;
   /** A deploy run's environment (issue 18): the token's sub names it. */
   environment: string | null;
+  /** The repo's opt-in (issue 28): without it an untrusted run gets no token. */
+  untrusted_id_tokens: boolean;
 };
 
 /** Thrown inside the transaction when the signing key was retired meanwhile: sign with the new one. */
@@ -86,7 +88,7 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
     SELECT a.org_id, o.slug AS org, rp.full_name AS repository, rp.id::text AS repository_id, r.ref,
            r.commit_sha AS sha, r.workflow_path, r.workflow_hash AS workflow_sha256, r.id::text AS run_id,
            j.name AS job_name, r.trust_class, r.trigger AS event, r.actor,
-           COALESCE(s.labels->>'isolation', 'process') AS isolation,
+           COALESCE(s.labels->>'isolation', 'process') AS isolation, rp.untrusted_id_tokens,
            (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
            (extract(epoch FROM a.lease_expires_at) * 1000)::float8 AS lease_ms,
            (SELECT e.name FROM deployment d JOIN environment e ON e.id = d.environment_id
@@ -106,6 +108,14 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
   const window = c ? idTokenWindow(c.now_ms, c.lease_ms) : null;
   if (!c || !window)
     throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease ends too soon to mint a token");
+  // Issue 28 (ADR 0024, amended): an untrusted run (a fork's pull request, a non-member's push) is
+  // code nobody in the org vouched for; outside trust policies written on `sub` or `repository`
+  // alone would admit it, so it gets no identity unless the repo's admins opted in.
+  if (c.trust_class === "untrusted" && !c.untrusted_id_tokens)
+    throw new DomainError(
+      "ID_TOKEN.UNTRUSTED_REFUSED",
+      "untrusted runs (fork pull requests, non-members' events) get no ID token unless the repo opts in (kiln repo id-tokens <repo> --untrusted on)",
+    );
   const jti = randomUUID();
   await tx.$executeRaw`
     INSERT INTO id_token (jti, org_id, run_id, job_id, attempt_id, epoch, kid, audience, issued_at, expires_at)

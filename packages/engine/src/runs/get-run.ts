@@ -17,6 +17,8 @@ export interface RunView {
   trust_class: string;
   commit_sha: string;
   ref: string | null;
+  /** A pull request's head branch as the forge named it (issue 28); the run's ref is refs/pull/<n>/head. */
+  head_ref: string | null;
   workflow_path: string;
   workflow_hash: string | null;
   trigger: string;
@@ -83,6 +85,7 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
       trust_class: string;
       commit_sha: string;
       ref: string | null;
+      head_ref: string | null;
       workflow_path: string;
       workflow_hash: string | null;
       trigger: string;
@@ -92,7 +95,7 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
       started_at: Date | null;
       finished_at: Date | null;
     }[]
-  >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, workflow_path, workflow_hash, trigger, actor,
+  >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, head_ref, workflow_path, workflow_hash, trigger, actor,
            parent_run_id, created_at, finished_at,
            COALESCE(started_at, (SELECT min(a.claimed_at) FROM attempt a WHERE a.run_id = workflow_run.id)) AS started_at
     FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid`;
@@ -159,6 +162,7 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
     trust_class: r.trust_class,
     commit_sha: r.commit_sha,
     ref: r.ref,
+    head_ref: r.head_ref,
     workflow_path: r.workflow_path,
     workflow_hash: r.workflow_hash,
     trigger: r.trigger,

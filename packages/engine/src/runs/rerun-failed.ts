@@ -57,8 +57,9 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
         definition: WorkflowDefinition | null;
         inputs: unknown;
         ref: string | null;
+        head_ref: string | null;
       }[]
-    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref
+    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, head_ref
       FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.caller.orgId}::uuid FOR SHARE`;
     const parent = rows[0];
     if (!parent) throw new DomainError("RUN.NOT_FOUND", "run not found");
@@ -101,10 +102,10 @@ export async function rerunFailedJobs(db: Db, input: { caller: Caller; runId: st
     );
     const trust = computeTrustClass({ kind: "retry", parentTrustClass: parent.trust_class });
     const created = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, commit_sha, workflow_path,
+      INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, head_ref, commit_sha, workflow_path,
                                 workflow_hash, definition, inputs, parent_run_id)
       VALUES (${parent.org_id}::uuid, ${parent.repo_id}::uuid, 'running', ${trust}, 'rerun_failed', ${input.caller.name},
-              ${input.caller.userId ?? null}::uuid, ${parent.ref}, ${parent.commit_sha}, ${parent.workflow_path}, ${parent.workflow_hash},
+              ${input.caller.userId ?? null}::uuid, ${parent.ref}, ${parent.head_ref}, ${parent.commit_sha}, ${parent.workflow_path}, ${parent.workflow_hash},
               ${JSON.stringify(parent.definition)}::jsonb, ${JSON.stringify(parent.inputs)}::jsonb, ${parent.id}::uuid)
       RETURNING id`;
     const id = created[0]?.id;

@@ -33,11 +33,12 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
         definition: WorkflowDefinition | null;
         inputs: unknown;
         ref: string | null;
+        head_ref: string | null;
         outcome: string | null;
         cause: string | null;
         cause_message: string | null;
       }[]
-    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, outcome, cause, cause_message
+    >`SELECT id, org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, workflow_hash, definition, inputs, ref, head_ref, outcome, cause, cause_message
       FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.caller.orgId}::uuid`;
     const parent = rows[0];
     if (!parent) throw new DomainError("RUN.NOT_FOUND", "run not found");
@@ -56,11 +57,11 @@ export async function retryRun(db: Db, input: { caller: Caller; runId: string })
     const trust = computeTrustClass({ kind: "retry", parentTrustClass: parent.trust_class });
     const frozen = parent.definition !== null;
     const created = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO workflow_run (org_id, repo_id, status, outcome, cause, cause_message, trust_class, trigger, actor, actor_user_id, ref, commit_sha,
+      INSERT INTO workflow_run (org_id, repo_id, status, outcome, cause, cause_message, trust_class, trigger, actor, actor_user_id, ref, head_ref, commit_sha,
                                 workflow_path, workflow_hash, definition, inputs, parent_run_id, started_at, finished_at)
       VALUES (${parent.org_id}::uuid, ${parent.repo_id}::uuid, ${frozen ? "running" : "completed"},
               ${frozen ? null : parent.outcome}, ${frozen ? null : parent.cause}, ${frozen ? null : parent.cause_message},
-              ${trust}, 'retry', ${input.caller.name}, ${input.caller.userId ?? null}::uuid, ${parent.ref}, ${parent.commit_sha}, ${parent.workflow_path}, ${parent.workflow_hash},
+              ${trust}, 'retry', ${input.caller.name}, ${input.caller.userId ?? null}::uuid, ${parent.ref}, ${parent.head_ref}, ${parent.commit_sha}, ${parent.workflow_path}, ${parent.workflow_hash},
               ${frozen ? JSON.stringify(parent.definition) : null}::jsonb, ${JSON.stringify(parent.inputs)}::jsonb, ${parent.id}::uuid,
               NULL, ${frozen ? null : new Date()}::timestamptz)
       RETURNING id`;

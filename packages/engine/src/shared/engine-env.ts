@@ -122,6 +122,10 @@ export const engineEnvSchema = z.object({
   /** A GitHub App: its id, and a file with its private key (PEM). Both or neither. */
   KILN_GITHUB_APP_ID: z.preprocess(blankIsUnset, z.coerce.number().int().positive().optional()),
   KILN_GITHUB_APP_PRIVATE_KEY_FILE: z.preprocess(blankIsUnset, z.string().optional()),
+  /** The App's webhook secret (issue 28): a delivery's `installation.id` is believed only when it is
+   * signed with it; a delivery signed with a repo's own secret that names an installation is refused.
+   * Unset: no installation is ever bound, so the App writes nothing. */
+  KILN_GITHUB_APP_WEBHOOK_SECRET: z.preprocess(blankIsUnset, z.string().min(8).optional()),
   /** Per request to the forge. */
   KILN_FORGE_TIMEOUT_MS: int().min(100).max(60_000).default(DEFAULT_FORGE_CONFIG.requestTimeoutMs),
 });
@@ -195,7 +199,11 @@ export function forgeConfigFromEnv(env: EngineEnv, readFile: (path: string) => s
     secretsKey: env.KILN_SECRETS_KEY ? parseSecretsKey(env.KILN_SECRETS_KEY) : null,
     app:
       env.KILN_GITHUB_APP_ID !== undefined && env.KILN_GITHUB_APP_PRIVATE_KEY_FILE
-        ? { id: env.KILN_GITHUB_APP_ID, privateKeyPem: readFile(env.KILN_GITHUB_APP_PRIVATE_KEY_FILE) }
+        ? {
+            id: env.KILN_GITHUB_APP_ID,
+            privateKeyPem: readFile(env.KILN_GITHUB_APP_PRIVATE_KEY_FILE),
+            ...(env.KILN_GITHUB_APP_WEBHOOK_SECRET ? { webhookSecret: env.KILN_GITHUB_APP_WEBHOOK_SECRET } : {}),
+          }
         : null,
     requestTimeoutMs: env.KILN_FORGE_TIMEOUT_MS,
   };

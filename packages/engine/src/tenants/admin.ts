@@ -87,9 +87,16 @@ export async function addRepo(
   const orgId = await orgIdOf(db, input.orgSlug);
   return withTx(db, "add-repo", async (tx) => {
     // Adding a disconnected repo again reconnects it (docs/adr/0029): same id, history kept.
-    const prior = await tx.$queryRaw<{ org_id: string; disconnected: boolean }[]>`
-      SELECT org_id, disconnected_at IS NOT NULL AS disconnected FROM repo WHERE full_name = ${input.name} FOR UPDATE`;
+    // Up to case (issue 28): GitHub treats Acme/App and acme/app as one repository, so Kiln does too.
+    const prior = await tx.$queryRaw<{ org_id: string; full_name: string; disconnected: boolean }[]>`
+      SELECT org_id, full_name, disconnected_at IS NOT NULL AS disconnected FROM repo
+      WHERE lower(full_name) = lower(${input.name}) FOR UPDATE`;
     const was = prior[0];
+    if (was && was.full_name !== input.name)
+      throw new DomainError(
+        "REPO.NAME_TAKEN",
+        `${was.org_id === orgId ? `${was.full_name} is registered` : "a repository of that name is registered to another org"}; names differing only by case are one repository on the forge`,
+      );
     if (was && was.org_id !== orgId)
       throw new DomainError("REQUEST.INVALID", `${input.name} is registered to another org`);
     if (was && !was.disconnected && input.onlyIfNotConnected)

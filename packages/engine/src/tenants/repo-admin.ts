@@ -2,6 +2,7 @@ import { withTx, type Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import type { SourcePolicy } from "@kiln/oci";
 import { recordAuditEvent } from "../audit/index.ts";
+import { type ForgeConfig, repoInstallationId } from "../forge/index.ts";
 import { newSecret } from "../identity/index.ts";
 import { addRepo, orgIdOf } from "./admin.ts";
 import { loadForgeCredentialStates, type ForgeCredentialState } from "./forge-credential-state.ts";
@@ -106,7 +107,27 @@ export async function connectRepo(
     actor: string;
   },
   source: SourcePolicy,
+  /** With a GitHub App configured, connecting proves the App is installed on the repo (issue 28). */
+  forge?: Pick<ForgeConfig, "apiUrl" | "requestTimeoutMs" | "app">,
 ): Promise<{ id: string; fullName: string; webhookSecret: string; reconnected: boolean }> {
+  // Where the platform runs a GitHub App, a repo is connected only if the App's installation sees
+  // it: the forge then vouches for the name, and statuses have a credential. Without an App there is
+  // no credential to prove anything with; such a repo gets no statuses until a token is stored, and
+  // storing one proves control (setRepoForge). The installation id itself is bound only from a
+  // delivery signed with the App's secret.
+  if (forge?.app) {
+    const seen = await repoInstallationId(forge, input.name).catch((err: unknown) => {
+      throw new DomainError(
+        "REPO.FORGE_UNVERIFIED",
+        `could not ask the forge whether the App is installed on ${input.name}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
+    if (seen === null)
+      throw new DomainError(
+        "REPO.FORGE_UNVERIFIED",
+        `the GitHub App is not installed on ${input.name}: install it on the repository, then connect it`,
+      );
+  }
   const webhookSecret = newSecret("whsec");
   const r = await addRepo(
     db,

@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { sqlPool, type Db } from "@kiln/db";
-import { computeTrustClass, DomainError, type AdmissionEvent, type RetentionWindows } from "@kiln/domain";
+import {
+  computeTrustClass,
+  DomainError,
+  pullRequestRef,
+  type AdmissionEvent,
+  type RetentionWindows,
+} from "@kiln/domain";
 import { z } from "zod";
+import { type ForgeConfig, repoInstallationId } from "../forge/index.ts";
 import { cancelPullRequestRuns } from "../runs/index.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
@@ -9,7 +16,8 @@ export type WebhookResult =
   | { status: 202; runId: string; duplicate: false }
   | { status: 200; runId: string | null; duplicate: boolean; ignored?: string };
 
-const repoRef = z.object({ full_name: z.string().min(1).max(300) });
+// `id` is the forge's numeric repository id: pinned on the repo and compared on every event (issue 28).
+const repoRef = z.object({ full_name: z.string().min(1).max(300), id: z.number().int().positive().optional() });
 // GitHub's numeric user id is what identifies the sender: a login can be renamed and re-registered.
 const forgeUser = z.object({ login: z.string().max(200), id: z.number().int().positive().optional() });
 const pushPayload = z.object({
@@ -45,6 +53,8 @@ interface Planned {
   trigger: "push" | "pull_request";
   commitSha: string;
   ref: string;
+  /** A pull request's head branch as the forge named it (the run's ref is refs/pull/<n>/head). */
+  headRef: string | null;
   actor: string | null;
   /** The sender's forge user id: the run records the member it belongs to (separation of duties, issue 28). */
   actorId: number | null;
@@ -66,6 +76,8 @@ export async function admitGithubWebhook(
     deliveryId: string | null;
     /** The platform's windows, for the metadata stamp of the runs a closed PR cancels. */
     retention?: RetentionWindows;
+    /** The forge settings: the App's webhook secret and API, to believe and confirm an installation. */
+    forge?: Pick<ForgeConfig, "apiUrl" | "requestTimeoutMs" | "app">;
   },
 ): Promise<WebhookResult> {
   if (!hasWellFormedSignature(req.signature)) {
@@ -88,21 +100,31 @@ export async function admitGithubWebhook(
   const repos = await sql.query<{
     id: string;
     org_id: string;
+    full_name: string;
     webhook_secret: string;
     workflow_path: string;
     disconnected: boolean;
     actor_is_member: boolean;
+    forge_repository_id: string | null;
+    installation_id: string | null;
+    installation_confirmed: boolean;
   }>({
-    name: "webhook-repo-2",
-    text: `SELECT r.id, r.org_id, r.webhook_secret, r.workflow_path, r.disconnected_at IS NOT NULL AS disconnected,
+    name: "webhook-repo-3",
+    // By name up to case (GitHub's matching; names are unique that way, migration 0026).
+    text: `SELECT r.id, r.org_id, r.full_name, r.webhook_secret, r.workflow_path, r.disconnected_at IS NOT NULL AS disconnected,
+                  r.forge_repository_id::text, f.installation_id::text, f.installation_confirmed_at IS NOT NULL AS installation_confirmed,
                   ($2::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM membership ms JOIN app_user u ON u.id = ms.user_id
                      WHERE ms.org_id = r.org_id AND u.forge_id = $2::bigint AND ms.role IN ('admin', 'member'))) AS actor_is_member
-           FROM repo r WHERE r.full_name = $1`,
+           FROM repo r LEFT JOIN repo_forge f ON f.repo_id = r.id WHERE lower(r.full_name) = lower($1)`,
     values: [base.data.repository.full_name, peeked],
   });
   const repo = repos.rows[0];
+  // GitHub signs an App's deliveries with the App's webhook secret, which no tenant knows; a repo's
+  // own hook with the secret its org chose. Only the former is evidence of what GitHub says.
+  const appSecret = req.forge?.app?.webhookSecret;
+  const viaApp = !!repo && !!appSecret && verifyGithubSignature(appSecret, req.rawBody, req.signature);
   // Same answer as a bad signature: an unauthenticated caller learns nothing about which repos exist.
-  if (!repo || !verifyGithubSignature(repo.webhook_secret, req.rawBody, req.signature)) {
+  if (!repo || !(viaApp || verifyGithubSignature(repo.webhook_secret, req.rawBody, req.signature))) {
     throw new DomainError("WEBHOOK.BAD_SIGNATURE", "signature does not match a registered repository's secret");
   }
   if (!req.deliveryId || req.deliveryId.length > 200)
@@ -110,8 +132,7 @@ export async function admitGithubWebhook(
   const deliveryId = req.deliveryId;
   const event = req.event ?? "";
 
-  const installationId = base.data.installation?.id ?? null;
-  if (installationId !== null) await rememberInstallation(sql, repo.id, installationId);
+  await checkForgeIdentity(sql, req.forge, repo, viaApp, base.data);
   // A disconnected repo (docs/adr/0029) admits nothing; its deliveries are recorded as ignored so
   // missed-delivery recovery counts them as processed rather than asking for them again.
   const plan = repo.disconnected ? "repo is disconnected" : planEvent(event, json);
@@ -172,17 +193,17 @@ export async function admitGithubWebhook(
   const runId = randomUUID();
   const data = JSON.stringify({ trigger: plan.trigger, delivery: deliveryId, trust_class: trustClass });
   const accepted = await sql.query<{ run_id: string | null }>({
-    name: "webhook-accept-2",
+    name: "webhook-accept-3",
     text: `WITH d AS (
              INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome, run_id)
              VALUES ('github', $1, $2, $3::uuid, 'accepted', $4::uuid)
              ON CONFLICT (provider, delivery_id) DO NOTHING RETURNING id),
            r AS (
-             INSERT INTO workflow_run (id, org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, commit_sha, workflow_path, inputs)
+             INSERT INTO workflow_run (id, org_id, repo_id, status, trust_class, trigger, actor, actor_user_id, ref, head_ref, commit_sha, workflow_path, inputs)
              SELECT $4::uuid, $5::uuid, $3::uuid, 'pending', $6, $7, $8,
                     (SELECT u.id FROM app_user u JOIN membership ms ON ms.user_id = u.id
                      WHERE ms.org_id = $5::uuid AND u.forge_id = $14::bigint AND ms.role IN ('admin', 'member')),
-                    $9, $10, $11, '{}'::jsonb FROM d
+                    $9, $15, $10, $11, '{}'::jsonb FROM d
              RETURNING id),
            e AS (
              INSERT INTO transition_event (org_id, run_id, entity, from_state, to_state, reason, data)
@@ -218,6 +239,7 @@ export async function admitGithubWebhook(
       data,
       plan.pullRequest,
       plan.actorId,
+      plan.headRef,
     ],
   });
   const created = accepted.rows[0]?.run_id;
@@ -245,6 +267,7 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
       trigger: "push",
       commitSha: p.data.after,
       ref: p.data.ref,
+      headRef: null,
       actor,
       actorId,
       pullRequest: null,
@@ -259,16 +282,27 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
     if (!["opened", "synchronize", "reopened"].includes(p.data.action))
       return `pull_request action ${p.data.action} starts nothing`;
     const pr = p.data.pull_request;
+    const number = p.data.number;
+    if (number === undefined) throw new DomainError("WEBHOOK.BAD_PAYLOAD", "pull_request payload: number is required");
+    // A head branch named like a ref (`refs/heads/main`) exists only to be mistaken for one (issue 28).
+    if (pr.head.ref.startsWith("refs/"))
+      throw new DomainError(
+        "WEBHOOK.HEAD_REF_REFUSED",
+        `pull request head branch ${JSON.stringify(pr.head.ref.slice(0, 100))} starts with refs/: refused`,
+      );
     const sender = p.data.sender ?? pr.user ?? null;
     const actor = sender?.login ?? null;
     const actorId = sender?.id ?? null;
     return {
       trigger: "pull_request",
       commitSha: pr.head.sha,
-      ref: pr.head.ref,
+      // The run's ref is the PR's own ref, never the head branch's name (which its author picks): a
+      // fork's `main` must not look like the project's main to caches, gates, retention or sub.
+      ref: pullRequestRef(number),
+      headRef: pr.head.ref,
       actor,
       actorId,
-      pullRequest: p.data.number ?? null,
+      pullRequest: number,
       admission: async (isMember) => ({
         kind: "pull_request",
         senderIsMember: await isMember(actorId),
@@ -280,18 +314,59 @@ function planEvent(event: string, json: unknown): Planned | { closed: number } |
   return `event ${event || "(none)"} starts nothing`;
 }
 
-/** The App installation a repo's webhooks come from (its token writes statuses and check runs). */
-async function rememberInstallation(
+/**
+ * Forge identity (issue 28, ADR 0028 amended). The forge's repository id is pinned on first sight
+ * and must match on every later event. An `installation.id` is believed only from a delivery signed
+ * with the App's webhook secret, and bound to the repo only after the App's API confirms that this
+ * installation is the one on this repository; a repo-signed delivery naming one is refused, so no
+ * tenant can point Kiln's App credential at another tenant's installation.
+ */
+async function checkForgeIdentity(
   sql: ReturnType<typeof sqlPool>,
-  repoId: string,
-  installationId: number,
+  forge: Pick<ForgeConfig, "apiUrl" | "requestTimeoutMs" | "app"> | undefined,
+  repo: {
+    id: string;
+    full_name: string;
+    forge_repository_id: string | null;
+    installation_id: string | null;
+    installation_confirmed: boolean;
+  },
+  viaApp: boolean,
+  payload: { repository: { id?: number | undefined }; installation?: { id: number } | undefined },
 ): Promise<void> {
+  const forgeRepoId = payload.repository.id ?? null;
+  if (repo.forge_repository_id !== null && String(forgeRepoId) !== repo.forge_repository_id)
+    throw new DomainError(
+      "WEBHOOK.REPOSITORY_MISMATCH",
+      `repository.id ${forgeRepoId ?? "(none)"} is not the forge repository pinned on ${repo.full_name}`,
+    );
+  const installationId = payload.installation?.id ?? null;
+  if (installationId !== null && !viaApp)
+    throw new DomainError(
+      "WEBHOOK.INSTALLATION_UNVERIFIED",
+      "installation.id is accepted only on deliveries signed with the GitHub App's webhook secret",
+    );
+  if (repo.forge_repository_id === null && forgeRepoId !== null)
+    await sql.query({
+      name: "webhook-pin-repo",
+      text: "UPDATE repo SET forge_repository_id = $2::bigint WHERE id = $1::uuid AND forge_repository_id IS NULL",
+      values: [repo.id, forgeRepoId],
+    });
+  if (installationId === null) return;
+  if (repo.installation_confirmed && repo.installation_id === String(installationId)) return;
+  // First sight (or a changed installation): ask the App's API which installation is on this repo.
+  const confirmed = forge ? await repoInstallationId(forge, repo.full_name).catch(() => null) : null;
+  if (confirmed !== installationId)
+    throw new DomainError(
+      "WEBHOOK.INSTALLATION_UNVERIFIED",
+      `the App's API does not confirm installation ${installationId} on ${repo.full_name}`,
+    );
   await sql.query({
-    name: "webhook-installation",
-    text: `INSERT INTO repo_forge (repo_id, installation_id) VALUES ($1::uuid, $2::bigint)
-           ON CONFLICT (repo_id) DO UPDATE SET installation_id = EXCLUDED.installation_id, updated_at = now()
-           WHERE repo_forge.installation_id IS DISTINCT FROM EXCLUDED.installation_id`,
-    values: [repoId, installationId],
+    name: "webhook-installation-2",
+    text: `INSERT INTO repo_forge (repo_id, installation_id, installation_confirmed_at) VALUES ($1::uuid, $2::bigint, now())
+           ON CONFLICT (repo_id) DO UPDATE SET installation_id = EXCLUDED.installation_id,
+             installation_confirmed_at = EXCLUDED.installation_confirmed_at, updated_at = now()`,
+    values: [repo.id, installationId],
   });
 }
 

@@ -92,7 +92,7 @@ describe("the public log proves without telling", () => {
     const keys = (await listAttestationKeys(t.db())).map((k) => ({ keyId: k.key_id, spkiPem: k.spki_pem }));
     const verifierKey = (await logVerifierKey(t.db()))!;
     const check = (b: unknown) =>
-      verifyOffline({ fileSha256: sha256(data), bundle: b, keys, logVerifierKey: verifierKey });
+      verifyOffline({ fileSha256: sha256(data), bundle: b, keys, logVerifierKey: verifierKey, source: CLONE_URL });
     expect(check(bundle)).toMatchObject({ ok: true, subject: "app", logIndex: String(r.tlogIndex) });
     const statement = JSON.parse(Buffer.from(bundle.bundle.dsseEnvelope.payload, "base64").toString("utf8"));
     // Manual-run inputs are in the statement as a digest only.

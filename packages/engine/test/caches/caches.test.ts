@@ -199,6 +199,28 @@ describe("restore and save through the control plane", () => {
     expect(refs.map((r) => r.ref)).toEqual(["refs/heads/feature", "refs/heads/main", "refs/heads/other"]);
   });
 
+  it("a pull request whose head branch is named main writes under refs/pull/<n>/head, never under main (issue 28)", async () => {
+    const tenant = await seedTenant(t.db());
+    const onMain = bytes(3000, 31);
+    await save(await runOne(t.db(), tenant, DEPS()), lock("a"), onMain);
+    // A member's PR from a branch called `main`: admission stores the PR's own ref (the head
+    // branch is kept apart), so its cache scope is that ref, not refs/heads/main.
+    const pr = await runOne(t.db(), tenant, DEPS(), "trusted", "refs/pull/5/head");
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(pr), lock("a"))).toMatchObject({
+      hit: true,
+      sha256: sha256(onMain),
+    });
+    const fromPr = bytes(3000, 32);
+    expect(await save(pr, lock("a"), fromPr)).toMatchObject({ state: "bound" });
+    const main2 = await runOne(t.db(), tenant, DEPS());
+    expect(await grantCacheRestore(t.db(), store(), claimsOf(main2), lock("a"))).toMatchObject({
+      sha256: sha256(onMain),
+    });
+    const refs = await t.db().$queryRaw<{ ref: string }[]>`
+      SELECT ref FROM cache_entry WHERE org_id = ${tenant.orgId}::uuid AND state = 'bound' ORDER BY ref`;
+    expect(refs.map((r) => r.ref)).toEqual(["refs/heads/main", "refs/pull/5/head"]);
+  });
+
   it("refuses every cache call from a stale epoch", async () => {
     const tenant = await seedTenant(t.db());
     const tk = await runOne(t.db(), tenant, DEPS());

@@ -25,7 +25,10 @@ afterAll(async () => {
   await endpoint.stop();
 });
 
-const appCfg = () => forgeCfg(forge.url, { app: { id: APP_ID, privateKeyPem: keys.privateKeyPem } });
+// The App's own webhook secret: no tenant knows it (a repo's secret is "s3cret-value").
+const APP_SECRET = "app-webhook-secret";
+const appCfg = () =>
+  forgeCfg(forge.url, { app: { id: APP_ID, privateKeyPem: keys.privateKeyPem, webhookSecret: APP_SECRET } });
 const runsOf = (repoId: string) =>
   t.db().$queryRaw<{ id: string; status: string; outcome: string | null }[]>`
     SELECT id, status, outcome FROM workflow_run WHERE repo_id = ${repoId}::uuid ORDER BY created_at`;
@@ -48,11 +51,16 @@ describe("as a GitHub App", () => {
     const body = JSON.stringify({ ...pushPayload(tenant.repoName, sha, 1), installation: { id: installationId } });
     const r = await admitGithubWebhook(t.db(), {
       rawBody: Buffer.from(body),
-      signature: await sign("s3cret-value", body),
+      signature: await sign(APP_SECRET, body),
       event: "push",
       deliveryId: randomUUID(),
+      forge: appCfg(),
     });
     expect(r.status).toBe(202);
+    // Confirmed through the App's API before it was bound (issue 28).
+    expect(forge.requests.some((q) => q.path === `/repos/${tenant.repoName}/installation` && q.status === 200)).toBe(
+      true,
+    );
     const view = await getRepoForge(t.db(), appCfg(), { orgId: tenant.orgId, repoId: tenant.repoId });
     expect(view).toMatchObject({ credential: "app", app_installation_id: installationId, token_stored: false });
     const issued = forge.installationTokensIssued();
@@ -84,8 +92,8 @@ describe("as a GitHub App", () => {
     const other = appKeys();
     const tenant = await seedTenant(t.db());
     forge.addRepo(tenant.repoName, { installationId: 9_000_002 });
-    await t.db()
-      .$executeRaw`INSERT INTO repo_forge (repo_id, installation_id) VALUES (${tenant.repoId}::uuid, 9000002)`;
+    await t.db().$executeRaw`
+      INSERT INTO repo_forge (repo_id, installation_id, installation_confirmed_at) VALUES (${tenant.repoId}::uuid, 9000002, now())`;
     const body = JSON.stringify(pushPayload(tenant.repoName, "d".repeat(40), 1));
     const r = await admitGithubWebhook(t.db(), {
       rawBody: Buffer.from(body),
@@ -232,12 +240,15 @@ describe("missed deliveries of a GitHub App's hook", () => {
   it("lists GET /app/hook/deliveries with the App's JWT and redelivers what Kiln missed, once", async () => {
     // An App signs every delivery with its one webhook secret; its repos are registered with it.
     const app = await startFakeForge({
-      app: { id: APP_ID, publicKeyPem: keys.publicKeyPem, hook: { url: endpoint.url, secret: "s3cret-value" } },
+      app: { id: APP_ID, publicKeyPem: keys.publicKeyPem, hook: { url: endpoint.url, secret: APP_SECRET } },
     });
     try {
       const tenant = await seedTenant(t.db());
       app.addRepo(tenant.repoName, { installationId: 9_100_001 });
-      const cfg = forgeCfg(app.url, { app: { id: APP_ID, privateKeyPem: keys.privateKeyPem } });
+      const cfg = forgeCfg(app.url, {
+        app: { id: APP_ID, privateKeyPem: keys.privateKeyPem, webhookSecret: APP_SECRET },
+      });
+      endpoint.forge = cfg;
       endpoint.down = true;
       const missed = await app.deliver(tenant.repoName, "push", pushPayload(tenant.repoName, "9".repeat(40), 1));
       endpoint.down = false;
@@ -267,6 +278,7 @@ describe("missed deliveries of a GitHub App's hook", () => {
           .every((r) => r.authorization?.startsWith("Bearer ey")),
       ).toBe(true);
     } finally {
+      endpoint.forge = undefined;
       await app.stop();
     }
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { sign } from "@octokit/webhooks-methods";
-import { startFakeForge, type FakeForge } from "@kiln/testkit";
+import { EXAMPLE_REPOSITORY_ID, startFakeForge, type FakeForge } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJob } from "../../src/dispatch/claim-job.ts";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
@@ -25,8 +25,9 @@ afterAll(async () => {
 
 async function connected(): Promise<Tenant> {
   const tenant = await seedTenant(t.db());
-  await setRepoForge(t.db(), forgeCfg(forge.url), { repoId: tenant.repoId, token: `${TOKEN}\n`, actor: "cli:test" });
+  // The forge must show the repo to the token before Kiln stores it (issue 28).
   forge.addRepo(tenant.repoName, { token: TOKEN });
+  await setRepoForge(t.db(), forgeCfg(forge.url), { repoId: tenant.repoId, token: `${TOKEN}\n`, actor: "cli:test" });
   return tenant;
 }
 
@@ -221,7 +222,14 @@ describe("statuses back to the forge", () => {
     const audit = await t.db().$queryRaw<{ kind: string; subject: string; data: unknown }[]>`
       SELECT kind, subject, data FROM audit_event WHERE org_id = ${mine.orgId}::uuid AND kind LIKE 'repo.forge%'`;
     // (Seeding the tenant connected its repo and created a token: those are on the trail too.)
-    expect(audit).toEqual([{ kind: "repo.forge_settings_changed", subject: mine.repoName, data: { token: "stored" } }]);
+    // The token was proven against the forge, which answered the repository id Kiln pinned (issue 28).
+    expect(audit).toEqual([
+      {
+        kind: "repo.forge_settings_changed",
+        subject: mine.repoName,
+        data: { token: "stored", forge_repository_id: EXAMPLE_REPOSITORY_ID },
+      },
+    ]);
     expect(JSON.stringify(audit)).not.toContain(TOKEN);
   });
 });

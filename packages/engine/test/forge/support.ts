@@ -42,6 +42,9 @@ export function prPayload(
   p.pull_request.base.repo.full_name = repoName;
   p.repository.full_name = repoName;
   p.sender.id = senderId;
+  // The examples were captured from an App's deliveries; a repo's own hook carries no installation
+  // (and Kiln refuses one on a delivery not signed with the App's secret, issue 28).
+  delete p.installation;
   return p;
 }
 
@@ -70,8 +73,10 @@ export function appKeys(): { privateKeyPem: string; publicKeyPem: string } {
  * Kiln's webhook endpoint for engine tests: the real admission use case behind a bare HTTP server
  * (the web app's route is the same call). `down` makes it answer 503, as a stopped Kiln would fail.
  */
-export async function startWebhookEndpoint(db: Db): Promise<{ url: string; down: boolean; stop: () => Promise<void> }> {
-  const state = { down: false };
+export async function startWebhookEndpoint(
+  db: Db,
+): Promise<{ url: string; down: boolean; forge: ForgeConfig | undefined; stop: () => Promise<void> }> {
+  const state: { down: boolean; forge: ForgeConfig | undefined } = { down: false, forge: undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -85,6 +90,7 @@ export async function startWebhookEndpoint(db: Db): Promise<{ url: string; down:
         signature: (req.headers["x-hub-signature-256"] as string | undefined) ?? null,
         event: (req.headers["x-github-event"] as string | undefined) ?? null,
         deliveryId: (req.headers["x-github-delivery"] as string | undefined) ?? null,
+        ...(state.forge ? { forge: state.forge } : {}),
       }).then(
         (r) => res.writeHead(r.status, { "content-type": "application/json" }).end(JSON.stringify(r)),
         (err: unknown) => res.writeHead(isDomainError(err) ? 401 : 500).end(String(err)),
@@ -100,6 +106,12 @@ export async function startWebhookEndpoint(db: Db): Promise<{ url: string; down:
     },
     set down(v: boolean) {
       state.down = v;
+    },
+    get forge() {
+      return state.forge;
+    },
+    set forge(v: ForgeConfig | undefined) {
+      state.forge = v;
     },
     stop: () => new Promise<void>((r) => server.close(() => r())),
   };

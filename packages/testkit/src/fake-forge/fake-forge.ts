@@ -8,10 +8,12 @@ import {
   checkRunExample,
   commitStatusExample,
   type DeliveryItem,
+  installationExample,
   installationTokenExample,
   NOT_FOUND_BODY,
   PRIMARY_RATE_LIMIT_BODY,
   repoHookExample,
+  repositoryExample,
   SECONDARY_RATE_LIMIT_BODY,
 } from "./github-examples.ts";
 
@@ -19,7 +21,11 @@ import {
 // the documentation's example bodies and headers (github-examples.ts). It records every request,
 // can be switched to fail or to rate-limit, verifies App JWTs with jose (an implementation Kiln did
 // not write), and sends signed webhooks (@octokit/webhooks-methods) the way GitHub does, keeping
-// the delivery log that GET .../deliveries lists and POST .../attempts redelivers from.
+// the delivery log that GET .../deliveries lists and POST .../attempts redelivers from. Repository
+// names match without regard to case, as GitHub's do (`Acme/App` is `acme/app`).
+
+/** The repository id of GitHub's own webhook examples (@octokit/webhooks-examples): a fake repo's default. */
+export const EXAMPLE_REPOSITORY_ID = 186853002;
 
 export interface RecordedRequest {
   method: string;
@@ -37,6 +43,8 @@ export interface FakeRepoOptions {
   hook?: { id: number; url: string; secret: string };
   installationId?: number;
   repositoryId?: number;
+  /** False: the token may read the repo but not push to it. */
+  tokenCanPush?: boolean;
 }
 
 interface FakeRepo extends FakeRepoOptions {
@@ -217,12 +225,30 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       if (!(await appAuthorised(auth))) return { status: 401, body: BAD_CREDENTIALS_BODY };
       return redeliver(Number(m[1]), "app");
     }
-    m = /^\/repos\/([^/]+\/[^/]+)\/(.*)$/.exec(p);
-    const repo = m?.[1] ? repos.get(m[1]) : undefined;
+    m = /^\/repos\/([^/]+\/[^/]+?)(?:\/(.*))?$/.exec(p);
+    const repo = m?.[1] ? repos.get(decodeURIComponent(m[1]).toLowerCase()) : undefined;
     if (!m || !repo) return { status: 404, body: NOT_FOUND_BODY };
-    if (!repoAuthorised(repo, auth)) return { status: 401, body: BAD_CREDENTIALS_BODY };
     const rest = m[2] ?? "";
     const api = url;
+    // "Get a repository installation for the authenticated app": App JWT; 404 when not installed.
+    if (rest === "installation" && method === "GET") {
+      if (!(await appAuthorised(auth))) return { status: 401, body: BAD_CREDENTIALS_BODY };
+      if (!repo.installationId) return { status: 404, body: NOT_FOUND_BODY };
+      return { status: 200, body: installationExample(api, repo.installationId, repo.fullName.split("/")[0] ?? "") };
+    }
+    if (!repoAuthorised(repo, auth)) return { status: 401, body: BAD_CREDENTIALS_BODY };
+    // "Get a repository": its canonical name and id; `permissions` as the caller's token has them.
+    if (rest === "" && method === "GET") {
+      const push = !!repo.token && auth?.endsWith(` ${repo.token}`) === true && repo.tokenCanPush !== false;
+      return {
+        status: 200,
+        body: repositoryExample(api, repo.fullName, repo.repositoryId ?? EXAMPLE_REPOSITORY_ID, {
+          admin: false,
+          push,
+          pull: true,
+        }),
+      };
+    }
     let s = /^statuses\/([0-9a-f]{40,64})$/.exec(rest);
     if (s?.[1] && method === "POST") {
       const b = body as { state?: string; description?: string; target_url?: string; context?: string };
@@ -358,7 +384,7 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
 
   function hookOf(hookKey: string): { url: string; secret: string } | null {
     if (hookKey === "app") return opts.app?.hook ?? null;
-    return repos.get(hookKey.slice("repo:".length))?.hook ?? null;
+    return repos.get(hookKey.slice("repo:".length).toLowerCase())?.hook ?? null;
   }
 
   async function send_(
@@ -385,7 +411,9 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
             "user-agent": "GitHub-Hookshot/fake",
             "x-github-event": event,
             "x-github-delivery": guid,
-            "x-github-hook-id": String(hookKey === "app" ? 0 : (repos.get(hookKey.slice(5))?.hook?.id ?? 0)),
+            "x-github-hook-id": String(
+              hookKey === "app" ? 0 : (repos.get(hookKey.slice(5).toLowerCase())?.hook?.id ?? 0),
+            ),
             "x-hub-signature-256": await sign(hook.secret, body),
           },
           body,
@@ -421,12 +449,12 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
     url,
     requests,
     addRepo(fullName, o) {
-      repos.set(fullName, { ...o, fullName, statuses: new Map() });
+      repos.set(fullName.toLowerCase(), { ...o, fullName, statuses: new Map() });
     },
-    statuses: (fullName, sha) => [...(repos.get(fullName)?.statuses.get(sha) ?? [])],
+    statuses: (fullName, sha) => [...(repos.get(fullName.toLowerCase())?.statuses.get(sha) ?? [])],
     latestStatuses(fullName, sha) {
       const out = new Map<string, StatusRecord>();
-      for (const s of repos.get(fullName)?.statuses.get(sha) ?? []) out.set(s.context, s);
+      for (const s of repos.get(fullName.toLowerCase())?.statuses.get(sha) ?? []) out.set(s.context, s);
       return out;
     },
     checkRuns: (fullName) => checkRuns.filter((c) => c.repo === fullName),
@@ -447,7 +475,7 @@ export async function startFakeForge(opts: FakeForgeOptions = {}): Promise<FakeF
       mode = { kind: "ok" };
     },
     async deliver(fullName, event, payload) {
-      const repo = repos.get(fullName);
+      const repo = repos.get(fullName.toLowerCase());
       if (!repo) throw new Error(`fake forge: unknown repo ${fullName}`);
       const hookKey = repo.hook ? `repo:${fullName}` : "app";
       const guid = randomUUID();

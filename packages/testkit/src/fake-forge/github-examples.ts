@@ -141,3 +141,57 @@ export const BAD_CREDENTIALS_BODY = {
 };
 
 export const NOT_FOUND_BODY = { message: "Not Found", documentation_url: "https://docs.github.com/rest" };
+
+/** "Get a repository" (the fields Kiln reads, as the example shows them; `permissions` only for an authenticated caller). */
+export function repositoryExample(
+  api: string,
+  fullName: string,
+  id: number,
+  permissions: { admin: boolean; push: boolean; pull: boolean } | null,
+) {
+  const [owner = "", name = ""] = fullName.split("/");
+  return {
+    id,
+    node_id: "MDEwOlJlcG9zaXRvcnkxMjk2MjY5",
+    name,
+    full_name: fullName,
+    owner: { ...OCTOCAT, login: owner },
+    private: false,
+    html_url: `https://github.com/${fullName}`,
+    description: "This your first repo!",
+    fork: false,
+    url: `${api}/repos/${fullName}`,
+    clone_url: `https://github.com/${fullName}.git`,
+    default_branch: "master",
+    visibility: "public",
+    ...(permissions ? { permissions: { ...permissions, maintain: permissions.admin, triage: permissions.push } } : {}),
+    created_at: "2011-01-26T19:01:12Z",
+    updated_at: "2011-01-26T19:14:43Z",
+    pushed_at: "2011-01-26T19:06:43Z",
+  };
+}
+
+/** "Get a repository installation for the authenticated app". */
+export function installationExample(api: string, id: number, account: string) {
+  return {
+    id,
+    account: { ...OCTOCAT, login: account },
+    access_tokens_url: `${api}/app/installations/${id}/access_tokens`,
+    repositories_url: `${api}/installation/repositories`,
+    html_url: `https://github.com/organizations/github/settings/installations/${id}`,
+    app_id: 1,
+    target_id: 1,
+    target_type: "Organization",
+    permissions: { checks: "write", metadata: "read", contents: "read", statuses: "write" },
+    events: ["push", "pull_request"],
+    single_file_name: "config.yaml",
+    has_multiple_single_files: true,
+    single_file_paths: ["config.yml", ".github/issue_TEMPLATE.md"],
+    repository_selection: "selected",
+    created_at: "2017-07-08T16:18:44-04:00",
+    updated_at: "2017-07-08T16:18:44-04:00",
+    app_slug: "github-actions",
+    suspended_at: null,
+    suspended_by: null,
+  };
+}

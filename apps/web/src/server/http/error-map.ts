@@ -50,6 +50,16 @@ const STATUS: Record<DomainErrorCode, number> = {
   "WEBHOOK.BAD_SIGNATURE": 401,
   "WEBHOOK.UNKNOWN_REPO": 404,
   "WEBHOOK.BAD_PAYLOAD": 400,
+  // Forge identity (issue 28): an installation id on a delivery the App did not sign, a repository id
+  // other than the one pinned, a PR head branch named like a ref; a name another repo has up to case;
+  // a forge that does not show the repo to the credential given.
+  "WEBHOOK.INSTALLATION_UNVERIFIED": 403,
+  "WEBHOOK.REPOSITORY_MISMATCH": 403,
+  "WEBHOOK.HEAD_REF_REFUSED": 422,
+  "REPO.NAME_TAKEN": 409,
+  "REPO.FORGE_UNVERIFIED": 422,
+  // Untrusted runs get no ID token unless their repo opted in (ADR 0024, amended in issue 28).
+  "ID_TOKEN.UNTRUSTED_REFUSED": 403,
   "IDEMPOTENCY.KEY_REUSED": 422,
   "IDEMPOTENCY.IN_FLIGHT": 409,
   "IDEMPOTENCY.KEY_REQUIRED": 400,

@@ -137,7 +137,11 @@ export const run = z.object({
   cause_message: z.string().nullable(),
   trust_class: z.string(),
   commit_sha: z.string(),
-  ref: z.string().nullable(),
+  ref: z.string().nullable().describe("refs/heads/x, refs/tags/x, or a pull request's refs/pull/<n>/head"),
+  head_ref: z
+    .string()
+    .nullable()
+    .describe("a pull request's head branch as the forge named it (issue 28); nothing is decided on it"),
   workflow_path: z.string(),
   workflow_hash: z.string().nullable(),
   trigger: z.string(),

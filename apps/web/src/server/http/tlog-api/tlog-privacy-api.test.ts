@@ -134,7 +134,11 @@ describe("the public transparency log over HTTP (issue 28)", () => {
     const bundle = (await mine.json()) as unknown;
     const keys = (await listAttestationKeys(t.db())).map((k) => ({ keyId: k.key_id, spkiPem: k.spki_pem }));
     const logKey = (await logVerifierKey(t.db()))!;
-    expect(verifyOffline({ fileSha256: fileSha, bundle, keys, logVerifierKey: logKey })).toMatchObject({ ok: true });
+    expect(
+      verifyOffline({ fileSha256: fileSha, bundle, keys, logVerifierKey: logKey, source: CLONE_URL }),
+    ).toMatchObject({
+      ok: true,
+    });
 
     // Only an admin of the repo's own org can make it public.
     const vPath = `/v1/repos/${tenant.repoId}/provenance-visibility`;

@@ -1,6 +1,6 @@
 import { connectRepo as connectRepoUseCase } from "@kiln/engine";
 import { z } from "zod";
-import { env } from "../../env.ts";
+import { env, webForgeConfig } from "../../env.ts";
 import { adminProcedure } from "../init.ts";
 
 // Shapes only; the engine owns the rules (name form, clone-URL policy, branch) and their messages.
@@ -19,5 +19,6 @@ export const connectRepo = adminProcedure
       ctx.db,
       { orgSlug: ctx.tenant.slug, ...input, actor: `web:${ctx.tenant.login}` },
       { localReposRoot: env().KILN_LOCAL_REPOS_ROOT ?? null },
+      webForgeConfig(),
     ),
   );

@@ -1,5 +1,6 @@
 import { admitGithubWebhook } from "@kiln/engine";
 import { services } from "@/server/context.ts";
+import { webForgeConfig } from "@/server/env.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 import { webhookAccepted, webhookAnswered } from "@/server/http/schemas/resources.ts";
 
@@ -30,6 +31,8 @@ export const POST = route({
       event: req.headers.get("x-github-event"),
       deliveryId: req.headers.get("x-github-delivery"),
       retention: services().retention,
+      // The App's webhook secret and API: an installation id is believed and confirmed only through them.
+      forge: webForgeConfig(),
     });
     return machineJson(r.status, {
       run_id: r.runId,
