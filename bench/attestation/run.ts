@@ -87,7 +87,15 @@ function sampleInput(orgId: string): ProvenanceInput {
       inputsSha256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
       trustClass: "trusted",
     },
-    job: { id: randomUUID(), name: "compile", pool: "bench", epoch: 1, isolation: "process", image: null },
+    job: {
+      id: randomUUID(),
+      name: "compile",
+      pool: "bench",
+      epoch: 1,
+      isolation: "process",
+      host: { kind: "platform", isolation: "process" },
+      image: null,
+    },
     startedOn: new Date(),
     finishedOn: new Date(),
     subjects: [
