@@ -18,7 +18,7 @@ const DRIVER = chooseDriver();
 let platform: Platform | null = null;
 
 /**
- * Database roles (issue 28, docs/operations.md "Database roles"): the embedded PostgreSQL gets login
+ * Database roles (issue 28, docs/adr/0026 "Amended (issue 28): database roles"): the embedded PostgreSQL gets login
  * members of kiln_web/kiln_workers made for it. An operator's own DATABASE_URL (the owner: it runs
  * the migrations and the CLI) keeps serving web and workers too, as before, unless both
  * KILN_WEB_DATABASE_URL and KILN_WORKERS_DATABASE_URL name logins the operator made for the roles.

@@ -9,7 +9,7 @@
 -- clone of one migrated template, npm run up's cluster may hold several): create only if missing,
 -- tolerating a concurrent creator. A migrating role that may not create roles (an operator's
 -- database) is told so and carries on: the grants below are applied once the roles exist, by
--- running SELECT kiln_grant_app_roles() as the owner (docs/operations.md "Database roles").
+-- running SELECT kiln_grant_app_roles() as the owner (docs/adr/0026 "Amended (issue 28): database roles").
 DO $$
 DECLARE
   r TEXT;

@@ -1,7 +1,7 @@
 // Login roles for the platform's processes (issue 28): the web server and the workers connect as
 // members of migration 0029's group roles, never as the owner, so neither can drop the log's
 // triggers or alter a table. Only the harness's own clusters (the embedded PostgreSQL, the test
-// server) get these: an operator's database is configured by the operator (docs/operations.md).
+// server) get these: an operator's database is configured by the operator (docs/adr/0026 "Amended (issue 28): database roles").
 import { createHash } from "node:crypto";
 import { APP_ROLES, type AppRole } from "@kiln/db";
 import pg from "pg";
