@@ -41,8 +41,8 @@ beforeAll(async () => {
   workers = await connect(urls.workers);
   // A log with an entry and a checkpoint to attack, written the way the workers write it.
   await workers.query(`SELECT * FROM tlog_append('test', '\\x01'::bytea, 'k1')`);
-  const root = (await workers.query<{ hash: Buffer }>(`SELECT hash FROM tlog_node WHERE level = 0 AND idx = 0`))
-    .rows[0]?.hash;
+  const root = (await workers.query<{ hash: Buffer }>(`SELECT hash FROM tlog_node WHERE level = 0 AND idx = 0`)).rows[0]
+    ?.hash;
   await owner
     .db()
     .$executeRawUnsafe(
@@ -72,7 +72,10 @@ describe("the web app's database role", () => {
     await refused(web, `ALTER TABLE tlog_checkpoint ADD COLUMN x int`);
     await refused(web, `DROP TABLE tlog_node`);
     await refused(web, `DROP FUNCTION tlog_refuse_change() CASCADE`);
-    await refused(web, `CREATE OR REPLACE FUNCTION tlog_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`);
+    await refused(
+      web,
+      `CREATE OR REPLACE FUNCTION tlog_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+    );
     await refused(web, `SET session_replication_role = replica`);
   });
 
@@ -83,9 +86,11 @@ describe("the web app's database role", () => {
     await refused(web, `INSERT INTO tlog_entry (idx, kind, dedupe_key, body) VALUES (1, 'x', 'k2', '\\x03'::bytea)`);
     await refused(web, `INSERT INTO tlog_node (level, idx, hash) VALUES (0, 1, $1)`, [Buffer.alloc(32)]);
     await refused(web, `UPDATE tlog_sequencer SET size = size + 1`);
-    await refused(web, `INSERT INTO tlog_checkpoint (size, root_hash, note, key_hash) VALUES (1, $1, 'n', 'ffffffff')`, [
-      Buffer.alloc(32),
-    ]);
+    await refused(
+      web,
+      `INSERT INTO tlog_checkpoint (size, root_hash, note, key_hash) VALUES (1, $1, 'n', 'ffffffff')`,
+      [Buffer.alloc(32)],
+    );
     await refused(web, `DELETE FROM tlog_checkpoint`);
     await refused(
       web,
@@ -98,7 +103,9 @@ describe("the web app's database role", () => {
   });
 
   it("reads the log it serves, but not the log key's sealed private half", async () => {
-    const e = await web.query(`SELECT e.body, n.hash FROM tlog_entry e JOIN tlog_node n ON n.level = 0 AND n.idx = e.idx`);
+    const e = await web.query(
+      `SELECT e.body, n.hash FROM tlog_entry e JOIN tlog_node n ON n.level = 0 AND n.idx = e.idx`,
+    );
     expect(e.rowCount).toBe(1);
     expect((await web.query(`SELECT size FROM tlog_checkpoint`)).rowCount).toBe(1);
     await web.query(`SELECT origin, public_key FROM tlog_key`);
