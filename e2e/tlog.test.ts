@@ -5,7 +5,7 @@ import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { withTx } from "@kiln/db";
+import { sqlPool, withTx } from "@kiln/db";
 import { tlog } from "@kiln/domain";
 import { appendTlogEntry, loadKeyEncryptionKey, logSigner } from "@kiln/engine";
 import { cloneDatabase, dropDatabase, startPlatform, uniqueDatabaseName, type Platform } from "@kiln/testkit";
@@ -100,6 +100,18 @@ describe("transparency log over HTTP", { timeout: 300_000 }, () => {
     expect(vk.status).toBe(200);
     expect(vk.json).toMatchObject({ origin: "localhost/tlog", algorithm: "ed25519" });
     expect(vk.json.verifier_key).toMatch(/^localhost\/tlog\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
+  });
+
+  it("the web server and the workers run as the database roles without DDL (issue 28)", async () => {
+    const r = await sqlPool(platform.db).query<{ app: string; usr: string }>(
+      `SELECT DISTINCT application_name AS app, usename AS usr FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name IN ('web', 'workers') ORDER BY 1`,
+    );
+    // The web role only reads the log (packages/db/test/app-roles.test.ts attacks it directly).
+    expect(r.rows).toEqual([
+      { app: "web", usr: "kiln_web_login" },
+      { app: "workers", usr: "kiln_workers_login" },
+    ]);
   });
 
   it("serves exactly the leaf bytes, entry bundles with uint16 framing, and hash tiles", async () => {

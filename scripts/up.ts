@@ -17,6 +17,20 @@ const log = (m: string) => console.log(`[up] ${m}`);
 const DRIVER = chooseDriver();
 let platform: Platform | null = null;
 
+/**
+ * Database roles (issue 28, docs/adr/0026 "Amended (issue 28): database roles"): the embedded PostgreSQL gets login
+ * members of kiln_web/kiln_workers made for it. An operator's own DATABASE_URL (the owner: it runs
+ * the migrations and the CLI) keeps serving web and workers too, as before, unless both
+ * KILN_WEB_DATABASE_URL and KILN_WORKERS_DATABASE_URL name logins the operator made for the roles.
+ */
+function appRoles(): boolean | { web: string; workers: string } {
+  const web = process.env.KILN_WEB_DATABASE_URL;
+  const workers = process.env.KILN_WORKERS_DATABASE_URL;
+  if (web && workers) return { web, workers };
+  if (web || workers) throw new Error("set both KILN_WEB_DATABASE_URL and KILN_WORKERS_DATABASE_URL, or neither");
+  return !process.env.DATABASE_URL;
+}
+
 async function main(): Promise<void> {
   // Images (ADR 0012): a local OCI registry with the platform's base image, pinned by digest at
   // freeze and pulled by the agents. Skipped, and said so, where it is missing.
@@ -35,6 +49,7 @@ async function main(): Promise<void> {
     dataDir: DATA,
     ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
     migrate: true,
+    appRoles: appRoles(),
     postgres: "durable",
     redis: process.env.REDIS_URL ?? true,
     s3: !process.env.S3_ENDPOINT,

@@ -1,4 +1,4 @@
-import { migrateDatabase } from "@kiln/db";
+import { grantAppRoles, migrateDatabase } from "@kiln/db";
 import { createTemplate, databaseUrl, startTestPostgres, type TestPostgres } from "@kiln/testkit";
 import { PgBoss } from "pg-boss";
 import type { TestProject } from "vitest/node";
@@ -14,6 +14,8 @@ export async function setup(project: TestProject): Promise<void> {
     const boss = new PgBoss({ connectionString: url, max: 2 });
     await boss.start();
     await boss.stop({ graceful: false, close: true });
+    // pg-boss's tables did not exist when migration 0029 granted the app roles their rights.
+    await grantAppRoles(url);
   });
   project.provide("pgServerUrl", server.url);
   project.provide("pgTemplate", TEMPLATE);

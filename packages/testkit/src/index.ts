@@ -33,6 +33,7 @@ export {
   type AgentOptions,
 } from "./platform/start-platform.ts";
 export type { ManagedProc, OutputMode } from "./platform/managed-processes.ts";
+export { ensureAppLoginRoles, loginRoleName, type AppRoleUrls } from "./platform/app-roles.ts";
 // A local stand-in for GitHub's REST API built from its documented example responses (issue 19).
 export {
   startFakeForge,

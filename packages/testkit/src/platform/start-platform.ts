@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createDb, ensureDatabase, migrateDatabase, sqlPool, type Db } from "@kiln/db";
+import { createDb, ensureDatabase, grantAppRoles, migrateDatabase, sqlPool, type Db } from "@kiln/db";
 import { PgBoss } from "pg-boss";
 import { BUSYBOX, publishBaseImage, type PublishedImage } from "../base-image.ts";
 import { startPostgres, type PostgresHandle } from "../embedded-postgres.ts";
@@ -18,6 +18,7 @@ import { freePort } from "../free-port.ts";
 import { startGitServer, type TestGitServer } from "../git-server.ts";
 import { REGISTRY_BIN, startRegistry, type RegistryHandle } from "../oci-registry.ts";
 import { startS3Process } from "../s3-process.ts";
+import { ensureAppLoginRoles, type AppRoleUrls } from "./app-roles.ts";
 import { ManagedProcesses, type ManagedProc, type OutputMode, type ProcessSpec } from "./managed-processes.ts";
 
 /** Short leases so that faults resolve in seconds, yet long enough that a loaded 2-core machine does
@@ -46,6 +47,13 @@ export interface PlatformOptions {
   databaseUrl?: string;
   /** Apply migrations and create pg-boss's schema. Default: only for the embedded PostgreSQL. */
   migrate?: boolean;
+  /**
+   * Which database users the web server and the workers connect as (issue 28): true (default) makes
+   * login members of the kiln_web/kiln_workers roles on this cluster when the owner may (the
+   * embedded PostgreSQL, the test server; otherwise the owner's URL, logged); given URLs are used
+   * as they are (an operator's own roles); false: the owner's URL for every process, as before.
+   */
+  appRoles?: boolean | AppRoleUrls;
   postgres?: PostgresMode;
   /** Fixed port for the embedded PostgreSQL (default: a free one); kept across stopPostgres/startPostgres. */
   postgresPort?: number;
@@ -104,7 +112,10 @@ export interface AgentOptions {
 
 export class Platform {
   db!: Db;
+  /** The owner's URL: migrations, the harness's own `db`, the CLI and any process `launch`ed by name. */
   dbUrl = "";
+  /** What the web server and the workers connect as (see PlatformOptions.appRoles). */
+  appDbUrls: AppRoleUrls = { web: "", workers: "" };
   dataDir = "";
   redisUrl: string | null = null;
   s3: Omit<S3Handle, "stop"> | null = null;
@@ -147,6 +158,7 @@ export class Platform {
       this.dbUrl = `postgresql://postgres:postgres@127.0.0.1:${this.postgresPort}/kiln`;
     }
     if (o.migrate ?? !o.databaseUrl) await migrate(this.dbUrl, log);
+    this.appDbUrls = await this.chooseAppDbUrls(log);
     if (o.redis !== false) {
       if (typeof o.redis === "string") this.redisUrl = o.redis;
       else {
@@ -182,6 +194,16 @@ export class Platform {
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });
     const devPool = o.developmentPool === undefined ? "default" : o.developmentPool;
     if (devPool) await configureDevelopmentPool(this.db, devPool, o.untrustedOnProcess ?? false);
+  }
+
+  private async chooseAppDbUrls(log: (m: string) => void): Promise<AppRoleUrls> {
+    const roles = this.opts.appRoles ?? true;
+    if (typeof roles === "object") return roles;
+    const owner = { web: this.dbUrl, workers: this.dbUrl };
+    if (!roles) return owner;
+    const urls = await ensureAppLoginRoles(this.dbUrl);
+    if (!urls) log("the database roles kiln_web/kiln_workers are unavailable: web and workers connect as the owner");
+    return urls ?? owner;
   }
 
   /**
@@ -260,7 +282,7 @@ export class Platform {
       cmd: process.execPath,
       args: [...(o.nodeFlags ?? []), NEXT_BIN, "start", "-p", String(port), "-H", "127.0.0.1"],
       cwd: path.join(REPO_ROOT, "apps/web"),
-      ...(o.env ? { env: o.env } : {}),
+      env: { DATABASE_URL: this.appDbUrls.web, ...o.env },
       ...(o.stopSignal ? { stopSignal: o.stopSignal } : {}),
     });
     await this.waitHealthy(name, o.healthTimeoutMs ?? 90_000);
@@ -273,7 +295,7 @@ export class Platform {
       cmd: process.execPath,
       args: ["--import", "tsx", "apps/workers/src/index.ts"],
       cwd: REPO_ROOT,
-      env: { KILN_ATTESTATION_KEY_FILE: this.attestationKeyFile, ...env },
+      env: { DATABASE_URL: this.appDbUrls.workers, KILN_ATTESTATION_KEY_FILE: this.attestationKeyFile, ...env },
     });
   }
 
@@ -392,6 +414,8 @@ async function migrate(url: string, log: (m: string) => void): Promise<void> {
   const boss = new PgBoss({ connectionString: url, max: 2 });
   await boss.start();
   await boss.stop({ graceful: false, close: true });
+  // pg-boss's tables did not exist when migration 0029 granted the roles their rights.
+  await grantAppRoles(url);
 }
 
 /**
