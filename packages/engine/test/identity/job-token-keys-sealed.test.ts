@@ -3,12 +3,7 @@ import { createDb, type Db } from "@kiln/db";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { authenticateJobToken } from "../../src/identity/authenticate.ts";
 import { kekFromBytes, type IdentityKek } from "../../src/identity/identity-kek.ts";
-import {
-  bindJobTokenKek,
-  jobTokenKeyring,
-  platformKey,
-  rotateJobTokenKey,
-} from "../../src/identity/job-token-keys.ts";
+import { bindJobTokenKek, jobTokenKeyring, platformKey, rotateJobTokenKey } from "../../src/identity/job-token-keys.ts";
 import { checkJobToken, signJobToken } from "../../src/identity/tokens.ts";
 import { useTestDb } from "../support.ts";
 
