@@ -68,7 +68,8 @@ async function main(): Promise<void> {
       KILN_SECRETS_KEY: process.env.KILN_SECRETS_KEY ?? (await localKey(FORGE_KEY_FILE, "base64")),
       AUTH_URL: process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
       // The ID-token issuer (docs/adr/0024): the address this instance is reached at. The identity
-      // KEK defaults to <KILN_DATA_DIR>/identity-kek for the web server and the CLI alike.
+      // KEK defaults to <KILN_DATA_DIR>/identity-kek for the web server, the workers and the CLI
+      // alike; it also seals the job-token keys (issue 28, docs/adr/0018).
       KILN_PUBLIC_URL: process.env.KILN_PUBLIC_URL ?? process.env.AUTH_URL ?? `http://127.0.0.1:${PORT}`,
       AUTH_TRUST_HOST: "true",
       // Secrets (ADR 0025): the platform generates $KILN_DATA_DIR/secrets.kek (0600) unless this is set.

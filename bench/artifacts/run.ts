@@ -27,6 +27,8 @@ import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectComm
 import { createDb, ensureDatabase, migrateDatabase, withTx } from "@kiln/db";
 import { parseWorkflow, sealedSize, SHRED_DEFAULT_CHUNK_BYTES } from "@kiln/domain";
 import {
+  bindJobTokenKek,
+  kekFromBytes,
   addRepo,
   claimJob,
   completeAttempt,
@@ -110,6 +112,8 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 8 });
+  // No web server reads these keys: a throwaway identity KEK seals them (issue 28).
+  bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   const s3 = createObjectStore({
     endpoint: s3h.endpoint,
     region: s3h.region,

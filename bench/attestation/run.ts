@@ -25,6 +25,8 @@ import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, withTx, type Db } from "@kiln/db";
 import { composeProvenance, type ProvenanceInput } from "@kiln/domain";
 import {
+  bindJobTokenKek,
+  kekFromBytes,
   appendTlogEntries,
   appendTlogEntry,
   attestJob,
@@ -204,6 +206,8 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 10 });
+  // No web server reads these keys: a throwaway identity KEK seals them (issue 28).
+  bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   const sqlPool = new pg.Pool({ connectionString: url, max: 4 });
   const keyFile = path.join(root, "attestation-key.pem");
   const pkcs8 = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" });

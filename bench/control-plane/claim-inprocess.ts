@@ -5,13 +5,15 @@
 // Usage: tsx bench/control-plane/claim-inprocess.ts [--rounds 3] [--labelled]
 // --labelled (runner selection, issue 20): every other job asks `runs_on: {labels: [gpu]}` and half
 // the claimers advertise gpu, so each claim filters candidates by the host's labels.
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, sqlPool, withTx, type Db } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
 import {
+  bindJobTokenKek,
+  kekFromBytes,
   addRepo,
   claimJob,
   createAgentToken,
@@ -53,6 +55,8 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 10 });
+  // No web server reads these keys: a throwaway identity KEK seals them (issue 28).
+  bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   const cfg = { ...DEFAULT_ENGINE_CONFIG, leaseTtlMs: 600_000 };
   const out: { claimsPerSec: number; floorTxPerSec: number; p50: number; p95: number; doubles: number }[] = [];
   try {

@@ -5,13 +5,15 @@
 // credentials with a session each). Prepared statements, one connection, sequential: this isolates
 // the statements' own cost from contention.
 // Usage: tsx bench/control-plane/credential-checks.ts [--iterations 4000]
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, sqlPool, withTx } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
 import {
+  bindJobTokenKek,
+  kekFromBytes,
   addRepo,
   claimJob,
   createAgentToken,
@@ -77,6 +79,8 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 4 });
+  // No web server reads these keys: a throwaway identity KEK seals them (issue 28).
+  bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   try {
     const org = await createOrg(db, "bench");
     const repo = await addRepo(

@@ -3,6 +3,7 @@
 // separate processes whose output is not read (no pipe to drain while measuring).
 import type { ChildProcess } from "node:child_process";
 import type { Db } from "@kiln/db";
+import { bindJobTokenKek, loadOrCreateIdentityKek } from "@kiln/engine";
 import { startPlatform, type Platform } from "@kiln/testkit";
 
 export interface BenchServices {
@@ -31,6 +32,9 @@ export class BenchStack {
       dbPoolSize: 10,
     });
     this.db = this.platform.db;
+    // In-process claims sign job tokens the web server checks: the same identity KEK (issue 28).
+    const kekFile = this.platform.identityKekFile();
+    bindJobTokenKek(this.db, () => loadOrCreateIdentityKek(kekFile));
     this.url = this.platform.dbUrl;
     this.platform.startWorkers();
     // KILN_BENCH_WEB_PROFILE=<dir>: the web server runs under --cpu-prof and is stopped with SIGINT,

@@ -11,13 +11,15 @@
 //   rollback: a rollback in staging between two retained digests (gates as a rollback + the move).
 // Real PostgreSQL (embedded), real attested artifacts (signed, in the transparency log).
 // Usage: npm run bench -- environments [--samples 300] [--artifacts 40]
-import { generateKeyPairSync, randomUUID } from "node:crypto";
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, ensureDatabase, migrateDatabase, withTx, type Db } from "@kiln/db";
 import { parseWorkflow } from "@kiln/domain";
 import {
+  bindJobTokenKek,
+  kekFromBytes,
   addMember,
   attestJob,
   builderPrefixFor,
@@ -62,6 +64,8 @@ async function main(): Promise<void> {
   await ensureDatabase(url);
   await migrateDatabase(url);
   const db = createDb({ url, max: 10 });
+  // No web server reads these keys: a throwaway identity KEK seals them (issue 28).
+  bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   const sqlPool = new pg.Pool({ connectionString: url, max: 4 });
   const keyFile = path.join(root, "attestation-key.pem");
   await writeFile(

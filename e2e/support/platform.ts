@@ -1,4 +1,5 @@
 import { type Db } from "@kiln/db";
+import { bindJobTokenKek, loadOrCreateIdentityKek } from "@kiln/engine";
 import {
   cloneDatabase,
   dropDatabase,
@@ -62,6 +63,9 @@ export class Platform {
       agentEnv: { KILN_SANDBOX_DRIVER: "process", KILN_AGENT_SLOTS: "2", KILN_CLAIM_WAIT_MS: "2000" },
     });
     this.db = this.platform.db;
+    // Tests that sign job tokens themselves use the web server's keys, sealed under its KEK (issue 28).
+    const kekFile = this.platform.identityKekFile();
+    bindJobTokenKek(this.db, () => loadOrCreateIdentityKek(kekFile));
     if (!this.platform.git) throw new Error("the platform started no git server");
     this.git = this.platform.git;
     this.platform.startWorkers();

@@ -1,5 +1,6 @@
 // `token`, `agent-token` and `job-key` commands (issue 15, docs/adr/0018).
 import {
+  bindJobTokenKek,
   createAgentToken,
   createApiToken,
   createMemberApiToken,
@@ -10,6 +11,7 @@ import {
   rotateJobTokenKey,
 } from "@kiln/engine";
 import { arg, type CliCommand, intOpt, opt, UsageError } from "./command.ts";
+import { readCliIdentityKek } from "./identity.ts";
 
 export const credentialCommands: CliCommand[] = [
   {
@@ -140,11 +142,14 @@ export const credentialCommands: CliCommand[] = [
   {
     name: "job-key rotate",
     usage:
-      "job-key rotate              (a new job-token signing key; the previous one verifies until its tokens expire)",
+      "job-key rotate              (a new job-token signing key, sealed under the identity KEK; the previous one verifies until its tokens expire)",
     async run(ctx) {
+      // Sealed under the web server's identity KEK (issue 28): run with another KEK file, this moves
+      // the keys to that KEK, which the web server must then be given.
+      bindJobTokenKek(ctx.db, await readCliIdentityKek());
       const r = await rotateJobTokenKey(ctx.db);
       ctx.out(
-        `job tokens are now signed with key ${r.kid}${r.retired ? `; ${r.retired} verifies until its tokens expire` : ""}`,
+        `job tokens are now signed with key ${r.kid ?? ""} (sealed under KEK ${r.kekId})${r.retired ? `; ${r.retired} verifies until its tokens expire` : ""}`,
         r,
       );
       return 0;

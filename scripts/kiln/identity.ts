@@ -1,6 +1,12 @@
 // `identity rotate-key` and `identity keys` (issue 16, docs/adr/0024-workload-identity.md).
 import path from "node:path";
-import { listIdTokenKeys, readIdentityKek, rotateIdTokenKey, setUntrustedIdTokens } from "@kiln/engine";
+import {
+  type IdentityKek,
+  listIdTokenKeys,
+  readIdentityKek,
+  rotateIdTokenKey,
+  setUntrustedIdTokens,
+} from "@kiln/engine";
 import { arg, type CliCommand, opt, UsageError } from "./command.ts";
 
 /**
@@ -13,6 +19,16 @@ function kekFile(): string {
     process.env.KILN_IDENTITY_KEK_FILE ||
     path.join(path.resolve(process.env.KILN_DATA_DIR ?? ".kiln-data"), "identity-kek")
   );
+}
+
+/** The web server's identity KEK, for the commands that seal under it (ID-token and job-token keys). */
+export async function readCliIdentityKek(): Promise<IdentityKek> {
+  const file = kekFile();
+  return readIdentityKek(file).catch((err: unknown) => {
+    throw new Error(
+      `cannot read the identity KEK ${file} (set KILN_IDENTITY_KEK_FILE to the web server's): ${String(err)}`,
+    );
+  });
 }
 
 export const identityCommands: CliCommand[] = [
@@ -38,12 +54,7 @@ export const identityCommands: CliCommand[] = [
     usage:
       "identity rotate-key         (a new ID-token signing key signs at once; the old one stays in the JWKS until its last token expires)",
     async run(ctx) {
-      const file = kekFile();
-      const kek = await readIdentityKek(file).catch((err: unknown) => {
-        throw new Error(
-          `cannot read the identity KEK ${file} (set KILN_IDENTITY_KEK_FILE to the web server's): ${String(err)}`,
-        );
-      });
+      const kek = await readCliIdentityKek();
       const r = await rotateIdTokenKey(ctx.db, kek, { actor: ctx.actor });
       ctx.out(
         `ID tokens are now signed with key ${r.kid} (sealed under KEK ${kek.id})` +

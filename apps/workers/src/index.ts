@@ -1,5 +1,6 @@
 import path from "node:path";
 import { createDb } from "@kiln/db";
+import { bindJobTokenKek, identityKekFileFromEnv, type IdentityKek, loadOrCreateIdentityKek } from "@kiln/engine";
 import { createLogger } from "@kiln/logger";
 import { PgBoss, type JobResult } from "pg-boss";
 import { workersEngineConfig, workersEnv, workersForgeConfig } from "./env.ts";
@@ -26,6 +27,16 @@ const env = workersEnv();
 const log = createLogger({ service: "workers" });
 const cfg = workersEngineConfig(env);
 const db = createDb({ url: env.DATABASE_URL, max: 8 });
+// The job-token keys are sealed under the identity KEK (issue 28): the scheduled rotation seals the
+// new key with it. The web app's file (the same default path): read on first use, retried if absent.
+let identityKek: Promise<IdentityKek> | null = null;
+bindJobTokenKek(db, () => {
+  identityKek ??= loadOrCreateIdentityKek(identityKekFileFromEnv(env)).catch((err: unknown) => {
+    identityKek = null;
+    throw err;
+  });
+  return identityKek;
+});
 // Not useListenNotify: pg-boss 12.38's LISTEN client drops its listeners on the first error and a
 // session cut (57P01) then raises a second, unheard 'error' that kills the process
 // (e2e/faults/db-sessions-cut.test.ts). Polling at 0.5 s plus bursting through backlogs instead.

@@ -7,6 +7,7 @@ export {
   cacheSettingsFromEnv,
   logConfigFromEnv,
   forgeConfigFromEnv,
+  identityKekFileFromEnv,
   type EngineEnv,
 } from "./shared/engine-env.ts";
 export type {
@@ -85,6 +86,7 @@ export {
   newSecret,
   hashSecret,
   platformKey,
+  bindJobTokenKek,
   signJobToken,
   verifyJobToken,
   checkJobToken,

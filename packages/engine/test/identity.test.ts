@@ -8,15 +8,8 @@ import { registerSession } from "../src/dispatch/register-session.ts";
 import { listAgentTokens, revokeAgentToken } from "../src/identity/agent-tokens.ts";
 import { listApiTokens, revokeApiToken } from "../src/identity/api-tokens.ts";
 import { authenticateAgentToken, authenticateApiToken, authenticateJobToken } from "../src/identity/authenticate.ts";
-import {
-  checkJobToken,
-  hashSecret,
-  JOB_TOKEN_TTL_MS,
-  jobTokenKeyring,
-  platformKey,
-  rotateJobTokenKey,
-  signJobToken,
-} from "../src/identity/tokens.ts";
+import { checkJobToken, hashSecret, signJobToken } from "../src/identity/tokens.ts";
+import { JOB_TOKEN_TTL_MS, jobTokenKeyring, platformKey, rotateJobTokenKey } from "../src/identity/job-token-keys.ts";
 import { createAgentToken, createApiToken } from "../src/tenants/admin.ts";
 import { def, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createDb, withTx, type Db } from "@kiln/db";
 import { parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
@@ -7,6 +8,8 @@ import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from 
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { createJobs } from "../src/runs/freeze-run.ts";
+import { bindJobTokenKek } from "../src/identity/job-token-keys.ts";
+import { kekFromBytes } from "../src/identity/identity-kek.ts";
 
 export const TEST_CFG: EngineConfig = {
   ...DEFAULT_ENGINE_CONFIG,
@@ -23,6 +26,8 @@ export function useTestDb(): { db: () => Db; url: () => string } {
   beforeAll(async () => {
     url = await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), name);
     db = createDb({ url, max: 12 });
+    // As the web app does at boot: job-token keys are sealed under an identity KEK (issue 28).
+    bindJobTokenKek(db, kekFromBytes(randomBytes(32)));
   });
   afterAll(async () => {
     await db?.$disconnect();

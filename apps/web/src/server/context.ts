@@ -11,6 +11,7 @@ import {
   type KekSource,
   kekSourceFromEnv,
   type IdentityKek,
+  bindJobTokenKek,
   loadOrCreateIdentityKek,
 } from "@kiln/engine";
 import {
@@ -85,8 +86,13 @@ export function services(): Services {
     createSchema: false,
   });
   boss.on("error", (err: unknown) => log.error("pg-boss", { err }));
+  const db = createDb({ url: e.DATABASE_URL, max: e.KILN_DB_POOL });
+  // One identity KEK, read on first use, opens both the ID-token signing key and the job-token keys
+  // (sealed at rest, issue 28): the claim signs with the latter, every agent call checks with it.
+  const identityKek = identityKekLoader(identityKekFile(e), log);
+  bindJobTokenKek(db, identityKek);
   g.__kiln = {
-    db: createDb({ url: e.DATABASE_URL, max: e.KILN_DB_POOL }),
+    db,
     cfg,
     log,
     boss: boss.start().then(() => boss),
@@ -112,7 +118,7 @@ export function services(): Services {
     })),
     logs: lazy(() => createLogServices(e, log, g.__kiln as Services)),
     keks: kekSourceFromEnv(e),
-    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKekLoader(identityKekFile(e), log) })),
+    identity: lazy(() => ({ issuer: idTokenIssuer(e), kek: identityKek })),
     retention: e.KILN_RETENTION_WINDOWS,
   };
   return g.__kiln;

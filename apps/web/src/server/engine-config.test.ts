@@ -1,4 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import {
   claimJob,
   completeAttempt,
@@ -58,6 +61,7 @@ describe("web engine config", () => {
 
 describe("the web completion path", () => {
   const dbName = uniqueDatabaseName("web_backoff");
+  let kekDir = "";
   const saved: Record<string, string | undefined> = {};
   const setEnv = (vars: Record<string, string>) => {
     for (const [k, v] of Object.entries(vars)) {
@@ -68,8 +72,16 @@ describe("the web completion path", () => {
 
   beforeAll(async () => {
     const url = await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), dbName);
+    kekDir = await mkdtemp(path.join(os.tmpdir(), "kiln-web-kek-"));
     // services() parses process.env on first use, exactly as in the server: base 400 s, cap 300 s.
-    setEnv({ DATABASE_URL: url, KILN_BACKOFF_BASE_MS: "400000", KILN_BACKOFF_MAX_MS: "300000", KILN_DB_POOL: "4" });
+    // The claim signs with job-token keys sealed under the identity KEK the context binds (issue 28).
+    setEnv({
+      DATABASE_URL: url,
+      KILN_BACKOFF_BASE_MS: "400000",
+      KILN_BACKOFF_MAX_MS: "300000",
+      KILN_DB_POOL: "4",
+      KILN_IDENTITY_KEK_FILE: path.join(kekDir, "identity-kek"),
+    });
   });
 
   afterAll(async () => {
@@ -84,6 +96,7 @@ describe("the web completion path", () => {
       else process.env[k] = v;
     }
     await dropDatabase(inject("pgServerUrl"), dbName);
+    await rm(kekDir, { recursive: true, force: true });
   });
 
   it("schedules a platform-failure retry with KILN_BACKOFF_BASE_MS/KILN_BACKOFF_MAX_MS", async () => {

@@ -1,9 +1,9 @@
-import path from "node:path";
 import { readFileSync } from "node:fs";
 import {
   engineConfigFromEnv,
   engineEnvSchema,
   forgeConfigFromEnv,
+  identityKekFileFromEnv,
   type EngineConfig,
   type ForgeConfig,
 } from "@kiln/engine";
@@ -40,12 +40,6 @@ const schema = z.object({
    * local `npm run up`; the dashboard's Origin check reads the same variable (auth/env.ts).
    */
   KILN_PUBLIC_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().default("http://localhost:3000")),
-  /**
-   * The identity KEK (32 bytes, base64) that seals ID-token signing keys at rest (ADR 0024).
-   * Unset: <KILN_DATA_DIR>/identity-kek, created with mode 0600 on first use. Every control-plane
-   * process (web, `kiln identity rotate-key`) must read the same file.
-   */
-  KILN_IDENTITY_KEK_FILE: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
   /** As for the workers (docs/adr/0017): enables file:// under this root and loopback clone URLs. */
   KILN_LOCAL_REPOS_ROOT: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
   /** Secrets (ADR 0025): the file holding the base64 32-byte KEK. Unset: secrets cannot be set or delivered
@@ -86,9 +80,9 @@ export function idTokenIssuer(e: WebEnv): string {
   return e.KILN_PUBLIC_URL.replace(/\/+$/, "");
 }
 
-/** Where the identity KEK lives (see KILN_IDENTITY_KEK_FILE). */
+/** Where the identity KEK lives (KILN_IDENTITY_KEK_FILE in the engine's schema, read alike by the workers). */
 export function identityKekFile(e: WebEnv): string {
-  return e.KILN_IDENTITY_KEK_FILE ?? path.join(e.KILN_DATA_DIR, "identity-kek");
+  return identityKekFileFromEnv(e);
 }
 
 let forge: ForgeConfig | null = null;

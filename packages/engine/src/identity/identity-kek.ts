@@ -49,26 +49,46 @@ export async function loadOrCreateIdentityKek(file: string): Promise<IdentityKek
   return readIdentityKek(file);
 }
 
-function aad(kid: string, kekId: string): Buffer {
-  return Buffer.from(`kiln-id-token-key:v1:${kid}:${kekId}`, "utf8");
+// The AAD binds a sealed key to its purpose, its kid and the KEK id: a row copied to another kid,
+// or between the ID-token and job-token tables, does not open.
+function aad(purpose: "id-token-key" | "job-token-key", kid: string, kekId: string): Buffer {
+  return Buffer.from(`kiln-${purpose}:v1:${kid}:${kekId}`, "utf8");
 }
 
 /** AES-256-GCM, fresh 12-byte nonce; stored as nonce || ciphertext || 16-byte tag. */
-export function sealPrivateKey(kek: IdentityKek, kid: string, pkcs8Der: Buffer): Buffer {
+function seal(kek: IdentityKek, ad: Buffer, plain: Buffer): Buffer {
   const nonce = randomBytes(NONCE_BYTES);
   const c = createCipheriv("aes-256-gcm", kek.key, nonce, { authTagLength: TAG_BYTES });
-  c.setAAD(aad(kid, kek.id));
-  const body = Buffer.concat([c.update(pkcs8Der), c.final()]);
+  c.setAAD(ad);
+  const body = Buffer.concat([c.update(plain), c.final()]);
   return Buffer.concat([nonce, body, c.getAuthTag()]);
 }
 
 /** Throws on a wrong KEK, another kid's row, or any flipped byte (the tag covers all of them). */
-export function openPrivateKey(kek: IdentityKek, kid: string, sealed: Buffer): Buffer {
+function open(kek: IdentityKek, ad: Buffer, sealed: Buffer): Buffer {
   if (sealed.length < NONCE_BYTES + TAG_BYTES + 1) throw new Error("sealed key too short");
   const nonce = sealed.subarray(0, NONCE_BYTES);
   const tag = sealed.subarray(sealed.length - TAG_BYTES);
   const d = createDecipheriv("aes-256-gcm", kek.key, nonce, { authTagLength: TAG_BYTES });
-  d.setAAD(aad(kid, kek.id));
+  d.setAAD(ad);
   d.setAuthTag(tag);
   return Buffer.concat([d.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)), d.final()]);
+}
+
+/** An ID-token signing key's private half (PKCS#8 DER), sealed for id_token_key. */
+export function sealPrivateKey(kek: IdentityKek, kid: string, pkcs8Der: Buffer): Buffer {
+  return seal(kek, aad("id-token-key", kid, kek.id), pkcs8Der);
+}
+
+export function openPrivateKey(kek: IdentityKek, kid: string, sealed: Buffer): Buffer {
+  return open(kek, aad("id-token-key", kid, kek.id), sealed);
+}
+
+/** A job-token HMAC key (issue 28, ADR 0018 "Amended (issue 28)"), sealed for job_token_key. */
+export function sealJobTokenSecret(kek: IdentityKek, kid: string, secret: Buffer): Buffer {
+  return seal(kek, aad("job-token-key", kid, kek.id), secret);
+}
+
+export function openJobTokenSecret(kek: IdentityKek, kid: string, sealed: Buffer): Buffer {
+  return open(kek, aad("job-token-key", kid, kek.id), sealed);
 }

@@ -5,19 +5,16 @@ export {
   authenticateJobToken,
   agentCredentialHash,
 } from "./authenticate.ts";
+export { newSecret, hashSecret, signJobToken, verifyJobToken, checkJobToken } from "./tokens.ts";
 export {
-  newSecret,
-  hashSecret,
+  bindJobTokenKek,
   platformKey,
-  signJobToken,
-  verifyJobToken,
-  checkJobToken,
   jobTokenKeyring,
   rotateJobTokenKey,
   JOB_TOKEN_TTL_MS,
   type SigningKey,
   type JobTokenKeyring,
-} from "./tokens.ts";
+} from "./job-token-keys.ts";
 export { listApiTokens, revokeApiToken, type ApiTokenView } from "./api-tokens.ts";
 export { listAgentTokens, revokeAgentToken, type AgentTokenView } from "./agent-tokens.ts";
 // Workload identity (issue 16, ADR 0024): OIDC ID tokens for jobs.

@@ -2,6 +2,7 @@
 // workers). Each app's env.ts composes this schema with its own variables and parses process.env
 // once at boot; the functions below map the parsed values to the engine's config objects, so the
 // two apps cannot drift apart again (web once built its EngineConfig by hand and lost the backoff).
+import path from "node:path";
 import { z } from "zod";
 import { platformRetentionWindows, retentionOverridesSchema, type RetentionWindows } from "@kiln/domain";
 import { type ArtifactSettings, DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/index.ts";
@@ -23,6 +24,13 @@ export const engineEnvSchema = z.object({
    * backups. Unset (the default): archived logs are stored unencrypted, as before.
    */
   KILN_SHRED_KEY_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().startsWith("/").optional()),
+  /**
+   * The identity KEK (32 bytes, base64) that seals the ID-token signing keys (ADR 0024) and the
+   * job-token HMAC keys (ADR 0018, issue 28) at rest. Unset: <KILN_DATA_DIR>/identity-kek, created
+   * with mode 0600 on first use. Every control-plane process (web, workers, the CLI) must read the
+   * same file: the web app signs and checks job tokens, the workers rotate their key.
+   */
+  KILN_IDENTITY_KEK_FILE: z.preprocess(blankIsUnset, z.string().optional()),
   /** Attempt lease TTL; agents' watchdogs kill sandboxes at the same bound. */
   KILN_LEASE_TTL_MS: int().min(500).default(DEFAULT_ENGINE_CONFIG.leaseTtlMs),
   /** How often agents should heartbeat (a fraction of the TTL). */
@@ -132,6 +140,11 @@ export const engineEnvSchema = z.object({
 
 /** The parsed engine variables; an app's parsed env (a superset) is accepted wherever this is. */
 export type EngineEnv = z.infer<typeof engineEnvSchema>;
+
+/** Where the identity KEK lives: KILN_IDENTITY_KEK_FILE, else <KILN_DATA_DIR>/identity-kek. */
+export function identityKekFileFromEnv(env: EngineEnv & { KILN_DATA_DIR: string }): string {
+  return env.KILN_IDENTITY_KEK_FILE ?? path.join(env.KILN_DATA_DIR, "identity-kek");
+}
 
 export function engineConfigFromEnv(env: EngineEnv): EngineConfig {
   return {

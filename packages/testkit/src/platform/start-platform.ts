@@ -133,6 +133,14 @@ export class Platform {
   private pg: PostgresHandle | null = null;
   private ownsDataDir = false;
 
+  /**
+   * The identity KEK file the web app and workers read (their KILN_DATA_DIR's default unless the
+   * platform's env names one): a test that signs job tokens itself binds it to `db` (issue 28).
+   */
+  identityKekFile(): string {
+    return this.env.KILN_IDENTITY_KEK_FILE ?? path.join(this.dataDir, "data", "identity-kek");
+  }
+
   constructor(private readonly opts: PlatformOptions = {}) {
     this.env = { ...opts.env };
     this.procs = new ManagedProcesses(opts.output ?? "keep");

@@ -46,6 +46,9 @@ const STATUS: Record<DomainErrorCode, number> = {
   "TOKEN.NOT_FOUND": 404,
   // The signing key cannot be opened (the identity KEK is missing or another one): an operator fix.
   "ID_TOKEN.KEY_UNAVAILABLE": 503,
+  // The job-token keys cannot be opened (no identity KEK, or the keys are sealed under another one):
+  // an operator fix, so not a 401 the agent would take for its attempt being over (issue 28).
+  "JOB_TOKEN.KEY_UNAVAILABLE": 503,
   "REQUEST.CROSS_ORIGIN": 403,
   "WEBHOOK.BAD_SIGNATURE": 401,
   "WEBHOOK.UNKNOWN_REPO": 404,
