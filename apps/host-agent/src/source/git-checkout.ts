@@ -88,10 +88,9 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
       ? { url: remote.url, username: spec.credential.username, password: spec.credential.password }
       : undefined;
   const scope = auth ? spec.credential!.scope : null;
-  const [from, config, protocol, fetchAuth]: [string, string[], GitProtocol, GitHttpAuth | undefined] =
-    spec.mirrorDir
-      ? [await mirrorWithCommit(spec.mirrorDir, remote, spec.commitSha, signal, auth, scope), [], "file", undefined]
-      : [remote.url, remote.gitConfig, remote.protocol, auth];
+  const [from, config, protocol, fetchAuth]: [string, string[], GitProtocol, GitHttpAuth | undefined] = spec.mirrorDir
+    ? [await mirrorWithCommit(spec.mirrorDir, remote, spec.commitSha, signal, auth, scope), [], "file", undefined]
+    : [remote.url, remote.gitConfig, remote.protocol, auth];
   // No template: git's sample hooks and description are copied on every init otherwise, and
   // were a third of a warm checkout's time here (docs/benchmarks.md).
   await git("init", ["init", "-q", "--template=", spec.dir], signal);

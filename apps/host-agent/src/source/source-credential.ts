@@ -37,7 +37,9 @@ export async function fetchSourceCredential(deps: {
   log.info("source credential", { given: credential !== null });
   return {
     kind: "ready",
-    credential: credential ? { username: credential.username, password: credential.password, scope: credential.scope } : null,
+    credential: credential
+      ? { username: credential.username, password: credential.password, scope: credential.scope }
+      : null,
     reason,
   };
 }

@@ -17,13 +17,13 @@ export interface SourceCredentialAnswer {
 }
 
 /** The host git serves from, for the forge's API URL: api.github.com -> github.com; GHES's /api/v3 is on its own host. */
-export function forgeGitHost(apiUrl: string): string {
+function forgeGitHost(apiUrl: string): string {
   const host = new URL(apiUrl).hostname.toLowerCase();
   return host.startsWith("api.") ? host.slice(4) : host;
 }
 
 /** Why this clone URL may not receive the forge's credential, or null when it may. */
-export function credentialRefusal(cloneUrl: string, forge: ForgeConfig): string | null {
+function credentialRefusal(cloneUrl: string, forge: ForgeConfig): string | null {
   let url: URL;
   try {
     url = new URL(cloneUrl);

@@ -12,7 +12,7 @@ import { startGitServer, type TestGitRepo, type TestGitServer } from "@kiln/test
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import { claimJob, type JobTicket } from "../../src/dispatch/claim-job.ts";
-import { parseSecretsKey, sealSecret } from "../../src/forge/secret-box.ts";
+import { sealSecret } from "../../src/forge/secret-box.ts";
 import { issueSourceCredential } from "../../src/forge/source-credential.ts";
 import { authenticateJobToken } from "../../src/identity/authenticate.ts";
 import { freezeRun } from "../../src/runs/freeze-run.ts";
@@ -103,9 +103,9 @@ describe("the source credential of a private repo", () => {
     await expect(claimsOf(own, victimTicket.jobId)).rejects.toMatchObject({ code: "AUTH.FORBIDDEN" });
     // An epoch the token does not name, and an attempt that is over.
     const claims = await claimsOf(victimTicket);
-    await expect(
-      issueSourceCredential(t.db(), forge, claims, { epoch: victimTicket.epoch + 1 }),
-    ).rejects.toMatchObject({ code: "ATTEMPT.STALE_EPOCH" });
+    await expect(issueSourceCredential(t.db(), forge, claims, { epoch: victimTicket.epoch + 1 })).rejects.toMatchObject(
+      { code: "ATTEMPT.STALE_EPOCH" },
+    );
     await completeAttempt(t.db(), TEST_CFG, {
       attemptId: victimTicket.attemptId,
       jobId: victimTicket.jobId,
@@ -139,7 +139,13 @@ describe("the source credential of a private repo", () => {
       return r.runId!;
     };
     const freeze = (runId: string) =>
-      freezeRun(t.db(), { runId, gitCacheDir: path.join(tmp, "cache"), source: server.sourcePolicy, finalTry: false, forge });
+      freezeRun(t.db(), {
+        runId,
+        gitCacheDir: path.join(tmp, "cache"),
+        source: server.sourcePolicy,
+        finalTry: false,
+        forge,
+      });
     const ok = await privateTenant();
     expect(await freeze(await push(ok))).toBe("frozen");
     for (const tenant of [await privateTenant(null), await privateTenant("ghp_WrongToken000000000000000000000000")]) {

@@ -40,7 +40,7 @@ export interface GitHttpAuth {
  * never a file. Scoped by URL, so a redirect or a submodule elsewhere never receives it (redirects
  * are off anyway). git does not echo extra headers unless GIT_TRACE_CURL is set, which it is not.
  */
-export function gitHttpAuthEnv(auth: GitHttpAuth): Record<string, string> {
+function gitHttpAuthEnv(auth: GitHttpAuth): Record<string, string> {
   if (/[\r\n]/.test(auth.username + auth.password)) throw new Error("git credential contains a line break");
   const basic = Buffer.from(`${auth.username}:${auth.password}`, "utf8").toString("base64");
   return {
