@@ -15,7 +15,9 @@ import { claimJob, type JobTicket } from "../../src/dispatch/claim-job.ts";
 import { sealSecret } from "../../src/forge/secret-box.ts";
 import { issueSourceCredential } from "../../src/forge/source-credential.ts";
 import { authenticateJobToken } from "../../src/identity/authenticate.ts";
+import { checkCommitOnRef } from "../../src/runs/commit-on-ref.ts";
 import { freezeRun } from "../../src/runs/freeze-run.ts";
+import { resolveBranchHead } from "../../src/schedules/branch-head.ts";
 import { getRun } from "../../src/runs/get-run.ts";
 import { admitGithubWebhook } from "../../src/webhooks/admit-webhook.ts";
 import { def, newSession, seedFrozenRun, seedTenant, TEST_CFG, TWO_JOBS, useTestDb, type Tenant } from "../support.ts";
@@ -156,5 +158,26 @@ describe("the source credential of a private repo", () => {
       expect(view.cause_message).toMatch(/credential/);
       expect(JSON.stringify(view)).not.toContain("ghp_");
     }
+  });
+});
+
+describe("the control plane's other fetches of a private repo", () => {
+  it("a schedule's branch head and a manual trigger's ref check use the credential; without it they fail", async () => {
+    const cred = async () => ({ username: "x-access-token", password: TOKEN });
+    expect(await resolveBranchHead(server.sourcePolicy, repo.cloneUrl, "main", 30_000, cred)).toBe(repo.headSha);
+    await expect(resolveBranchHead(server.sourcePolicy, repo.cloneUrl, "main")).rejects.toMatchObject({
+      code: "REPO.SOURCE_UNAVAILABLE",
+    });
+    const source = { gitCacheDir: path.join(tmp, "ref-check"), policy: server.sourcePolicy, credential: cred };
+    await checkCommitOnRef(source, { id: randomUUID(), cloneUrl: repo.cloneUrl }, "refs/heads/main", repo.headSha);
+    const bare = { gitCacheDir: path.join(tmp, "ref-check"), policy: server.sourcePolicy };
+    const err = await checkCommitOnRef(
+      bare,
+      { id: randomUUID(), cloneUrl: repo.cloneUrl },
+      "refs/heads/main",
+      repo.headSha,
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "REPO.SOURCE_UNAVAILABLE" });
+    expect(String(err)).not.toContain(TOKEN);
   });
 });
