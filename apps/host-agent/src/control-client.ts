@@ -32,6 +32,7 @@ export type LogSealResponse = z.output<typeof agentProtocol.logSealResponse>;
 export type EgressEventsRequest = z.input<typeof agentProtocol.egressEventsRequest>;
 export type EgressEventsResponse = z.output<typeof agentProtocol.egressEventsResponse>;
 export type SecretsResponse = z.output<typeof agentProtocol.secretsResponse>;
+export type SourceCredentialResponse = z.output<typeof agentProtocol.sourceCredentialResponse>;
 export type IdTokenRequest = z.input<typeof agentProtocol.idTokenRequest>;
 export type IdTokenResponse = z.output<typeof agentProtocol.idTokenResponse>;
 export type SessionStatsRequest = z.input<typeof agentProtocol.sessionStatsRequest>;
@@ -279,6 +280,23 @@ export class ControlClient {
   fetchSecrets(jobId: string, jobToken: string, epoch: number, opts: CallOptions): Promise<ApiResult<SecretsResponse>> {
     const payload = agentProtocol.secretsRequest.parse({ epoch });
     return this.post(`${jobPath(jobId)}/secrets`, jobToken, payload, agentProtocol.secretsResponse, opts);
+  }
+
+  // Private checkouts (issue 28): the repo's forge credential for this agent's own git fetch.
+  fetchSourceCredential(
+    jobId: string,
+    jobToken: string,
+    epoch: number,
+    opts: CallOptions,
+  ): Promise<ApiResult<SourceCredentialResponse>> {
+    const payload = agentProtocol.sourceCredentialRequest.parse({ epoch });
+    return this.post(
+      `${jobPath(jobId)}/source-credential`,
+      jobToken,
+      payload,
+      agentProtocol.sourceCredentialResponse,
+      opts,
+    );
   }
 
   // Workload identity (docs/adr/0024): an ID token for a step of the attempt this job token names.

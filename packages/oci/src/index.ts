@@ -42,4 +42,4 @@ export {
   type PreparedCloneUrl,
   type SourcePolicy,
 } from "./outbound/clone-url.ts";
-export { gitEnvironment, runGit, GitError, type RunGitOptions } from "./outbound/git-process.ts";
+export { gitEnvironment, runGit, GitError, type GitHttpAuth, type RunGitOptions } from "./outbound/git-process.ts";

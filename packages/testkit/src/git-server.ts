@@ -55,7 +55,22 @@ export interface TestGitServer {
    */
   sourcePolicy: { localReposRoot: string };
   createRepo(name: string, files: Record<string, string>, opts?: { branch?: string }): Promise<TestGitRepo>;
+  /** Requests refused for a missing or wrong credential (basicAuth servers only). */
+  readonly refusedAuth: number;
   stop(): Promise<void>;
+}
+
+/** A private forge: every request must carry HTTP basic auth with this user and password. */
+export interface GitServerAuth {
+  username: string;
+  password: string;
+}
+
+/** True when the request's Authorization header is exactly `Basic base64(user:password)`. */
+function authorized(req: http.IncomingMessage, auth: GitServerAuth): boolean {
+  const header = req.headers.authorization ?? "";
+  const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}`;
+  return header === expected;
 }
 
 /** Repo names become URL paths and directories, so keep them boring: `a/b-c.d`, no `..`. */
@@ -188,7 +203,7 @@ function handleCgi(
   });
 }
 
-export async function startGitServer(opts: { rootDir: string }): Promise<TestGitServer> {
+export async function startGitServer(opts: { rootDir: string; basicAuth?: GitServerAuth }): Promise<TestGitServer> {
   const rootDir = path.resolve(opts.rootDir);
   await mkdir(rootDir, { recursive: true });
   if (!existsSync(GIT_HTTP_BACKEND)) {
@@ -196,7 +211,18 @@ export async function startGitServer(opts: { rootDir: string }): Promise<TestGit
   }
   const children = new Set<ChildProcess>();
   const workDirs: string[] = [];
-  const server = http.createServer((req, res) => handleCgi(rootDir, children, req, res));
+  let refusedAuth = 0;
+  const server = http.createServer((req, res) => {
+    // As a private GitHub repo answers: 401 with a Basic challenge, before git-http-backend runs.
+    if (opts.basicAuth && !authorized(req, opts.basicAuth)) {
+      refusedAuth++;
+      req.resume();
+      res.writeHead(401, { "www-authenticate": 'Basic realm="kiln-test"', "content-type": "text/plain" });
+      res.end("authentication required\n");
+      return;
+    }
+    handleCgi(rootDir, children, req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
@@ -261,5 +287,13 @@ export async function startGitServer(opts: { rootDir: string }): Promise<TestGit
       await Promise.all(workDirs.map((d) => rm(d, { recursive: true, force: true })));
     })());
 
-  return { baseUrl, sourcePolicy: { localReposRoot: rootDir }, createRepo, stop };
+  return {
+    baseUrl,
+    sourcePolicy: { localReposRoot: rootDir },
+    createRepo,
+    get refusedAuth() {
+      return refusedAuth;
+    },
+    stop,
+  };
 }

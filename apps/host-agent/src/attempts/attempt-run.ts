@@ -15,7 +15,7 @@ import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
 import type { SandboxSpec } from "../sandboxes/index.ts";
 import { fetchJobSecrets, NO_SECRETS, type JobSecrets, type SecretsResult } from "../secrets/index.ts";
-import { checkoutSource } from "../source/index.ts";
+import { checkoutSource, fetchSourceCredential, SourceAuthError } from "../source/index.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
 import { reportCompletion } from "./completion-reporter.ts";
@@ -218,6 +218,13 @@ export class AttemptRun {
       signal: this.abort.signal,
       writeLogLine: (line) => this.logs.stderr(Buffer.from(`${line}\n`)),
     });
+    // The repo's forge credential for a private checkout (issue 28), asked in parallel too.
+    const sourceCredential = fetchSourceCredential({
+      client: this.deps.client,
+      ticket: this.ticket,
+      log: this.log,
+      signal: this.abort.signal,
+    });
     const image = await this.prepareImage(heartbeat);
     if ("verdict" in image) return image.verdict;
     let mark = this.now();
@@ -245,6 +252,22 @@ export class AttemptRun {
     const { isolation } = this.sandbox;
     this.log.info("sandbox created", { isolation: isolation.level, isolation_detail: isolation.detail });
     if (this.abort.signal.aborted) return null;
+    const cred = await sourceCredential;
+    if (cred.kind === "failed") {
+      if (cred.failure.kind === "fenced") this.stop("fenced", cred.failure.code);
+      else if (cred.failure.kind === "cancelled") this.stop("cancel");
+      if (cred.failure.kind !== "error") return null;
+      return platformFailure(
+        "source.credential_unavailable",
+        `the control plane did not answer for the source credential: ${cred.failure.message}`,
+      );
+    }
+    // Defence in depth: should git or the forge ever echo it, the job's log masks it like a secret.
+    if (cred.credential)
+      this.logs.maskSecrets([
+        cred.credential.password,
+        Buffer.from(`${cred.credential.username}:${cred.credential.password}`).toString("base64"),
+      ]);
     try {
       await checkoutSource({
         dir: this.sandbox.hostWorkspaceDir,
@@ -252,9 +275,18 @@ export class AttemptRun {
         source: this.deps.source,
         signal: this.abort.signal,
         ...(this.deps.gitMirrorDir ? { mirrorDir: this.deps.gitMirrorDir } : {}),
+        credential: cred.credential,
       });
     } catch (err) {
       if (this.abort.signal.aborted) return null;
+      // The forge refused the repo (private and no credential, or its credential revoked or wrong):
+      // the repo's configuration, which only its admins can fix and no retry on another host would.
+      // A user failure, never retried, with the fix in the job's log.
+      if (err instanceof SourceAuthError) {
+        const message = cred.reason ? `${err.message} (${cred.reason})` : err.message;
+        this.logs.stderr(Buffer.from(`[kiln] source.auth_refused: ${message}\n`));
+        return { outcome: "user_failure", cause: "source.auth_refused", message, exitCode: null };
+      }
       // The repo's registration names a URL this host does not fetch from: no other host would either.
       // Policy, not the user's code nor the platform: blocked_by_policy (issue 20), never retried.
       if (isCloneUrlError(err))

@@ -9,6 +9,7 @@ import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import {
   GitError,
+  type GitHttpAuth,
   isCloneUrlError,
   prepareCloneUrl,
   runGit,
@@ -22,6 +23,31 @@ const CHECKOUT_TIMEOUT_MS = 10 * 60_000;
 class CheckoutError extends Error {
   override name = "CheckoutError";
 }
+
+/**
+ * The forge refused to serve the repository: no credential for a private repo, or the repo's
+ * credential (its sealed forge token, or the App installation's access) was refused. The repo's
+ * configuration is at fault, not this host: no retry on another host would succeed.
+ */
+export class SourceAuthError extends Error {
+  override name = "SourceAuthError";
+  readonly code = "SOURCE.AUTH_REFUSED";
+}
+
+/**
+ * A short-lived credential for the repo's own forge (docs/adr/0028, amended by issue 28). It only
+ * ever lives in this process and in the environment of the git fetch that uses it.
+ */
+export interface SourceCredential {
+  username: string;
+  password: string;
+  /** Whose credential it is (the repo's id): host mirrors fetched with it are that repo's alone. */
+  scope: string;
+}
+
+// What git says when the server answers 401/403 and it has no (other) way to authenticate.
+const AUTH_REFUSED =
+  /could not read Username|Authentication failed|terminal prompts disabled|returned error: 40[13]|HTTP 40[13]/i;
 
 export interface CheckoutSpec {
   dir: string;
@@ -37,6 +63,8 @@ export interface CheckoutSpec {
    * checkout of it is a local fetch. Agent-owned, outside every sandbox: no job can write to it.
    */
   mirrorDir?: string;
+  /** The repo's forge credential for an https fetch, when it has one; never reaches the workspace. */
+  credential?: SourceCredential | null;
 }
 
 /**
@@ -54,9 +82,15 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
   const timeout = AbortSignal.timeout(spec.timeoutMs ?? CHECKOUT_TIMEOUT_MS);
   const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
   // From the mirror, the workspace fetch is a local one: only the file transport, no remote config.
-  const [from, config, protocol]: [string, string[], GitProtocol] = spec.mirrorDir
-    ? [await mirrorWithCommit(spec.mirrorDir, remote, spec.commitSha, signal), [], "file"]
-    : [remote.url, remote.gitConfig, remote.protocol];
+  // Only for http(s): a file:// URL never needs one, and git gets nothing it does not need.
+  const auth: GitHttpAuth | undefined =
+    spec.credential && remote.protocol !== "file"
+      ? { url: remote.url, username: spec.credential.username, password: spec.credential.password }
+      : undefined;
+  const scope = auth ? spec.credential!.scope : null;
+  const [from, config, protocol, fetchAuth]: [string, string[], GitProtocol, GitHttpAuth | undefined] = spec.mirrorDir
+    ? [await mirrorWithCommit(spec.mirrorDir, remote, spec.commitSha, signal, auth, scope), [], "file", undefined]
+    : [remote.url, remote.gitConfig, remote.protocol, auth];
   // No template: git's sample hooks and description are copied on every init otherwise, and
   // were a third of a warm checkout's time here (docs/benchmarks.md).
   await git("init", ["init", "-q", "--template=", spec.dir], signal);
@@ -65,6 +99,7 @@ export async function checkoutSource(spec: CheckoutSpec): Promise<void> {
     [...config, "-C", spec.dir, "fetch", "-q", "--depth", "1", "--", from, spec.commitSha],
     signal,
     protocol,
+    fetchAuth,
   );
   await git("checkout", ["-C", spec.dir, "checkout", "-q", "FETCH_HEAD"], signal);
 }
@@ -84,8 +119,14 @@ async function mirrorWithCommit(
   remote: PreparedCloneUrl,
   sha: string,
   signal: AbortSignal,
+  auth: GitHttpAuth | undefined,
+  scope: string | null,
 ): Promise<string> {
-  const dir = path.join(mirrorDir, `${createHash("sha256").update(remote.url).digest("hex").slice(0, 32)}.git`);
+  // A mirror filled with a repo's credential is that repo's alone: another repo (another org) that
+  // registers the same URL without the credential must not be served from it. Public fetches keep
+  // sharing the URL's mirror.
+  const key = scope === null ? remote.url : `${remote.url}\0credential:${scope}`;
+  const dir = path.join(mirrorDir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.git`);
   // A commit this process put into (or found in) the mirror stays there: no mirror is ever pruned
   // while the agent runs, so one git process per checkout is saved.
   const known = `${dir}\0${sha}`;
@@ -135,6 +176,7 @@ async function mirrorWithCommit(
       ],
       signal,
       remote.protocol,
+      auth,
     );
   });
   const tail = run.then(
@@ -150,11 +192,31 @@ async function mirrorWithCommit(
   return dir;
 }
 
-async function git(what: string, args: string[], signal: AbortSignal, protocol?: GitProtocol): Promise<void> {
+async function git(
+  what: string,
+  args: string[],
+  signal: AbortSignal,
+  protocol?: GitProtocol,
+  httpAuth?: GitHttpAuth,
+): Promise<void> {
   try {
-    await runGit(args, { what, signal, protocols: protocol ? [protocol] : [], maxStdoutBytes: 64 * 1024 });
+    await runGit(args, {
+      what,
+      signal,
+      protocols: protocol ? [protocol] : [],
+      maxStdoutBytes: 64 * 1024,
+      ...(httpAuth ? { httpAuth } : {}),
+    });
   } catch (err) {
-    if (err instanceof GitError) throw new CheckoutError(err.message);
+    if (err instanceof GitError) {
+      if (protocol && protocol !== "file" && AUTH_REFUSED.test(err.stderr))
+        throw new SourceAuthError(
+          httpAuth
+            ? `the forge refused the repository's credential (its forge token or App installation): ${err.message}`
+            : `the forge asks for a credential and the repository has none (set a forge token or install the GitHub App): ${err.message}`,
+        );
+      throw new CheckoutError(err.message);
+    }
     throw err;
   }
 }

@@ -1,2 +1,3 @@
 // The job's checkout at the pinned commit, with a minimal git environment (docs/adr/0017).
-export { checkoutSource } from "./git-checkout.ts";
+export { checkoutSource, SourceAuthError } from "./git-checkout.ts";
+export { fetchSourceCredential } from "./source-credential.ts";

@@ -15,7 +15,7 @@ export const freezeRunJob = defineJob({
   expireInSeconds: 120,
   // Freezing waits on git; a burst of pushes should not queue behind one fetch at a time.
   concurrency: 4,
-  handle: async ({ db, cfg, gitCacheDir, source, registries, poolImages, log }, data, job) => {
+  handle: async ({ db, cfg, gitCacheDir, source, registries, poolImages, log, forge }, data, job) => {
     const outcome = await freezeRun(db, {
       runId: data.runId,
       gitCacheDir,
@@ -25,6 +25,7 @@ export const freezeRunJob = defineJob({
       log: log.child({ queue: "run-freeze", job_id: job.id }),
       finalTry: job.retryCount >= 5,
       retention: cfg.retention,
+      forge,
     });
     if (outcome === "retry_later")
       throw new Error(

@@ -15,8 +15,8 @@ export const runSchedulesJob = defineJob({
   retryLimit: 0,
   retryDelaySeconds: 1,
   expireInSeconds: 120,
-  handle: async ({ db, source, log }) => {
-    const r = await runScheduleTick(db, { source, log });
+  handle: async ({ db, source, log, forge }) => {
+    const r = await runScheduleTick(db, { source, log, forge });
     if (r.admitted + r.unavailable > 0) log.info("scheduler pass", { ...r });
   },
 });

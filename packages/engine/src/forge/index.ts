@@ -9,3 +9,4 @@ export { reconcileForgeDeliveries, FORGE_DELIVERY_RETENTION_MS, type HookReport 
 export { setRepoForge, getRepoForge, findRepoByName, type RepoForgeView } from "./repo-forge.ts";
 export { listRunForgeStatuses, type ForgeStatusView } from "./run-forge.ts";
 export { proveRepoControl, repoInstallationId } from "./forge-identity.ts";
+export { forgeCredentialForFetch, issueSourceCredential, type SourceCredentialAnswer } from "./source-credential.ts";

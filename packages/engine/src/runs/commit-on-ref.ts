@@ -17,6 +17,8 @@ export interface RefCheckSource {
   gitCacheDir: string;
   policy: SourcePolicy;
   timeoutMs?: number;
+  /** The repo's forge credential for a private repo (issue 28); into git's environment only. */
+  credential?: (repo: { id: string; cloneUrl: string }) => Promise<{ username: string; password: string } | null>;
 }
 
 /**
@@ -42,11 +44,13 @@ export async function checkCommitOnRef(
     throw new DomainError("REPO.SOURCE_UNAVAILABLE", `could not reach ${shown}: ${errText(e)}`);
   }
   const dir = path.join(source.gitCacheDir, `${repo.id}.git`);
+  const cred = remote.protocol === "file" || !source.credential ? null : await source.credential(repo);
   const git = (args: string[], network: boolean) =>
     runGit([...(network ? remote.gitConfig : []), "-C", dir, ...args], {
       what: args[0] ?? "",
       protocols: network ? [remote.protocol] : [],
       timeoutMs: source.timeoutMs ?? 30_000,
+      ...(network && cred ? { httpAuth: { url: remote.url, ...cred } } : {}),
     });
   await serialiseByKey(dir, async () => {
     try {

@@ -17,6 +17,7 @@ import { silentLogger, type Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/index.ts";
+import { forgeCredentialForFetch, type ForgeConfig } from "../forge/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { recordWorkflowSchedules } from "../schedules/index.ts";
@@ -62,6 +63,8 @@ export async function freezeRun(
      * fails and so completes the run; unset: the seed's, what an unset variable parses to.
      */
     retention?: RetentionWindows;
+    /** The forge's settings: a private repo's workflow file is fetched with its forge credential (issue 28). */
+    forge?: ForgeConfig;
   },
 ): Promise<FreezeOutcome> {
   const rows = await db.$queryRaw<
@@ -95,6 +98,7 @@ export async function freezeRun(
     commitSha: run.commit_sha,
     filePath: run.workflow_path,
     source: input.source,
+    ...(input.forge ? { credential: () => forgeCredentialForFetch(db, input.forge!, run.repo_id, run.clone_url) } : {}),
   });
   const log = (input.log ?? silentLogger).child({ org_id: run.org_id, run_id: input.runId });
   if (!file.ok) {
@@ -111,7 +115,9 @@ export async function freezeRun(
         ? "workflow.not_found"
         : file.kind === "refused"
           ? "source.clone_url_refused"
-          : "workflow.invalid";
+          : file.kind === "auth_refused"
+            ? "source.auth_refused"
+            : "workflow.invalid";
     // A clone URL the operator's source policy refuses is policy, not the file's fault (issue 20).
     const outcome = file.kind === "refused" ? "blocked_by_policy" : "user_failure";
     await failFreeze(db, input, outcome, cause, file.message, null);

@@ -17,6 +17,8 @@ export async function resolveBranchHead(
   cloneUrl: string,
   branch: string,
   timeoutMs = 30_000,
+  /** The repo's forge credential for a private repo (issue 28); into git's environment only. */
+  credential?: () => Promise<{ username: string; password: string } | null>,
 ): Promise<string> {
   const shown = redactCredentials(cloneUrl);
   const ref = `refs/heads/${branch}`;
@@ -24,10 +26,12 @@ export async function resolveBranchHead(
   try {
     checkCloneUrl(cloneUrl, policy);
     const remote = await prepareCloneUrl(cloneUrl, policy);
+    const cred = remote.protocol === "file" || !credential ? null : await credential();
     out = await runGit([...remote.gitConfig, "ls-remote", "--refs", "--", cloneUrl, ref], {
       what: "ls-remote",
       protocols: [remote.protocol],
       timeoutMs,
+      ...(cred ? { httpAuth: { url: remote.url, ...cred } } : {}),
     });
   } catch (e) {
     if (isCloneUrlError(e)) throw new DomainError("REPO.CLONE_URL_REFUSED", e.message, { reason: e.code });

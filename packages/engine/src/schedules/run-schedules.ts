@@ -4,6 +4,7 @@ import { silentLogger, type Logger } from "@kiln/logger";
 import type { SourcePolicy } from "@kiln/oci";
 import { admitScheduledRun } from "./admit-scheduled.ts";
 import { resolveBranchHead } from "./branch-head.ts";
+import { forgeCredentialForFetch, type ForgeConfig } from "../forge/index.ts";
 
 export interface ScheduleTickReport {
   due: number;
@@ -22,7 +23,12 @@ export interface ScheduleTickReport {
  */
 export async function runScheduleTick(
   db: Db,
-  input: { source: SourcePolicy; now?: Date; log?: Logger },
+  input: {
+    source: SourcePolicy;
+    now?: Date;
+    log?: Logger /** Private repos' heads (issue 28). */;
+    forge?: ForgeConfig;
+  },
 ): Promise<ScheduleTickReport> {
   const log = input.log ?? silentLogger;
   const rows = await db.$queryRaw<
@@ -55,7 +61,14 @@ export async function runScheduleTick(
     report.due++;
     let head = heads.get(s.repo_id);
     if (!head) {
-      head = resolveBranchHead(input.source, s.clone_url, s.default_branch);
+      const { forge } = input;
+      head = resolveBranchHead(
+        input.source,
+        s.clone_url,
+        s.default_branch,
+        undefined,
+        forge ? () => forgeCredentialForFetch(db, forge, s.repo_id, s.clone_url) : undefined,
+      );
       heads.set(s.repo_id, head);
     }
     let sha: string;

@@ -7,6 +7,7 @@ import {
   prepareCloneUrl,
   redactCredentials,
   runGit,
+  type GitHttpAuth,
   type PreparedCloneUrl,
   type SourcePolicy,
 } from "@kiln/oci";
@@ -17,10 +18,16 @@ export type FetchResult =
   | { ok: false; kind: "not_found"; message: string }
   | { ok: false; kind: "unreachable"; message: string }
   | { ok: false; kind: "too_large"; message: string }
+  /** The forge refused to serve the repo: private with no credential, or its credential refused (issue 28). */
+  | { ok: false; kind: "auth_refused"; message: string }
   /** The clone URL is one Kiln does not fetch from (docs/adr/0017); `code` names the rule. */
   | { ok: false; kind: "refused"; code: string; message: string };
 
 const MAX_WORKFLOW_BYTES = 256 * 1024;
+
+// What git says when the forge answers 401/403 and it has no (other) way to authenticate.
+const AUTH_REFUSED =
+  /could not read Username|Authentication failed|terminal prompts disabled|returned error: 40[13]|HTTP 40[13]/i;
 
 // Git takes lock files in a mirror (shallow.lock, index/ref locks) and refuses, rather than waits,
 // when another fetch holds them; a burst of runs of one new commit would then look "unreachable".
@@ -56,6 +63,11 @@ export async function fetchWorkflowFile(opts: {
   filePath: string;
   source: SourcePolicy;
   timeoutMs?: number;
+  /**
+   * The repo's forge credential (issue 28), asked only when the forge must be fetched from. It goes
+   * to git's environment (scoped to the URL), never into the URL or the mirror's config.
+   */
+  credential?: () => Promise<{ username: string; password: string } | null>;
 }): Promise<FetchResult> {
   const cacheKey = `${opts.repoId}\0${opts.cloneUrl}\0${opts.commitSha}\0${opts.filePath}`;
   const hit = found.get(cacheKey);
@@ -68,12 +80,14 @@ export async function fetchWorkflowFile(opts: {
     throw e;
   }
   const dir = path.join(opts.cacheDir, `${opts.repoId}.git`);
+  let httpAuth: GitHttpAuth | undefined;
   const git = (args: string[], remote?: PreparedCloneUrl) =>
     runGit([...(remote?.gitConfig ?? []), "-C", dir, ...args], {
       what: args[0] ?? "",
       protocols: remote ? [remote.protocol] : [],
       timeoutMs: opts.timeoutMs ?? 30_000,
       maxStdoutBytes: MAX_WORKFLOW_BYTES * 4,
+      ...(remote && httpAuth ? { httpAuth } : {}),
     });
   const hasCommit = () =>
     git(["cat-file", "-e", `${opts.commitSha}^{commit}`]).then(
@@ -108,6 +122,8 @@ export async function fetchWorkflowFile(opts: {
             message: `could not fetch ${shown}: ${redactCredentials(errText(e))}`,
           };
         }
+        const cred = remote.protocol === "file" || !opts.credential ? null : await opts.credential();
+        if (cred) httpAuth = { url: remote.url, ...cred };
         for (let tryNo = 0; ; tryNo++) {
           try {
             await git(["fetch", "-q", "--no-tags", "--depth=1", "--", remote.url, opts.commitSha], remote);
@@ -119,6 +135,14 @@ export async function fetchWorkflowFile(opts: {
               if (await hasCommit()) return null;
               continue;
             }
+            if (AUTH_REFUSED.test(msg))
+              return {
+                ok: false,
+                kind: "auth_refused",
+                message: httpAuth
+                  ? `${shown} refused the repository's forge credential (its token or App installation)`
+                  : `${shown} asks for a credential and the repository has none (set a forge token or install the GitHub App)`,
+              };
             if (
               /not our ref|couldn't find remote ref|no such remote ref|unadvertised object|bad object|invalid/i.test(
                 msg,

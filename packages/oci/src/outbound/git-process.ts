@@ -25,6 +25,31 @@ export function gitEnvironment(protocols: readonly GitProtocol[]): Record<string
   };
 }
 
+/** An HTTP credential for one git run: basic auth, sent only to URLs under `url`. */
+export interface GitHttpAuth {
+  /** The (checked, normalised) clone URL the header is scoped to (`http.<url>.extraHeader`). */
+  url: string;
+  username: string;
+  password: string;
+}
+
+/**
+ * The credential as git configuration carried in the child's environment (GIT_CONFIG_COUNT /
+ * GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n): never argv (visible in /proc/<pid>/cmdline to every
+ * local user), never the URL (git would write it to .git/config, FETCH_HEAD and its messages),
+ * never a file. Scoped by URL, so a redirect or a submodule elsewhere never receives it (redirects
+ * are off anyway). git does not echo extra headers unless GIT_TRACE_CURL is set, which it is not.
+ */
+function gitHttpAuthEnv(auth: GitHttpAuth): Record<string, string> {
+  if (/[\r\n]/.test(auth.username + auth.password)) throw new Error("git credential contains a line break");
+  const basic = Buffer.from(`${auth.username}:${auth.password}`, "utf8").toString("base64");
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: `http.${auth.url}.extraHeader`,
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+  };
+}
+
 export class GitError extends Error {
   override name = "GitError";
   constructor(
@@ -47,6 +72,8 @@ export interface RunGitOptions {
   timeoutMs?: number;
   /** stdout beyond this fails the run (it is collected in memory). Default 1 MiB. */
   maxStdoutBytes?: number;
+  /** An HTTP credential for this run only, in git's environment (see gitHttpAuthEnv). */
+  httpAuth?: GitHttpAuth;
 }
 
 /** Runs git with `args`; resolves to stdout. Failures are GitErrors with redacted messages. */
@@ -60,7 +87,10 @@ export function runGit(args: readonly string[], opts: RunGitOptions): Promise<st
     // Own process group so an abort also stops git's helpers (git-remote-https, upload-pack, ...).
     const child = spawn("git", args, {
       // A cast, not a widening: some apps' types (Next's) declare variables every ProcessEnv must have.
-      env: gitEnvironment(opts.protocols ?? []) as NodeJS.ProcessEnv,
+      env: {
+        ...gitEnvironment(opts.protocols ?? []),
+        ...(opts.httpAuth ? gitHttpAuthEnv(opts.httpAuth) : {}),
+      } as NodeJS.ProcessEnv,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -106,7 +136,9 @@ export function runGit(args: readonly string[], opts: RunGitOptions): Promise<st
             : sig
               ? `killed by ${sig}`
               : `exited with code ${code}`;
-      const detail = redactCredentials(stderr.trim());
+      let detail = redactCredentials(stderr.trim());
+      // Defence in depth: git never prints the header, but no message may ever carry the secret.
+      if (opts.httpAuth?.password) detail = detail.replaceAll(opts.httpAuth.password, "***");
       reject(new GitError(`git ${opts.what} ${why}${detail ? `: ${detail}` : ""}`, detail, timedOut, aborted));
     });
   });

@@ -110,4 +110,5 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/agent/jobs/[jobId]/caches/stats": () => import("@/app/v1/agent/jobs/[jobId]/caches/stats/route.ts"),
   "v1/agent/jobs/[jobId]/secrets": () => import("@/app/v1/agent/jobs/[jobId]/secrets/route.ts"),
   "v1/agent/jobs/[jobId]/id-token": () => import("@/app/v1/agent/jobs/[jobId]/id-token/route.ts"),
+  "v1/agent/jobs/[jobId]/source-credential": () => import("@/app/v1/agent/jobs/[jobId]/source-credential/route.ts"),
 };

@@ -1,7 +1,13 @@
 import path from "node:path";
-import { admitManualRun, authenticateApiToken, listRepoRuns, manualTriggerBody } from "@kiln/engine";
+import {
+  admitManualRun,
+  authenticateApiToken,
+  forgeCredentialForFetch,
+  listRepoRuns,
+  manualTriggerBody,
+} from "@kiln/engine";
 import { services } from "@/server/context.ts";
-import { env } from "@/server/env.ts";
+import { env, webForgeConfig } from "@/server/env.ts";
 import { json, route } from "@/server/http/route.ts";
 import { runCreated, runListPage, runListQuery } from "@/server/http/schemas/runs.ts";
 
@@ -59,6 +65,8 @@ export const POST = route({
       source: {
         gitCacheDir: path.resolve(e.KILN_DATA_DIR, "git-ref-check"),
         policy: { localReposRoot: e.KILN_LOCAL_REPOS_ROOT ?? null },
+        // A private repo's ref is fetched with its forge credential (issue 28).
+        credential: (repo) => forgeCredentialForFetch(db, webForgeConfig(), repo.id, repo.cloneUrl),
       },
     });
     return json(202, { run_id: r.runId });
