@@ -144,6 +144,8 @@ describe("mediated egress", () => {
   it("a fork pull request (untrusted) is denied even the allow-listed host", async () => {
     const body = JSON.stringify({
       action: "opened",
+      // A pull_request delivery names its number; the run's ref is refs/pull/<n>/head (issue 28).
+      number: 7,
       pull_request: {
         head: { sha: tenant.git.headSha, ref: "feature", repo: { full_name: "outsider/app" } },
         base: { repo: { full_name: tenant.repoName } },

@@ -71,7 +71,8 @@ async function connect(slug: string, workflow: string): Promise<Tenant & { hookI
   });
   const file = path.join(tokenDir, `${slug}.token`);
   await writeFile(file, `${token}\n`, { mode: 0o600 });
-  const env = { ...process.env, DATABASE_URL: s.dbUrl, KILN_SECRETS_KEY: SECRETS_KEY, KILN_PUBLIC_URL: PUBLIC_URL };
+  // The CLI proves the token against the forge before storing it (issue 28): it needs the forge's URL.
+  const env = { ...process.env, DATABASE_URL: s.dbUrl, ...forgeEnv() };
   const cli = (args: string[]) =>
     run(process.execPath, ["--import", "tsx", "scripts/kiln.ts", ...args, "--json"], { cwd: ROOT, env });
   await cli(["repo", "forge-set", t.repoName, "--forge-token-file", file, "--forge-hook-id", String(hookId)]);
@@ -85,7 +86,11 @@ function example(event: string, action?: string): Record<string, any> {
   const g = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((x) => x.name === event);
   const e = g?.examples.find((x) => action === undefined || x.action === action);
   if (!e) throw new Error(`no ${event} example`);
-  return structuredClone(e) as Record<string, any>;
+  const p = structuredClone(e) as Record<string, any>;
+  // Only deliveries signed with the App's own secret may name an installation (issue 28): these hooks
+  // are the repo's, signed with its secret, so they carry none (GitHub's samples are App deliveries).
+  delete p.installation;
+  return p;
 }
 
 function push(t: Tenant, sha: string): Record<string, any> {

@@ -39,6 +39,8 @@ sub step_exec {
   my ($arch, $ids, $cwd, $cmd, $blob) = @_;
   my %sc = (x86_64 => [157, 126, 116, 117, 119], aarch64 => [167, 91, 159, 147, 149]);
   my ($prctl, $capset, $setgroups, $setresuid, $setresgid) = @{$sc{$arch} // step_fail("no syscall numbers for $arch")};
+  # Perl's syscall passes a string as a pointer: an id read from @ARGV must be made a number first.
+  $ids = 0 + $ids if $ids ne "";
   if ($ids ne "") { syscall($setgroups, 0, 0) == 0 or step_fail("setgroups: $!"); }
   # PR_CAPBSET_READ (23) fails past the last capability the kernel knows; PR_CAPBSET_DROP is 24.
   for (my $c = 0; syscall($prctl, 23, $c, 0, 0, 0) >= 0; $c++) {
