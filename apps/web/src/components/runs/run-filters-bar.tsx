@@ -1,5 +1,7 @@
 "use client";
+import { RUN_TRIGGERS } from "@kiln/domain";
 import { Button } from "@kiln/ui";
+import { TRIGGER_LABEL } from "./runs-table.tsx";
 import { useId, useState, type ReactNode } from "react";
 
 export interface FilterValues {
@@ -86,10 +88,11 @@ export function RunFiltersBar({
             onChange={(e) => set("trigger", e.target.value)}
           >
             <option value="">All</option>
-            <option value="push">push</option>
-            <option value="pull_request">pull request</option>
-            <option value="manual">manual</option>
-            <option value="retry">retry</option>
+            {RUN_TRIGGERS.map((t) => (
+              <option key={t} value={t}>
+                {TRIGGER_LABEL[t]}
+              </option>
+            ))}
           </select>
         )}
       </Field>

@@ -1,14 +1,20 @@
+import type { RUN_TRIGGERS } from "@kiln/domain";
 import { shortRef, shortSha, StatusBadge } from "@kiln/ui";
 import Link from "next/link";
 import { Elapsed, RelativeTime } from "../time.tsx";
 import type { RunRowData } from "../types.ts";
 
-const TRIGGER: Record<string, string> = {
+/** How each run-creating event reads in the list and in its filter (every trigger has a label). */
+export const TRIGGER_LABEL: Record<(typeof RUN_TRIGGERS)[number], string> = {
   push: "push",
   pull_request: "pull request",
   manual: "manual",
   retry: "retry",
+  rerun_failed: "re-run of failed jobs",
+  schedule: "schedule",
+  deploy: "deploy",
 };
+const TRIGGER: Record<string, string> = TRIGGER_LABEL;
 
 /** Runs as a table; the run id is the link, so every row is reachable by keyboard. */
 export function RunsTable({ org, runs, now }: { org: string; runs: RunRowData[]; now: number }) {

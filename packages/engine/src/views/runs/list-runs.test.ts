@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { seedOrg, seedRuns, useViewDb, type Org } from "../testing/view-fixtures.ts";
 import { listRuns } from "./list-runs.ts";
-import type { RunFilters } from "@kiln/domain";
+import { runFilters, type RunFilters } from "@kiln/domain";
 
 const db = useViewDb();
 let org: Org;
@@ -52,6 +52,29 @@ describe("listRuns keyset pagination", () => {
       Array(5).fill(["paging/app", "completed", 1, 1]),
     );
     expect(page.runs.every((r) => (r.outcome === "success") === (r.outcome_class === "ok"))).toBe(true);
+  });
+
+  it("filters by every trigger that creates runs, schedules and deploys included (issue 33)", async () => {
+    const other = await seedOrg(db(), "triggers");
+    for (const [trigger, n] of [
+      ["schedule", 3],
+      ["deploy", 2],
+      ["push", 1],
+    ] as const)
+      await db().$executeRaw`
+        INSERT INTO workflow_run (org_id, repo_id, status, trust_class, trigger, commit_sha, workflow_path, inputs)
+        SELECT ${other.orgId}::uuid, ${other.repoId}::uuid, 'pending', 'trusted', ${trigger}, repeat('c', 40), 'w.yaml', '{}'::jsonb
+        FROM generate_series(1, ${n}::int)`;
+    for (const [trigger, n] of [
+      ["schedule", 3],
+      ["deploy", 2],
+      ["push", 1],
+      ["manual", 0],
+    ] as const) {
+      const filters = runFilters.parse({ trigger });
+      const page = await listRuns(db(), other.scope, { filters, limit: 50 });
+      expect(page.runs.map((r) => r.trigger)).toEqual(Array(n).fill(trigger));
+    }
   });
 
   it("rejects a forged cursor instead of guessing", async () => {
