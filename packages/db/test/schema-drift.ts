@@ -10,7 +10,7 @@ import pg from "pg";
 // Applied before this check existed, and recorded by name in `_prisma_migrations` on every running
 // database: renaming one would make the runner apply it a second time (packages/db/src/migrate.ts).
 // Each pair applies in name order, which is the order it was written in. No new entry belongs here.
-export const GRANDFATHERED_NUMBER_COLLISIONS: Readonly<Record<string, readonly string[]>> = {
+const GRANDFATHERED_NUMBER_COLLISIONS: Readonly<Record<string, readonly string[]>> = {
   "0014": ["0014_id_tokens", "0014_secrets"],
   "0015": ["0015_attestations", "0015_tlog"],
   "0016": ["0016_console", "0016_forge"],
@@ -67,7 +67,7 @@ export async function migrationNames(dir: string): Promise<string[]> {
 }
 
 /** One column as both sides describe it: PostgreSQL's udt name ("_text" for text[]) and nullability. */
-export interface ColumnShape {
+interface ColumnShape {
   type: string;
   nullable: boolean;
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { AUDIENCE_PATTERN, DomainError, idTokenClaims, idTokenWindow, type IdTokenClaims } from "@kiln/domain";
+// The attempts capability's store, not its index: a store imports no capability (docs/adr/0039).
 import { currentAttemptFence, refuseStaleAttempt } from "../attempts/attempts-store.ts";
 import { assertHostNotRevoked } from "../shared/host-revoked.ts";
 import { recordAuditEvent } from "../audit/index.ts";
