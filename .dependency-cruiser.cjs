@@ -68,8 +68,16 @@ module.exports = {
       from: { path: "^(packages/[^/]+/src|apps/[^/]+/src)/([^/]+)/" },
       to: {
         path: "^(packages/[^/]+/src|apps/[^/]+/src)/([^/]+)/",
-        pathNot: ["^$1/$2/", "^$1/[^/]+/index\\.tsx?$", "^$1/shared/", "\\.css$"],
+        pathNot: ["^$1/$2/", "^$1/[^/]+/index\\.tsx?$", "^$1/([^/]+)/\\1-store\\.ts$", "^$1/shared/", "\\.css$"],
       },
+    },
+    {
+      name: "store-imports-no-capability",
+      comment:
+        "A capability's <capability>/<capability>-store.ts holds its SQL (docs/adr/0039) and may be imported by other capabilities, so it imports none itself: no cycle can run through it.",
+      severity: "error",
+      from: { path: "^(packages/[^/]+/src)/([^/]+)/\\2-store\\.ts$" },
+      to: { path: "^(packages/[^/]+/src)/([^/]+)/", pathNot: ["^$1/shared/"] },
     },
     // The package graph (docs/architecture.md draws it): what each package's production code may import
     // of the other workspaces. Tests may add @kiln/testkit and the engine's testing entry.

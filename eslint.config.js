@@ -32,15 +32,7 @@ const consoleAllowed = [
   "packages/testkit/**",
 ];
 
-const testCode = [
-  "e2e/**",
-  "scripts/lib/chaos/**",
-  "bench/**",
-  "test/**",
-  "**/*.test.ts",
-  "**/*.test.tsx",
-  "packages/*/test/**",
-];
+const testCode = ["e2e/**", "bench/**", "test/**", "**/*.test.ts", "**/*.test.tsx", "packages/*/test/**"];
 
 export default tseslint.config(
   {

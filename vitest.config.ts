@@ -18,7 +18,7 @@ export default defineConfig({
     server: { deps: { inline: ["next-auth"] } },
     // One embedded PostgreSQL per test run; each file clones a migrated template (conventions 13).
     globalSetup: ["./test/global-setup.ts"],
-    include: ["packages/**/*.test.ts", "apps/**/*.test.ts", "e2e/**/*.test.ts"],
+    include: ["packages/**/*.test.ts", "apps/**/*.test.ts", "e2e/**/*.test.ts", "scripts/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/.next/**"],
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT as ROOT } from "@kiln/testkit";
 
-// The short soak in CI: `scripts/chaos.ts` with 30 runs and a 150 s bound, a fresh seed each time
+// The short soak in CI: `e2e/chaos/run.ts` with 30 runs and a 150 s bound, a fresh seed each time
 // (printed, so a failure can be replayed with --seed). It starts its own stack; the long soak and
 // its figures are in docs/reliability.md.
 const ROWS = [
@@ -20,7 +20,7 @@ const ROWS = [
 
 function runChaos(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/chaos.ts"), ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "e2e/chaos/run.ts"), ...args], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });

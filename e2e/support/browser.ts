@@ -5,7 +5,9 @@ import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const SCREENSHOTS = path.join(ROOT, "docs/screenshots");
+// Tests never rewrite tracked files: screenshots land in the ignored .artifacts/screenshots/, and
+// `npm run screenshots` (scripts/refresh-screenshots.ts) copies them over docs/screenshots on purpose.
+const SCREENSHOTS = path.join(ROOT, ".artifacts/screenshots");
 
 /**
  * Real Chromium (Debian's /usr/bin/chromium, installed by CI; never a downloaded browser) driven by

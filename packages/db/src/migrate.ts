@@ -11,7 +11,15 @@ import pg from "pg";
 const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../prisma/migrations");
 const LOCK_KEY = 72_616_001; // arbitrary, constant: serialises concurrent `up`s and test setups
 
-export async function migrateDatabase(url: string, log: (m: string) => void = () => {}): Promise<string[]> {
+/**
+ * Applies every migration in `dir` (prisma/migrations unless a test passes a divergent copy) that the
+ * database has not recorded yet, by directory name: renaming an applied migration re-applies it.
+ */
+export async function migrateDatabase(
+  url: string,
+  log: (m: string) => void = () => {},
+  dir: string = MIGRATIONS_DIR,
+): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const applied: string[] = [];
@@ -25,12 +33,12 @@ export async function migrateDatabase(url: string, log: (m: string) => void = ()
       `SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
     );
     const have = new Map(done.rows.map((r) => [r.migration_name, r.checksum]));
-    const names = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))
+    const names = (await readdir(dir, { withFileTypes: true }))
       .filter((d) => d.isDirectory())
       .map((d) => d.name)
       .sort();
     for (const name of names) {
-      const sql = await readFile(path.join(MIGRATIONS_DIR, name, "migration.sql"), "utf8");
+      const sql = await readFile(path.join(dir, name, "migration.sql"), "utf8");
       const checksum = createHash("sha256").update(sql).digest("hex");
       const prior = have.get(name);
       if (prior !== undefined) {

@@ -1,9 +1,6 @@
 import type { Db } from "@kiln/db";
-import { ATTEMPT_TRANSITIONS, decideHeartbeat, DomainError, legalSources, type AttemptStatus } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
-
-// Only a live (running) attempt's lease is renewed: the attempt table's lease_renewed sources.
-const RENEWABLE = legalSources(ATTEMPT_TRANSITIONS, "lease_renewed", "running");
+import { currentAttemptFence, refuseStaleAttempt } from "./attempts-store.ts";
 
 export interface HeartbeatResult {
   leaseExpiresAt: string;
@@ -32,36 +29,18 @@ export async function heartbeat(
     phase?: { imageMs?: number; dispatchMs?: number; started?: boolean };
   },
 ): Promise<HeartbeatResult> {
+  const claims = { attemptId: input.attemptId, jobId: input.jobId, epoch: input.epoch };
   const rows = await db.$queryRaw<{ lease_expires_at: Date; cancel_requested: boolean }[]>`
     UPDATE attempt a SET lease_expires_at = now() + make_interval(secs => ${cfg.leaseTtlMs / 1000}),
       image_ms = COALESCE(${input.phase?.imageMs ?? null}::int, a.image_ms),
       dispatch_ms = COALESCE(${input.phase?.dispatchMs ?? null}::int, a.dispatch_ms),
       started_at = CASE WHEN ${input.phase?.started ?? false} THEN COALESCE(a.started_at, now()) ELSE a.started_at END
     FROM job_run j, workflow_run r
-    WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND j.id = a.job_id AND r.id = a.run_id
-      AND a.status = ANY(${RENEWABLE}::text[]) AND a.epoch = ${input.epoch} AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
+    WHERE j.id = a.job_id AND r.id = a.run_id AND ${currentAttemptFence(claims)}
       AND NOT EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
                       WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL)
     RETURNING a.lease_expires_at, (a.cancel_requested OR a.preempt_requested OR r.status = 'cancelling') AS cancel_requested`;
   const r = rows[0];
   if (r) return { leaseExpiresAt: r.lease_expires_at.toISOString(), cancelRequested: r.cancel_requested };
-  // Refused: say precisely why, from a fresh read (nothing is written on this path).
-  const state = await db.$queryRaw<
-    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number; host_revoked: boolean }[]
-  >`
-    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch,
-           EXISTS (SELECT 1 FROM agent_session s JOIN agent_token t ON t.id = s.agent_token_id
-                   WHERE s.id = a.session_id AND t.revoked_at IS NOT NULL) AS host_revoked
-    FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
-  const s = state[0];
-  if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-  decideHeartbeat({
-    job: { currentEpoch: s.current_epoch },
-    attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live },
-    reportedEpoch: input.epoch,
-  });
-  // A revoked host keeps no lease: refused renewals let it lapse, and the reconciler then fences
-  // the attempt as a platform failure (issue 15).
-  if (s.host_revoked) throw new DomainError("ATTEMPT.HOST_REVOKED", "the host credential of this attempt was revoked");
-  throw new DomainError("ATTEMPT.LEASE_EXPIRED", "lease could not be renewed");
+  return refuseStaleAttempt(db, claims, "lease could not be renewed");
 }

@@ -5,15 +5,9 @@
 // leaves only after it.
 import { randomUUID } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
-import {
-  AUDIENCE_PATTERN,
-  decideHeartbeat,
-  DomainError,
-  idTokenClaims,
-  idTokenWindow,
-  type AttemptStatus,
-  type IdTokenClaims,
-} from "@kiln/domain";
+import { AUDIENCE_PATTERN, DomainError, idTokenClaims, idTokenWindow, type IdTokenClaims } from "@kiln/domain";
+// The attempts capability's store, not its index: a store imports no capability (docs/adr/0039).
+import { currentAttemptFence, refuseStaleAttempt } from "../attempts/attempts-store.ts";
 import { assertHostNotRevoked } from "../shared/host-revoked.ts";
 import { recordAuditEvent } from "../audit/index.ts";
 import { signEs256 } from "./es256-jws.ts";
@@ -99,15 +93,13 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
     JOIN repo rp ON rp.id = r.repo_id
     JOIN org o ON o.id = a.org_id
     LEFT JOIN agent_session s ON s.id = a.session_id
-    WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid AND a.epoch = ${input.epoch}
-      AND a.status = 'running' AND j.current_epoch = a.epoch AND a.lease_expires_at > now()
+    WHERE ${currentAttemptFence(input)}
     FOR SHARE OF a`;
-  const c = rows[0];
-  if (!c) await refuse(tx, input);
+  const leaseTooShort = "the attempt's lease ends too soon to mint a token";
+  const c = rows[0] ?? (await refuseStaleAttempt(tx, input, leaseTooShort));
   // Database time, whole seconds, at most ID_TOKEN_MAX_TTL_S and never past the lease.
-  const window = c ? idTokenWindow(c.now_ms, c.lease_ms) : null;
-  if (!c || !window)
-    throw new DomainError("ATTEMPT.LEASE_EXPIRED", "the attempt's lease ends too soon to mint a token");
+  const window = idTokenWindow(c.now_ms, c.lease_ms);
+  if (!window) throw new DomainError("ATTEMPT.LEASE_EXPIRED", leaseTooShort);
   // Issue 28 (ADR 0024, amended): an untrusted run (a fork's pull request, a non-member's push) is
   // code nobody in the org vouched for; outside trust policies written on `sub` or `repository`
   // alone would admit it, so it gets no identity unless the repo's admins opted in.
@@ -169,20 +161,4 @@ async function mintIn(tx: Tx, issuer: string, signer: IdTokenSigner, input: Mint
     claims,
     expiresAt: new Date(window.exp * 1000).toISOString(),
   };
-}
-
-/** Says precisely why the attempt is not current (the heartbeat's rule), from a fresh read. */
-async function refuse(tx: Tx, input: MintIdTokenInput): Promise<void> {
-  const state = await tx.$queryRaw<
-    { epoch: number; status: AttemptStatus; lease_live: boolean; current_epoch: number }[]
-  >`
-    SELECT a.epoch, a.status, a.lease_expires_at > now() AS lease_live, j.current_epoch
-    FROM attempt a JOIN job_run j ON j.id = a.job_id WHERE a.id = ${input.attemptId}::uuid AND a.job_id = ${input.jobId}::uuid`;
-  const s = state[0];
-  if (!s) throw new DomainError("ATTEMPT.NOT_FOUND", "unknown attempt");
-  decideHeartbeat({
-    job: { currentEpoch: s.current_epoch },
-    attempt: { epoch: s.epoch, status: s.status, leaseLive: s.lease_live },
-    reportedEpoch: input.epoch,
-  });
 }

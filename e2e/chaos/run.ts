@@ -2,9 +2,9 @@
 // (embedded PostgreSQL, Redis, s3rver, git, web x2 behind a balancer, workers, 3 host agents), drives
 // mixed runs while killing and freezing processes and cutting database sessions, then prints a
 // table of invariants. Exits 1 on any violation.
-import { parseChaosArgs } from "./lib/chaos/args.ts";
-import { formatTable } from "./lib/chaos/report.ts";
-import { runSoak } from "./lib/chaos/soak.ts";
+import { parseChaosArgs } from "./args.ts";
+import { formatTable } from "./report.ts";
+import { runSoak } from "./soak.ts";
 
 const args = parseChaosArgs(process.argv.slice(2));
 const began = Date.now();
