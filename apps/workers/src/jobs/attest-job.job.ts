@@ -1,6 +1,5 @@
-import { attestJobs, type AttestorDeps } from "@kiln/engine";
+import { attestJobs, OUTBOX_TOPICS, type AttestorDeps, type AttestPayload } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import { z } from "zod";
 import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
 
@@ -13,17 +12,9 @@ import { defineJob } from "./job-definition.ts";
  * existence check, and the log keeps one leaf per dedupe key (run-it-twice test beside this). A job
  * that fails in a batch fails alone and is retried alone.
  */
-const payload = z.object({
-  jobId: z.uuid(),
-  runId: z.uuid(),
-  orgId: z.uuid(),
-  epoch: z.number().int().min(1),
-});
-type AttestPayload = z.infer<typeof payload>;
-
 export const attestJobJob = defineJob({
   name: "attest-job",
-  payload,
+  payload: OUTBOX_TOPICS["attestation.create"].payload,
   retryLimit: 10,
   retryDelaySeconds: 1,
   expireInSeconds: 120,
