@@ -1,6 +1,5 @@
 import { attestJobs, OUTBOX_TOPICS, type AttestorDeps, type AttestPayload } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -22,12 +21,12 @@ export const attestJobJob = defineJob({
   concurrency: 2,
   // Up to 64 jobs per fetch and transaction: at 200/s that is a fraction of a second of backlog.
   batchSize: 64,
-  handle: async ({ db, log }, data) => {
-    await runAttestJob((await attestorRuntimeFromEnv(db, log)).attestor, data, log);
+  handle: async ({ runtime, log }, data) => {
+    await runAttestJob((await runtime.attestor()).attestor, data, log);
   },
-  handleBatch: async ({ db, log }, items) =>
+  handleBatch: async ({ runtime, log }, items) =>
     runAttestJobs(
-      (await attestorRuntimeFromEnv(db, log)).attestor,
+      (await runtime.attestor()).attestor,
       items.map((i) => i.data),
       log,
     ),

@@ -30,3 +30,25 @@ describe("outbox topics and the jobs that consume them", () => {
     }
   });
 });
+
+describe("job definitions carry their schedule and tick", () => {
+  it("every scheduled or ticked job takes the empty payload its cron and its ticker give it", () => {
+    const timed = JOBS.filter((j) => j.schedule !== undefined || j.tick !== undefined);
+    // The ten crons and the five tickers index.ts used to spell out one by one.
+    expect(timed.filter((j) => j.schedule).length).toBe(14);
+    expect(timed.filter((j) => j.tick).map((j) => j.name)).toEqual([
+      "reconcile",
+      "archive-logs",
+      "forge-reconcile",
+      "run-schedules",
+      "sign-tlog-checkpoint",
+    ]);
+    for (const j of timed) {
+      expect(j.payload.safeParse({}).success, j.name).toBe(true);
+      if (j.schedule) expect(j.schedule.split(" "), j.name).toHaveLength(5);
+      // A ticked job keeps a cron as the backstop if its ticker wedges.
+      if (j.tick) expect(j.schedule, j.name).toBeDefined();
+    }
+    expect(new Set(JOBS.map((j) => j.name)).size).toBe(JOBS.length);
+  });
+});

@@ -1,7 +1,6 @@
 import type { Db } from "@kiln/db";
 import { OUTBOX_TOPICS, verifyAttestation, type ArtifactStore, type TlogPort } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -17,8 +16,8 @@ export const verifyAttestationJob = defineJob({
   retryDelaySeconds: 2,
   expireInSeconds: 600,
   concurrency: 2,
-  handle: async ({ db, log }, data) => {
-    const rt = await attestorRuntimeFromEnv(db, log);
+  handle: async ({ db, runtime, log }, data) => {
+    const rt = await runtime.attestor();
     await runVerifyAttestation({ db, store: rt.store, tlog: rt.attestor.tlog }, data.attestationId, log);
   },
 });
