@@ -6,7 +6,7 @@
 // the web routes answer it: the agent's seal offer is passed on, and a store with shred keys hands
 // back the data key and salt (sealWire), so the agent seals its parts and opens its restores itself.
 import type { Db } from "@kiln/db";
-import { agentProtocol, isDomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, isDomainError, matchAgentEndpoint } from "@kiln/domain";
 import {
   finalizeUpload,
   grantDownload,
@@ -21,14 +21,14 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
   return async (input, init) => {
     const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
     const body: unknown = JSON.parse(String(init?.body ?? "{}"));
-    const m = /^\/v1\/agent\/jobs\/([^/]+)\/artifacts\/(uploads|downloads)(?:\/([^/]+)\/(parts|complete))?$/.exec(
-      url.pathname,
-    );
+    // Routed and parsed by the agent protocol's endpoint table (ADR 0038), as the web routes are.
+    const m = matchAgentEndpoint(init?.method ?? "GET", url.pathname);
     try {
       if (!m) return Response.json({ error: { code: "NOT_FOUND", message: url.pathname } }, { status: 404 });
-      const claims = claimsFor(m[1] ?? "");
-      if (m[2] === "downloads") {
-        const b = agentProtocol.artifactDownloadRequest.parse(body);
+      const claims = claimsFor(m.params.job_id ?? "");
+      const generationId = m.params.generation_id ?? "";
+      if (m.name === "requestArtifactDownload") {
+        const b = AGENT_ENDPOINTS.requestArtifactDownload.request.parse(body);
         const g = await grantDownload(db, store, claims, { fromJob: b.from_job, name: b.name });
         return Response.json({
           generation_id: g.generationId,
@@ -41,8 +41,8 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
           ...(g.seal ? { seal: sealWire(g.seal) } : {}),
         });
       }
-      if (!m[3]) {
-        const b = agentProtocol.artifactOpenRequest.parse(body);
+      if (m.name === "openArtifactUpload") {
+        const b = AGENT_ENDPOINTS.openArtifactUpload.request.parse(body);
         const s = await openUpload(db, store, claims, {
           name: b.name,
           sizeBytes: b.size_bytes,
@@ -69,9 +69,9 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
           ...(s.seal ? { seal: sealWire(s.seal) } : {}),
         });
       }
-      if (m[4] === "parts") {
-        const b = agentProtocol.artifactPartRequest.parse(body);
-        const r = await recordPart(db, claims, m[3], {
+      if (m.name === "recordArtifactPart") {
+        const b = AGENT_ENDPOINTS.recordArtifactPart.request.parse(body);
+        const r = await recordPart(db, claims, generationId, {
           partNumber: b.part_number,
           sizeBytes: b.size_bytes,
           sha256: b.sha256,
@@ -81,7 +81,9 @@ export function inProcessFetch(db: Db, store: ArtifactStore, claimsFor: (jobId: 
         });
         return Response.json({ recorded: true, retry: r.retry });
       }
-      const s = await finalizeUpload(db, store, claims, m[3]);
+      if (m.name !== "completeArtifactUpload")
+        return Response.json({ error: { code: "NOT_FOUND", message: url.pathname } }, { status: 404 });
+      const s = await finalizeUpload(db, store, claims, generationId);
       return Response.json({
         state: "sealed",
         generation_id: s.generationId,

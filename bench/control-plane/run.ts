@@ -10,6 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { sign } from "@octokit/webhooks-methods";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg, setPoolPolicy } from "@kiln/engine";
 import { freePort, startGitServer } from "@kiln/testkit";
 import { mkdtemp } from "node:fs/promises";
@@ -262,7 +263,7 @@ async function main(): Promise<void> {
       await stack.db.$executeRaw`UPDATE job_run SET pool = ${pool} WHERE run_id = ANY(${runIds}::uuid[])`;
       const sessions = await Promise.all(
         Array.from({ length: 8 }, async (_, i) => {
-          const res = await fetch(`${stack.base}/v1/agent/sessions`, {
+          const res = await fetch(`${stack.base}${AGENT_ENDPOINTS.registerSession.path}`, {
             method: "POST",
             headers: { authorization: `Bearer ${agentTok.token}`, "content-type": "application/json" },
             body: JSON.stringify({
@@ -280,7 +281,7 @@ async function main(): Promise<void> {
       await Promise.all(
         sessions.map(async (s) => {
           for (;;) {
-            const res = await fetch(`${stack.base}/v1/agent/claims`, {
+            const res = await fetch(`${stack.base}${AGENT_ENDPOINTS.claim.path}`, {
               method: "POST",
               headers: { authorization: `Bearer ${agentTok.token}`, "content-type": "application/json" },
               body: JSON.stringify({ session_id: s, claim_request_id: randomUUID(), wait_ms: 0 }),

@@ -1,7 +1,14 @@
 // Fetch-based client for the agent <-> control-plane protocol. Requests are checked against the
 // shared zod schemas before they leave, responses are validated before anyone trusts them, and
 // every failure comes back as a value (never a throw) so each loop decides how to retry.
-import { agentProtocol, encodeLogFrame, LOG_CHUNKS_CONTENT_TYPE } from "@kiln/domain";
+import {
+  AGENT_ENDPOINTS,
+  agentEndpointPath,
+  agentProtocol,
+  encodeLogFrame,
+  LOG_CHUNKS_CONTENT_TYPE,
+  type AgentEndpointName,
+} from "@kiln/domain";
 import type { z } from "zod";
 
 export type RegisterSessionRequest = z.input<typeof agentProtocol.registerSessionRequest>;
@@ -66,6 +73,12 @@ interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** An endpoint of the table, as the client sees it. */
+type Endpoint = (typeof AGENT_ENDPOINTS)[AgentEndpointName];
+type ResponseOf<E extends Endpoint> = z.output<E["response"]>;
+/** A 204-capable endpoint (claim) answers null for "nothing to do". */
+type ResultOf<E extends Endpoint> = E extends { noContent: true } ? ResponseOf<E> | null : ResponseOf<E>;
+
 export class ControlClient {
   private readonly baseUrl: string;
 
@@ -77,15 +90,36 @@ export class ControlClient {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
   }
 
+  /**
+   * Any endpoint of the table (ADR 0038): the request is checked against its schema before it
+   * leaves, the path parameters filled in, the answer validated against the response schema.
+   * `token` is the job token for job endpoints; host endpoints use the host credential.
+   */
+  call<E extends Endpoint>(
+    e: E,
+    params: Record<string, string>,
+    body: z.input<E["request"]>,
+    opts: CallOptions & { token?: string; frame?: Uint8Array[] },
+  ): Promise<ApiResult<ResultOf<E>>> {
+    const token = e.auth === "job_token" ? (opts.token ?? "") : this.hostToken;
+    const header: unknown = e.request.parse(body);
+    // Log chunk bytes travel raw in a binary frame (LOG_CHUNKS_CONTENT_TYPE), in header order.
+    const payload =
+      e.body === "log-frame"
+        ? new RawBody(encodeLogFrame(header as LogAppendHeader, opts.frame ?? []), LOG_CHUNKS_CONTENT_TYPE)
+        : header;
+    return this.post(agentEndpointPath(e, params), token, payload, e.response, opts, "noContent" in e) as Promise<
+      ApiResult<ResultOf<E>>
+    >;
+  }
+
   registerSession(body: RegisterSessionRequest, opts: CallOptions): Promise<ApiResult<RegisterSessionResponse>> {
-    const payload = agentProtocol.registerSessionRequest.parse(body);
-    return this.post("/v1/agent/sessions", this.hostToken, payload, agentProtocol.registerSessionResponse, opts);
+    return this.call(AGENT_ENDPOINTS.registerSession, {}, body, opts);
   }
 
   /** `data` is null on 204: nothing to do within wait_ms. */
   claim(body: ClaimRequest, opts: CallOptions): Promise<ApiResult<JobTicket | null>> {
-    const payload = agentProtocol.claimRequest.parse(body);
-    return this.post("/v1/agent/claims", this.hostToken, payload, agentProtocol.jobTicket, opts, true);
+    return this.call(AGENT_ENDPOINTS.claim, {}, body, opts);
   }
 
   /** Fleet stats (issue 22); the answer says whether an operator sent a reclaim notice. */
@@ -94,48 +128,21 @@ export class ControlClient {
     body: SessionStatsRequest,
     opts: CallOptions,
   ): Promise<ApiResult<SessionStatsResponse>> {
-    const payload = agentProtocol.sessionStatsRequest.parse(body);
-    const path = `/v1/agent/sessions/${encodeURIComponent(sessionId)}/stats`;
-    return this.post(path, this.hostToken, payload, agentProtocol.sessionStatsResponse, opts);
+    return this.call(AGENT_ENDPOINTS.sessionStats, { session_id: sessionId }, body, opts);
   }
 
-  heartbeat(
-    jobId: string,
-    jobToken: string,
-    body: HeartbeatRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<HeartbeatResponse>> {
-    const payload = agentProtocol.heartbeatRequest.parse(body);
-    const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/heartbeat`;
-    return this.post(path, jobToken, payload, agentProtocol.heartbeatResponse, opts);
+  // The job endpoints: the job token names one attempt. Thin names over `call` for the callers.
+  heartbeat(jobId: string, jobToken: string, body: HeartbeatRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.heartbeat, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
-  complete(
-    jobId: string,
-    jobToken: string,
-    body: CompleteRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<CompleteResponse>> {
-    const payload = agentProtocol.completeRequest.parse(body);
-    const path = `/v1/agent/jobs/${encodeURIComponent(jobId)}/complete`;
-    return this.post(path, jobToken, payload, agentProtocol.completeResponse, opts);
+  complete(jobId: string, jobToken: string, body: CompleteRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.complete, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   // Artifacts (docs/adr/0007-artifacts.md): metadata only; bytes go to presigned URLs.
-  openArtifactUpload(
-    jobId: string,
-    jobToken: string,
-    body: ArtifactOpenRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<ArtifactUploadSession>> {
-    const payload = agentProtocol.artifactOpenRequest.parse(body);
-    return this.post(
-      `${jobPath(jobId)}/artifacts/uploads`,
-      jobToken,
-      payload,
-      agentProtocol.artifactUploadSession,
-      opts,
-    );
+  openArtifactUpload(jobId: string, jobToken: string, body: ArtifactOpenRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.openArtifactUpload, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   recordArtifactPart(
@@ -144,195 +151,77 @@ export class ControlClient {
     generationId: string,
     body: ArtifactPartRequest,
     opts: CallOptions,
-  ): Promise<ApiResult<ArtifactPartResponse>> {
-    const payload = agentProtocol.artifactPartRequest.parse(body);
-    return this.post(
-      `${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/parts`,
-      jobToken,
-      payload,
-      agentProtocol.artifactPartResponse,
-      opts,
-    );
+  ) {
+    const params = { job_id: jobId, generation_id: generationId };
+    return this.call(AGENT_ENDPOINTS.recordArtifactPart, params, body, { ...opts, token: jobToken });
   }
 
-  completeArtifactUpload(
-    jobId: string,
-    jobToken: string,
-    generationId: string,
-    epoch: number,
-    opts: CallOptions,
-  ): Promise<ApiResult<ArtifactCompleteResponse>> {
-    const payload = agentProtocol.artifactCompleteRequest.parse({ epoch });
-    return this.post(
-      `${jobPath(jobId)}/artifacts/uploads/${encodeURIComponent(generationId)}/complete`,
-      jobToken,
-      payload,
-      agentProtocol.artifactCompleteResponse,
-      opts,
-    );
+  completeArtifactUpload(jobId: string, jobToken: string, generationId: string, epoch: number, opts: CallOptions) {
+    const params = { job_id: jobId, generation_id: generationId };
+    return this.call(AGENT_ENDPOINTS.completeArtifactUpload, params, { epoch }, { ...opts, token: jobToken });
   }
 
-  requestArtifactDownload(
-    jobId: string,
-    jobToken: string,
-    body: ArtifactDownloadRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<ArtifactDownloadGrant>> {
-    const payload = agentProtocol.artifactDownloadRequest.parse(body);
-    return this.post(
-      `${jobPath(jobId)}/artifacts/downloads`,
-      jobToken,
-      payload,
-      agentProtocol.artifactDownloadGrant,
-      opts,
-    );
+  requestArtifactDownload(jobId: string, jobToken: string, body: ArtifactDownloadRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.requestArtifactDownload, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   // Build caches (docs/adr/0014-build-caches.md): metadata only; bytes go to presigned URLs.
-  requestCacheRestore(
-    jobId: string,
-    jobToken: string,
-    body: CacheRestoreRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<CacheRestoreGrant>> {
-    const payload = agentProtocol.cacheRestoreRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/caches/restore`, jobToken, payload, agentProtocol.cacheRestoreGrant, opts);
+  requestCacheRestore(jobId: string, jobToken: string, body: CacheRestoreRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.requestCacheRestore, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
-  openCacheSave(
-    jobId: string,
-    jobToken: string,
-    body: CacheSaveRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<CacheSaveSession>> {
-    const payload = agentProtocol.cacheSaveRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/caches/saves`, jobToken, payload, agentProtocol.cacheSaveSession, opts);
+  openCacheSave(jobId: string, jobToken: string, body: CacheSaveRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.openCacheSave, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
-  completeCacheSave(
-    jobId: string,
-    jobToken: string,
-    entryId: string,
-    epoch: number,
-    opts: CallOptions,
-  ): Promise<ApiResult<CacheCompleteResponse>> {
-    const payload = agentProtocol.cacheCompleteRequest.parse({ epoch });
-    return this.post(
-      `${jobPath(jobId)}/caches/saves/${encodeURIComponent(entryId)}/complete`,
-      jobToken,
-      payload,
-      agentProtocol.cacheCompleteResponse,
-      opts,
-    );
+  completeCacheSave(jobId: string, jobToken: string, entryId: string, epoch: number, opts: CallOptions) {
+    const params = { job_id: jobId, entry_id: entryId };
+    return this.call(AGENT_ENDPOINTS.completeCacheSave, params, { epoch }, { ...opts, token: jobToken });
   }
 
-  reportCacheStats(
-    jobId: string,
-    jobToken: string,
-    body: CacheStatsRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<{ recorded: boolean }>> {
-    const payload = agentProtocol.cacheStatsRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/caches/stats`, jobToken, payload, agentProtocol.cacheStatsResponse, opts);
+  reportCacheStats(jobId: string, jobToken: string, body: CacheStatsRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.reportCacheStats, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   // Logs (docs/adr/0006-logs.md): 200 means the chunks are durable on the control plane.
-  /** Chunk bytes travel raw in a binary frame (LOG_CHUNKS_CONTENT_TYPE), in header order. */
-  appendLogs(
-    jobId: string,
-    jobToken: string,
-    header: LogAppendHeader,
-    payloads: Uint8Array[],
-    opts: CallOptions,
-  ): Promise<ApiResult<LogAppendResponse>> {
-    const frame = encodeLogFrame(agentProtocol.logAppendHeader.parse(header), payloads);
-    return this.post(
-      `${jobPath(jobId)}/logs`,
-      jobToken,
-      new RawBody(frame, LOG_CHUNKS_CONTENT_TYPE),
-      agentProtocol.logAppendResponse,
-      opts,
-    );
+  appendLogs(jobId: string, jobToken: string, header: LogAppendHeader, payloads: Uint8Array[], opts: CallOptions) {
+    const o = { ...opts, token: jobToken, frame: payloads };
+    return this.call(AGENT_ENDPOINTS.appendLogs, { job_id: jobId }, header, o);
   }
 
-  sealLog(
-    jobId: string,
-    jobToken: string,
-    body: LogSealRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<LogSealResponse>> {
-    const payload = agentProtocol.logSealRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/logs/seal`, jobToken, payload, agentProtocol.logSealResponse, opts);
+  sealLog(jobId: string, jobToken: string, body: LogSealRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.sealLog, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   // Mediated egress (docs/adr/0013-mediated-egress.md): the host proxy's decisions for one attempt.
-  reportEgressEvents(
-    jobId: string,
-    jobToken: string,
-    body: EgressEventsRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<EgressEventsResponse>> {
-    const payload = agentProtocol.egressEventsRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/egress-events`, jobToken, payload, agentProtocol.egressEventsResponse, opts);
+  reportEgressEvents(jobId: string, jobToken: string, body: EgressEventsRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.reportEgressEvents, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
   // Secrets (docs/adr/0025): the broker, once per attempt at job start.
-  fetchSecrets(jobId: string, jobToken: string, epoch: number, opts: CallOptions): Promise<ApiResult<SecretsResponse>> {
-    const payload = agentProtocol.secretsRequest.parse({ epoch });
-    return this.post(`${jobPath(jobId)}/secrets`, jobToken, payload, agentProtocol.secretsResponse, opts);
+  fetchSecrets(jobId: string, jobToken: string, epoch: number, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.fetchSecrets, { job_id: jobId }, { epoch }, { ...opts, token: jobToken });
   }
 
   // Private checkouts (issue 28): the repo's forge credential for this agent's own git fetch.
-  fetchSourceCredential(
-    jobId: string,
-    jobToken: string,
-    epoch: number,
-    opts: CallOptions,
-  ): Promise<ApiResult<SourceCredentialResponse>> {
-    const payload = agentProtocol.sourceCredentialRequest.parse({ epoch });
-    return this.post(
-      `${jobPath(jobId)}/source-credential`,
-      jobToken,
-      payload,
-      agentProtocol.sourceCredentialResponse,
-      opts,
-    );
+  fetchSourceCredential(jobId: string, jobToken: string, epoch: number, opts: CallOptions) {
+    const o = { ...opts, token: jobToken };
+    return this.call(AGENT_ENDPOINTS.fetchSourceCredential, { job_id: jobId }, { epoch }, o);
   }
 
   // Workload identity (docs/adr/0024): an ID token for a step of the attempt this job token names.
-  mintIdToken(
-    jobId: string,
-    jobToken: string,
-    body: IdTokenRequest,
-    opts: CallOptions,
-  ): Promise<ApiResult<IdTokenResponse>> {
-    const payload = agentProtocol.idTokenRequest.parse(body);
-    return this.post(`${jobPath(jobId)}/id-token`, jobToken, payload, agentProtocol.idTokenResponse, opts);
+  mintIdToken(jobId: string, jobToken: string, body: IdTokenRequest, opts: CallOptions) {
+    return this.call(AGENT_ENDPOINTS.mintIdToken, { job_id: jobId }, body, { ...opts, token: jobToken });
   }
 
-  private post<T>(
+  private async post(
     path: string,
     token: string,
     body: unknown,
-    schema: z.ZodType<T>,
+    schema: z.ZodType,
     opts: CallOptions,
-  ): Promise<ApiResult<T>>;
-  private post<T>(
-    path: string,
-    token: string,
-    body: unknown,
-    schema: z.ZodType<T>,
-    opts: CallOptions,
-    allowNoContent: true,
-  ): Promise<ApiResult<T | null>>;
-  private async post<T>(
-    path: string,
-    token: string,
-    body: unknown,
-    schema: z.ZodType<T>,
-    opts: CallOptions,
-    allowNoContent = false,
-  ): Promise<ApiResult<T | null>> {
+    allowNoContent: boolean,
+  ): Promise<ApiResult<unknown>> {
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;
@@ -375,10 +264,6 @@ class RawBody {
     readonly bytes: Uint8Array<ArrayBuffer>,
     readonly contentType: string,
   ) {}
-}
-
-function jobPath(jobId: string): string {
-  return `/v1/agent/jobs/${encodeURIComponent(jobId)}`;
 }
 
 function parseErrorBody(status: number, text: string): { code: string; message: string } {

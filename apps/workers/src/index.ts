@@ -2,27 +2,14 @@ import path from "node:path";
 import { createDb } from "@kiln/db";
 import { bindJobTokenKek, identityKekFileFromEnv, type IdentityKek, loadOrCreateIdentityKek } from "@kiln/engine";
 import { createLogger } from "@kiln/logger";
-import { PgBoss, type JobResult } from "pg-boss";
+import { PgBoss, type Job, type JobResult } from "pg-boss";
 import { workersEngineConfig, workersEnv, workersForgeConfig } from "./env.ts";
 import type { WorkerDeps } from "./jobs/job-definition.ts";
-import { archiveLogsJob } from "./jobs/archive-logs.job.ts";
-import { destroyShredKeysJob } from "./jobs/destroy-shred-keys.job.ts";
-import { sampleDeletionsJob } from "./jobs/sample-deletions.job.ts";
-import { resealArtifactsJob } from "./jobs/reseal-artifacts.job.ts";
-import { redecideSoakingPromotionsJob } from "./jobs/redecide-soaking-promotions.job.ts";
-import { evictCachesJob } from "./jobs/evict-caches.job.ts";
-import { enforceRetentionJob } from "./jobs/enforce-retention.job.ts";
-import { rotateJobTokenKeyJob } from "./jobs/rotate-job-token-key.job.ts";
-import { pruneIdTokensJob } from "./jobs/prune-id-tokens.job.ts";
-import { signTlogCheckpointJob } from "./jobs/sign-tlog-checkpoint.job.ts";
-import { gcArtifactsJob } from "./jobs/gc-artifacts.job.ts";
-import { reconcileJob } from "./jobs/reconcile.job.ts";
-import { runForgeReconcile } from "./jobs/forge-reconcile.job.ts";
-import { runSchedulesJob } from "./jobs/run-schedules.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
+import { buildWorkerRuntime } from "./worker-runtime.ts";
 
-// Composition only: clients, queues, handlers, the relay and the reconcile ticker.
+// Composition only: clients, runtimes, queues, handlers, schedules, the relay and the tickers.
 const env = workersEnv();
 const log = createLogger({ service: "workers" });
 const cfg = workersEngineConfig(env);
@@ -55,6 +42,7 @@ const deps: WorkerDeps = {
   registries: env.KILN_REGISTRIES,
   poolImages: env.KILN_POOL_IMAGES,
   forge: workersForgeConfig(env),
+  runtime: buildWorkerRuntime(env, db, log),
 };
 for (const job of JOBS) {
   const queue = {
@@ -119,25 +107,8 @@ for (const job of JOBS) {
   );
   workerIds.set(job.name, workerId);
 }
-await boss.schedule("reconcile", "* * * * *", {});
-// Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
-await boss.schedule(gcArtifactsJob.name, "*/10 * * * *", {});
-// Build caches: idle and over-quota entries, unfinished uploads (docs/adr/0014-build-caches.md).
-await boss.schedule(evictCachesJob.name, "*/15 * * * *", {});
-// Retention by provenance (docs/adr/0036): evict what expired, hourly; expiry is at whole UTC days.
-await boss.schedule(enforceRetentionJob.name, "23 * * * *", {});
-// Job-token signing key: replaced once it is 30 days old, checked hourly (docs/adr/0018).
-await boss.schedule(rotateJobTokenKeyJob.name, "17 * * * *", {});
-// ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).
-await boss.schedule(pruneIdTokensJob.name, "*/15 * * * *", {});
-// Crypto-shredding (docs/adr/0037): due keys destroyed within a minute of their instant (reads
-// refuse from the instant itself); destroyed objects' read paths probed every quarter hour; artifacts
-// that must outlive their key re-sealed under a later one, hourly, within the look-ahead of its due.
-await boss.schedule(destroyShredKeysJob.name, "* * * * *", {});
-await boss.schedule(sampleDeletionsJob.name, "*/15 * * * *", {});
-await boss.schedule(resealArtifactsJob.name, "41 * * * *", {});
-// Promotions waiting only for a soak are decided again once it has passed (docs/adr/0032).
-await boss.schedule(redecideSoakingPromotionsJob.name, "* * * * *", {});
+// Each job's own cron (the backstop where it also ticks), from its definition.
+for (const job of JOBS) if (job.schedule) await boss.schedule(job.name, job.schedule, {});
 
 // Freeze requests the relay just queued are fetched at once by this process's worker instead of at
 // its next poll (up to 0.5 s: the largest part of an idle trigger -> READY, docs/benchmarks.md).
@@ -156,134 +127,44 @@ const relay = new OutboxRelay(
 );
 await relay.start();
 
-// The ticker runs the sweep in-process at sub-minute resolution; the cron above is the backstop
-// if this loop ever wedges.
-let sweeping = false;
-const ticker = setInterval(() => {
-  if (sweeping) return;
-  sweeping = true;
-  void reconcileJob
-    .handle(
-      deps,
-      {},
-      {
-        id: "tick",
-        name: "reconcile",
-        data: {},
-        expireInSeconds: 60,
-        heartbeatSeconds: null,
-        retryCount: 0,
-        signal: new AbortController().signal,
-      },
-    )
-    .catch((err: unknown) => log.error("reconcile failed", { err }))
-    .finally(() => {
-      sweeping = false;
-    });
-}, env.KILN_RECONCILE_MS);
+// Jobs that tick run in-process at sub-minute resolution, each a pass at a time; their cron above
+// is the backstop if a ticker ever wedges.
+const tickers = JOBS.flatMap((job) => {
+  if (!job.tick) return [];
+  const { everyMs, atStart, failure } = job.tick;
+  let running = false;
+  const tick = () => {
+    if (running) return;
+    running = true;
+    void job
+      // A tick is the empty payload the cron queues, through the job's own schema.
+      .handle(deps, job.payload.parse({}) as never, tickJob(job.name, job.expireInSeconds))
+      .catch((err: unknown) => log.error(failure, { err }))
+      .finally(() => {
+        running = false;
+      });
+  };
+  if (atStart) tick();
+  return [setInterval(tick, everyMs(env))];
+});
 
-// The forge reconciler (ADR 0028): at start, then every KILN_FORGE_RECONCILE_MS; cron as the backstop.
-await boss.schedule("forge-reconcile", "*/5 * * * *", {});
-let forging = false;
-const forgeTick = () => {
-  if (forging) return;
-  forging = true;
-  void runForgeReconcile(deps)
-    .catch((err: unknown) => log.error("forge reconcile failed", { err }))
-    .finally(() => {
-      forging = false;
-    });
-};
-forgeTick();
-const forgeTicker = setInterval(forgeTick, env.KILN_FORGE_RECONCILE_MS);
-
-// The log archiver, likewise: ticked in-process, cron as the backstop (docs/adr/0006-logs.md).
-await boss.schedule(archiveLogsJob.name, "* * * * *", {});
-let archiving = false;
-const archiveTicker = setInterval(() => {
-  if (archiving) return;
-  archiving = true;
-  void archiveLogsJob
-    .handle(
-      deps,
-      {},
-      {
-        id: "tick",
-        name: archiveLogsJob.name,
-        data: {},
-        expireInSeconds: archiveLogsJob.expireInSeconds,
-        heartbeatSeconds: null,
-        retryCount: 0,
-        signal: new AbortController().signal,
-      },
-    )
-    .catch((err: unknown) => log.error("log archive failed", { err }))
-    .finally(() => {
-      archiving = false;
-    });
-}, env.KILN_LOG_ARCHIVE_MS);
-
-// Transparency-log checkpoints (docs/adr/0026): ticked in-process so a new entry is signed into a
-// checkpoint within a second or so (issue 17: 5 s); the cron is the backstop.
-await boss.schedule(signTlogCheckpointJob.name, "* * * * *", {});
-let signing = false;
-const checkpointTicker = setInterval(() => {
-  if (signing) return;
-  signing = true;
-  void signTlogCheckpointJob
-    .handle(
-      deps,
-      {},
-      {
-        id: "tick",
-        name: signTlogCheckpointJob.name,
-        data: {},
-        expireInSeconds: signTlogCheckpointJob.expireInSeconds,
-        heartbeatSeconds: null,
-        retryCount: 0,
-        signal: new AbortController().signal,
-      },
-    )
-    .catch((err: unknown) => log.error("tlog checkpoint failed", { err }))
-    .finally(() => {
-      signing = false;
-    });
-}, env.KILN_TLOG_CHECKPOINT_MS);
-
-// The scheduler (issue 20): ticked in-process by every worker, cron as the backstop (ADR 0031).
-await boss.schedule(runSchedulesJob.name, "* * * * *", {});
-let scheduling = false;
-const scheduleTicker = setInterval(() => {
-  if (scheduling) return;
-  scheduling = true;
-  void runSchedulesJob
-    .handle(
-      deps,
-      {},
-      {
-        id: "tick",
-        name: runSchedulesJob.name,
-        data: {},
-        expireInSeconds: runSchedulesJob.expireInSeconds,
-        heartbeatSeconds: null,
-        retryCount: 0,
-        signal: new AbortController().signal,
-      },
-    )
-    .catch((err: unknown) => log.error("scheduler pass failed", { err }))
-    .finally(() => {
-      scheduling = false;
-    });
-}, env.KILN_SCHEDULE_TICK_MS);
+/** The pg-boss job a tick's handler is given: no queue row behind it. */
+function tickJob(name: string, expireInSeconds: number): Job<unknown> {
+  return {
+    id: "tick",
+    name,
+    data: {},
+    expireInSeconds,
+    heartbeatSeconds: null,
+    retryCount: 0,
+    signal: new AbortController().signal,
+  };
+}
 
 log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
-  clearInterval(ticker);
-  clearInterval(archiveTicker);
-  clearInterval(forgeTicker);
-  clearInterval(checkpointTicker);
-  clearInterval(scheduleTicker);
+  for (const t of tickers) clearInterval(t);
   relay.stop();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);

@@ -1,11 +1,20 @@
 import type { Db } from "@kiln/db";
-import { nextDeferredDelayMs, relayOutbox, type DispatchPayload, type OutboxMessage } from "@kiln/engine";
+import {
+  nextDeferredDelayMs,
+  OUTBOX_TOPICS,
+  parseOutboxMessage,
+  relayOutbox,
+  type OutboxMessage,
+  type OutboxTopicSpec,
+  type ParsedOutboxMessage,
+} from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 
 /**
- * The outbox relay: committed rows -> pg-boss work queues (`dispatch-<pool>`, `run-freeze`).
+ * The outbox relay: committed rows -> pg-boss work queues, as the topic registry says
+ * (OUTBOX_TOPICS in @kiln/engine).
  * It wakes on the `kiln_outbox` NOTIFY its writers send on commit and polls as a backstop.
  */
 export class OutboxRelay {
@@ -87,45 +96,45 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Table-driven from the topic registry (ADR 0038): each row goes where its topic's spec says. A
+   * row whose topic is unknown or whose payload does not parse is logged and not sent: no consumer
+   * could take it, and holding it back would stall every row behind it.
+   */
   private async publish(messages: OutboxMessage[]): Promise<void> {
     const pools = new Set<string>();
-    const attestation = new Map<string, object[]>();
-    let freezes = 0;
+    const batches = new Map<string, object[]>();
+    const woken = new Set<string>();
     for (const m of messages) {
-      if (m.topic === "job.dispatch") {
-        const p = m.payload as DispatchPayload;
-        if (this.hintsAsQueueJobs) {
-          const queue = `dispatch-${p.pool}`;
-          await this.ensureQueue(queue);
-          await this.boss.send(queue, p, { expireInSeconds: 300, retentionSeconds: 3600 });
-        }
-        pools.add(p.pool);
-      } else if (m.topic === "forge.status") {
-        // One queued delivery per run (stately queue): a second send while one waits is dropped,
-        // and the waiting one reads the run's latest state anyway.
-        const p = m.payload as { runId: string };
-        await this.boss.send("forge-status", p, { singletonKey: p.runId });
-      } else if (m.topic === "run.freeze") {
-        await this.ensureQueue("run-freeze");
-        await this.boss.send("run-freeze", m.payload);
-        freezes++;
-      } else if (m.topic === "environment.pointer_moved") {
-        // The deployer's trigger (issue 18). A relay pass repeated after a crash may queue a second
-        // copy: the consumer compares pointerSeq with the environment's current one (idempotent).
-        const p = m.payload as { environmentId: string; pointerSeq: string };
-        await this.ensureQueue("environment-pointer-moved");
-        await this.boss.send("environment-pointer-moved", p, { singletonKey: `${p.environmentId}:${p.pointerSeq}` });
-        this.onQueued("environment-pointer-moved");
-      } else {
-        // Attestation work (issue 17), queued below in one insert per queue: at hundreds of
-        // completions a second one send per message made the relay the bottleneck.
-        const queue = m.topic === "attestation.create" ? "attest-job" : "verify-attestation";
-        attestation.set(queue, [...(attestation.get(queue) ?? []), m.payload]);
+      let parsed: ParsedOutboxMessage;
+      try {
+        parsed = parseOutboxMessage(m.topic, m.payload);
+      } catch (err) {
+        this.log.error("outbox row refused", { outbox_id: String(m.id), topic: m.topic, err });
+        continue;
       }
+      const spec: OutboxTopicSpec = OUTBOX_TOPICS[parsed.topic];
+      const { payload } = parsed;
+      const queue = spec.queue(payload);
+      const pool = spec.pool?.(payload);
+      if (pool !== undefined) pools.add(pool);
+      // Under the fair policy dispatch hints are only wake-ups: NOTIFY, no queue row (ADR 0009).
+      if (spec.delivery === "dispatch-hint" && !this.hintsAsQueueJobs) continue;
+      if (spec.delivery === "batch") {
+        batches.set(queue, [...(batches.get(queue) ?? []), payload]);
+        continue;
+      }
+      if (spec.ensureQueue) await this.ensureQueue(queue);
+      const key = spec.singletonKey?.(payload);
+      await this.boss.send(queue, payload, {
+        ...spec.sendOptions,
+        ...(key === undefined ? {} : { singletonKey: key }),
+      });
+      if (spec.wakeWorker) woken.add(queue);
     }
-    // A relay pass repeated after a crash may queue a second copy; both handlers are idempotent
-    // (one statement and one leaf per job).
-    for (const [queue, payloads] of attestation) {
+    // One insert per queue per pass. A relay pass repeated after a crash may queue a second copy;
+    // the consumers are idempotent.
+    for (const [queue, payloads] of batches) {
       await this.ensureQueue(queue);
       await this.boss.insert(
         queue,
@@ -133,7 +142,7 @@ export class OutboxRelay {
       );
       this.onQueued(queue);
     }
-    if (freezes > 0) this.onQueued("run-freeze");
+    for (const queue of woken) this.onQueued(queue);
     for (const pool of pools) await this.db.$executeRaw`SELECT pg_notify('kiln_dispatch', ${pool})`;
   }
 

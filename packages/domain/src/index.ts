@@ -11,6 +11,14 @@ export * from "./caches/index.ts";
 export * from "./retention/index.ts";
 export * from "./identity/index.ts";
 export * as agentProtocol from "./agent-protocol/index.ts";
+export {
+  AGENT_ENDPOINTS,
+  agentEndpointPath,
+  matchAgentEndpoint,
+  type AgentAuth,
+  type AgentEndpoint,
+  type AgentEndpointName,
+} from "./agent-protocol/endpoints.ts";
 export * as dispatch from "./dispatch/index.ts";
 // Placement is read by the claim, the queue view and the agent protocol, so its names are top-level.
 export * from "./dispatch/placement.ts";

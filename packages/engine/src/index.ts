@@ -19,7 +19,11 @@ export type {
   OutboxPayload,
   OutboxTopic,
   VerifyAttestationPayload,
-} from "./shared/journal.ts";
+  OutboxPayloadOf,
+  OutboxTopicSpec,
+  ParsedOutboxMessage,
+} from "./shared/outbox-topics.ts";
+export { OUTBOX_TOPICS, OutboxContractError, isOutboxTopic, parseOutboxMessage } from "./shared/outbox-topics.ts";
 export * from "./forge/index.ts";
 export * from "./environments/index.ts";
 export * from "./deployments/index.ts";

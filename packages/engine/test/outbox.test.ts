@@ -3,7 +3,12 @@ import { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJob } from "../src/dispatch/claim-job.ts";
 import { relayOutbox, type OutboxMessage } from "../src/dispatch/relay-outbox.ts";
-import type { DispatchPayload } from "../src/shared/journal.ts";
+import {
+  OUTBOX_TOPICS,
+  parseOutboxMessage,
+  type DispatchPayload,
+  type OutboxTopicSpec,
+} from "../src/shared/outbox-topics.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "./support.ts";
 
 const t = useTestDb();
@@ -19,9 +24,11 @@ afterAll(async () => {
 
 async function publishToBoss(messages: OutboxMessage[]): Promise<void> {
   for (const m of messages) {
-    const queue = m.topic === "job.dispatch" ? `dispatch-${(m.payload as DispatchPayload).pool}` : "run-freeze";
+    const { topic, payload } = parseOutboxMessage(m.topic, m.payload);
+    const spec: OutboxTopicSpec = OUTBOX_TOPICS[topic];
+    const queue = spec.queue(payload);
     if (!(await boss.getQueue(queue))) await boss.createQueue(queue);
-    await boss.send(queue, m.payload);
+    await boss.send(queue, payload);
   }
 }
 

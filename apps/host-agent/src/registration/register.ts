@@ -3,7 +3,7 @@
 // state directory (issue 22). The token is spent by the exchange; a second use is refused.
 import os from "node:os";
 import { parseArgs } from "node:util";
-import { AGENT_PROTOCOL_VERSION, agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS, AGENT_PROTOCOL_VERSION } from "@kiln/domain";
 import { registerEnv } from "../env.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { writeAgentState } from "./state-file.ts";
@@ -35,7 +35,7 @@ export async function register(argv: string[], out: (line: string) => void): Pro
     .split(",")
     .map((l) => l.trim())
     .filter((l) => l !== "");
-  const body = agentProtocol.registrationRequest.parse({
+  const body = AGENT_ENDPOINTS.register.request.parse({
     pool: values.pool,
     name:
       values.name ??
@@ -49,7 +49,7 @@ export async function register(argv: string[], out: (line: string) => void): Pro
     agent_version: AGENT_VERSION,
   });
   const base = values.url.replace(/\/+$/, "");
-  const res = await fetch(`${base}/v1/agent/registrations`, {
+  const res = await fetch(`${base}${AGENT_ENDPOINTS.register.path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${values.token}`, "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -67,7 +67,7 @@ export async function register(argv: string[], out: (line: string) => void): Pro
     out(`registration refused (${res.status}) ${why}`);
     return 1;
   }
-  const r = agentProtocol.registrationResponse.parse(JSON.parse(text));
+  const r = AGENT_ENDPOINTS.register.response.parse(JSON.parse(text));
   const file = await writeAgentState(stateDir, {
     version: 1,
     control_url: base,

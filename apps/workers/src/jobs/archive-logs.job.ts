@@ -9,15 +9,14 @@ import {
   type LogObjectStore,
   type SegmentSealer,
   ShredLogCipher,
+  type ShredKeyDeps,
   type SqlPool,
 } from "@kiln/engine";
-import type { Db } from "@kiln/db";
 import type { Logger } from "@kiln/logger";
 import pg from "pg";
 import { z } from "zod";
 import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
-import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 /**
  * The log archiver (issue 4, docs/adr/0006-logs.md): journal chunks -> immutable gzip segments in
@@ -32,8 +31,11 @@ export const archiveLogsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 15 * 60,
-  handle: async ({ db, log }) => {
-    const r = await runLogArchive(await runtimeFromEnv(db, log));
+  // Ticked in-process, the cron as the backstop (docs/adr/0006-logs.md).
+  schedule: "* * * * *",
+  tick: { everyMs: (env) => env.KILN_LOG_ARCHIVE_MS, failure: "log archive failed" },
+  handle: async ({ runtime: rt, log }) => {
+    const r = await runLogArchive(await runtimeFromEnv(rt.shred, log));
     if (r.segments + r.indexed > 0) log.info("logs archived", { ...r });
   },
 });
@@ -69,7 +71,7 @@ export async function runLogArchive(rt: LogArchiveRuntime, maxBatches = 20): Pro
 let runtime: LogArchiveRuntime | null = null;
 
 // Built on first use: tests import this module with no worker environment at all.
-async function runtimeFromEnv(db: Db, log: Logger): Promise<LogArchiveRuntime> {
+async function runtimeFromEnv(shred: ShredKeyDeps | null, log: Logger): Promise<LogArchiveRuntime> {
   if (runtime) return runtime;
   const env = workersEnv();
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: env.KILN_LOG_ARCHIVE_CONCURRENCY + 1 });
@@ -81,7 +83,6 @@ async function runtimeFromEnv(db: Db, log: Logger): Promise<LogArchiveRuntime> {
     cfg: logConfigFromEnv(env),
     concurrency: env.KILN_LOG_ARCHIVE_CONCURRENCY,
   };
-  const shred = shredDepsFromEnv(db);
   if (shred) runtime.shred = new ShredLogCipher(shred);
   else
     log.warn(

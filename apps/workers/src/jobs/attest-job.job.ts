@@ -1,7 +1,5 @@
-import { attestJobs, type AttestorDeps } from "@kiln/engine";
+import { attestJobs, OUTBOX_TOPICS, type AttestorDeps, type AttestPayload } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import { z } from "zod";
-import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -13,17 +11,9 @@ import { defineJob } from "./job-definition.ts";
  * existence check, and the log keeps one leaf per dedupe key (run-it-twice test beside this). A job
  * that fails in a batch fails alone and is retried alone.
  */
-const payload = z.object({
-  jobId: z.uuid(),
-  runId: z.uuid(),
-  orgId: z.uuid(),
-  epoch: z.number().int().min(1),
-});
-type AttestPayload = z.infer<typeof payload>;
-
 export const attestJobJob = defineJob({
   name: "attest-job",
-  payload,
+  payload: OUTBOX_TOPICS["attestation.create"].payload,
   retryLimit: 10,
   retryDelaySeconds: 1,
   expireInSeconds: 120,
@@ -31,12 +21,12 @@ export const attestJobJob = defineJob({
   concurrency: 2,
   // Up to 64 jobs per fetch and transaction: at 200/s that is a fraction of a second of backlog.
   batchSize: 64,
-  handle: async ({ db, log }, data) => {
-    await runAttestJob((await attestorRuntimeFromEnv(db, log)).attestor, data, log);
+  handle: async ({ runtime, log }, data) => {
+    await runAttestJob((await runtime.attestor()).attestor, data, log);
   },
-  handleBatch: async ({ db, log }, items) =>
+  handleBatch: async ({ runtime, log }, items) =>
     runAttestJobs(
-      (await attestorRuntimeFromEnv(db, log)).attestor,
+      (await runtime.attestor()).attestor,
       items.map((i) => i.data),
       log,
     ),

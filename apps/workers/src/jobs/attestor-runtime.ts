@@ -9,39 +9,32 @@ import {
   ShredLogCipher,
   type ArtifactStore,
   type AttestorDeps,
+  type ShredKeyDeps,
 } from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import type { Logger } from "@kiln/logger";
 import pg from "pg";
-import { workersEnv } from "../env.ts";
-import { shredDepsFromEnv } from "./shred-runtime.ts";
+import type { WorkersEnv } from "../env.ts";
 
-// What the attestor and the verifier need, built on first use from the workers' env (tests import
-// the job modules with no environment and pass their own runtime).
+// What the attestor and the verifier need, built once at worker start (../worker-runtime.ts); tests
+// pass their own.
 export interface AttestorRuntime {
   attestor: AttestorDeps;
   store: ArtifactStore;
 }
 
-let runtime: Promise<AttestorRuntime> | null = null;
-
-export function attestorRuntimeFromEnv(db: Db, log: Logger): Promise<AttestorRuntime> {
-  runtime ??= build(db, log).catch((e: unknown) => {
-    runtime = null; // a key file fixed later is picked up by the next job
-    throw e;
-  });
-  return runtime;
-}
-
-async function build(db: Db, log: Logger): Promise<AttestorRuntime> {
-  const env = workersEnv();
+export async function buildAttestorRuntime(
+  env: WorkersEnv,
+  db: Db,
+  shred: ShredKeyDeps | null,
+  log: Logger,
+): Promise<AttestorRuntime> {
   if (!env.KILN_ATTESTATION_KEY_FILE)
     throw new Error("KILN_ATTESTATION_KEY_FILE is not set: the attestor has no key to sign with");
   const signer = await loadFileSigner(env.KILN_ATTESTATION_KEY_FILE);
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
   pool.on("error", (err) => log.error("attestor log pool", { err }));
   const s3 = createObjectStore(objectStoreConfigFromEnv(env));
-  const shred = shredDepsFromEnv(db);
   return {
     attestor: {
       db,

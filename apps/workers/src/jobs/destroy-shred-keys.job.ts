@@ -1,7 +1,6 @@
 import { destroyDueKeys, type DestroyReport, type ShredKeyDeps } from "@kiln/engine";
 import { z } from "zod";
 import { defineJob } from "./job-definition.ts";
-import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 /**
  * Crypto-shredding's destroyer (issue 21, docs/adr/0037): at a due day's first millisecond the
@@ -17,8 +16,10 @@ export const destroyShredKeysJob = defineJob({
   retryLimit: 5,
   retryDelaySeconds: 10,
   expireInSeconds: 10 * 60,
-  handle: async ({ db, log }) => {
-    const deps = shredDepsFromEnv(db);
+  // Due keys destroyed within a minute of their instant; reads refuse from the instant itself (ADR 0037).
+  schedule: "* * * * *",
+  handle: async ({ runtime, log }) => {
+    const deps = runtime.shred;
     if (!deps) return;
     const r = await runDestroyShredKeys(deps, new Date());
     if (r.dataKeys + r.platformKeys > 0) log.info("shred keys destroyed", { ...r });

@@ -26,6 +26,8 @@ export const enforceRetentionJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 60,
   expireInSeconds: 30 * 60,
+  // Retention by provenance (docs/adr/0036): evict what expired, hourly; expiry is at whole UTC days.
+  schedule: "23 * * * *",
   policy: "stately",
   handle: async ({ db, log }) => {
     const env = workersEnv();

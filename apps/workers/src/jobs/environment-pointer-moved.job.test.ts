@@ -44,6 +44,14 @@ describe("environment-pointer-moved job", () => {
       registries: {},
       poolImages: {},
       forge: { apiUrl: "http://127.0.0.1:1", publicUrl: null, secretsKey: null, app: null, requestTimeoutMs: 1000 },
+      // This job needs none of the shared runtimes.
+      runtime: {
+        shred: null,
+        attestor: () => Promise.reject(new Error("no attestor in this test")),
+        tlog: () => {
+          throw new Error("no tlog in this test");
+        },
+      },
     } satisfies WorkerDeps;
     const job = {} as Job<unknown>;
     await environmentPointerMovedJob.handle(deps, data, job);

@@ -1,5 +1,4 @@
-import { startDeployment } from "@kiln/engine";
-import { z } from "zod";
+import { OUTBOX_TOPICS, startDeployment } from "@kiln/engine";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -8,21 +7,9 @@ import { defineJob } from "./job-definition.ts";
  * (environment, pointer_seq): a repeated delivery finds its deployment and changes nothing
  * (run-it-twice test beside this file). An environment without a deploy workflow is a no-op.
  */
-const payload = z.object({
-  orgId: z.uuid(),
-  repoId: z.uuid(),
-  environmentId: z.uuid(),
-  promotionId: z.uuid(),
-  kind: z.enum(["promote", "rollback"]),
-  generationId: z.uuid(),
-  digest: z.string().regex(/^[0-9a-f]{64}$/),
-  attestationId: z.uuid().nullable(),
-  pointerSeq: z.string().regex(/^[0-9]{1,19}$/),
-});
-
 export const environmentPointerMovedJob = defineJob({
   name: "environment-pointer-moved",
-  payload,
+  payload: OUTBOX_TOPICS["environment.pointer_moved"].payload,
   retryLimit: 10,
   retryDelaySeconds: 1,
   retryDelayMaxSeconds: 30,
@@ -30,7 +17,7 @@ export const environmentPointerMovedJob = defineJob({
   handle: async ({ db, log }, data) => {
     const r = await startDeployment(db, { environmentId: data.environmentId, pointerSeq: BigInt(data.pointerSeq) });
     log.info("pointer move consumed", {
-      queue: "environment-pointer-moved",
+      queue: environmentPointerMovedJob.name,
       environment_id: data.environmentId,
       pointer_seq: data.pointerSeq,
       result: r.kind,

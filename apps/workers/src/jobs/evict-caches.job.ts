@@ -24,6 +24,8 @@ export const evictCachesJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 30,
   expireInSeconds: 15 * 60,
+  // Build caches: idle and over-quota entries, unfinished uploads (docs/adr/0014-build-caches.md).
+  schedule: "*/15 * * * *",
   handle: async ({ db, log }) => {
     const report = await runCacheEviction(db, await storeFromEnv());
     if (report.evictedIdle + report.evictedOverQuota + report.abandonedUploads + report.objectsDeleted > 0) {

@@ -16,6 +16,9 @@ export const forgeReconcileJob = defineJob({
   retryLimit: 0,
   retryDelaySeconds: 1,
   expireInSeconds: 300,
+  // At start, then every KILN_FORGE_RECONCILE_MS (ADR 0028); the cron is the backstop.
+  schedule: "*/5 * * * *",
+  tick: { everyMs: (env) => env.KILN_FORGE_RECONCILE_MS, atStart: true, failure: "forge reconcile failed" },
   handle: async (deps) => {
     await runForgeReconcile(deps);
   },

@@ -1,5 +1,4 @@
-import { deliverRunStatuses } from "@kiln/engine";
-import { z } from "zod";
+import { deliverRunStatuses, OUTBOX_TOPICS } from "@kiln/engine";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -12,7 +11,7 @@ import { defineJob } from "./job-definition.ts";
  */
 export const forgeStatusJob = defineJob({
   name: "forge-status",
-  payload: z.object({ runId: z.string().uuid() }),
+  payload: OUTBOX_TOPICS["forge.status"].payload,
   retryLimit: 12,
   retryDelaySeconds: 1,
   retryDelayMaxSeconds: 60,

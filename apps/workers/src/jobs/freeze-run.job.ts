@@ -1,5 +1,4 @@
-import { cancelSupersededRuns, freezeRun } from "@kiln/engine";
-import { z } from "zod";
+import { cancelSupersededRuns, freezeRun, OUTBOX_TOPICS } from "@kiln/engine";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -9,7 +8,7 @@ import { defineJob } from "./job-definition.ts";
  */
 export const freezeRunJob = defineJob({
   name: "run-freeze",
-  payload: z.object({ runId: z.string().uuid() }),
+  payload: OUTBOX_TOPICS["run.freeze"].payload,
   retryLimit: 5,
   retryDelaySeconds: 2,
   expireInSeconds: 120,
@@ -22,7 +21,7 @@ export const freezeRunJob = defineJob({
       source,
       registries,
       poolImages,
-      log: log.child({ queue: "run-freeze", job_id: job.id }),
+      log: log.child({ queue: job.name, job_id: job.id }),
       finalTry: job.retryCount >= 5,
       retention: cfg.retention,
       forge,

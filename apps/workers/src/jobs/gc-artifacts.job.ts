@@ -23,6 +23,8 @@ export const gcArtifactsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 30,
   expireInSeconds: 15 * 60,
+  // Unbound artifact generations and abandoned multipart uploads, after their grace period (ADR 0007).
+  schedule: "*/10 * * * *",
   handle: async ({ db, log }) => {
     const report = await runArtifactGc(db, await storeFromEnv());
     if (report.abandoned + report.abortedUploads + report.abortUnsupported > 0) {

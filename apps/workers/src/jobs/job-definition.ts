@@ -4,6 +4,8 @@ import type { Logger } from "@kiln/logger";
 import type { RegistryConfig, SourcePolicy } from "@kiln/oci";
 import type { Job, PgBoss } from "pg-boss";
 import type { z } from "zod";
+import type { WorkersEnv } from "../env.ts";
+import type { WorkerRuntime } from "../worker-runtime.ts";
 
 export interface WorkerDeps {
   db: Db;
@@ -20,6 +22,8 @@ export interface WorkerDeps {
   poolImages: Record<string, string>;
   /** The forge loop (ADR 0028): API URL, public URL, secrets key, GitHub App. */
   forge: ForgeConfig;
+  /** Shared runtimes (shredding keys, attestor, tlog signer), built once at worker start. */
+  runtime: WorkerRuntime;
 }
 
 /** One pg-boss job per file: name, payload schema, retry policy, idempotent handler (rule 9). */
@@ -36,6 +40,13 @@ export interface JobDefinition<S extends z.ZodType> {
   /** Handlers this process runs at once (I/O-bound jobs such as git fetches benefit). */
   concurrency?: number;
   handle: (deps: WorkerDeps, data: z.infer<S>, job: Job<unknown>) => Promise<void>;
+  /** pg-boss cron: queued with an empty payload on this schedule (where the job ticks, the backstop). */
+  schedule?: string;
+  /**
+   * Ticked in-process by every worker at sub-minute resolution, a pass at a time (a tick is skipped
+   * while the previous pass runs); `atStart` runs one pass at once.
+   */
+  tick?: { everyMs: (env: WorkersEnv) => number; atStart?: boolean; failure: string };
   /** Jobs per pg-boss fetch (default 2; see the work loop in ../index.ts). */
   batchSize?: number;
   /**

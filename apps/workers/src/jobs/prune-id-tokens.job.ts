@@ -14,6 +14,8 @@ export const pruneIdTokensJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 60,
   expireInSeconds: 5 * 60,
+  // ID-token records an hour past expiry and keys past their overlap (docs/adr/0024).
+  schedule: "*/15 * * * *",
   handle: async ({ db, log }) => {
     const r = await runIdTokenPrune(db);
     if (r.tokens > 0 || r.keys > 0) log.info("expired ID tokens pruned", r);

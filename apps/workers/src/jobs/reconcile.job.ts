@@ -12,6 +12,9 @@ export const reconcileJob = defineJob({
   retryLimit: 0,
   retryDelaySeconds: 1,
   expireInSeconds: 60,
+  // The ticker sweeps in-process at sub-minute resolution; the cron is the backstop if it ever wedges.
+  schedule: "* * * * *",
+  tick: { everyMs: (env) => env.KILN_RECONCILE_MS, failure: "reconcile failed" },
   handle: async ({ db, cfg, log }) => {
     const r = await reconcile(db, cfg);
     if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted + r.locksReleased > 0) {

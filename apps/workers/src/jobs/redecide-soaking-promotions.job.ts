@@ -15,6 +15,8 @@ export const redecideSoakingPromotionsJob = defineJob({
   retryLimit: 2,
   retryDelaySeconds: 30,
   expireInSeconds: 5 * 60,
+  // Promotions waiting only for a soak are decided again once it has passed (docs/adr/0032).
+  schedule: "* * * * *",
   handle: async ({ db, log }) => {
     // The pass itself (and its run-it-twice test) is the engine's: packages/engine/test/environments/soak.test.ts.
     const r = await redecideSoakingPromotions(db, soakDeps());

@@ -5,12 +5,12 @@ import {
   resealHeldArtifacts,
   type ArtifactStore,
   type ResealReport,
+  type ShredKeyDeps,
 } from "@kiln/engine";
 import type { Db } from "@kiln/db";
 import { z } from "zod";
 import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
-import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 /**
  * The re-sealer (issue 21, docs/adr/0037 "Reseal"): an artifact that must outlive its day's data key
@@ -27,9 +27,11 @@ export const resealArtifactsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 60,
   expireInSeconds: 60 * 60,
+  // Hourly, within the look-ahead of a key's due (ADR 0037).
+  schedule: "41 * * * *",
   policy: "stately",
-  handle: async ({ db, log }) => {
-    const s = storeFromEnv(db);
+  handle: async ({ db, runtime, log }) => {
+    const s = storeFromEnv(runtime.shred);
     if (!s.shred) return;
     const r = await runReseal(db, s, new Date(), workersEnv().KILN_SHRED_RESEAL_LOOKAHEAD_H * 3_600_000);
     for (const f of r.failed) log.error("artifact could not be re-sealed before its key dies", { ...f });
@@ -54,14 +56,14 @@ export async function runReseal(db: Db, store: ArtifactStore, now: Date, lookahe
 let store: ArtifactStore | null = null;
 
 // Built on first use: tests import this module with no worker environment at all.
-function storeFromEnv(db: Db): ArtifactStore {
+function storeFromEnv(shred: ShredKeyDeps | null): ArtifactStore {
   if (store) return store;
   const env = workersEnv();
   store = {
     s3: createObjectStore(objectStoreConfigFromEnv(env)),
     bucket: env.KILN_S3_BUCKET,
     settings: artifactSettingsFromEnv(env),
-    shred: shredDepsFromEnv(db),
+    shred,
   };
   return store;
 }

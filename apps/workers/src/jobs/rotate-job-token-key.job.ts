@@ -21,6 +21,8 @@ export const rotateJobTokenKeyJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 60,
   expireInSeconds: 5 * 60,
+  // Job-token signing key: replaced once it is 30 days old, checked hourly (docs/adr/0018).
+  schedule: "17 * * * *",
   handle: async ({ db, log }) => {
     const r = await runKeyRotation(db);
     if (r.rotated) log.info("job-token key rotated", { kid: r.kid, retired: r.retired });

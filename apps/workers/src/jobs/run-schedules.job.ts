@@ -15,6 +15,9 @@ export const runSchedulesJob = defineJob({
   retryLimit: 0,
   retryDelaySeconds: 1,
   expireInSeconds: 120,
+  // Ticked in-process by every worker, the cron as the backstop (ADR 0031).
+  schedule: "* * * * *",
+  tick: { everyMs: (env) => env.KILN_SCHEDULE_TICK_MS, failure: "scheduler pass failed" },
   handle: async ({ db, source, log, forge }) => {
     const r = await runScheduleTick(db, { source, log, forge });
     if (r.admitted + r.unavailable > 0) log.info("scheduler pass", { ...r });

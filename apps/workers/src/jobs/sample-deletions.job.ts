@@ -17,7 +17,6 @@ import pg from "pg";
 import { z } from "zod";
 import { workersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
-import { shredDepsFromEnv } from "./shred-runtime.ts";
 
 /**
  * The deletion sampler (issue 21, docs/adr/0037): takes destroyed objects at random and tries every
@@ -32,8 +31,10 @@ export const sampleDeletionsJob = defineJob({
   retryLimit: 3,
   retryDelaySeconds: 60,
   expireInSeconds: 15 * 60,
-  handle: async ({ db, log }, payload, job) => {
-    const deps = shredDepsFromEnv(db);
+  // Destroyed objects' read paths probed every quarter hour (ADR 0037).
+  schedule: "*/15 * * * *",
+  handle: async ({ runtime: rt, log }, payload, job) => {
+    const deps = rt.shred;
     if (!deps) return;
     const r = await runSampleDeletions(await runtime(deps), roundIdOf(job.id), payload.limit);
     if (r.leaks > 0) log.error("deletion sampler found readable deleted data", { ...r });

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { Db } from "@kiln/db";
 import { loadKeyEncryptionKey, logSigner, signCheckpoint, tlogOrigin } from "@kiln/engine";
 import { z } from "zod";
-import { workersEnv } from "../env.ts";
+import type { WorkersEnv } from "../env.ts";
 import { defineJob } from "./job-definition.ts";
 
 export interface TlogSettings {
@@ -29,8 +29,11 @@ export const signTlogCheckpointJob = defineJob({
   retryLimit: 2,
   retryDelaySeconds: 1,
   expireInSeconds: 60,
-  handle: async ({ db, log }) => {
-    const r = await runCheckpointSigning(db, tlogSettingsFromEnv());
+  // A new entry is signed into a checkpoint within a second or so (issue 17: 5 s); the cron is the backstop.
+  schedule: "* * * * *",
+  tick: { everyMs: (env) => env.KILN_TLOG_CHECKPOINT_MS, failure: "tlog checkpoint failed" },
+  handle: async ({ db, runtime, log }) => {
+    const r = await runCheckpointSigning(db, runtime.tlog());
     if (r.created) log.info("tlog checkpoint signed", { size: r.size });
   },
 });
@@ -40,13 +43,9 @@ export async function runCheckpointSigning(db: Db, s: TlogSettings): Promise<{ c
   return signCheckpoint(db, await logSigner(db, s), { headFile: s.headFile });
 }
 
-let settings: TlogSettings | null = null;
-
-// Read on first use: tests import this module with no worker environment.
-function tlogSettingsFromEnv(): TlogSettings {
-  if (settings) return settings;
-  const env = workersEnv();
-  settings = {
+/** Read once per worker (../worker-runtime.ts); creates the KEK file on first start. */
+export function tlogSettingsFromEnv(env: WorkersEnv): TlogSettings {
+  return {
     origin: tlogOrigin({ origin: env.KILN_TLOG_ORIGIN, publicUrl: env.KILN_PUBLIC_URL }),
     kek: loadKeyEncryptionKey({
       base64: env.KILN_TLOG_KEY_ENCRYPTION_KEY,
@@ -54,5 +53,4 @@ function tlogSettingsFromEnv(): TlogSettings {
     }),
     headFile: path.resolve(env.KILN_DATA_DIR, "keys/tlog-signed-head.json"),
   };
-  return settings;
 }

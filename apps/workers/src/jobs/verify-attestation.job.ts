@@ -1,8 +1,6 @@
 import type { Db } from "@kiln/db";
-import { verifyAttestation, type ArtifactStore, type TlogPort } from "@kiln/engine";
+import { OUTBOX_TOPICS, verifyAttestation, type ArtifactStore, type TlogPort } from "@kiln/engine";
 import type { Logger } from "@kiln/logger";
-import { z } from "zod";
-import { attestorRuntimeFromEnv } from "./attestor-runtime.ts";
 import { defineJob } from "./job-definition.ts";
 
 /**
@@ -13,13 +11,13 @@ import { defineJob } from "./job-definition.ts";
  */
 export const verifyAttestationJob = defineJob({
   name: "verify-attestation",
-  payload: z.object({ attestationId: z.uuid() }),
+  payload: OUTBOX_TOPICS["attestation.verify"].payload,
   retryLimit: 30,
   retryDelaySeconds: 2,
   expireInSeconds: 600,
   concurrency: 2,
-  handle: async ({ db, log }, data) => {
-    const rt = await attestorRuntimeFromEnv(db, log);
+  handle: async ({ db, runtime, log }, data) => {
+    const rt = await runtime.attestor();
     await runVerifyAttestation({ db, store: rt.store, tlog: rt.attestor.tlog }, data.attestationId, log);
   },
 });

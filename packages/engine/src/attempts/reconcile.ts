@@ -2,6 +2,7 @@ import { withTx, type Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
 import type { EngineConfig } from "../shared/config.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
+import type { OutboxTopic } from "../shared/outbox-topics.ts";
 import { advanceRun, finishRunIfDone, lockRun, retryBudgetOf } from "../runs/index.ts";
 import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./complete-attempt.ts";
 import { loadPoolState } from "../dispatch/index.ts";
@@ -128,7 +129,7 @@ async function refreezePending(db: Db, cfg: EngineConfig, limit: number): Promis
     const stale = await tx.$queryRaw<{ id: string; org_id: string }[]>`
       SELECT r.id, r.org_id FROM workflow_run r
       WHERE r.status = 'pending' AND r.created_at < now() - make_interval(secs => ${cfg.refreezeAfterMs / 1000})
-        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.topic = 'run.freeze' AND o.dedupe_key = r.id::text
+        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.topic = ${"run.freeze" satisfies OutboxTopic} AND o.dedupe_key = r.id::text
                         AND o.created_at > now() - make_interval(secs => ${cfg.refreezeAfterMs / 1000}))
       LIMIT ${limit}`;
     for (const r of stale) {

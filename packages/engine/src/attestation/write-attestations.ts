@@ -4,6 +4,7 @@
 // log append of every new statement as the last writes (the sequencer lock is held from there to
 // the commit, once per batch instead of once per job).
 import { withTx } from "@kiln/db";
+import type { OutboxTopic } from "../shared/outbox-topics.ts";
 import type { SqlPool } from "../shared/sql-pool.ts";
 import type { ProvenanceRecords, JobRef } from "./load-provenance.ts";
 import type { TlogAppend, TlogPort } from "./tlog-port.ts";
@@ -57,7 +58,7 @@ export async function writeAttestations(
 
     const subjects = fresh.flatMap((s) => s.rec.subjects.map((x) => ({ id: s.id, ...x })));
     await c.query({
-      name: "attest-insert",
+      name: "attest-insert-2",
       text: `WITH a AS (
                INSERT INTO attestation (id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, key_id, envelope, tlog_salt)
                SELECT id, org_id, run_id, job_id, attempt_id, epoch, commit_sha, $8, envelope, decode(salt, 'base64')
@@ -69,9 +70,9 @@ export async function writeAttestations(
                SELECT * FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::text[]) RETURNING 1),
              o AS (
                INSERT INTO outbox (topic, payload, dedupe_key)
-               SELECT 'attestation.verify', jsonb_build_object('attestationId', id), id::text FROM a RETURNING 1)
+               SELECT $15::text, jsonb_build_object('attestationId', id), id::text FROM a RETURNING 1)
            SELECT (SELECT count(*) FROM s) AS subjects, (SELECT count(*) FROM o) AS queued,
-                  pg_notify('kiln_outbox', 'attestation.verify')`,
+                  pg_notify('kiln_outbox', $15::text)`,
       values: [
         fresh.map((s) => s.id),
         fresh.map((s) => s.rec.orgId),
@@ -87,6 +88,7 @@ export async function writeAttestations(
         subjects.map((x) => x.name),
         subjects.map((x) => x.sha256),
         fresh.map((s) => Buffer.from(s.salt).toString("base64")),
+        "attestation.verify" satisfies OutboxTopic,
       ],
     });
     // Last: the append takes the log's one-writer lock, held until this transaction commits.

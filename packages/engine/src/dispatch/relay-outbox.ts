@@ -1,10 +1,13 @@
 import { withTx, type Db } from "@kiln/db";
-import type { OutboxPayload, OutboxTopic } from "../shared/journal.ts";
 
+/**
+ * A committed row as stored: the relay checks it against the topic registry
+ * (`parseOutboxMessage`) before it decides where it goes.
+ */
 export interface OutboxMessage {
   id: bigint;
-  topic: OutboxTopic;
-  payload: OutboxPayload;
+  topic: string;
+  payload: unknown;
 }
 
 /**
@@ -22,7 +25,7 @@ export async function relayOutbox(
     db,
     "relay-outbox",
     async (tx) => {
-      const rows = await tx.$queryRaw<{ id: bigint; topic: OutboxTopic; payload: OutboxPayload }[]>`
+      const rows = await tx.$queryRaw<OutboxMessage[]>`
       SELECT id, topic, payload FROM outbox WHERE published_at IS NULL AND deliver_after <= now()
       ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;

@@ -1,7 +1,8 @@
 import type { Tx } from "@kiln/db";
 import { DomainError, type PromotionKind } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
-import { enqueueOutbox, recordTransition, type EnvironmentPointerMovedPayload } from "../shared/journal.ts";
+import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
+import type { EnvironmentPointerMovedPayload } from "../shared/outbox-topics.ts";
 
 // The pointer move (issue 18, ADR 0032): the one write that changes what an environment runs. It
 // is called only inside the transaction that recorded an allowing decision, so the verdict, the

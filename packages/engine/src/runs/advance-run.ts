@@ -16,6 +16,7 @@ import {
   type RunStatus,
 } from "@kiln/domain";
 import { recordTransition } from "../shared/journal.ts";
+import type { OutboxTopic } from "../shared/outbox-topics.ts";
 import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { cancelJobs } from "./cancel-jobs.ts";
 
@@ -102,6 +103,7 @@ export async function makeJobsReady(
   if (jobs.length === 0) return;
   const ids = jobs.map((j) => j.id);
   const notBefore = opts.notBefore ?? null;
+  const topic: OutboxTopic = "job.dispatch";
   // `old` names each row's status before the update, for the journal: the guard admits any source
   // the table lists for this reason.
   const rows = await tx.$queryRaw<{ id: bigint; pool: string }[]>`
@@ -118,7 +120,7 @@ export async function makeJobsReady(
       FROM upd
     )
     INSERT INTO outbox (topic, payload, dedupe_key, deliver_after)
-    SELECT 'job.dispatch',
+    SELECT ${topic}::text,
            jsonb_build_object('jobId', id, 'runId', run_id, 'orgId', org_id, 'pool', pool, 'generation', dispatch_generation),
            id::text || ':' || dispatch_generation::text, COALESCE(${notBefore}::timestamptz, now())
     FROM upd
@@ -129,7 +131,7 @@ export async function makeJobsReady(
   // follows as the backstop). A lost notification costs one poll interval.
   const pools = notBefore ? [] : [...new Set(rows.map((r) => r.pool))];
   await tx.$executeRaw`
-    SELECT pg_notify('kiln_outbox', 'job.dispatch') UNION ALL SELECT pg_notify('kiln_dispatch', p) FROM unnest(${pools}::text[]) AS p`;
+    SELECT pg_notify('kiln_outbox', ${topic}::text) UNION ALL SELECT pg_notify('kiln_dispatch', p) FROM unnest(${pools}::text[]) AS p`;
 }
 
 /**

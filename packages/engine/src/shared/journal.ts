@@ -1,4 +1,5 @@
 import type { Tx } from "@kiln/db";
+import { parseOutboxMessage, type OutboxPayloadOf, type OutboxTopic } from "./outbox-topics.ts";
 
 // The ordered transition log and the transactional outbox. Both are written only inside the
 // transaction that makes the state change they describe (conventions rule 8).
@@ -27,6 +28,7 @@ export async function recordTransition(tx: Tx, t: TransitionRecord): Promise<voi
   }
   // A change the forge shows (ADR 0028): the same statement queues a forge.status message, only for
   // repos with a forge credential, so installations without one pay one primary-key probe.
+  const topic: OutboxTopic = "forge.status";
   await tx.$executeRaw`
     WITH ev AS (
       INSERT INTO transition_event (org_id, run_id, job_id, attempt_id, entity, from_state, to_state, reason, data)
@@ -35,11 +37,11 @@ export async function recordTransition(tx: Tx, t: TransitionRecord): Promise<voi
       RETURNING run_id),
     o AS (
       INSERT INTO outbox (topic, payload, dedupe_key)
-      SELECT 'forge.status', jsonb_build_object('runId', r.id), r.id::text
+      SELECT ${topic}::text, jsonb_build_object('runId', r.id), r.id::text
       FROM ev JOIN workflow_run r ON r.id = ev.run_id JOIN repo_forge f ON f.repo_id = r.repo_id
       WHERE f.token_enc IS NOT NULL OR f.installation_id IS NOT NULL
       RETURNING id)
-    SELECT pg_notify('kiln_outbox', 'forge.status') FROM o`;
+    SELECT pg_notify('kiln_outbox', ${topic}::text) FROM o`;
 }
 
 /**
@@ -51,69 +53,17 @@ function isForgeVisible(t: TransitionRecord): boolean {
   return t.entity === "job" && t.to === "completed";
 }
 
-export type OutboxTopic =
-  | "run.freeze"
-  | "job.dispatch"
-  | "attestation.create"
-  | "attestation.verify"
-  | "forge.status"
-  | "environment.pointer_moved";
-
-export interface DispatchPayload {
-  jobId: string;
-  runId: string;
-  orgId: string;
-  pool: string;
-  generation: number;
-}
-export interface FreezePayload {
-  runId: string;
-}
-/** forge.status: "run X changed"; the delivery reads the current state itself (ADR 0028). */
-export interface ForgeStatusPayload {
-  runId: string;
-}
-/** A successful job bound artifacts: the attestor signs its provenance (issue 17). */
-export interface AttestPayload {
-  jobId: string;
-  runId: string;
-  orgId: string;
-  epoch: number;
-}
-/** A new attestation: the verifier re-checks it against the log and the stored bytes. */
-export interface VerifyAttestationPayload {
-  attestationId: string;
-}
 /**
- * An environment's pointer moved (issue 18): the deployer starts the environment's deploy run for
- * exactly this generation. pointerSeq orders moves of one environment: a consumer that sees an
- * older seq than the environment's current one knows it was superseded.
+ * Queues one message. The payload is checked against its topic's schema here (ADR 0038): a bad one
+ * fails the producing transaction instead of being retried by a consumer that can never parse it.
  */
-export interface EnvironmentPointerMovedPayload {
-  orgId: string;
-  repoId: string;
-  environmentId: string;
-  promotionId: string;
-  kind: "promote" | "rollback";
-  generationId: string;
-  digest: string;
-  attestationId: string | null;
-  pointerSeq: string;
-}
-export type OutboxPayload =
-  | EnvironmentPointerMovedPayload
-  | DispatchPayload
-  | FreezePayload
-  | AttestPayload
-  | VerifyAttestationPayload
-  | ForgeStatusPayload;
-
-export async function enqueueOutbox(
+export async function enqueueOutbox<T extends OutboxTopic>(
   tx: Tx,
-  topic: OutboxTopic,
-  payload: OutboxPayload,
+  topic: T,
+  payload: OutboxPayloadOf<T>,
   opts: { deliverAfter?: Date | null; dedupeKey?: string } = {},
 ): Promise<void> {
+  parseOutboxMessage(topic, payload);
   await tx.$executeRaw`
     INSERT INTO outbox (topic, payload, dedupe_key, deliver_after)
     VALUES (${topic}, ${JSON.stringify(payload)}::jsonb, ${opts.dedupeKey ?? null}, COALESCE(${opts.deliverAfter ?? null}::timestamptz, now()))`;

@@ -10,6 +10,7 @@ import {
 import { z } from "zod";
 import { type ForgeConfig, repoInstallationId } from "../forge/index.ts";
 import { cancelPullRequestRuns } from "../runs/index.ts";
+import type { OutboxTopic } from "../shared/outbox-topics.ts";
 import { hasWellFormedSignature, verifyGithubSignature } from "./verify-signature.ts";
 
 export type WebhookResult =
@@ -193,7 +194,7 @@ export async function admitGithubWebhook(
   const runId = randomUUID();
   const data = JSON.stringify({ trigger: plan.trigger, delivery: deliveryId, trust_class: trustClass });
   const accepted = await sql.query<{ run_id: string | null }>({
-    name: "webhook-accept-3",
+    name: "webhook-accept-4",
     text: `WITH d AS (
              INSERT INTO webhook_delivery (provider, delivery_id, event, repo_id, outcome, run_id)
              VALUES ('github', $1, $2, $3::uuid, 'accepted', $4::uuid)
@@ -211,7 +212,7 @@ export async function admitGithubWebhook(
              RETURNING id),
            o AS (
              INSERT INTO outbox (topic, payload, dedupe_key)
-             SELECT 'run.freeze', jsonb_build_object('runId', r.id), r.id::text FROM r
+             SELECT $16::text, jsonb_build_object('runId', r.id), r.id::text FROM r
              RETURNING id),
            pr AS (
              INSERT INTO run_pull_request (run_id, repo_id, number) SELECT r.id, $3::uuid, $13::int FROM r WHERE $13::int IS NOT NULL
@@ -219,10 +220,10 @@ export async function admitGithubWebhook(
            -- The pending status (ADR 0028), only for repos with a forge credential.
            fs AS (
              INSERT INTO outbox (topic, payload, dedupe_key)
-             SELECT 'forge.status', jsonb_build_object('runId', r.id), r.id::text FROM r
+             SELECT $17::text, jsonb_build_object('runId', r.id), r.id::text FROM r
              WHERE EXISTS (SELECT 1 FROM repo_forge f WHERE f.repo_id = $3::uuid AND (f.token_enc IS NOT NULL OR f.installation_id IS NOT NULL))
              RETURNING id)
-           SELECT (SELECT id FROM r) AS run_id, (SELECT pg_notify('kiln_outbox', 'run.freeze') FROM o) AS notified,
+           SELECT (SELECT id FROM r) AS run_id, (SELECT pg_notify('kiln_outbox', $16::text) FROM o) AS notified,
                   (SELECT count(*) FROM e) AS events, (SELECT count(*) FROM pr) AS prs, (SELECT count(*) FROM fs) AS statuses`,
     values: [
       deliveryId,
@@ -240,6 +241,8 @@ export async function admitGithubWebhook(
       plan.pullRequest,
       plan.actorId,
       plan.headRef,
+      "run.freeze" satisfies OutboxTopic,
+      "forge.status" satisfies OutboxTopic,
     ],
   });
   const created = accepted.rows[0]?.run_id;

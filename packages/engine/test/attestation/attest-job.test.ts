@@ -14,6 +14,7 @@ import { findAttestations } from "../../src/attestation/find-attestations.ts";
 import { getProvenanceRecord } from "../../src/attestation/provenance-record.ts";
 import { commitmentLeaf } from "../../src/attestation/tlog-commitment.ts";
 import { engineTlog } from "../../src/attestation/tlog-adapter.ts";
+import { parseOutboxMessage } from "../../src/shared/outbox-topics.ts";
 import { verifyAttestation } from "../../src/attestation/verify-attestation.ts";
 import { tlogHasher, openCheckpoint } from "../../src/attestation/tlog/tlog-crypto.ts";
 import { logVerifierKey } from "../../src/attestation/tlog/tlog-key.ts";
@@ -100,6 +101,12 @@ describe("the attestor", () => {
     const rows = await t.db().$queryRaw<{ id: string; envelope: string; tlog_index: bigint; tlog_salt: Uint8Array }[]>`
       SELECT id, envelope, tlog_index, tlog_salt FROM attestation WHERE job_id = ${producer.jobId}::uuid`;
     expect(rows).toHaveLength(1);
+    // The SQL producer's verify row is a registered topic whose payload parses (ADR 0038).
+    const verifyRows = await t.db().$queryRaw<{ topic: string; payload: unknown }[]>`
+      SELECT topic, payload FROM outbox WHERE dedupe_key = ${rows[0]!.id}`;
+    expect(verifyRows.map((v) => parseOutboxMessage(v.topic, v.payload))).toEqual([
+      { topic: "attestation.verify", payload: { attestationId: rows[0]!.id } },
+    ]);
     const leaves = await t.db().$queryRaw<
       { n: bigint }[]
     >`SELECT count(*) AS n FROM tlog_entry WHERE dedupe_key = ${rows[0]!.id}`;

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { agentCredentialHash, authenticateAgentToken, claimJob, type DispatchPayload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -11,14 +11,14 @@ export const dynamic = "force-dynamic";
  * acknowledged once the claim transaction has decided (the database owns recovery).
  */
 export const POST = route({
-  path: "/v1/agent/claims",
+  path: AGENT_ENDPOINTS.claim.path,
   summary: "Long-poll claim of one job for the session's pool",
-  auth: "agent_token",
+  auth: AGENT_ENDPOINTS.claim.auth,
   responses: {
-    200: { description: "a job ticket", schema: agentProtocol.jobTicket },
+    200: { description: "a job ticket", schema: AGENT_ENDPOINTS.claim.response },
     204: { description: "nothing to run before wait_ms passed" },
   },
-  body: agentProtocol.claimRequest,
+  body: AGENT_ENDPOINTS.claim.request,
   handler: async ({ req, body }) => {
     const { db, cfg, boss, waiter } = services();
     // The claim proves the credential and the session's ownership in its own first statement (one

@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { registerRunner } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -10,11 +10,11 @@ export const dynamic = "force-dynamic";
  * to the token's org and pool. A spent, expired or unknown token is 401 with the reason.
  */
 export const POST = route({
-  path: "/v1/agent/registrations",
+  path: AGENT_ENDPOINTS.register.path,
   summary: "Exchange a registration token (spent once) for a host credential in the token's org and pool",
-  auth: "registration_token",
-  body: agentProtocol.registrationRequest,
-  responses: { 201: { description: "the host credential, shown once", schema: agentProtocol.registrationResponse } },
+  auth: AGENT_ENDPOINTS.register.auth,
+  body: AGENT_ENDPOINTS.register.request,
+  responses: { 201: { description: "the host credential, shown once", schema: AGENT_ENDPOINTS.register.response } },
   handler: async ({ req, body }) => {
     const { db } = services();
     const header = req.headers.get("authorization") ?? "";

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateAgentToken, registerSession } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -6,11 +6,11 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
-  path: "/v1/agent/sessions",
+  path: AGENT_ENDPOINTS.registerSession.path,
   summary: "Register an agent session (pool, labels, capacity)",
-  auth: "agent_token",
-  responses: { 201: { description: "the session", schema: agentProtocol.registerSessionResponse } },
-  body: agentProtocol.registerSessionRequest,
+  auth: AGENT_ENDPOINTS.registerSession.auth,
+  responses: { 201: { description: "the session", schema: AGENT_ENDPOINTS.registerSession.response } },
+  body: AGENT_ENDPOINTS.registerSession.request,
   handler: async ({ req, body }) => {
     const { db, cfg } = services();
     const agent = await authenticateAgentToken(db, req.headers.get("authorization"));

@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { authenticateJobToken, completeAttempt } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -6,11 +6,11 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/complete",
+  path: AGENT_ENDPOINTS.complete.path,
   summary: "Report the attempt's outcome (fenced by epoch)",
-  auth: "job_token",
-  responses: { 200: { description: "accepted", schema: agentProtocol.completeResponse } },
-  body: agentProtocol.completeRequest,
+  auth: AGENT_ENDPOINTS.complete.auth,
+  responses: { 200: { description: "accepted", schema: AGENT_ENDPOINTS.complete.response } },
+  body: AGENT_ENDPOINTS.complete.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, cfg } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, heartbeat } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -6,11 +6,11 @@ import { machineJson, route } from "@/server/http/route.ts";
 export const dynamic = "force-dynamic";
 
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/heartbeat",
+  path: AGENT_ENDPOINTS.heartbeat.path,
   summary: "Extend the attempt's lease; says whether cancel was requested",
-  auth: "job_token",
-  responses: { 200: { description: "the new lease", schema: agentProtocol.heartbeatResponse } },
-  body: agentProtocol.heartbeatRequest,
+  auth: AGENT_ENDPOINTS.heartbeat.auth,
+  responses: { 200: { description: "the new lease", schema: AGENT_ENDPOINTS.heartbeat.response } },
+  body: AGENT_ENDPOINTS.heartbeat.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, cfg } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, mintIdToken } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -8,11 +8,11 @@ export const dynamic = "force-dynamic";
 // A job's OIDC ID token (issue 16, ADR 0024), asked for by the host agent on a step's behalf after
 // it checked the attempt's request token. 409 when the attempt is not current.
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/id-token",
+  path: AGENT_ENDPOINTS.mintIdToken.path,
   summary: "An ID token for a step of the attempt the job token names (the agent asks on the step's behalf)",
-  auth: "job_token",
-  responses: { 200: { description: "the signed ID token", schema: agentProtocol.idTokenResponse } },
-  body: agentProtocol.idTokenRequest,
+  auth: AGENT_ENDPOINTS.mintIdToken.auth,
+  responses: { 200: { description: "the signed ID token", schema: AGENT_ENDPOINTS.mintIdToken.response } },
+  body: AGENT_ENDPOINTS.mintIdToken.request,
   uuidParams: ["jobId"],
   maxBytes: 4096,
   handler: async ({ req, params, body }) => {

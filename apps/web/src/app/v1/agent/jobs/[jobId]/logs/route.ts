@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { appendLogChunks, authenticateJobToken } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -11,14 +11,14 @@ const MAX_INGEST_BODY = 16 * 1024 * 1024;
 
 /** Ingest: 200 only after the chunks are committed in PostgreSQL (docs/adr/0006-logs.md). */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/logs",
+  path: AGENT_ENDPOINTS.appendLogs.path,
   summary: "Append a batch of log chunks; 200 only after they are committed",
-  auth: "job_token",
+  auth: AGENT_ENDPOINTS.appendLogs.auth,
   rawBody: {
     contentType: "application/vnd.kiln.log-chunks",
     description: "a JSON header line, then the chunks' bytes (docs/adr/0006)",
   },
-  responses: { 200: { description: "the committed position", schema: agentProtocol.logAppendResponse } },
+  responses: { 200: { description: "the committed position", schema: AGENT_ENDPOINTS.appendLogs.response } },
   uuidParams: ["jobId"],
   maxBytes: MAX_INGEST_BODY,
   handler: async ({ req, params, rawBody }) => {

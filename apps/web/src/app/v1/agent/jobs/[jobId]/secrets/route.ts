@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, deliverSecrets } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -10,11 +10,13 @@ export const dynamic = "force-dynamic";
  * deliverSecrets commits every value's audit record before it returns, so nothing is sent unrecorded.
  */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/secrets",
+  path: AGENT_ENDPOINTS.fetchSecrets.path,
   summary: "The secret broker: the job's declared secrets for a current attempt, each read audited first",
-  auth: "job_token",
-  responses: { 200: { description: "delivered, withheld or missing secrets", schema: agentProtocol.secretsResponse } },
-  body: agentProtocol.secretsRequest,
+  auth: AGENT_ENDPOINTS.fetchSecrets.auth,
+  responses: {
+    200: { description: "delivered, withheld or missing secrets", schema: AGENT_ENDPOINTS.fetchSecrets.response },
+  },
+  body: AGENT_ENDPOINTS.fetchSecrets.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, keks } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, issueSourceCredential } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { webForgeConfig } from "@/server/env.ts";
@@ -11,13 +11,13 @@ export const dynamic = "force-dynamic";
  * own git fetch, for the current attempt only, and only for a clone URL on the forge's own host.
  */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/source-credential",
+  path: AGENT_ENDPOINTS.fetchSourceCredential.path,
   summary: "The repo's forge credential for the agent's checkout of a current attempt (never a step's)",
-  auth: "job_token",
+  auth: AGENT_ENDPOINTS.fetchSourceCredential.auth,
   responses: {
-    200: { description: "the credential, or null and why", schema: agentProtocol.sourceCredentialResponse },
+    200: { description: "the credential, or null and why", schema: AGENT_ENDPOINTS.fetchSourceCredential.response },
   },
-  body: agentProtocol.sourceCredentialRequest,
+  body: AGENT_ENDPOINTS.fetchSourceCredential.request,
   uuidParams: ["jobId"],
   maxBytes: 1024,
   handler: async ({ req, params, body }) => {

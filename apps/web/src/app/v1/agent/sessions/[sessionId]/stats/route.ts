@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { authenticateAgentToken, recordSessionStats } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -9,11 +9,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Fleet stats (issue 22, ADR 0035): stored on the session; the answer carries a reclaim notice. */
 export const POST = route({
-  path: "/v1/agent/sessions/{session_id}/stats",
+  path: AGENT_ENDPOINTS.sessionStats.path,
   summary: "Report the agent's fleet stats (version, warm pool, slots); says whether a reclaim was requested",
-  auth: "agent_token",
-  responses: { 200: { description: "recorded", schema: agentProtocol.sessionStatsResponse } },
-  body: agentProtocol.sessionStatsRequest,
+  auth: AGENT_ENDPOINTS.sessionStats.auth,
+  responses: { 200: { description: "recorded", schema: AGENT_ENDPOINTS.sessionStats.response } },
+  body: AGENT_ENDPOINTS.sessionStats.request,
   handler: async ({ req, params, body }) => {
     const { db } = services();
     const sessionId = params.sessionId ?? "";

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, grantDownload, sealWire } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** A restore: the producer's bound generation in this run, as a short-lived URL plus its digest. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/artifacts/downloads",
+  path: AGENT_ENDPOINTS.requestArtifactDownload.path,
   summary: "A restore: the producer's bound artifact as a short-lived URL and its digest",
-  auth: "job_token",
-  responses: { 200: { description: "the grant", schema: agentProtocol.artifactDownloadGrant } },
-  body: agentProtocol.artifactDownloadRequest,
+  auth: AGENT_ENDPOINTS.requestArtifactDownload.auth,
+  responses: { 200: { description: "the grant", schema: AGENT_ENDPOINTS.requestArtifactDownload.response } },
+  body: AGENT_ENDPOINTS.requestArtifactDownload.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, artifacts } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, openUpload, sealWire } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** Opens (or resumes) the attempt's upload session for one artifact; returns presigned part URLs. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/artifacts/uploads",
+  path: AGENT_ENDPOINTS.openArtifactUpload.path,
   summary: "Open (or resume) an artifact upload session: presigned part URLs",
-  auth: "job_token",
-  responses: { 200: { description: "the session", schema: agentProtocol.artifactUploadSession } },
-  body: agentProtocol.artifactOpenRequest,
+  auth: AGENT_ENDPOINTS.openArtifactUpload.auth,
+  responses: { 200: { description: "the session", schema: AGENT_ENDPOINTS.openArtifactUpload.response } },
+  body: AGENT_ENDPOINTS.openArtifactUpload.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, artifacts } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, grantCacheRestore } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** Looks the job's cache key up (read wide) and grants a short-lived GET for the bound blob. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/caches/restore",
+  path: AGENT_ENDPOINTS.requestCacheRestore.path,
   summary: "Look the job's cache key up and grant a short-lived GET",
-  auth: "job_token",
-  responses: { 200: { description: "hit or miss", schema: agentProtocol.cacheRestoreGrant } },
-  body: agentProtocol.cacheRestoreRequest,
+  auth: AGENT_ENDPOINTS.requestCacheRestore.auth,
+  responses: { 200: { description: "hit or miss", schema: AGENT_ENDPOINTS.requestCacheRestore.response } },
+  body: AGENT_ENDPOINTS.requestCacheRestore.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, caches } = services();

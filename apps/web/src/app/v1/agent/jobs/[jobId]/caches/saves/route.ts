@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, openCacheSave } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** Opens a save (trusted runs only: 403 CACHE.WRITE_REFUSED otherwise) and grants one presigned PUT. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/caches/saves",
+  path: AGENT_ENDPOINTS.openCacheSave.path,
   summary: "Open a cache save (trusted runs only) with one presigned PUT",
-  auth: "job_token",
-  responses: { 200: { description: "the save", schema: agentProtocol.cacheSaveSession } },
-  body: agentProtocol.cacheSaveRequest,
+  auth: AGENT_ENDPOINTS.openCacheSave.auth,
+  responses: { 200: { description: "the save", schema: AGENT_ENDPOINTS.openCacheSave.response } },
+  body: AGENT_ENDPOINTS.openCacheSave.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, caches } = services();

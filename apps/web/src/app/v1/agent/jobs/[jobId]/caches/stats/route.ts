@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, recordCacheStats } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** The attempt's cache figures (hit/miss, tier, bytes, times) for the run page. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/caches/stats",
+  path: AGENT_ENDPOINTS.reportCacheStats.path,
   summary: "The attempt's cache figures for the run page",
-  auth: "job_token",
-  responses: { 200: { description: "recorded", schema: agentProtocol.cacheStatsResponse } },
-  body: agentProtocol.cacheStatsRequest,
+  auth: AGENT_ENDPOINTS.reportCacheStats.auth,
+  responses: { 200: { description: "recorded", schema: AGENT_ENDPOINTS.reportCacheStats.response } },
+  body: AGENT_ENDPOINTS.reportCacheStats.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db } = services();

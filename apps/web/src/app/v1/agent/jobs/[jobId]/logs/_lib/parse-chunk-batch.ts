@@ -1,6 +1,6 @@
 // A chunk batch in either wire form (packages/domain/src/agent-protocol): the agent's binary frame
 // (header + raw bytes) or JSON with base64 data (handy for curl and tests).
-import { agentProtocol, decodeLogFrame, DomainError, LOG_CHUNKS_CONTENT_TYPE } from "@kiln/domain";
+import { AGENT_ENDPOINTS, agentProtocol, decodeLogFrame, DomainError, LOG_CHUNKS_CONTENT_TYPE } from "@kiln/domain";
 import type { IncomingChunk } from "@kiln/engine";
 import type { z } from "zod";
 
@@ -11,7 +11,7 @@ export function parseChunkBatch(
   if ((contentType ?? "").split(";")[0]?.trim().toLowerCase() === LOG_CHUNKS_CONTENT_TYPE) {
     const frame = decodeLogFrame(raw);
     if (!frame) throw new DomainError("REQUEST.INVALID", "malformed log frame");
-    const header = valid(agentProtocol.logAppendHeader, frame.header);
+    const header = valid(AGENT_ENDPOINTS.appendLogs.request, frame.header);
     let at = 0;
     const chunks = header.chunks.map((c) => {
       if (at + c.length > frame.payload.length)

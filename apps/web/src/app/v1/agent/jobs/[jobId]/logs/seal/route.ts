@@ -1,4 +1,4 @@
-import { agentProtocol } from "@kiln/domain";
+import { AGENT_ENDPOINTS } from "@kiln/domain";
 import { authenticateJobToken, sealLog } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 
 /** The agent's end-of-log declaration; accepted only if the journal holds all of it. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/logs/seal",
+  path: AGENT_ENDPOINTS.sealLog.path,
   summary: "Declare the end of the attempt's log",
-  auth: "job_token",
-  responses: { 200: { description: "sealed or truncated", schema: agentProtocol.logSealResponse } },
-  body: agentProtocol.logSealRequest,
+  auth: AGENT_ENDPOINTS.sealLog.auth,
+  responses: { 200: { description: "sealed or truncated", schema: AGENT_ENDPOINTS.sealLog.response } },
+  body: AGENT_ENDPOINTS.sealLog.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { authenticateJobToken, finalizeUpload } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -11,11 +11,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The idempotent finaliser: complete, verify size + sha256 by read-back, seal for this attempt. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/artifacts/uploads/{generation_id}/complete",
+  path: AGENT_ENDPOINTS.completeArtifactUpload.path,
   summary: "Finalise an upload: verify size and sha256 by read-back, seal for this attempt",
-  auth: "job_token",
-  responses: { 200: { description: "sealed", schema: agentProtocol.artifactCompleteResponse } },
-  body: agentProtocol.artifactCompleteRequest,
+  auth: AGENT_ENDPOINTS.completeArtifactUpload.auth,
+  responses: { 200: { description: "sealed", schema: AGENT_ENDPOINTS.completeArtifactUpload.response } },
+  body: AGENT_ENDPOINTS.completeArtifactUpload.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, artifacts } = services();

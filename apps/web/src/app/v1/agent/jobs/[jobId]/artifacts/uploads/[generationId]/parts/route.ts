@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { authenticateJobToken, recordPart } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -9,11 +9,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Records one uploaded part (number, size, sha256, ETag) of the attempt's own session. */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/artifacts/uploads/{generation_id}/parts",
+  path: AGENT_ENDPOINTS.recordArtifactPart.path,
   summary: "Record one uploaded part",
-  auth: "job_token",
-  responses: { 200: { description: "recorded", schema: agentProtocol.artifactPartResponse } },
-  body: agentProtocol.artifactPartRequest,
+  auth: AGENT_ENDPOINTS.recordArtifactPart.auth,
+  responses: { 200: { description: "recorded", schema: AGENT_ENDPOINTS.recordArtifactPart.response } },
+  body: AGENT_ENDPOINTS.recordArtifactPart.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db } = services();

@@ -1,4 +1,4 @@
-import { agentProtocol, DomainError } from "@kiln/domain";
+import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
 import { authenticateJobToken, finalizeCacheSave } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
@@ -11,11 +11,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Verifies the uploaded archive and binds its key first-writer-wins (idempotent). */
 export const POST = route({
-  path: "/v1/agent/jobs/{job_id}/caches/saves/{entry_id}/complete",
+  path: AGENT_ENDPOINTS.completeCacheSave.path,
   summary: "Verify the uploaded archive and bind its key (first writer wins)",
-  auth: "job_token",
-  responses: { 200: { description: "bound", schema: agentProtocol.cacheCompleteResponse } },
-  body: agentProtocol.cacheCompleteRequest,
+  auth: AGENT_ENDPOINTS.completeCacheSave.auth,
+  responses: { 200: { description: "bound", schema: AGENT_ENDPOINTS.completeCacheSave.response } },
+  body: AGENT_ENDPOINTS.completeCacheSave.request,
   uuidParams: ["jobId"],
   handler: async ({ req, params, body }) => {
     const { db, caches } = services();
