@@ -203,10 +203,10 @@ export async function finishAttempt(
       finalize_ms = COALESCE(${rep?.phases?.finalizeMs ?? null}::int, finalize_ms)
     WHERE id = ${a.id}::uuid AND status = ANY(${ATTEMPT_ENDS_FROM}::text[])`;
   if (n !== 1) throw new DomainError("ATTEMPT.STALE_EPOCH", "attempt already finished");
-  // Release the org's concurrency slot exactly once: the guarded update above succeeds only once.
-  await tx.$executeRaw`
-    UPDATE org_pool_usage u SET running = u.running - 1 FROM attempt a
-    WHERE a.id = ${a.id}::uuid AND u.org_id = a.org_id AND u.pool = a.pool AND u.running > 0`;
+  // Release the org's cap slot exactly once: the guarded update above succeeds only once. The slot
+  // row is this attempt's own (ADR 0042), so completions of one org touch different rows; an org
+  // without a hard cap holds none and this matches nothing.
+  await tx.$executeRaw`UPDATE org_pool_slot SET attempt_id = NULL WHERE attempt_id = ${a.id}::uuid`;
   await recordTransition(tx, {
     orgId: a.orgId,
     runId: a.runId,
