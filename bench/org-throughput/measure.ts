@@ -70,7 +70,13 @@ async function round(db: Db, variant: "capped" | "uncapped", n: number): Promise
   const org = await createOrg(db, slug);
   const repo = await addRepo(
     db,
-    { orgSlug: slug, name: `${slug}/app`, cloneUrl: "file:///nonexistent", webhookSecret: "bench-secret", workflowPath: ".kiln/w.yaml" },
+    {
+      orgSlug: slug,
+      name: `${slug}/app`,
+      cloneUrl: "file:///nonexistent",
+      webhookSecret: "bench-secret",
+      workflowPath: ".kiln/w.yaml",
+    },
     { localReposRoot: "/" },
   );
   await setPoolPolicy(db, { name: pool, minIsolation: "process", development: true, actor: "bench" });

@@ -32,7 +32,9 @@ function exportBase(): string {
     symlinkSync(path.join(ROOT, "node_modules", e), path.join(dir, "node_modules", e));
   }
   for (const e of readdirSync(path.join(ROOT, "node_modules/@kiln"))) {
-    const target = execFileSync("readlink", [path.join(ROOT, "node_modules/@kiln", e)]).toString().trim();
+    const target = execFileSync("readlink", [path.join(ROOT, "node_modules/@kiln", e)])
+      .toString()
+      .trim();
     symlinkSync(target, path.join(dir, "node_modules/@kiln", e));
   }
   // Newer than the export's lockfile, so with-node24.sh does not reinstall.
@@ -66,7 +68,10 @@ try {
   rmSync(base, { recursive: true, force: true });
 }
 const f = (x: number) => x.toFixed(1);
-const load = os.loadavg().map((x) => x.toFixed(1)).join(" / ");
+const load = os
+  .loadavg()
+  .map((x) => x.toFixed(1))
+  .join(" / ");
 const rows = (["capped", "uncapped"] as const).flatMap((v) => {
   const m = (side: "before" | "after", k: "perSec" | "claimP50" | "completeP50") =>
     median(runs.map((r) => r[side][v][k]));
