@@ -72,16 +72,17 @@ const load = os
   .loadavg()
   .map((x) => x.toFixed(1))
   .join(" / ");
-const rows = (["capped", "uncapped"] as const).flatMap((v) => {
-  const m = (side: "before" | "after", k: "perSec" | "claimP50" | "completeP50") =>
-    median(runs.map((r) => r[side][v][k]));
-  return [
-    `| ${v}: claim+complete/s | ${f(m("before", "perSec"))} | ${f(m("after", "perSec"))} | ${(m("after", "perSec") / m("before", "perSec")).toFixed(2)} |`,
-    `| ${v}: claim p50 / complete p50 (ms) | ${f(m("before", "claimP50"))} / ${f(m("before", "completeP50"))} | ${f(m("after", "claimP50"))} / ${f(m("after", "completeP50"))} | |`,
-  ];
-});
-console.log(`| one org, 8 claimers, ${JOBS} jobs per variant (median of ${ROUNDS} alternating rounds) | before (${BASE.slice(0, 7)}, counter row) | after (slot rows) | after/before |
-|---|---|---|---|
+// Round by round: the machine's load moves between rounds, and each round's two sides ran minutes apart.
+const rows = runs.flatMap((r, i) =>
+  (["capped", "uncapped"] as const).map((v) => {
+    const [b, a] = [r.before[v], r.after[v]];
+    return `| ${i} | ${v} | ${f(b.perSec)} (claim p50 ${f(b.claimP50)} ms, complete p50 ${f(b.completeP50)} ms) | ${f(a.perSec)} (claim p50 ${f(a.claimP50)} ms, complete p50 ${f(a.completeP50)} ms) | ${(a.perSec / b.perSec).toFixed(2)} |`;
+  }),
+);
+const ratio = (v: "capped" | "uncapped") => median(runs.map((r) => r.after[v].perSec / r.before[v].perSec)).toFixed(2);
+console.log(`| round | one org, 8 claimers, ${JOBS} jobs | before (${BASE.slice(0, 7)}, counter row): claim+complete/s | after (slot rows): claim+complete/s | after/before |
+|---|---|---|---|---|
 ${rows.join("\n")}
 
+after/before, median over rounds (lower middle when even): capped ${ratio("capped")}, uncapped ${ratio("uncapped")}
 load average at the end: ${load}`);
