@@ -4,8 +4,8 @@
 //   3. READY -> claimed latency with long-polling agents    (from database timestamps; free slots,
 //      and under the builds' queueing)
 //   4. mixed runs per second, 2 host agents
-//   5. trivial one-job builds per second, 2 host agents (peer: Buildbot 6-10 builds/s here)
-//   6. trigger -> first step with idle agents (peer: Buildbot p50 64-127 ms)
+//   5. trivial one-job builds per second, 2 host agents (Buildbot beside it in one run: npm run bench -- vs-buildbot)
+//   6. trigger -> first step with idle agents (Buildbot beside it in one run: npm run bench -- vs-buildbot)
 // Usage: npm run bench -- control-plane   (or: tsx bench/control-plane/run.ts [--rounds 3])
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
@@ -413,7 +413,7 @@ async function main(): Promise<void> {
     }
     results.singles = singles;
 
-    // 6. Trigger -> first step with idle agents, one run at a time (Buildbot: p50 64-127 ms).
+    // 6. Trigger -> first step with idle agents, one run at a time (Buildbot: npm run bench -- vs-buildbot).
     const solo: number[] = [];
     for (let i = 0; i < 10 * rounds; i++) {
       const id = await trigger(".kiln/workflow.yaml", chainSha);
@@ -463,9 +463,9 @@ async function main(): Promise<void> {
 | READY -> claimed p50, 30 runs queued on 8 slots | ${f(median(b.map((x) => x.readyToClaimedP50)))} ms | | | |
 | READY -> claimed p95, 30 runs queued on 8 slots | ${f(median(b.map((x) => x.readyToClaimedP95)))} ms | | | |
 | webhook -> frozen runs/s (${(results.freeze as { runs: number }).runs} accepted in bursts) | ${f((results.freeze as { runs: number; spanMs: number }).runs / ((results.freeze as { spanMs: number }).spanMs / 1000))} | | | |
-| trivial one-job builds/s, 40 at once, 2 agents x 4 slots | ${f(median(sg.map((x) => x.buildsPerSec)))} | Buildbot 3.7: 6-10 builds/s | | beat peer |
-| trigger (API accept) -> first step p50 / p95, idle agents | ${f(tts.p50)} / ${f(tts.p95)} ms | Buildbot 3.7: p50 64-127 ms | | beat peer |
-| mixed runs/s (1 in 3 a five-job chain), 2 agents x 4 slots | ${f(median(b.map((x) => x.buildsPerSec)))} | Buildbot 3.7: 6-10 builds/s | | beat peer |`);
+| trivial one-job builds/s, 40 at once, 2 agents x 4 slots | ${f(median(sg.map((x) => x.buildsPerSec)))} | Buildbot: npm run bench -- vs-buildbot (same-run ratios only) | | beat peer |
+| trigger (API accept) -> first step p50 / p95, idle agents | ${f(tts.p50)} / ${f(tts.p95)} ms | Buildbot: npm run bench -- vs-buildbot (same-run ratios only) | | beat peer |
+| mixed runs/s (1 in 3 a five-job chain), 2 agents x 4 slots | ${f(median(b.map((x) => x.buildsPerSec)))} | Buildbot: npm run bench -- vs-buildbot (same-run ratios only) | | beat peer |`);
   await writeFile(
     path.join(path.dirname(new URL(import.meta.url).pathname), "last-run.json"),
     JSON.stringify(results, null, 2),

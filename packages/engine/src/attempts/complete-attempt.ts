@@ -203,10 +203,16 @@ export async function finishAttempt(
       finalize_ms = COALESCE(${rep?.phases?.finalizeMs ?? null}::int, finalize_ms)
     WHERE id = ${a.id}::uuid AND status = ANY(${ATTEMPT_ENDS_FROM}::text[])`;
   if (n !== 1) throw new DomainError("ATTEMPT.STALE_EPOCH", "attempt already finished");
-  // Release the org's concurrency slot exactly once: the guarded update above succeeds only once.
+  // Release the org's cap slot exactly once: the guarded update above succeeds only once. The slot
+  // row is this attempt's own (ADR 0042), so completions of one org touch different rows; an org
+  // without a hard cap holds none and this matches nothing. A slot at or past the cap (lowered, or
+  // removed, since it was taken) is deleted rather than freed, so an org keeps as many slots as its cap.
   await tx.$executeRaw`
-    UPDATE org_pool_usage u SET running = u.running - 1 FROM attempt a
-    WHERE a.id = ${a.id}::uuid AND u.org_id = a.org_id AND u.pool = a.pool AND u.running > 0`;
+    WITH gone AS (
+      DELETE FROM org_pool_slot s WHERE s.attempt_id = ${a.id}::uuid
+        AND NOT EXISTS (SELECT 1 FROM entitlement e WHERE e.org_id = s.org_id AND e.pool = s.pool AND s.slot < e.hard_cap)
+      RETURNING 1)
+    UPDATE org_pool_slot SET attempt_id = NULL WHERE attempt_id = ${a.id}::uuid AND NOT EXISTS (SELECT 1 FROM gone)`;
   await recordTransition(tx, {
     orgId: a.orgId,
     runId: a.runId,

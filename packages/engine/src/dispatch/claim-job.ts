@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { sqlPool, withTx, type Db } from "@kiln/db";
 import {
   decideClaim,
@@ -479,10 +480,13 @@ async function tryClaim(
   });
   if (!decision.ok) return { ok: false, reason: decision.reason };
 
-  // One statement for the rest. The org's hard cap is enforced here and nowhere else: a guarded
-  // increment of its counter row (seed 003 Q3); the attempt, the job's guarded transition and its
-  // event exist only if that increment did. Over the cap, the job stays READY with the reason
-  // recorded for the queue view. The org's egress allow-list is read in the same statement.
+  // One statement for the rest. The org's hard cap is enforced here and nowhere else (seed 003 Q3):
+  // a capped org's claim takes one free slot row below the cap (ADR 0042: SKIP LOCKED, so racing
+  // claimers take different rows instead of queueing on one counter row), and none while a slot at or
+  // past a lowered cap is still held; the attempt, the job's guarded transition and its event exist
+  // only if a slot was taken. An org without a hard cap takes none. Over the cap, the job stays READY
+  // with the reason recorded for the queue view. The org's egress allow-list is read in the same
+  // statement.
   const epoch = job.current_epoch + 1;
   const queuedMs = job.ready_at ? Math.max(0, job.now.getTime() - job.ready_at.getTime()) : null;
   const data = JSON.stringify({
@@ -498,17 +502,24 @@ async function tryClaim(
     events: number;
     allow_list: string[];
   }>({
-    name: "claim-commit-2",
+    name: "claim-commit-3",
     text: `WITH cap AS (
-             SELECT COALESCE((SELECT hard_cap FROM entitlement WHERE org_id = $1::uuid AND pool = $2), 2147483647) AS n),
+             SELECT hard_cap AS n FROM entitlement WHERE org_id = $1::uuid AND pool = $2 AND hard_cap IS NOT NULL),
+           pick AS (
+             SELECT s.slot FROM org_pool_slot s
+             WHERE s.org_id = $1::uuid AND s.pool = $2 AND s.attempt_id IS NULL AND s.slot < (SELECT n FROM cap)
+               AND NOT EXISTS (SELECT 1 FROM org_pool_slot o WHERE o.org_id = $1::uuid AND o.pool = $2
+                                 AND o.slot >= (SELECT n FROM cap) AND o.attempt_id IS NOT NULL)
+             LIMIT 1 FOR UPDATE OF s SKIP LOCKED),
+           held AS (
+             UPDATE org_pool_slot s SET attempt_id = $16::uuid FROM pick
+             WHERE s.org_id = $1::uuid AND s.pool = $2 AND s.slot = pick.slot AND s.attempt_id IS NULL
+             RETURNING s.slot),
            slot AS (
-             INSERT INTO org_pool_usage (org_id, pool, running) SELECT $1::uuid, $2, 1 FROM cap WHERE cap.n > 0
-             ON CONFLICT (org_id, pool) DO UPDATE SET running = org_pool_usage.running + 1
-             WHERE org_pool_usage.running < (SELECT n FROM cap)
-             RETURNING running),
+             SELECT 1 AS ok WHERE NOT EXISTS (SELECT 1 FROM cap) OR EXISTS (SELECT 1 FROM held)),
            ins AS (
-             INSERT INTO attempt (job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool, on_interruptible)
-             SELECT $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2, $15 FROM slot
+             INSERT INTO attempt (id, job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool, on_interruptible)
+             SELECT $16::uuid, $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2, $15 FROM slot
              RETURNING id, lease_expires_at),
            upd AS (
              UPDATE job_run SET status = 'running', current_epoch = $5, wait_reason = NULL
@@ -548,6 +559,8 @@ async function tryClaim(
       run.trust_class === "trusted",
       job.status,
       session.interruptible === true,
+      // Chosen here so that the slot row can name the attempt in the same statement that inserts it.
+      randomUUID(),
     ],
   });
   const row = done.rows[0];

@@ -1,6 +1,7 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
+import { resizeOrgSlots } from "./org-slots.ts";
 
 // Entitlements in shared pools are capacity other orgs depend on, so only platform operators set
 // them: the CLI on the server (`kiln entitlement set`, the operator's own path) and users flagged
@@ -120,6 +121,7 @@ async function writeEntitlement(tx: Tx, input: EntitlementInput): Promise<Entitl
     INSERT INTO entitlement (org_id, pool, slots, weight, hard_cap, updated_at)
     VALUES (${orgId}::uuid, ${input.pool}, ${input.slots}, ${input.weight}, ${cap}, now())
     ON CONFLICT (org_id, pool) DO UPDATE SET slots = EXCLUDED.slots, weight = EXCLUDED.weight, hard_cap = EXCLUDED.hard_cap, updated_at = now()`;
+  await resizeOrgSlots(tx, orgId, input.pool, cap);
   const after = { slots: input.slots, weight: input.weight, hard_cap: cap };
   await tx.$executeRaw`
     INSERT INTO entitlement_change (org_id, pool, actor, before, after)

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { allowEgressHost, removeEgressHost } from "../../egress/index.ts";
 import { setEntitlement } from "../../tenants/index.ts";
-import { seedOrg, useViewDb, type Org } from "../testing/view-fixtures.ts";
+import { seedOrg, seedRuns, useViewDb, type Org } from "../testing/view-fixtures.ts";
 import { getOrgSettings } from "./get-org-settings.ts";
 
 // The settings page's read model on real PostgreSQL: one org's rows only, live usage, and both
@@ -24,8 +24,10 @@ describe("getOrgSettings", () => {
     await setEntitlement(db(), { orgSlug: "acme", pool: "default", slots: 3, weight: 2, hardCap: 5, actor: "web:a" });
     await allowEgressHost(db(), { orgSlug: "acme", pattern: "*.github.com", actor: "web:a" });
     await removeEgressHost(db(), { orgSlug: "acme", pattern: "*.github.com", actor: "web:a" });
+    // Two running attempts in the pool: the running count is derived from them (ADR 0042).
+    await seedRuns(db(), acme, 1, 2);
     await db()
-      .$executeRaw`INSERT INTO org_pool_usage (org_id, pool, running) VALUES (${acme.orgId}::uuid, 'default', 2)`;
+      .$executeRaw`UPDATE attempt SET status = 'running', outcome = NULL, finished_at = NULL WHERE org_id = ${acme.orgId}::uuid`;
 
     const s = await getOrgSettings(db(), acme.scope);
     expect(s.entitlements).toEqual([
