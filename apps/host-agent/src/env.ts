@@ -48,9 +48,9 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // Runner selection (issue 20, docs/adr/0031): labels this host offers jobs' runs_on.labels,
     // comma-separated (e.g. "gpu,cuda12"; a-z 0-9 . _ -). Default: none (jobs asking for labels skip it).
     KILN_AGENT_LABELS: optional(z.string().default("")).transform((v, ctx) => listVar(v, ctx, RUNNER_LABEL_PATTERN)),
-    // Sizes this host serves (small, medium, large), comma-separated. The microvm driver gives a job
-    // its size's vCPUs and memory; the process driver cannot bound them and only claims the sizes
-    // listed. Default: small (what every host ran before sizes).
+    // Sizes this host serves (small, medium, large), comma-separated; each gets its own warm pool.
+    // A job gets its size's vCPUs, memory, process limit and work disk (ADR 0041; the process driver
+    // where the host offers cgroups and loop devices, as its isolation detail says). Default: small.
     KILN_AGENT_SIZES: optional(z.string().default(DEFAULT_RUNNER_SIZE)).transform((v, ctx) =>
       listVar(v, ctx, /^(small|medium|large)$/).filter(isRunnerSize),
     ),

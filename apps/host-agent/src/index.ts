@@ -35,6 +35,7 @@ try {
     workDir: env.KILN_WORK_DIR,
     logger,
     warmPoolSize: env.KILN_WARM_POOL_SIZE,
+    warmPoolSizes: env.KILN_AGENT_SIZES,
     microvmAssetsDir: env.KILN_MICROVM_ASSETS,
     microvmAccel: env.KILN_MICROVM_ACCEL,
     allowUnisolated: env.KILN_ALLOW_UNISOLATED === "true",

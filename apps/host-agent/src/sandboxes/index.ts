@@ -1,5 +1,5 @@
 // Picks the SandboxDriver named by KILN_SANDBOX_DRIVER.
-import { assertNever } from "@kiln/domain";
+import { assertNever, type RunnerSize, type SizeResources } from "@kiln/domain";
 import type { Logger } from "@kiln/logger";
 import { createMicrovmDriver } from "./microvm/microvm-driver.ts";
 import { createProcessDriver } from "./process/process-driver.ts";
@@ -20,6 +20,10 @@ export interface SandboxDriverConfig {
   logger: Logger;
   /** microvm only (the process driver has nothing to pre-boot). */
   warmPoolSize: number;
+  /** The sizes that get a warm pool (the sizes this host serves); default small. */
+  warmPoolSizes?: readonly RunnerSize[];
+  /** Per-size figures replacing the domain's (tests: sizes small enough to boot and fill quickly). */
+  sizes?: Partial<Record<RunnerSize, SizeResources>>;
   microvmAssetsDir: string;
   microvmAccel: "auto" | "kvm" | "tcg";
   /** Process driver: start even when steps cannot be isolated (KILN_ALLOW_UNISOLATED, development only). */
@@ -32,12 +36,18 @@ export async function createSandboxDriver(
 ): Promise<SandboxDriver> {
   switch (kind) {
     case "process":
-      return createProcessDriver({ workDir: cfg.workDir, allowUnisolated: cfg.allowUnisolated ?? false });
+      return createProcessDriver({
+        workDir: cfg.workDir,
+        allowUnisolated: cfg.allowUnisolated ?? false,
+        ...(cfg.sizes ? { sizes: cfg.sizes } : {}),
+      });
     case "microvm":
       return createMicrovmDriver({
         workDir: cfg.workDir,
         assetsDir: cfg.microvmAssetsDir,
         warmPoolSize: cfg.warmPoolSize,
+        ...(cfg.warmPoolSizes ? { warmPoolSizes: cfg.warmPoolSizes } : {}),
+        ...(cfg.sizes ? { sizes: cfg.sizes } : {}),
         accel: cfg.microvmAccel,
         logger: cfg.logger,
       });

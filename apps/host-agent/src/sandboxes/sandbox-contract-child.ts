@@ -3,6 +3,7 @@
 import path from "node:path";
 import { createLogger } from "@kiln/logger";
 import { createSandboxDriver } from "./index.ts";
+import { MICROVM_TEST_SIZES } from "./microvm/microvm-test-sizes.ts";
 
 const [kind, workDir, assetsDir, accel] = process.argv.slice(2) as [
   "process" | "microvm",
@@ -17,6 +18,7 @@ const driver = await createSandboxDriver(kind, {
   warmPoolSize: 0,
   microvmAssetsDir: assetsDir,
   microvmAccel: accel,
+  ...(kind === "microvm" ? { sizes: MICROVM_TEST_SIZES } : {}),
 });
 const sandbox = await driver.create({ attemptId: `child-${process.pid}`, image: null });
 const root = path.dirname(sandbox.hostWorkspaceDir);

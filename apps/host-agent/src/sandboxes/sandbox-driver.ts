@@ -1,4 +1,4 @@
-import type { RunnerSize } from "@kiln/domain";
+import type { RunnerSize, SandboxLimit } from "@kiln/domain";
 // The SandboxDriver port (conventions rule 10): how the agent gets an isolated place to run one
 // attempt's steps. One folder per driver: `process/` (host processes + namespaces) and `microvm/`
 // (QEMU microvm, one VM per job, warm pool of snapshot restores):
@@ -31,8 +31,8 @@ export interface SandboxSpec {
    */
   rootfs?: { dir: string; digest: string } | null;
   /**
-   * The ticket's runs_on.size (issue 20): the microvm driver gives the VM that size's vCPUs and
-   * memory (SIZE_RESOURCES in @kiln/domain). The process driver has no VM to size and ignores it.
+   * The ticket's runs_on.size (issue 20; ADR 0041): the sandbox gets that size's vCPUs, memory,
+   * process limit and writable disk (SIZE_RESOURCES in @kiln/domain, or the driver's override).
    */
   size?: RunnerSize;
 }
@@ -71,6 +71,11 @@ export interface StepResult {
   signal: NodeJS.Signals | null;
   /** Wall time from spawn to exit, monotonic. */
   durationMs: number;
+  /**
+   * Set when the step failed and the sandbox had run into one of its size's limits during it
+   * (disk full, memory exhausted, process limit): the job's cause names it (SANDBOX_LIMIT_CAUSES).
+   */
+  limit?: SandboxLimit | null;
 }
 
 export interface Sandbox {

@@ -1,5 +1,5 @@
 // What an attempt reports, and why it stopped early when it did.
-import { dispatch, type Outcome } from "@kiln/domain";
+import { dispatch, SANDBOX_LIMIT_CAUSES, type Outcome, type SandboxLimit } from "@kiln/domain";
 import type { StepResult } from "../sandboxes/index.ts";
 
 export interface Verdict {
@@ -83,6 +83,14 @@ export function verdictForStop(reason: StopReason, ctx: { timeoutMinutes: number
 export function stepFailureVerdict(index: number, command: string, result: StepResult): Verdict | null {
   if (result.exitCode === 0 && result.signal === null) return null;
   const what = `step ${index + 1} (${command.slice(0, 80)})`;
+  if (result.limit) {
+    return {
+      outcome: "user_failure",
+      cause: SANDBOX_LIMIT_CAUSES[result.limit],
+      message: `${what} ${LIMIT_TEXT[result.limit]} (runs_on.size sets the limits)`,
+      exitCode: result.exitCode,
+    };
+  }
   if (result.signal !== null) {
     return {
       outcome: "user_failure",
@@ -98,3 +106,9 @@ export function stepFailureVerdict(index: number, command: string, result: StepR
     exitCode: result.exitCode,
   };
 }
+
+const LIMIT_TEXT: Record<SandboxLimit, string> = {
+  disk_full: "failed with the sandbox's disk full",
+  oom: "failed after the sandbox ran out of memory (a process was killed)",
+  pids_exhausted: "failed after the sandbox reached its process limit",
+};

@@ -2,6 +2,7 @@
 // guests hang), so the probe boots the real guest with a short deadline and keeps KVM only if the
 // agent says READY in time.
 import { access, constants, readFile, rm } from "node:fs/promises";
+import { SIZE_RESOURCES } from "@kiln/domain";
 import { coldBoot, newRunDir, type BootConfig } from "./vm-boot.ts";
 import { tscKhzFromCpuinfo, type Accel } from "./qemu-command.ts";
 
@@ -31,7 +32,13 @@ export async function chooseAccel(
   }
   const runDir = await newRunDir(workDir);
   try {
-    const { vm, bootMs } = await coldBoot({ ...cfg, accel: "kvm" }, rootfs, runDir, KVM_PROBE_TIMEOUT_MS);
+    const { vm, bootMs } = await coldBoot(
+      { ...cfg, accel: "kvm" },
+      rootfs,
+      runDir,
+      KVM_PROBE_TIMEOUT_MS,
+      SIZE_RESOURCES.small,
+    );
     await vm.kill();
     return { accel: "kvm", reason: `KVM (probe boot ready in ${Math.round(bootMs)} ms)` };
   } catch (err) {

@@ -7,7 +7,6 @@ import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFil
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MicrovmError } from "./microvm-errors.ts";
-import { limitsScript } from "./microvm-limits.ts";
 import { findCloudKernel, findTool, run } from "./host-tools.ts";
 
 const GUEST_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "guest");
@@ -102,8 +101,7 @@ async function readInputs(vmlinuz: string, modulesDir: string, busybox: string):
   const agent = await readFile(path.join(GUEST_DIR, "agent.sh"));
   const reseed = await readFile(path.join(GUEST_DIR, "reseed.c"));
   const cc = await findCompiler();
-  for (const part of [init, agent, reseed, Buffer.from(cc ?? "no-cc"), Buffer.from(limitsScript())])
-    h.update(part).update("\0");
+  for (const part of [init, agent, reseed, Buffer.from(cc ?? "no-cc")]) h.update(part).update("\0");
   for (const part of [await readFile(vmlinuz), await readFile(busybox)]) h.update(part).update("\0");
   for (const m of MODULES) h.update(await readFile(path.join(modulesDir, MODULE_PATHS[m]!))).update("\0");
   return { hash: h.digest("hex").slice(0, 32), init, agent, reseed, cc };
@@ -117,7 +115,6 @@ async function buildInitramfs(staging: string, inputs: Inputs, busybox: string, 
   await symlink("busybox", path.join(root, "bin/sh"));
   await writeFile(path.join(root, "init"), inputs.init, { mode: 0o755 });
   await writeFile(path.join(root, "kiln/agent.sh"), inputs.agent, { mode: 0o755 });
-  await writeFile(path.join(root, "kiln/limits.sh"), limitsScript());
   if (inputs.cc) {
     // Static: the guest has no libc. Without a compiler the guest still mixes the host's entropy in,
     // and reseeds when the kernel's own timer says so (weaker; ADR 0011).

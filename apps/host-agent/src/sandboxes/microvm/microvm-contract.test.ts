@@ -10,6 +10,7 @@ import { describeSandboxContract } from "../sandbox-contract.ts";
 import { createMicrovmDriver } from "./microvm-driver.ts";
 import { describeWarmPool } from "./warm-pool-cases.ts";
 import type { Accel } from "./qemu-command.ts";
+import { MICROVM_TEST_SIZES } from "./microvm-test-sizes.ts";
 
 // Content-addressed, so sharing it between runs and files is safe and saves the asset build.
 const TEST_ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
@@ -33,6 +34,7 @@ describeSandboxContract({
       workDir,
       assetsDir: TEST_ASSETS_DIR,
       warmPoolSize: 1,
+      sizes: MICROVM_TEST_SIZES,
       accel: "auto",
       logger: quiet,
     });
@@ -45,6 +47,7 @@ describeSandboxContract({
           workDir,
           assetsDir: TEST_ASSETS_DIR,
           warmPoolSize: 0,
+          sizes: MICROVM_TEST_SIZES,
           accel: driver.accel,
           logger: quiet,
         }),

@@ -17,6 +17,7 @@ import { createLogger } from "@kiln/logger";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
 import { netHelperArgs, qemuArgs } from "./qemu-command.ts";
+import { MICROVM_TEST_SIZES } from "./microvm-test-sizes.ts";
 
 const TIMEOUT_MS = 180_000;
 // Shared with the contract test: content-addressed, so reusing it only saves the asset build.
@@ -70,7 +71,14 @@ beforeAll(async () => {
   proxy = new EgressProxy({ socketDir: path.join(workDir, ".egress"), allowInternalAddresses: true, logger: quiet });
   // A pool of one: the first sandbox is a restored snapshot, so the egress link is shown to work on
   // a VM that existed before its attempt did.
-  driver = await createMicrovmDriver({ workDir, assetsDir: ASSETS_DIR, warmPoolSize: 1, accel: "auto", logger: quiet });
+  driver = await createMicrovmDriver({
+    workDir,
+    assetsDir: ASSETS_DIR,
+    warmPoolSize: 1,
+    sizes: MICROVM_TEST_SIZES,
+    accel: "auto",
+    logger: quiet,
+  });
 }, TIMEOUT_MS);
 
 afterAll(async () => {
@@ -109,6 +117,8 @@ describe("microvm mediated egress", () => {
       rootfs: "/vm/rootfs",
       runDir: "/w/vm-1",
       tscKhz: null,
+      resources: { vcpus: 1, memoryMiB: 256 },
+      workDisk: "/vm/disk.img",
     });
     expect(vm.filter((_, i) => vm[i - 1] === "-netdev")).toEqual(["socket,id=n0,fd=3"]);
     expect(vm[vm.indexOf("-sandbox") + 1]).toContain("spawn=deny");

@@ -18,6 +18,7 @@ import { EgressProxy } from "../../egress/index.ts";
 import { openIdTokenEndpoint } from "../../identity/index.ts";
 import { runCaptured } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
+import { MICROVM_TEST_SIZES } from "./microvm-test-sizes.ts";
 
 const TIMEOUT_MS = 240_000;
 const ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
@@ -41,7 +42,14 @@ beforeAll(async () => {
   await new Promise<void>((r) => control.listen(0, "127.0.0.1", () => r()));
   workDir = await mkdtemp(path.join(os.tmpdir(), "kiln-mvm-idt-"));
   proxy = new EgressProxy({ socketDir: path.join(workDir, ".egress"), allowInternalAddresses: false, logger: quiet });
-  driver = await createMicrovmDriver({ workDir, assetsDir: ASSETS_DIR, warmPoolSize: 0, accel: "auto", logger: quiet });
+  driver = await createMicrovmDriver({
+    workDir,
+    assetsDir: ASSETS_DIR,
+    warmPoolSize: 0,
+    sizes: MICROVM_TEST_SIZES,
+    accel: "auto",
+    logger: quiet,
+  });
 }, TIMEOUT_MS);
 
 afterAll(async () => {

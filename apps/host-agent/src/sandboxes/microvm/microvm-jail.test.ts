@@ -16,6 +16,7 @@ import type { Sandbox } from "../sandbox-driver.ts";
 import { runCaptured, waitForNoProcesses } from "../sandbox-contract-support.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
 import { QEMU_HOST_ID_BASE } from "./qemu-jail.ts";
+import { MICROVM_TEST_SIZES } from "./microvm-test-sizes.ts";
 
 const TIMEOUT_MS = 180_000;
 const ASSETS_DIR = path.join(os.tmpdir(), "kiln-microvm-assets");
@@ -52,6 +53,7 @@ beforeAll(async () => {
     workDir,
     assetsDir: ASSETS_DIR,
     warmPoolSize: 0,
+    sizes: MICROVM_TEST_SIZES,
     accel: "auto",
     logger: createLogger({}, () => undefined),
   });

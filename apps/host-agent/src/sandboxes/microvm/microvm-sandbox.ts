@@ -2,6 +2,7 @@
 // workspace the agent checked out; then steps run one by one over the ctl port. The VM is never
 // reused: destroy() kills QEMU and deletes every file of the sandbox.
 import { randomBytes } from "node:crypto";
+import { SANDBOX_LIMIT_CAUSES, type SandboxLimit } from "@kiln/domain";
 import { constants } from "node:os";
 import { rm } from "node:fs/promises";
 import {
@@ -26,8 +27,8 @@ const PREP_TIMEOUT_MS = 60_000;
 const START_TIMEOUT_MS = 60_000;
 // A guest that ignores KILL (wedged agent) is stopped from outside: QEMU dies, the step with it.
 const HARD_KILL_AFTER_MS = 3_000;
-// Above the guest workspace tmpfs cap (128 MiB) plus tar overhead; anything larger is a lying guest.
-const PULL_MAX_BYTES = 256 * 1024 * 1024;
+// Tar overhead over the work disk's size: anything larger is a lying guest.
+const PULL_SLACK_BYTES = 64 * 1024 * 1024;
 
 interface Streams {
   out: OutputListener;
@@ -54,6 +55,7 @@ export class MicrovmSandbox implements Sandbox {
     private readonly runDir: string,
     readonly hostWorkspaceDir: string,
     private readonly hasEgress: boolean,
+    private readonly diskMiB: number,
     private readonly onDestroyed: () => void,
   ) {
     // Always drained, even between steps, so the guest can never block on a full port.
@@ -86,14 +88,15 @@ export class MicrovmSandbox implements Sandbox {
       // A kill() that came while the workspace was still being pushed applies to this step.
       if (this.pendingSignal) this.kill(this.pendingSignal);
       const exit = await this.vm.ctl.expect("EXIT", Infinity, "the step");
-      const [status, outBytes, errBytes] = exit.map(Number) as [number, number, number];
-      if (![status, outBytes, errBytes].every(Number.isSafeInteger))
+      const [status, outBytes, errBytes] = exit.slice(0, 3).map(Number) as [number, number, number];
+      const limit = guestLimit(exit[3]);
+      if (![status, outBytes, errBytes].every(Number.isSafeInteger) || limit === undefined)
         throw new MicrovmError(
           "MICROVM.GUEST_PROTOCOL",
           `bad EXIT line ${JSON.stringify(exit.join(" ").slice(0, 100))}`,
         );
       await this.drained(streams, outBytes, errBytes);
-      return { ...this.classify(status), durationMs: monotonicNow() - startedAt };
+      return { ...this.classify(status), limit, durationMs: monotonicNow() - startedAt };
     } catch (err) {
       // The VM went away under the step: ours (kill/destroy) is a signal, anything else a lost VM.
       if (this.hardKilled || this.destroying)
@@ -139,7 +142,7 @@ export class MicrovmSandbox implements Sandbox {
     if (this.streams) throw new Error(`sandbox ${this.id} is running a step`);
     // No step ran: the guest never received the workspace, so the host copy is the truth.
     if (!this.prepared) return;
-    await pullWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir, PULL_MAX_BYTES);
+    await pullWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir, this.pullMaxBytes());
   }
 
   destroy(): Promise<void> {
@@ -158,6 +161,10 @@ export class MicrovmSandbox implements Sandbox {
     await this.vm.ctl.expect("PREP-OK", PREP_TIMEOUT_MS);
     await pushWorkspace(this.vm.ctl, this.vm.sockets.data, this.hostWorkspaceDir, this.runDir);
     this.prepared = true;
+  }
+
+  private pullMaxBytes(): number {
+    return this.diskMiB * 1024 * 1024 + PULL_SLACK_BYTES;
   }
 
   private classify(status: number): { exitCode: number | null; signal: NodeJS.Signals | null } {
@@ -194,4 +201,14 @@ export class MicrovmSandbox implements Sandbox {
       );
     });
   }
+}
+
+/**
+ * The limit the guest says a failed step ran into (agent.sh limit_hit); undefined for anything else
+ * (a protocol error). Guest-reported, so a step that took over the guest could name another limit
+ * or none: it only ever picks between user_failure causes of its own job (ADR 0041).
+ */
+function guestLimit(field: string | undefined): SandboxLimit | null | undefined {
+  if (field === undefined || field === "-") return null;
+  return (Object.keys(SANDBOX_LIMIT_CAUSES) as SandboxLimit[]).find((l) => l === field);
 }

@@ -1,9 +1,8 @@
-// The QEMU command lines for one sandbox (feasibility Part B): microvm machine, one vCPU, fixed RAM,
-// the root image read-only on virtio-blk, four virtio-serial ports and QMP on socket pairs whose
+// The QEMU command lines for one sandbox (feasibility Part B): microvm machine with the job size's
+// vCPUs and RAM, the root image read-only on virtio-blk, the job's work disk on a second one, four virtio-serial ports and QMP on socket pairs whose
 // other ends the agent holds, the kernel console to the agent, and a network link to the VM's
 // network helper, a restricted user-mode network whose only way out is the agent's egress proxy
 // (docs/adr/0013-mediated-egress.md). Both run under QEMU's seccomp sandbox (qemu-jail.ts for the rest).
-import { VM_CPUS, VM_MEMORY } from "./microvm-limits.ts";
 
 export type Accel = "kvm" | "tcg";
 
@@ -22,8 +21,10 @@ export interface QemuLaunch {
   tscKhz: number | null;
   /** Restore a warm-pool snapshot (streamed on fd FD.incoming) instead of booting. */
   incomingSnapshot?: boolean;
-  /** vCPUs and memory of the job's size; absent: VM_CPUS and VM_MEMORY (small, the warm pool's). */
-  resources?: { vcpus: number; memoryMiB: number };
+  /** vCPUs and memory of the job's size (ADR 0041). */
+  resources: { vcpus: number; memoryMiB: number };
+  /** The sandbox's work disk (work-disk.ts), writable, as QEMU sees it. */
+  workDisk: string;
 }
 
 /**
@@ -66,8 +67,9 @@ const KERNEL_ARGS = [
   "no_timer_check",
   "cryptomgr.notests",
   "random.trust_cpu=on",
-  // Freed pages are zeroed: smaller snapshots (feasibility: 89 -> 56 MB, ~35 ms per restore).
-  "init_on_free=1",
+  // No init_on_free: it zeroes every page the kernel frees, all of RAM included at boot, which made
+  // a 2 GiB guest's TCG boot ~2x slower (ADR 0041). Its gain was a smaller warm-pool snapshot
+  // (feasibility: 89 -> 56 MB, ~35 ms per restore); each VM is single-use, so no job reads another's pages.
 ];
 
 export function qemuArgs(l: QemuLaunch): string[] {
@@ -83,9 +85,9 @@ export function qemuArgs(l: QemuLaunch): string[] {
     "-cpu",
     "max",
     "-smp",
-    String(l.resources?.vcpus ?? VM_CPUS),
+    String(l.resources.vcpus),
     "-m",
-    l.resources ? `${l.resources.memoryMiB}M` : VM_MEMORY,
+    `${l.resources.memoryMiB}M`,
     "-nodefaults",
     "-no-user-config",
     "-display",
@@ -106,6 +108,12 @@ export function qemuArgs(l: QemuLaunch): string[] {
     `id=root,file=${l.rootfs},format=raw,if=none,readonly=on`,
     "-device",
     "virtio-blk-device,drive=root",
+    // Second: the guest sees it as /dev/vdb. Unsafe cache: the disk dies with the VM, so flushes
+    // buy nothing but host I/O.
+    "-drive",
+    `id=work,file=${l.workDisk},format=raw,if=none,cache=unsafe,discard=unmap`,
+    "-device",
+    "virtio-blk-device,drive=work",
     "-device",
     "virtio-serial-device,max_ports=5",
   ];

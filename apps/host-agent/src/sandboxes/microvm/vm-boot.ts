@@ -9,8 +9,10 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { sleep } from "../../timing.ts";
 import { MicrovmError } from "./microvm-errors.ts";
+import type { SizeResources } from "@kiln/domain";
 import type { Accel, EgressRelay } from "./qemu-command.ts";
 import { VmProcess } from "./vm-process.ts";
+import type { WorkDisks } from "../work-disk.ts";
 
 /** Marks a run directory as created by this driver, so leftover cleanup never deletes anything else. */
 export const RUN_DIR_MARKER = ".kiln-microvm";
@@ -23,6 +25,14 @@ export interface BootConfig {
   vmlinuz: string;
   initramfs: string;
   egressRelay: Omit<EgressRelay, "socket">;
+  /** Where each VM's work disk comes from (a copy of the empty template of its size). */
+  disks: WorkDisks;
+}
+
+/** What QEMU is told about the machine: the size's vCPUs and memory, and a fresh work disk in runDir. */
+async function machineOf(cfg: BootConfig, runDir: string, size: SizeResources) {
+  const workDisk = await cfg.disks.create(runDir, size.diskMiB);
+  return { resources: { vcpus: size.vcpus, memoryMiB: size.memoryMiB }, workDisk };
 }
 
 export interface BootedVm {
@@ -50,15 +60,15 @@ export async function coldBoot(
   rootfs: string,
   runDir: string,
   timeoutMs: number,
-  resources?: { vcpus: number; memoryMiB: number },
+  size: SizeResources,
   migrateSocket?: string,
 ): Promise<BootedVm> {
   const started = performance.now();
   const vm = await VmProcess.start(cfg.qemuPath, {
     ...cfg,
+    ...(await machineOf(cfg, runDir, size)),
     rootfs,
     runDir,
-    ...(resources ? { resources } : {}),
     ...(migrateSocket ? { migrateSocket } : {}),
   });
   try {
@@ -79,9 +89,13 @@ export async function restoreSnapshot(
   snapshot: string,
   runDir: string,
   timeoutMs: number,
+  size: SizeResources,
 ): Promise<BootedVm> {
   const started = performance.now();
-  const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, rootfs, runDir, incomingSnapshot: snapshot });
+  // The snapshot was saved with this size's memory and a disk of this size (never mounted before
+  // the save: init.sh), so a fresh copy of the empty template is exactly what the clone expects.
+  const machine = await machineOf(cfg, runDir, size);
+  const vm = await VmProcess.start(cfg.qemuPath, { ...cfg, ...machine, rootfs, runDir, incomingSnapshot: snapshot });
   try {
     // A snapshot taken from a stopped VM restores paused; `cont` only once the stream is loaded.
     const deadline = performance.now() + timeoutMs;
@@ -122,6 +136,7 @@ export async function saveSnapshot(
   workDir: string,
   file: string,
   bootTimeoutMs: number,
+  size: SizeResources,
 ): Promise<void> {
   const runDir = await newRunDir(workDir);
   const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
@@ -136,7 +151,7 @@ export async function saveSnapshot(
   received.catch(() => undefined);
   try {
     await new Promise<void>((resolve, reject) => server.once("error", reject).listen(sock, () => resolve()));
-    const { vm } = await coldBoot(cfg, rootfs, runDir, bootTimeoutMs, undefined, sock);
+    const { vm } = await coldBoot(cfg, rootfs, runDir, bootTimeoutMs, size, sock);
     try {
       await vm.qmp.execute("stop");
       await vm.qmp.execute("migrate", { uri: `unix:${VmProcess.pathFor("migrate.sock", sock)}` });

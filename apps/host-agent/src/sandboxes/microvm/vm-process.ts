@@ -20,6 +20,7 @@ import {
   type JailIds,
 } from "./qemu-jail.ts";
 import { QmpClient } from "./qmp-client.ts";
+import { WORK_DISK_NAME } from "../work-disk.ts";
 import { CtlChannel } from "./ctl-channel.ts";
 
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -39,7 +40,9 @@ export interface VmLaunch {
   incomingSnapshot?: string;
   /** A unix socket (host path) the agent listens on, made reachable to QEMU as `migrate.sock`. */
   migrateSocket?: string;
-  resources?: { vcpus: number; memoryMiB: number };
+  resources: { vcpus: number; memoryMiB: number };
+  /** The sandbox's work disk (host path), given to a jailed QEMU's uid. */
+  workDisk: string;
 }
 
 /** The egress socket in a run directory. */
@@ -95,6 +98,7 @@ export class VmProcess {
     };
     if (ids) for (const v of Object.values(viewDirs(runDir))) await mkdir(v, { mode: 0o700 }).catch(undo);
     if (ids && launch.migrateSocket) await chown(launch.migrateSocket, ids.vm, ids.vm).catch(undo);
+    if (ids) await chown(launch.workDisk, ids.vm, ids.vm).catch(undo);
     const snapshot = launch.incomingSnapshot ? await open(launch.incomingSnapshot, "r").catch(undo) : null;
     const { child, helper } = spawnPair(qemuPath, launch, ids, egress, snapshot?.fd ?? null);
     const fdOf = (n: number) => child.stdio[n] as net.Socket;
@@ -167,6 +171,7 @@ function spawnPair(
     vmlinuz: launch.vmlinuz,
     initramfs: launch.initramfs,
     rootfs: launch.rootfs,
+    [WORK_DISK_NAME]: launch.workDisk,
     ...(launch.migrateSocket ? { "migrate.sock": launch.migrateSocket } : {}),
   };
   const vmArgs = qemuArgs({
@@ -177,7 +182,8 @@ function spawnPair(
     initramfs: pathInJail("initramfs", launch.initramfs),
     rootfs: pathInJail("rootfs", launch.rootfs),
     ...(snapshotFd !== null ? { incomingSnapshot: true } : {}),
-    ...(launch.resources ? { resources: launch.resources } : {}),
+    resources: launch.resources,
+    workDisk: pathInJail(WORK_DISK_NAME, launch.workDisk),
   });
   // Own process groups: a Ctrl-C on the agent's terminal must not kill VMs mid-job behind its
   // back. Fixed environment and cwd: the wrapper chain runs as root before the jail exists.

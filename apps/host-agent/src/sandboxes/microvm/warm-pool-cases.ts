@@ -12,6 +12,7 @@ import { SandboxLostError } from "../sandbox-driver.ts";
 import { findTool } from "./host-tools.ts";
 import { createMicrovmDriver, type MicrovmDriver } from "./microvm-driver.ts";
 import type { Accel } from "./qemu-command.ts";
+import { MICROVM_TEST_SIZES } from "./microvm-test-sizes.ts";
 
 const TIMEOUT_MS = 120_000;
 const PROBE = 'date +%s; head -c 32 /dev/urandom | od -An -tx1 | tr -d " \\n"; echo; cat /proc/uptime';
@@ -27,6 +28,7 @@ export function describeWarmPool(opts: { assetsDir: string; accel: () => Accel |
         workDir,
         assetsDir: opts.assetsDir,
         warmPoolSize: 1,
+        sizes: MICROVM_TEST_SIZES,
         accel: opts.accel(),
         logger: opts.logger,
       });

@@ -57,7 +57,7 @@ export async function probeNamespaces(isRoot = process.getuid?.() === 0): Promis
   const detail =
     `user,pid,net,ipc,uts,mount namespaces via unshare; ${who}; no capabilities, no_new_privs; ` +
     "pivot_root into a read-only tmpfs root (system directories, world-readable /etc, minimal /dev, own /proc), " +
-    `the sandbox the only writable place; steps die with the agent (parent-death signal); limits: ${await describeLimits()}`;
+    `the sandbox the only writable place; steps die with the agent (parent-death signal); limits: ${describeLimits()}`;
   return {
     available: true,
     unsharePath,
@@ -75,28 +75,12 @@ export function tiedToAgent(deathSignal: string[], file: string, argv: string[])
   return [setpriv, [...pre, file, ...argv]];
 }
 
-const CGROUP_V2_MOUNTS = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"];
-const CGROUP_CONTROLLERS = ["memory", "pids", "cpu", "io"];
-
 /**
- * The limits a step gets, said honestly: cgroup v2 controllers are not used yet (a host that has
- * them delegated is named so, and still gets rlimits); without them rlimits are all there is,
- * and memory, CPU time and total disk use are not bounded (a job's timeout and the host's disk
- * are the only bounds).
+ * The rlimits every namespaced step gets. The size's cgroup and work disk, where the host offers
+ * them, are added to the detail by the driver (process-driver.ts, ADR 0041).
  */
-async function describeLimits(): Promise<string> {
-  const rl = `rlimits (processes ${DEFAULT_SANDBOX_LIMITS.processes}, file size ${DEFAULT_SANDBOX_LIMITS.fileSizeBytes / 1024 ** 3} GiB, writable memory ${DEFAULT_SANDBOX_LIMITS.dataBytes / 1024 ** 3} GiB per process, no core dumps)`;
-  for (const mount of CGROUP_V2_MOUNTS) {
-    const controllers = await readFile(path.join(mount, "cgroup.controllers"), "utf8").then(
-      (t) => t.trim().split(/\s+/),
-      () => null,
-    );
-    if (!controllers) continue;
-    const have = CGROUP_CONTROLLERS.filter((c) => controllers.includes(c));
-    if (have.length > 0)
-      return `${rl}; cgroup v2 at ${mount} offers ${have.join(",")} but the driver does not use it yet: memory, CPU and disk are not limited`;
-  }
-  return `${rl}; no cgroup v2 controllers on this host (cgroup v1 or none): memory, CPU and disk are not limited`;
+function describeLimits(): string {
+  return `rlimits (processes ${DEFAULT_SANDBOX_LIMITS.processes}, file size ${DEFAULT_SANDBOX_LIMITS.fileSizeBytes / 1024 ** 3} GiB, writable memory ${DEFAULT_SANDBOX_LIMITS.dataBytes / 1024 ** 3} GiB per process, no core dumps)`;
 }
 
 export function unavailable(reason: string): NamespaceSupport {

@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
+import type { SandboxLimit } from "@kiln/domain";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/index.ts";
@@ -22,6 +23,13 @@ import { encodeStepEnv, STEP_ENV_FD, WRAPPER_ENV } from "./step-exec.ts";
 import { tiedToAgent, type NamespaceSupport } from "./namespace-probe.ts";
 import { killProcessesUnder } from "./process-sweep.ts";
 import { removeTree } from "./remove-tree.ts";
+import type { SandboxCgroup } from "./sandbox-cgroup.ts";
+import type { SandboxDisk } from "./sandbox-disk.ts";
+
+export interface SizeLimits {
+  cgroup: SandboxCgroup | null;
+  disk: SandboxDisk | null;
+}
 
 // After the step's shell exits we kill its group; an escaped writer (setsid) could still hold the
 // pipes open. Past this grace the pipes are closed from our side so the step always returns.
@@ -49,6 +57,8 @@ export class ProcessSandbox implements Sandbox {
     private readonly namespaces: NamespaceSupport,
     /** The egress forwarder's interpreter (perl); null when the host lacks it (see egress-forwarder.ts). */
     private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
+    /** The size's limits (ADR 0041): the attempt's cgroup and work disk, where the host offers them. */
+    private readonly limits: SizeLimits = { cgroup: null, disk: null },
   ) {
     this.paths = {
       workspace: path.join(root, "workspace"),
@@ -102,7 +112,7 @@ export class ProcessSandbox implements Sandbox {
     // The proxy variables win over the job's own: there is no other way out to point them at.
     const stepEnv = egress ? { ...env, ...egressProxyEnv(SANDBOX_PROXY_URL) } : env;
     const namespaced = this.namespaces.available;
-    const [file, args] = egress
+    const [bareFile, bareArgs] = egress
       ? egress
       : namespaced
         ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
@@ -111,6 +121,8 @@ export class ProcessSandbox implements Sandbox {
             ...this.privateView(null, { kind: "step", cwd, command }),
           ])
         : ["/bin/sh", ["-c", command]];
+    const [file, args] = this.limits.cgroup ? this.limits.cgroup.wrap(bareFile, bareArgs) : [bareFile, bareArgs];
+    await this.limits.cgroup?.mark();
     const startedAt = monotonicNow();
     // detached: own process group (and session), so kill(-pid) reaches the whole tree and a
     // terminal's Ctrl-C on the agent does not hit the step. Nothing of the agent's own environment
@@ -142,7 +154,8 @@ export class ProcessSandbox implements Sandbox {
     if (child.pid !== undefined) this.running = { pid: child.pid, done: done.catch(() => undefined) };
     try {
       const { code, signal } = await done;
-      return { exitCode: code, signal, durationMs: monotonicNow() - startedAt };
+      const limit = code === 0 && signal === null ? null : await this.limitHit();
+      return { exitCode: code, signal, limit, durationMs: monotonicNow() - startedAt };
     } finally {
       this.running = null;
     }
@@ -274,7 +287,15 @@ export class ProcessSandbox implements Sandbox {
     this.holder?.stop();
     // Also catches processes that escaped the group and a checkout still running in the workspace.
     await killProcessesUnder(this.root);
+    await this.limits.cgroup?.remove();
+    await this.limits.disk?.unmount();
     await removeTree(this.root);
+  }
+
+  /** Which of the size's limits a failed step ran into: the disk first (a full disk fails many ways). */
+  private async limitHit(): Promise<SandboxLimit | null> {
+    if (await this.limits.disk?.full()) return "disk_full";
+    return (await this.limits.cgroup?.limitHit()) ?? null;
   }
 
   private resolveWorkingDirectory(relative: string | undefined): string {

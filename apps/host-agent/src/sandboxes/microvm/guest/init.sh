@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # Guest /init (pid 1, from our initramfs). Loads the virtio modules the cloud kernel keeps as
-# modules, mounts the job's root read-only under a tmpfs overlay (writes die with the VM), puts
-# size-capped tmpfs on /tmp, /workspace and $HOME, then becomes the agent. Anything that fails here
+# modules, mounts the job's root read-only, waits for the work disk, brings the network up, then
+# becomes the agent (which mounts the job's writable view on the work disk at MOUNT: mount-root.sh). Anything that fails here
 # is reported on the kernel console and the VM powers off (the host sees QEMU exit, not a hang).
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -18,29 +18,20 @@ while [ ! -b /dev/vda ]; do
   i=$((i + 1)); [ $i -gt 500 ] && fail "no /dev/vda"
   usleep 10000
 done
-. /kiln/limits.sh
+while [ ! -b /dev/vdb ]; do
+  i=$((i + 1)); [ $i -gt 1000 ] && fail "no /dev/vdb (the work disk)"
+  usleep 10000
+done
 mkdir -p /lower /rw /newroot /run
 mount -t ext4 -o ro /dev/vda /lower || fail "mount root"
-mount -t tmpfs -o "size=$ROOT_RW_SIZE,mode=0755" rw /rw || fail "mount rw"
-mkdir -p /rw/upper /rw/work
-mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot || fail "mount overlay"
-mkdir -p /newroot/workspace /newroot/home/kiln /newroot/tmp /newroot/proc /newroot/dev /newroot/sys
-mount -t tmpfs -o "size=$TMP_SIZE,mode=1777" tmp /newroot/tmp || fail "mount tmp"
-mount -t tmpfs -o "size=$WORKSPACE_SIZE,mode=0755" workspace /newroot/workspace || fail "mount workspace"
-mount -t tmpfs -o "size=$HOME_SIZE,mode=0700" home /newroot/home/kiln || fail "mount home"
-mount -t proc proc /newroot/proc
-# A private /dev for steps: the virtio-serial ports stay reachable only by the agent.
-mount -t tmpfs -o size=1m,mode=0755 devs /newroot/dev
-mknod -m 666 /newroot/dev/null c 1 3
-mknod -m 666 /newroot/dev/zero c 1 5
-mknod -m 666 /newroot/dev/full c 1 7
-mknod -m 666 /newroot/dev/random c 1 8
-mknod -m 666 /newroot/dev/urandom c 1 9
-mknod -m 666 /newroot/dev/tty c 5 0
-ln -s /proc/self/fd /newroot/dev/fd
-ln -s /proc/self/fd/0 /newroot/dev/stdin
-ln -s /proc/self/fd/1 /newroot/dev/stdout
-ln -s /proc/self/fd/2 /newroot/dev/stderr
+# Steps run in the "step" cgroup: pids.max is the size's process limit, pids.events tells the agent
+# a step hit it, and cgroup.kill ends everything a step left behind at once (even a fork bomb).
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail "mount cgroup2"
+echo +pids > /sys/fs/cgroup/cgroup.subtree_control || fail "pids controller"
+mkdir /sys/fs/cgroup/step || fail "step cgroup"
+# The job's root, /tmp, /workspace and $HOME are mounted on the work disk (/dev/vdb) only at the
+# host's MOUNT (agent.sh): a warm-pool snapshot is taken before that, so a restored clone gets a
+# fresh copy of the empty disk that its kernel has never mounted (no cached state to disagree with).
 # eth0 is QEMU's restricted user-mode network: its one reachable address is the egress proxy's
 # guestfwd (10.0.2.100:3128). Configured before READY so a warm-pool snapshot has it up already
 # (virtio-net reports NO-CARRIER for about 0.5 s after `up`).
