@@ -9,7 +9,7 @@ import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { openIdTokenEndpoint, type IdTokenEndpoint } from "../identity/index.ts";
-import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
+import { imageFailureVerdict, imageHasShell, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
@@ -370,6 +370,12 @@ export class AttemptRun {
         image_ms: wireMs(this.imageMs),
       });
       if (this.abort.signal.aborted) return { verdict: null };
+      // Every step is the image's /bin/sh (issue 30): without one no step could start, on any host.
+      if (!(await imageHasShell(prepared.rootfsDir))) {
+        const message = `image ${image} has no /bin/sh: every step runs as /bin/sh -c <command> inside the job image`;
+        this.logs.stderr(Buffer.from(`[kiln] image.no_shell: ${message}\n`));
+        return { verdict: { outcome: "user_failure", cause: "image.no_shell", message, exitCode: null } };
+      }
       return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
     } catch (err) {
       this.imageMs = this.now() - started;

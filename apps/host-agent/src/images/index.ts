@@ -2,3 +2,4 @@
 // cache within a byte budget, unpack safely.
 export { ImagePreparer, type ImagePreparerConfig, type PreparedImage } from "./prepare-image.ts";
 export { imageFailureVerdict } from "./image-verdict.ts";
+export { imageHasShell } from "./image-shell.ts";

@@ -71,6 +71,12 @@ export class ProcessDriver implements SandboxDriver {
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
     if (!SAFE_SANDBOX_ID.test(spec.attemptId)) throw new Error(`unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
+    // Without namespaces there is no private root to build from the image: the step would run the
+    // host's tools instead of the image's (issue 30). Refused; the attempt goes to another host.
+    if (spec.rootfs && !this.namespaces.available)
+      throw new Error(
+        `this host runs steps without namespaces (${this.namespaces.reason}) and so cannot run them inside the job image`,
+      );
     const root = path.join(this.workDir, spec.attemptId);
     // Not recursive: if this attempt's directory still exists, fail instead of sharing it. 0711: the
     // step's unprivileged uid must pass through to workspace/home/tmp (handed to it by the view),
@@ -79,7 +85,7 @@ export class ProcessDriver implements SandboxDriver {
     await writeFile(path.join(root, MARKER_FILE), "");
     // Mountpoint for the attempt's egress socket inside the step's private view (private-view.ts).
     await writeFile(path.join(root, EGRESS_SOCKET_IN_ROOT), "", { mode: 0o600 });
-    const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces, this.forwarder);
+    const sandbox = new ProcessSandbox(spec.attemptId, root, this.namespaces, this.forwarder, spec.rootfs?.dir ?? null);
     for (const dir of Object.values(sandbox.paths)) await mkdir(dir, { mode: 0o700 });
     sandbox.prestart();
     return sandbox;

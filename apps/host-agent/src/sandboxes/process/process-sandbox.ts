@@ -8,14 +8,12 @@ import type { Readable, Writable } from "node:stream";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/index.ts";
-import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
+import { SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
 import {
   DEFAULT_SANDBOX_LIMITS,
   EGRESS_SOCKET_IN_ROOT,
-  PERL_ARCH,
   privateViewArgv,
-  SANDBOX_STEP_ID,
   type ViewContinuation,
 } from "./private-view.ts";
 import { encodeStepEnv, STEP_ENV_FD, WRAPPER_ENV } from "./step-exec.ts";
@@ -49,6 +47,8 @@ export class ProcessSandbox implements Sandbox {
     private readonly namespaces: NamespaceSupport,
     /** The egress forwarder's interpreter (perl); null when the host lacks it (see egress-forwarder.ts). */
     private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
+    /** The job image's unpacked rootfs the step's root is built from; null: the host's view. */
+    private readonly imageRoot: string | null = null,
   ) {
     this.paths = {
       workspace: path.join(root, "workspace"),
@@ -108,7 +108,7 @@ export class ProcessSandbox implements Sandbox {
         ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
             ...this.namespaces.args,
             "--",
-            ...this.privateView(null, { kind: "step", cwd, command }),
+            ...this.privateView(null, { cwd, command }),
           ])
         : ["/bin/sh", ["-c", command]];
     const startedAt = monotonicNow();
@@ -179,10 +179,7 @@ export class ProcessSandbox implements Sandbox {
       return tiedToAgent(ns.deathSignal, ns.unsharePath, [
         ...ns.args,
         "--",
-        ...this.privateView(socket.path, {
-          kind: "exec",
-          argv: forwarderArgv(tools, inRoot, { arch: this.perlArch, ids: this.stepIds, cwd, command }),
-        }),
+        ...this.privateView(socket.path, { cwd, command, forwardTo: inRoot }),
       ]);
     }
     if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
@@ -198,7 +195,7 @@ export class ProcessSandbox implements Sandbox {
         ns.unsharePath,
         ...stepArgs,
         "--",
-        ...this.privateView(null, { kind: "step", cwd, command }),
+        ...this.privateView(null, { cwd, command }),
       ],
     ];
   }
@@ -220,18 +217,10 @@ export class ProcessSandbox implements Sandbox {
         mapIds: ns.mapIds,
         limits: DEFAULT_SANDBOX_LIMITS,
         perl: tools.perl,
+        imageRoot: this.imageRoot,
       },
       then,
     );
-  }
-
-  private get perlArch(): string {
-    return PERL_ARCH[process.arch] ?? process.arch;
-  }
-
-  /** The step's uid/gid inside its user namespace: a root agent maps ids, an unprivileged one cannot. */
-  private get stepIds(): string {
-    return this.namespaces.available && this.namespaces.mapIds ? String(SANDBOX_STEP_ID) : "";
   }
 
   kill(signal: NodeJS.Signals): void {
