@@ -45,6 +45,12 @@ export const registerSessionResponse = z.object({
   /** Issue 22: the host record this session belongs to and the control plane's protocol version. */
   runner_id: z.string().optional(),
   protocol_version: z.number().optional(),
+  /**
+   * Issue 30: the registries (and mirrors) this installation pulls images from, in KILN_REGISTRIES's
+   * format (keyed by host[:port]; the agent validates each entry with @kiln/oci's schema). Absent
+   * (an older control plane): the agent's own KILN_REGISTRIES only.
+   */
+  registries: z.record(z.string().min(1).max(300), z.record(z.string(), z.unknown())).optional(),
 });
 
 // Registration (issue 22): POST /v1/agent/registrations with a registration token as Bearer
