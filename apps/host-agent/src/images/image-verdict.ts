@@ -4,6 +4,14 @@
 import { isImageError } from "@kiln/oci";
 import { errorMessage } from "@kiln/logger";
 import { platformFailure, type Verdict } from "../shared/verdict.ts";
+import { imageHasShell } from "./image-shell.ts";
+
+/** Every step is the image's /bin/sh (issue 30): without one no step could start, on any host. */
+export async function noShellVerdict(ref: string, rootfsDir: string): Promise<Verdict | null> {
+  if (await imageHasShell(rootfsDir)) return null;
+  const message = `image ${ref} has no /bin/sh: every step runs as /bin/sh -c <command> inside the job image`;
+  return { outcome: "user_failure", cause: "image.no_shell", message, exitCode: null };
+}
 
 export function imageFailureVerdict(ref: string, err: unknown): Verdict {
   const message = `image ${ref}: ${errorMessage(err)}`;

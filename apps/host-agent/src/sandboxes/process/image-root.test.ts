@@ -12,6 +12,7 @@ import { writeTar, type TarEntry } from "@kiln/oci";
 import { buildBaseImage } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { imageHasShell } from "../../images/image-shell.ts";
+import { noShellVerdict } from "../../images/image-verdict.ts";
 import { LayerApplier } from "../../images/safe-unpack.ts";
 import { readTar } from "../../shared/tar-reader.ts";
 import type { Sandbox } from "../sandbox-driver.ts";
@@ -82,7 +83,7 @@ describe.runIf(process.getuid?.() === 0)("process driver: the step's root is the
   });
 
   const cases = [0, 1] as const;
-  it.each(cases)("sees the image's files, not the host's (work dir %i)", async (i) => {
+  it.each(cases)("sees the image's files, not the host's (work dir %i)", { timeout: 30_000 }, async (i) => {
     const { driver } = drivers[i]!;
     const sb = await driver.create({
       attemptId: `att-${randomUUID()}`,
@@ -122,7 +123,9 @@ describe.runIf(process.getuid?.() === 0)("process driver: the step's root is the
     }
   });
 
-  it("shows the image's top level plus the view's own mount points, and no host path", async () => {
+  it("shows the image's top level plus the view's own mount points, and no host path", {
+    timeout: 30_000,
+  }, async () => {
     const { driver, workDir } = drivers[1]!;
     const sb = await driver.create({
       attemptId: `att-${randomUUID()}`,
@@ -148,11 +151,15 @@ describe.runIf(process.getuid?.() === 0)("process driver: the step's root is the
     expect(await snapshot(rootfs)).toEqual(before);
   });
 
-  it("finds the image's shell through its links, and says when there is none", async () => {
+  it("finds the image's shell through its links, and says when there is none", { timeout: 60_000 }, async () => {
     expect(await imageHasShell(rootfs)).toBe(true);
     const noShell = await unpackImage(path.join(base, "no-shell"), []);
     await rm(path.join(noShell, "bin/sh"));
     expect(await imageHasShell(noShell)).toBe(false);
+    expect(await noShellVerdict("registry.test/no-shell:1", noShell)).toMatchObject({
+      outcome: "user_failure",
+      cause: "image.no_shell",
+    });
     const escaping = path.join(base, "escaping");
     await mkdir(path.join(escaping, "bin"), { recursive: true });
     // An absolute link resolves from the image's top, never the host's /bin/sh.
