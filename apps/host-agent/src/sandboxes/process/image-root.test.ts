@@ -3,6 +3,8 @@
 // runs as the unprivileged step user holding nothing, and the shared rootfs is never written.
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -17,8 +19,13 @@ import { LayerApplier } from "../../images/safe-unpack.ts";
 import { readTar } from "../../shared/tar-reader.ts";
 import type { Sandbox } from "../sandbox-driver.ts";
 import { SANDBOX_STEP_ID } from "./private-view.ts";
-import { createProcessDriver, type ProcessDriver } from "./process-driver.ts";
+import { createLogger } from "@kiln/logger";
+import { EgressProxy } from "../../egress/egress-proxy.ts";
+import { findForwarderTools } from "./egress-forwarder.ts";
+import { probeNamespaces } from "./namespace-probe.ts";
+import { createProcessDriver, ProcessDriver } from "./process-driver.ts";
 
+const quiet = createLogger({}, () => undefined);
 const OS_RELEASE = `ID=kiln-image-root-test\nVERSION_ID=${randomUUID()}\n`;
 
 /** Unpacks the busybox base image plus `extra` the way the agent does (safe-unpack.ts). */
@@ -146,6 +153,56 @@ describe.runIf(process.getuid?.() === 0)("process driver: the step's root is the
       await sb.destroy();
     }
   });
+
+  // The per-step forwarder used to be a host perl exec'd after pivot_root, which no image has: it is
+  // now forked by the view itself. Both egress modes, with the image's busybox wget as the client.
+  it.each(["held namespace", "per-step forwarder"] as const)(
+    "%s: the step reaches the allowed server through the proxy, from inside the image",
+    { timeout: 60_000 },
+    async (mode) => {
+      const server = http.createServer((_req, res) => res.end("through-the-proxy"));
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      const port = (server.address() as AddressInfo).port;
+      const namespaces = await probeNamespaces();
+      const tools = await findForwarderTools();
+      if ("missing" in tools) throw new Error(`missing ${tools.missing.join(", ")}`);
+      const workDir = path.join(base, `egress-${mode.replace(/ /g, "-")}`);
+      await mkdir(workDir);
+      const driver = new ProcessDriver(
+        workDir,
+        namespaces,
+        mode === "held namespace" ? tools : { ...tools, nsenter: null },
+      );
+      const proxy = new EgressProxy({
+        socketDir: path.join(base, "sock"),
+        allowInternalAddresses: true,
+        logger: quiet,
+      });
+      const attemptId = randomUUID();
+      const listener = await proxy.open({
+        attemptId,
+        trustClass: "trusted",
+        listen: "unix",
+        policy: { trustClass: "trusted", allowList: [`localhost:${port}`] },
+        onDecision: () => undefined,
+        onDenied: () => undefined,
+      });
+      const sb = await driver.create({ attemptId, image: "t", rootfs: { dir: rootfs, digest: "sha256:0" } });
+      try {
+        const r = await run(
+          sb,
+          `[ -e /usr/bin/perl ] || echo no-perl; unset NO_PROXY no_proxy; wget -q -O - http://localhost:${port}/ && echo; ` +
+            `wget -q -T 5 -O - -Y off http://127.0.0.1:${port}/ 2>/dev/null || echo direct-refused`,
+        );
+        expect(r.out).toBe("no-perl\nthrough-the-proxy\ndirect-refused\n");
+      } finally {
+        await sb.destroy();
+        await listener.close();
+        await proxy.close();
+        server.close();
+      }
+    },
+  );
 
   it("never writes into the shared rootfs", async () => {
     expect(await snapshot(rootfs)).toEqual(before);
