@@ -2,3 +2,5 @@
 // cache within a byte budget, unpack safely.
 export { ImagePreparer, type ImagePreparerConfig, type PreparedImage } from "./prepare-image.ts";
 export { imageFailureVerdict, noShellVerdict } from "./image-verdict.ts";
+export { imageHasShell } from "./image-shell.ts";
+export { LayerApplier } from "./safe-unpack.ts";

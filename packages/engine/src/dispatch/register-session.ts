@@ -9,7 +9,7 @@ import {
 } from "@kiln/domain";
 import type { z } from "zod";
 import type { RegistryConfig } from "@kiln/oci";
-import { registriesForAgents } from "../images/agent-registries.ts";
+import { registriesForAgents } from "../images/index.ts";
 import type { EngineConfig } from "../shared/config.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 

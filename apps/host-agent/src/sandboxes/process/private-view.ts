@@ -283,7 +283,7 @@ step_exec($arch, $mapIds ? ${SANDBOX_STEP_ID} : "", $rest[0], $rest[1], read_ste
 ${STEP_EXEC_PERL}
 ${FORWARD_PERL}`;
 
-export const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
+const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
 
 export interface PrivateViewSpec {
   /** The sandbox root (<workDir>/<attempt>). */
