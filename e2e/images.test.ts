@@ -2,7 +2,8 @@
 // htpasswd auth. A job naming the base image by tag is pinned to its digest at freeze, the agent
 // pulls and verifies it before the sandbox exists and reports image preparation as its own phase;
 // a digest that is not in the registry is the user's failure, named; a registry the operator did not
-// list is never contacted (docs/adr/0017).
+// list is never contacted (docs/adr/0017). The agent has no KILN_REGISTRIES of its own: it learns
+// the registry from the control plane at session start (issue 30).
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,7 +31,9 @@ beforeAll(async () => {
   await p.start();
   t = await p.seedTenant("img", { ".kiln/workflow.yaml": workflow(published.ref) });
   workDir = path.join(dir, "agent");
-  await p.startAgent("agent-img", t.agentToken, { KILN_WORK_DIR: workDir });
+  // Started as the README says, with no registry of its own (issue 30): it pulls with the list (and
+  // the credentials: a platform pool) the control plane tells it when its session starts.
+  await p.startAgent("agent-img", t.agentToken, { KILN_WORK_DIR: workDir, KILN_REGISTRIES: "" });
 }, 180_000);
 afterAll(async () => {
   await p?.stop();

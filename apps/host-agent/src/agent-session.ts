@@ -1,7 +1,12 @@
 // The agent's registration with the control plane. All claim loops share one session; when the
 // server forgets it (404 SESSION.NOT_FOUND) the first loop to notice re-registers and the others
 // wait on the same promise instead of registering N times.
-import { describeFailure, type ControlClient, type RegisterSessionRequest } from "./control-client.ts";
+import {
+  describeFailure,
+  type ControlClient,
+  type RegisterSessionRequest,
+  type RegisterSessionResponse,
+} from "./control-client.ts";
 import { FatalAgentError } from "./errors.ts";
 import type { Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "./timing.ts";
@@ -17,6 +22,8 @@ export class AgentSession {
     private readonly request: RegisterSessionRequest,
     private readonly logger: Logger,
     private readonly shutdown: AbortSignal,
+    /** What the control plane told this agent at each registration (its registries, issue 30). */
+    private readonly onRegistered: (res: RegisterSessionResponse) => void = () => undefined,
   ) {}
 
   /** The current session id, registering first if needed. Null once the agent is shutting down. */
@@ -49,6 +56,8 @@ export class AgentSession {
         signal: this.shutdown,
       });
       if (res.ok) {
+        // Before the id is published: no claim loop may take a job before the registries are known.
+        this.onRegistered(res.data);
         this.sessionId = res.data.session_id;
         this.logger.info("registered with the control plane", {
           session_id: res.data.session_id,

@@ -32,6 +32,7 @@ export class HostAgent {
 
   private readonly egress: EgressProxy | null;
   private readonly cacheTier: LocalCacheTier;
+  private readonly images: ImagePreparer;
   private stats: StatsLoop | null = null;
   private session: AgentSession | null = null;
 
@@ -47,6 +48,14 @@ export class HostAgent {
         : null;
     // Beside the sandboxes like the image cache: sandbox teardown and leftover sweeps never touch it.
     this.cacheTier = new LocalCacheTier(path.join(deps.env.KILN_WORK_DIR, ".caches"), deps.env.KILN_CACHE_LOCAL_BYTES);
+    this.images = new ImagePreparer({
+      // Beside the sandboxes like the log spool: sandbox teardown and leftover sweeps never touch it.
+      cacheDir: path.join(deps.env.KILN_WORK_DIR, ".images"),
+      cacheBytes: deps.env.KILN_IMAGE_CACHE_BYTES,
+      registries: deps.env.KILN_REGISTRIES,
+      budget: { maxBytes: deps.env.KILN_IMAGE_MAX_BYTES, maxEntries: deps.env.KILN_IMAGE_MAX_ENTRIES },
+      log: deps.logger,
+    });
     this.runner = new JobRunner({
       ...(this.egress ? { egress: this.egress } : {}),
       client: deps.client,
@@ -56,14 +65,7 @@ export class HostAgent {
       // Beside the sandboxes like the image cache: teardown and leftover sweeps never touch it.
       gitMirrorDir: path.join(deps.env.KILN_WORK_DIR, ".git-mirrors"),
       source: { localReposRoot: deps.env.KILN_LOCAL_REPOS_ROOT ?? null },
-      images: new ImagePreparer({
-        // Beside the sandboxes like the log spool: sandbox teardown and leftover sweeps never touch it.
-        cacheDir: path.join(deps.env.KILN_WORK_DIR, ".images"),
-        cacheBytes: deps.env.KILN_IMAGE_CACHE_BYTES,
-        registries: deps.env.KILN_REGISTRIES,
-        budget: { maxBytes: deps.env.KILN_IMAGE_MAX_BYTES, maxEntries: deps.env.KILN_IMAGE_MAX_ENTRIES },
-        log: deps.logger,
-      }),
+      images: this.images,
       caches: {
         localTier: this.cacheTier,
         limits: {
@@ -108,6 +110,7 @@ export class HostAgent {
       },
       logger,
       this.shutdown.signal,
+      (res) => this.adoptRegistries(res.registries),
     );
     // Fleet stats run beside the claim loops and never end the agent: they are advisory.
     this.stats = new StatsLoop({
@@ -173,6 +176,13 @@ export class HostAgent {
       await this.deps.driver.close?.();
     })();
     return this.stopping;
+  }
+
+  /** The control plane's registries, told at each session start (issue 30), under KILN_REGISTRIES. */
+  private adoptRegistries(told: Record<string, Record<string, unknown>> | undefined): void {
+    if (!told) return;
+    const { adopted, rejected } = this.images.adoptRegistries(told);
+    this.deps.logger.info("registries from the control plane", { adopted, rejected });
   }
 
   private async announce(): Promise<void> {

@@ -63,9 +63,11 @@ const schema = z.object({
       }
     }),
   /**
-   * Default base image per pool for jobs that name none (ADR 0012), JSON {pool: ref}, e.g.
-   * {"default":"127.0.0.1:5000/kiln/base:1"} after `npm run publish-base-image`. Default: none
-   * (such jobs get no image; the process driver runs them on the host as before).
+   * Default image per pool for jobs that name none (ADR 0012, issue 30), JSON {pool: ref}, e.g.
+   * {"default":"127.0.0.1:5000/kiln/base:1"} after `npm run publish-base-image`; an org pool is named
+   * `<org>/<name>`, `*` covers every pool without an entry, and `host` runs such jobs on the pool's
+   * hosts' own system directories, on purpose (recorded as image `host`). Default: none, and a job
+   * naming no image in a pool without a default is refused (blocked_by_policy, image.none_for_pool).
    */
   KILN_POOL_IMAGES: z
     .preprocess((v) => (v === "" || v === undefined ? "{}" : v), z.string())

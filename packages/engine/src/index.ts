@@ -53,7 +53,14 @@ export {
   type RunView,
   type JobView,
 } from "./runs/index.ts";
-export { pinImages, resolveImage, type PinImagesResult, type ResolveImageResult } from "./images/index.ts";
+export {
+  parseAgentRegistries,
+  pinImages,
+  registriesForAgents,
+  resolveImage,
+  type PinImagesResult,
+  type ResolveImageResult,
+} from "./images/index.ts";
 export {
   claimJob,
   type ClaimRequest,

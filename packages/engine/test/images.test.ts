@@ -26,10 +26,10 @@ import {
 } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJob } from "../src/dispatch/claim-job.ts";
-import { resolveImage } from "../src/images/index.ts";
+import { pinImages, resolveImage } from "../src/images/index.ts";
 import { admitManualRun, manualTriggerBody } from "../src/runs/admit-manual.ts";
 import { freezeRun } from "../src/runs/freeze-run.ts";
-import { newSession, runStatus, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "./support.ts";
+import { def as parseDef, newSession, runStatus, seedFrozenRun, seedTenant, TEST_CFG, useTestDb } from "./support.ts";
 
 const t = useTestDb();
 const CREDS = { username: "kiln", password: "registry-pass" };
@@ -210,6 +210,31 @@ describe("freezing pins images", () => {
       { ref: published.ref, digest: published.manifestDigest },
       { ref: published.ref, digest: published.manifestDigest },
     ]);
+  });
+
+  it("each job gets its own pool's default, `host` only where a pool declares it, or is refused (issue 30)", async () => {
+    const three = parseDef(
+      `version: 1\njobs:\n  - name: a\n    steps: [echo]\n  - name: b\n    runs_on: {pool: acme/gpu}\n    steps: [echo]\n` +
+        `  - name: c\n    image: ${published.ref}\n    steps: [echo]\n`,
+    );
+    const pinned = { ref: published.ref, digest: published.manifestDigest };
+    // The platform's default does not reach an org's pool: refused, named, never run on the host.
+    expect(await pinImages(three, config, { default: published.ref })).toMatchObject({
+      ok: false,
+      kind: "policy",
+      cause: "image.none_for_pool",
+      message: expect.stringContaining("pool acme/gpu has no default image"),
+    });
+    const withHost = await pinImages(three, config, { default: published.ref, "acme/gpu": "host" });
+    if (!withHost.ok) throw new Error(withHost.message);
+    expect(withHost.definition.jobs.map((j) => j.image)).toEqual([pinned, { ref: "host" }, pinned]);
+    const everywhere = await pinImages(three, config, { "*": "host" });
+    if (!everywhere.ok) throw new Error(everywhere.message);
+    expect(everywhere.definition.jobs.map((j) => j.image)).toEqual([{ ref: "host" }, { ref: "host" }, pinned]);
+    // A job's own `image: host` is an image reference (docker.io/library/host here: not a registry
+    // this installation uses), never the host's tools.
+    const own = parseDef(`version: 1\njobs:\n  - name: a\n    image: host\n    steps: [echo]\n`);
+    expect(await pinImages(own, config, { "*": "host" })).toMatchObject({ ok: false, cause: "image.not_allowed" });
   });
 
   it("an unknown tag fails the run as user_failure image.not_found naming the ref", async () => {

@@ -2,6 +2,7 @@
 //   heartbeat + watchdog -> sandbox -> checkout -> steps -> destroy (always) -> report.
 // Interruptions (cancel, timeout, fencing, lost lease, agent shutdown) arrive as stop(reason) at
 // any point; the ranked reason, not the steps' exit codes, then decides what is reported.
+import { agentProtocol } from "@kiln/domain";
 import { isCloneUrlError, type SourcePolicy } from "@kiln/oci";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
@@ -9,7 +10,7 @@ import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { openIdTokenEndpoint, type IdTokenEndpoint } from "../identity/index.ts";
-import { imageFailureVerdict, type ImagePreparer } from "../images/index.ts";
+import { imageFailureVerdict, noShellVerdict, type ImagePreparer } from "../images/index.ts";
 import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
 import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
@@ -351,6 +352,12 @@ export class AttemptRun {
     heartbeat: HeartbeatLoop,
   ): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
     const { image, imageDigest } = this.ticket.job;
+    // The job's pool declared the host as its image, on purpose (issue 30): the process driver's
+    // host view, recorded on the run as image `host`. Only the freeze sets it, from the pool.
+    if (image === agentProtocol.HOST_IMAGE && !imageDigest) {
+      this.logs.stderr(Buffer.from("[kiln] image: host (this pool runs jobs on its hosts' own system directories)\n"));
+      return { rootfs: null };
+    }
     if (!image || !imageDigest || !this.deps.images) return { rootfs: null };
     const started = this.now();
     try {
@@ -370,6 +377,9 @@ export class AttemptRun {
         image_ms: wireMs(this.imageMs),
       });
       if (this.abort.signal.aborted) return { verdict: null };
+      const noShell = await noShellVerdict(image, prepared.rootfsDir);
+      if (noShell) this.logs.stderr(Buffer.from(`[kiln] ${noShell.cause}: ${noShell.message}\n`));
+      if (noShell) return { verdict: noShell };
       return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
     } catch (err) {
       this.imageMs = this.now() - started;

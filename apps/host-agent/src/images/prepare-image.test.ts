@@ -14,7 +14,7 @@ import {
   writeTar,
   type RegistryConfig,
 } from "@kiln/oci";
-import { publishBaseImage, startRegistry, type PublishedImage, type RegistryHandle } from "@kiln/testkit";
+import { freePort, publishBaseImage, startRegistry, type PublishedImage, type RegistryHandle } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Logger } from "@kiln/logger";
 import { imageFailureVerdict } from "./image-verdict.ts";
@@ -147,14 +147,51 @@ describe("prepareImage against a real registry", () => {
       .prepareImage({ ref: published.ref, digest: published.manifestDigest })
       .catch((e: unknown) => e);
     expect(notAllowed).toMatchObject({ code: "IMAGE.REGISTRY_NOT_ALLOWED" });
+    // The image was pinned by the control plane, so its registry is the installation's: an agent not
+    // configured for it is the platform's failure, retried elsewhere, never blocked_by_policy (issue 30).
     expect(imageFailureVerdict(published.ref, notAllowed)).toMatchObject({
-      outcome: "blocked_by_policy",
-      cause: "image.not_allowed",
+      outcome: "platform_failure",
+      cause: "image.registry_unconfigured",
     });
     expect(imageFailureVerdict(published.ref, refused)).toMatchObject({
       outcome: "platform_failure",
       cause: "image.pull_failed",
     });
+  });
+
+  it("pulls with the registries the control plane told it, with none of its own (issue 30)", async () => {
+    const p = new ImagePreparer({
+      cacheDir: path.join(base, "told"),
+      cacheBytes: 1 << 30,
+      registries: {}, // an agent started by hand: no KILN_REGISTRIES
+      budget: { maxBytes: 1 << 30, maxEntries: 1000 },
+      log: capturingLogger(),
+    });
+    const before = await p.prepareImage({ ref: published.ref, digest: published.manifestDigest }).catch((e) => e);
+    expect(before).toMatchObject({ code: "IMAGE.REGISTRY_NOT_ALLOWED" });
+    // What registerSession answers: this registry with its credentials, and an entry that does not parse.
+    expect(p.adoptRegistries({ [registry.host]: CREDS, "bad host!": { username: "only-half" } })).toEqual({
+      adopted: [registry.host],
+      rejected: ["bad host!"],
+    });
+    const pulled = await p.prepareImage({ ref: published.ref, digest: published.manifestDigest });
+    expect(pulled).toMatchObject({ digest: published.manifestDigest, cacheHit: false });
+    pulled.release();
+  });
+
+  it("a registry it cannot reach ends the attempt as the platform's failure, retried elsewhere", async () => {
+    const port = await freePort(); // nothing listens there
+    const host = `127.0.0.1:${port}`;
+    const p = new ImagePreparer({
+      cacheDir: path.join(base, "unreachable"),
+      cacheBytes: 1 << 30,
+      registries: { [host]: {} },
+      budget: { maxBytes: 1 << 30, maxEntries: 1000 },
+      log: capturingLogger(),
+    });
+    const ref = `${host}/kiln/base:1`;
+    const err = await p.prepareImage({ ref, digest: published.manifestDigest }).catch((e: unknown) => e);
+    expect(imageFailureVerdict(ref, err)).toMatchObject({ outcome: "platform_failure", cause: "image.pull_failed" });
   });
 
   it("refuses a blob tampered with in the registry: discarded, fetched again once, then fails; nothing cached", async () => {

@@ -19,6 +19,7 @@ import {
   parseIndex,
   parseManifest,
   RegistryClient,
+  registryConfigSchema,
   registryEndpoint,
   selectPlatform,
   type ImageConfig,
@@ -67,9 +68,33 @@ export class ImagePreparer {
   readonly cache: ImageCache;
   private readonly clients = new Map<string, RegistryClient>();
   private readonly inflight = new Map<string, Promise<number>>();
+  /** The agent's own KILN_REGISTRIES over what the control plane told it (adoptRegistries). */
+  private registries: RegistryConfig;
 
   constructor(private readonly cfg: ImagePreparerConfig) {
     this.cache = new ImageCache(cfg.cacheDir, cfg.cacheBytes);
+    this.registries = cfg.registries;
+  }
+
+  /**
+   * The registries (and mirrors) the control plane told this agent at session start (issue 30). The
+   * agent's own KILN_REGISTRIES wins for a host it also lists (a local mirror, its own credentials).
+   * Entries that do not parse are dropped and named, never half-used. Returns the hosts adopted.
+   */
+  adoptRegistries(told: Record<string, unknown>): { adopted: string[]; rejected: string[] } {
+    const adopted: string[] = [];
+    const rejected: string[] = [];
+    const merged: RegistryConfig = {};
+    for (const [host, entry] of Object.entries(told)) {
+      const parsed = registryConfigSchema.safeParse({ [host]: entry });
+      if (parsed.success) {
+        Object.assign(merged, parsed.data);
+        adopted.push(host);
+      } else rejected.push(host);
+    }
+    this.registries = { ...merged, ...this.cfg.registries };
+    this.clients.clear();
+    return { adopted, rejected };
   }
 
   async prepareImage(opts: { ref: string; digest: string; signal?: AbortSignal }): Promise<PreparedImage> {
@@ -114,7 +139,7 @@ export class ImagePreparer {
   private client(registry: string): RegistryClient {
     let c = this.clients.get(registry);
     if (!c) {
-      c = new RegistryClient(registryEndpoint(this.cfg.registries, registry));
+      c = new RegistryClient(registryEndpoint(this.registries, registry));
       this.clients.set(registry, c);
     }
     return c;

@@ -38,6 +38,8 @@ import { webLogger } from "./logger.ts";
 interface Services {
   db: Db;
   cfg: EngineConfig;
+  /** KILN_REGISTRIES: told to agents at session start (issue 30). */
+  registries: ReturnType<typeof env>["KILN_REGISTRIES"];
   /** The web process's logger; request code takes a child with the ids it has. */
   log: Logger;
   boss: Promise<PgBoss>;
@@ -94,6 +96,7 @@ export function services(): Services {
   g.__kiln = {
     db,
     cfg,
+    registries: e.KILN_REGISTRIES,
     log,
     boss: boss.start().then(() => boss),
     waiter: new DispatchWaiter(e.DATABASE_URL),

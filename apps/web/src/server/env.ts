@@ -4,6 +4,7 @@ import {
   engineEnvSchema,
   forgeConfigFromEnv,
   identityKekFileFromEnv,
+  parseAgentRegistries,
   type EngineConfig,
   type ForgeConfig,
 } from "@kiln/engine";
@@ -60,6 +61,20 @@ const schema = z.object({
    * decision budget of seed 002.
    */
   KILN_GATE_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(400),
+  /**
+   * The registries (and mirrors) images are pulled from, the workers' KILN_REGISTRIES: told to every
+   * agent when its session starts (issue 30), credentials only to the platform's own pools. Default none.
+   */
+  KILN_REGISTRIES: z
+    .preprocess((v) => (v === "" ? undefined : v), z.string().optional())
+    .transform((v, ctx) => {
+      try {
+        return parseAgentRegistries(v);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+        return z.NEVER;
+      }
+    }),
 });
 
 export type WebEnv = z.infer<typeof schema>;

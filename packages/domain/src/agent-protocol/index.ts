@@ -13,6 +13,14 @@ import { AUDIENCE_PATTERN } from "../identity/index.ts";
 // Errors are {error: {code, message}}; 409 ATTEMPT.STALE_EPOCH / ATTEMPT.LEASE_EXPIRED mean
 // "destroy the sandbox now, publish nothing".
 
+/**
+ * A ticket's `job.image` (with no digest) when the job's pool declared the host as its image on
+ * purpose (issue 30): the process driver then runs the step against the host's read-only system
+ * directories instead of an image's rootfs. Never a user's choice: the freeze sets it only from the
+ * pool's configured default, and a job's own `image: host` is resolved as an image reference.
+ */
+export const HOST_IMAGE = "host";
+
 export const registerSessionRequest = z
   .object({
     hostname: z.string().min(1).max(200),
@@ -45,6 +53,12 @@ export const registerSessionResponse = z.object({
   /** Issue 22: the host record this session belongs to and the control plane's protocol version. */
   runner_id: z.string().optional(),
   protocol_version: z.number().optional(),
+  /**
+   * Issue 30: the registries (and mirrors) this installation pulls images from, in KILN_REGISTRIES's
+   * format (keyed by host[:port]; the agent validates each entry with @kiln/oci's schema). Absent
+   * (an older control plane): the agent's own KILN_REGISTRIES only.
+   */
+  registries: z.record(z.string().min(1).max(300), z.record(z.string(), z.unknown())).optional(),
 });
 
 // Registration (issue 22): POST /v1/agent/registrations with a registration token as Bearer

@@ -8,6 +8,8 @@ import {
   protocolIncompatibility,
 } from "@kiln/domain";
 import type { z } from "zod";
+import type { RegistryConfig } from "@kiln/oci";
+import { registriesForAgents } from "../images/index.ts";
 import type { EngineConfig } from "../shared/config.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 
@@ -22,7 +24,13 @@ type RegisterBody = z.input<typeof agentProtocol.registerSessionRequest>;
 export async function registerSession(
   db: Db,
   cfg: EngineConfig,
-  input: { agentTokenId: string; pool: string; body: RegisterBody },
+  input: {
+    agentTokenId: string;
+    pool: string;
+    body: RegisterBody;
+    /** The platform's registries (KILN_REGISTRIES), told to the agent (issue 30). */
+    registries?: RegistryConfig;
+  },
 ): Promise<{
   sessionId: string;
   pool: string;
@@ -30,6 +38,7 @@ export async function registerSession(
   heartbeatMs: number;
   runnerId: string;
   protocolVersion: number;
+  registries: RegistryConfig;
 }> {
   // Issue 22: an agent speaking a protocol this control plane does not is refused before anything is written.
   const incompatible = protocolIncompatibility(input.body.protocol_version);
@@ -82,5 +91,6 @@ export async function registerSession(
     heartbeatMs: cfg.heartbeatMs,
     runnerId: row.runner_id,
     protocolVersion: AGENT_PROTOCOL_VERSION,
+    registries: registriesForAgents(input.registries ?? {}, (pools[0]?.owner_org_id ?? null) !== null),
   };
 }

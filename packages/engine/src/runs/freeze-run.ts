@@ -140,7 +140,8 @@ export async function freezeRun(
   }
   // Image tags -> digests (ADR 0012), same failure rules as the git source above.
   const bound = binding ? bindDeployment(parsed.definition, binding) : parsed.definition;
-  const images = await pinImages(bound, input.registries ?? {}, input.poolImages?.[DEFAULT_POOL] ?? null);
+  // Each job gets its own pool's default image (issue 30), or is refused for want of one.
+  const images = await pinImages(bound, input.registries ?? {}, input.poolImages ?? null);
   if (!images.ok) {
     if (images.kind === "unreachable" && !input.finalTry) {
       log.warn("image registry unreachable; freeze will be retried", { err: images.message });

@@ -115,6 +115,48 @@ describe("runner registration", () => {
     await expect(session).rejects.toThrow("agent protocol version 0 is not supported");
   });
 
+  it("tells each session's agent the registries: credentials to the platform's pools only (issue 30)", async () => {
+    const registries = {
+      "registry.example.com": {
+        username: "ci",
+        password: "platform-pull-secret",
+        endpoint: "https://mirror.example.com",
+      },
+      "127.0.0.1:5000": {},
+    };
+    const body = {
+      hostname: "h1",
+      capacity: 1,
+      labels: { os: "linux", arch: "x64", resource_class: "small", isolation: "process" as const },
+      protocol_version: AGENT_PROTOCOL_VERSION,
+    };
+    // The platform's own pool (an operator's hosts): the whole list.
+    const a = await orgWithPool(t.db());
+    const platform = await registerSession(t.db(), TEST_CFG, {
+      agentTokenId: a.agentTokenId,
+      pool: a.pool,
+      body,
+      registries,
+    });
+    expect(platform.registries).toEqual(registries);
+    // The org's own pool (a machine the org controls): every registry and mirror, no platform secret.
+    const tok = await createRegistrationToken(t.db(), { orgId: a.orgId, pool: "gpu", actor: "test:admin" });
+    const host = await reg(tok.token);
+    const agent = await t.db().$queryRaw<{ id: string }[]>`
+      SELECT agent_token_id AS id FROM runner WHERE id = ${host.runnerId}::uuid`;
+    const own = await registerSession(t.db(), TEST_CFG, {
+      agentTokenId: agent[0]!.id,
+      pool: host.pool,
+      body,
+      registries,
+    });
+    expect(own.registries).toEqual({
+      "registry.example.com": { endpoint: "https://mirror.example.com" },
+      "127.0.0.1:5000": {},
+    });
+    expect(JSON.stringify(own)).not.toContain("platform-pull-secret");
+  });
+
   it("runs the org's labelled job on its registered host, and nothing of another org's", async () => {
     const a = await orgWithPool(t.db());
     const host = await registeredHost(t.db(), a);

@@ -64,7 +64,8 @@ export interface PlatformOptions {
   /** A smart-HTTP git server for tenants' repositories. Default false. */
   git?: boolean;
   /** Debian's docker-registry with Kiln's base image published to it (sets KILN_REGISTRIES and
-   * KILN_POOL_IMAGES unless env has them). Default false; see registryAvailable(). */
+   * KILN_POOL_IMAGES unless env has them). Default false; see registryAvailable(). Without it the
+   * pools' default image is `host` (issue 30) unless env sets KILN_POOL_IMAGES. */
   registry?: boolean;
   /**
    * A pool configured as one operator's development pool (process hosts admitted and serving several
@@ -197,6 +198,10 @@ export class Platform {
       this.env.KILN_POOL_IMAGES ??= JSON.stringify({ default: this.baseImage.ref });
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
+    // Without a registry there is no image to give a job that names none: the platform's pools
+    // declare the host as their image, on purpose and recorded (issue 30), instead of the workers
+    // refusing every such job (image.none_for_pool).
+    this.env.KILN_POOL_IMAGES ??= JSON.stringify({ "*": "host" });
     this.attestationKeyFile = await ensureAttestationKey(path.join(this.dataDir, "attestor", "attestation-key.pem"));
     await this.ensureSecretsKek();
     this.db = createDb({ url: this.dbUrl, max: o.dbPoolSize ?? 4 });

@@ -9,10 +9,11 @@
 // one exec does the ioctl, the bind and the fork (socat + ip + a readiness wait cost about 90 ms
 // more per step on this machine). A root agent starts it once per sandbox, holding a network
 // namespace every step then enters (net-holder.ts), so steps pay nothing for it; an unprivileged
-// agent (user namespaces) starts it in each step's own namespace before the step's shell, and the
-// kernel kills it with everything else there when that shell (pid 1) exits.
+// agent (user namespaces), or a host without nsenter, has the sandbox view fork it in each step's
+// own namespace before the step's shell (FORWARD_PERL), and the kernel kills it with everything
+// else there when the namespace's init exits.
 import { access, constants } from "node:fs/promises";
-import { STEP_ENV_FD, STEP_EXEC_PERL } from "./step-exec.ts";
+import { STEP_ENV_FD } from "./step-exec.ts";
 
 const SANDBOX_PROXY_PORT = 3128;
 export const SANDBOX_PROXY_URL = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
@@ -46,30 +47,37 @@ export async function findForwarderTools(): Promise<ForwarderTools | { missing: 
   return { perl, nsenter: await firstExecutable(NSENTER_CANDIDATES) };
 }
 
-// ARGV: mode, host socket path, then (mode "exec") the step's arch, uid/gid ("" for the namespace's
-// root), working directory and command: the step's shell is exec'd by step_exec (step-exec.ts),
-// which drops every privilege (the forwarder itself needs CAP_NET_ADMIN for the loopback, the step
-// must not keep it) and applies the step's environment, read from fd 3; this process never has it. Mode "exec": fork the forwarder, then become the step's shell. Mode "hold": print "ready" once listening and stay the forwarder (net-holder.ts). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
-// 40-byte struct ifreq; IFF_UP is 1. Errors before the exec end the step with a named message.
-const FORWARDER = String.raw`use strict; use warnings; use Socket;
-my ($mode, $path, $arch, $ids, $cwd, $cmd) = @ARGV;
-# Bring the namespace's loopback up: SIOCGIFFLAGS / SIOCSIFFLAGS on "lo" (struct ifreq, 40 bytes).
-socket(my $ctl, AF_INET, SOCK_DGRAM, 0) or die "kiln: egress forwarder: socket: $!\n";
-my $ifr = pack("Z16 x24", "lo");
-ioctl($ctl, 0x8913, $ifr) or die "kiln: egress forwarder: SIOCGIFFLAGS: $!\n";
-my $flags = unpack("x16 s", $ifr);
-# Already up when the sandbox view did it as host root (a step's mapped root may not).
-($flags & 1) or ioctl($ctl, 0x8914, pack("Z16 s x22", "lo", $flags | 1)) or die "kiln: egress forwarder: SIOCSIFFLAGS: $!\n";
-close $ctl;
-socket(my $l, AF_INET, SOCK_STREAM, 0) or die "kiln: egress forwarder: socket: $!\n";
-setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
-bind($l, pack_sockaddr_in(3128, inet_aton("127.0.0.1"))) or die "kiln: egress forwarder: bind 127.0.0.1:3128: $!\n";
-listen($l, 128) or die "kiln: egress forwarder: listen: $!\n";
-my $pid = $mode eq "hold" ? 0 : (fork() // die "kiln: egress forwarder: fork: $!\n");
-if ($pid == 0) {
+// forwarder_start($mode, $path): brings the namespace's loopback up, listens on 127.0.0.1:3128 and
+// relays every connection to the unix socket at $path. Mode "hold": print "ready" once listening and
+// stay the forwarder (net-holder.ts). Mode "step": fork the forwarder and return, so the caller (the
+// sandbox view, private-view.ts) goes on to step_exec; it runs in the same Perl process as the view,
+// after pivot_root, so nothing has to be exec'd from the new root (a job image has no perl, and the
+// host's /usr is not there). No modules: the view loads none (about 11 ms per step for Socket and
+// POSIX), so the socket constants are Linux's own numbers (AF_INET 2, AF_UNIX 1, SOCK_STREAM 1,
+// SOCK_DGRAM 2, SOL_SOCKET 1, SO_REUSEADDR 2). 0x8913/0x8914 are SIOCGIFFLAGS/SIOCSIFFLAGS on a
+// 40-byte struct ifreq; IFF_UP is 1.
+export const FORWARD_PERL = String.raw`
+sub forwarder_start {
+  my ($mode, $path) = @_;
+  my $die = sub { print STDERR "kiln: egress forwarder: @_\n"; exit 125 };
+  socket(my $ctl, 2, 2, 0) or $die->("socket: $!");
+  my $ifr = pack("Z16 x24", "lo");
+  ioctl($ctl, 0x8913, $ifr) or $die->("SIOCGIFFLAGS: $!");
+  my $flags = unpack("x16 s", $ifr);
+  # Already up when the sandbox view did it as host root (a step's mapped root may not).
+  ($flags & 1) or ioctl($ctl, 0x8914, pack("Z16 s x22", "lo", $flags | 1)) or $die->("SIOCSIFFLAGS: $!");
+  close $ctl;
+  socket(my $l, 2, 1, 0) or $die->("socket: $!");
+  setsockopt($l, 1, 2, 1);
+  bind($l, pack("S n C4 x8", 2, 3128, 127, 0, 0, 1)) or $die->("bind 127.0.0.1:3128: $!");
+  listen($l, 128) or $die->("listen: $!");
+  my $pid = $mode eq "hold" ? 0 : (fork() // $die->("fork: $!"));
+  if ($pid != 0) { close $l; return; }
+  # The step's environment pipe (step mode): never held by the forwarder, which outlives no step.
+  if ($mode ne "hold" && open(my $e, "<&=", ${STEP_ENV_FD})) { close $e; }
   print STDOUT "ready\n" if $mode eq "hold";
   # A holder's stdin is a pipe from the agent: EOF means the agent is gone, and so is this.
-  open(my $agent, "<&", \*STDIN) or die "kiln: egress forwarder: dup stdin: $!\n";
+  open(my $agent, "<&", \*STDIN) or $die->("dup stdin: $!");
   open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
   $SIG{CHLD} = "IGNORE";
   while (1) {
@@ -83,19 +91,15 @@ if ($pid == 0) {
     my $k = fork();
     if (defined $k && $k == 0) {
       close $l; close $agent;
-      # The step's environment pipe (exec mode only: in a holder fd 3 may be anything).
-      if ($mode eq "exec" && open(my $e, "<&=", ${STEP_ENV_FD})) { close $e; }
-      socket(my $u, AF_UNIX, SOCK_STREAM, 0) or exit 1;
-      connect($u, pack_sockaddr_un($path)) or exit 1;
-      relay($c, $u);
+      socket(my $u, 1, 1, 0) or exit 1;
+      connect($u, pack("S Z108", 1, $path)) or exit 1;
+      forwarder_relay($c, $u);
       exit 0;
     }
     close $c;
   }
 }
-close $l;
-step_exec($arch, $ids, $cwd, $cmd, read_step_env());
-sub relay {
+sub forwarder_relay {
   my ($x, $y) = @_;
   my %to = (fileno($x) => [$x, $y], fileno($y) => [$y, $x]);
   my %open = map { $_ => 1 } keys %to;
@@ -113,23 +117,13 @@ sub relay {
     }
   }
 }
-${STEP_EXEC_PERL}`;
+`;
 
-/** The step a forwarder in the step's own namespace runs once it listens (step-exec.ts). */
-export interface ForwardedStep {
-  arch: string;
-  /** The step's uid/gid, or "" to stay the user namespace's root (an unprivileged agent). */
-  ids: string;
-  cwd: string;
-  command: string;
-}
-
-/** The argv (after `unshare ... --`, and the private view) that runs a step behind the forwarder. */
-export function forwarderArgv(tools: ForwarderTools, socketPath: string, step: ForwardedStep): string[] {
-  return [tools.perl, "-e", FORWARDER, "exec", socketPath, step.arch, step.ids, step.cwd, step.command];
-}
+const HOLDER = String.raw`use strict; use warnings;
+forwarder_start("hold", $ARGV[0]);
+${FORWARD_PERL}`;
 
 /** The argv (after `unshare --net --`) of a long-lived forwarder that holds a sandbox's namespace. */
 export function holderArgv(tools: ForwarderTools, socketPath: string): string[] {
-  return [tools.perl, "-e", FORWARDER, "hold", socketPath];
+  return [tools.perl, "-e", HOLDER, socketPath];
 }

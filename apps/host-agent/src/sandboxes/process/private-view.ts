@@ -6,7 +6,12 @@
 //      uids/gids 0..65535 onto an unused host range
 //      (SANDBOX_HOST_ID_BASE), so nothing in the step is host root even before it drops privileges.
 //      An unprivileged agent is already in a user namespace (unshare --user --map-root-user).
-//   2. builds a new root on a tmpfs: read-only binds of /usr and the top-level system directories
+//   2. builds a new root on a tmpfs. With a job image (issue 30) its top-level entries are the
+//      image's own, bound read-only from the verified, unpacked rootfs (images/prepare-image.ts,
+//      the same one the microvm driver boots); /etc and the directories on the way to the sandbox
+//      are filled entry by entry instead, so the view's own mount points never land in the shared
+//      rootfs, and passwd/group are the image's plus the step user. Without one (a pool that
+//      declared `host` on purpose, and the driver's start-up probe): read-only binds of /usr and the top-level system directories
 //      (or their merged-/usr symlinks), an /etc of the world-readable entries only, minus the
 //      password and group shadows (passwd and group are generated), a minimal /dev (null, zero,
 //      full, random, urandom, tty, a private devpts with ptmx, a private shm), the step's own
@@ -27,6 +32,7 @@
 // the mapped root, so the mounts under the work dir are cloned (open_tree) before the user namespace
 // exists and attached with move_mount. Perl, not sh + mount(8): one process makes every mount.
 import path from "node:path";
+import { FORWARD_PERL } from "./egress-forwarder.ts";
 import { STEP_ENV_FD, STEP_EXEC_PERL } from "./step-exec.ts";
 
 export const EGRESS_SOCKET_IN_ROOT = ".egress.sock";
@@ -58,7 +64,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 
 // No modules beyond strict/warnings: loading Config and POSIX alone cost about 12 ms per step here.
 const VIEW_SCRIPT = String.raw`use strict; use warnings;
-my ($arch, $root, $work, $sock, $mapIds, $nproc, $fsize, $data, $then, @rest) = @ARGV;
+my ($arch, $root, $work, $sock, $image, $mapIds, $nproc, $fsize, $data, $then, @rest) = @ARGV;
 sub fail { print STDERR "kiln: sandbox view: @_\n"; exit 125 }
 my %nr = (x86_64 => [165, 166, 155, 272, 302, 260, 117, 119, 3], aarch64 => [40, 39, 41, 97, 261, 54, 147, 149, 57]);
 my ($SYS_mount, $SYS_umount2, $SYS_pivot_root, $SYS_unshare, $SYS_prlimit, $SYS_fchownat, $SYS_setresuid, $SYS_setresgid, $SYS_close) = @{$nr{$arch} // fail("no syscall numbers for $arch")};
@@ -77,6 +83,7 @@ my $id = substr($root, length($work) + 1);
 my $rootTree = clone_tree($root);
 my @tmpTrees = (clone_tree("$root/tmp"), clone_tree("$root/tmp"));
 my $sockTree = $sock ne "" ? clone_tree($sock) : undef;
+my $imageTree = $image ne "" ? clone_tree($image) : undef;
 my $hid = $mapIds ? $mapIds + ${SANDBOX_STEP_ID} : -1;
 # The agent (host root) checked the source out and may have written between steps: hand the
 # sandbox's files to the step's host id. lstat/lchown only, so a step's symlink leads nowhere.
@@ -137,30 +144,102 @@ if ($mapIds) {
 }
 my $N = "/tmp";
 mnt("kiln-root", $N, "tmpfs", $NOSUID | $NODEV, "mode=0755,size=16m", "cannot mount the root tmpfs");
-for my $d (qw(usr bin sbin lib lib32 lib64 libx32 opt)) {
-  if (-l "/$d") { symlink(readlink("/$d"), "$N/$d") or fail("symlink /$d: $!"); next; }
-  next unless -d "/$d";
-  mkdir("$N/$d") or fail("mkdir $d: $!");
-  mnt("/$d", "$N/$d", 0, $BIND | $REC, 0, "cannot bind /$d");
-}
-mkdir("$N/$_") or fail("mkdir $_: $!") for qw(etc dev proc tmp var var/tmp run home);
-my %deny = map { $_ => 1 } qw(shadow shadow- gshadow gshadow- passwd passwd- group group- subuid subuid- subgid subgid- sudoers sudoers.d security ssh machine-id);
-opendir(my $etc, "/etc") or fail("/etc: $!");
-for my $e (readdir $etc) {
-  next if $e eq "." || $e eq ".." || $deny{$e};
-  my @st = lstat("/etc/$e") or next;
-  if (-l _) { symlink(readlink("/etc/$e"), "$N/etc/$e"); next; }
-  next unless $st[2] & 4;  # not world-readable: root-only, never shown
-  if (-d _) { mkdir("$N/etc/$e") or next; }
-  elsif (-f _) { open(my $f, ">", "$N/etc/$e") or next; close $f; }
-  else { next; }
-  mnt("/etc/$e", "$N/etc/$e", 0, $BIND | $REC, 0, "cannot bind /etc/$e");
-}
-closedir $etc;
 my $uid = $mapIds ? ${SANDBOX_STEP_ID} : 0;
 sub put { open(my $f, ">", $_[0]) or fail("$_[0]: $!"); print $f $_[1]; close $f }
-put("$N/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nkiln:x:$uid:$uid:kiln step:$root/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-put("$N/etc/group", "root:x:0:\nkiln:x:$uid:\nnogroup:x:65534:\n");
+my @chain = grep { $_ ne "" } split m{/}, "$work/$id";
+my $tmpHome = (grep { index("$work/", "$_/") == 0 } "/tmp", "/var/tmp")[0];
+if (defined $imageTree) { image_root(); } else { host_root(); }
+sub host_root {
+  for my $d (qw(usr bin sbin lib lib32 lib64 libx32 opt)) {
+    if (-l "/$d") { symlink(readlink("/$d"), "$N/$d") or fail("symlink /$d: $!"); next; }
+    next unless -d "/$d";
+    mkdir("$N/$d") or fail("mkdir $d: $!");
+    mnt("/$d", "$N/$d", 0, $BIND | $REC, 0, "cannot bind /$d");
+  }
+  mkdir("$N/$_") or fail("mkdir $_: $!") for qw(etc dev proc tmp var var/tmp run home);
+  my %deny = map { $_ => 1 } qw(shadow shadow- gshadow gshadow- passwd passwd- group group- subuid subuid- subgid subgid- sudoers sudoers.d security ssh machine-id);
+  opendir(my $etc, "/etc") or fail("/etc: $!");
+  for my $e (readdir $etc) {
+    next if $e eq "." || $e eq ".." || $deny{$e};
+    my @st = lstat("/etc/$e") or next;
+    if (-l _) { symlink(readlink("/etc/$e"), "$N/etc/$e"); next; }
+    next unless $st[2] & 4;  # not world-readable: root-only, never shown
+    if (-d _) { mkdir("$N/etc/$e") or next; }
+    elsif (-f _) { open(my $f, ">", "$N/etc/$e") or next; close $f; }
+    else { next; }
+    mnt("/etc/$e", "$N/etc/$e", 0, $BIND | $REC, 0, "cannot bind /etc/$e");
+  }
+  closedir $etc;
+  put("$N/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nkiln:x:$uid:$uid:kiln step:$root/home:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+  put("$N/etc/group", "root:x:0:\nkiln:x:$uid:\nnogroup:x:65534:\n");
+}
+# Fills $dst (a directory on the root tmpfs) from the image directory $src: every entry a read-only
+# bind (directories recursive), a symlink copied as a symlink (it resolves inside the new root), and
+# the entries named in $tree left to the view: "own" (an empty directory the view mounts on),
+# "skip" (absent), or a further tree (a directory filled the same way, one level down). Nothing is
+# ever created inside the image: the rootfs is shared by every attempt that uses it. lstat only, so
+# an image's symlink never leads the walk out of the image while the host's tree is still visible.
+sub populate {
+  my ($src, $dst, $tree) = @_;
+  mkdir($dst) or $! == 17 or fail("mkdir $dst: $!");
+  my @e;
+  # An image directory the mapped root cannot list (a 0700 /root on the way to the work dir) is
+  # left empty in the view: hidden, never a reason to fail the step.
+  if (defined $src && opendir(my $d, $src)) {
+    @e = grep { $_ ne "." && $_ ne ".." } readdir $d;
+    closedir $d;
+  }
+  for my $e (@e) {
+    my @st = lstat("$src/$e") or next;
+    if (exists $tree->{$e}) {
+      populate((-d _ && ref $tree->{$e}) ? "$src/$e" : undef, "$dst/$e", $tree->{$e}) if ref $tree->{$e};
+      next;
+    }
+    if (-l _) { symlink(readlink("$src/$e"), "$dst/$e") or fail("symlink $e: $!"); next; }
+    if (-d _) { mkdir("$dst/$e") or fail("mkdir $dst/$e: $!"); }
+    elsif (-f _) { open(my $f, ">", "$dst/$e") or fail("$dst/$e: $!"); close $f; }
+    else { next; }
+    mnt("$src/$e", "$dst/$e", 0, $BIND | $REC, 0, "cannot bind the image's $e");
+  }
+  for my $k (keys %$tree) {
+    next if $tree->{$k} eq "skip";
+    if (ref $tree->{$k}) { populate(undef, "$dst/$k", $tree->{$k}) unless -d "$dst/$k"; }
+    else { mkdir("$dst/$k") or $! == 17 or fail("mkdir $dst/$k: $!"); }
+  }
+}
+# The image's passwd/group (a regular file in a real /etc, at most 1 MiB) minus any entry for the
+# step's name or id, plus the step's line. Never through a symlink: the host's tree is still visible.
+sub image_ids {
+  my ($name, $line, $default) = @_;
+  my ($dir, $file) = ("$N/.kiln-image/etc", "$N/.kiln-image/etc/$name");
+  my $text = "";
+  if (-d $dir && !-l $dir && -f $file && !-l $file && open(my $f, "<", $file)) { read($f, $text, 1 << 20); close $f; }
+  $text = $default if $text eq "";
+  return $text if $uid == 0;
+  my @keep = grep { my @f = split /:/, $_, -1; @f > 2 && $f[0] ne "kiln" && $f[2] ne "$uid" } split /\n/, $text;
+  return join("\n", @keep, $line) . "\n";
+}
+sub image_root {
+  my $I = "$N/.kiln-image";
+  mkdir($I) or fail("mkdir $I: $!");
+  attach($imageTree, $I, "cannot attach the job image");
+  my %tree = (dev => "own", proc => "own", sys => "skip", tmp => "own", etc => { passwd => "skip", group => "skip" }, var => { tmp => "own" }, ".kiln-image" => "skip");
+  unless ($tmpHome) {
+    # The directories leading to the sandbox are the view's own, filled from the image around them.
+    my $t = \%tree;
+    for my $i (0 .. $#chain) {
+      my $c = $chain[$i];
+      if ($i == $#chain) { $t->{$c} = "own"; last; }
+      $t->{$c} = {} unless ref $t->{$c};
+      $t = $t->{$c};
+    }
+  }
+  populate($I, $N, \%tree);
+  put("$N/etc/passwd", image_ids("passwd", "kiln:x:$uid:$uid:kiln step:$root/home:/bin/sh", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"));
+  put("$N/etc/group", image_ids("group", "kiln:x:$uid:", "root:x:0:\nnogroup:x:65534:\n"));
+  syscall($SYS_umount2, $I, 2) == 0 or fail("cannot detach the image: $!");
+  rmdir($I) or fail("rmdir $I: $!");
+}
 for my $n (qw(null zero full random urandom tty)) {
   next unless -c "/dev/$n";
   put("$N/dev/$n", "");
@@ -168,8 +247,6 @@ for my $n (qw(null zero full random urandom tty)) {
 }
 mkdir("$N/dev/$_") or fail("mkdir dev/$_: $!") for qw(pts shm);
 symlink($_->[0], "$N/dev/$_->[1]") for (["pts/ptmx", "ptmx"], ["/proc/self/fd", "fd"], ["/proc/self/fd/0", "stdin"], ["/proc/self/fd/1", "stdout"], ["/proc/self/fd/2", "stderr"]);
-my @chain = grep { $_ ne "" } split m{/}, "$work/$id";
-my $tmpHome = (grep { index("$work/", "$_/") == 0 } "/tmp", "/var/tmp")[0];
 my $mkchain = sub { my $p = $N; for (@chain) { $p .= "/$_"; mkdir($p) or $! == 17 or fail("mkdir $p: $!"); } };
 $mkchain->() unless $tmpHome;
 # One call: everything built so far read-only and nosuid (not nodev: /dev's nodes are binds in it).
@@ -198,13 +275,15 @@ for ([4, 0], [1, $fsize], [2, $data], [6, $nproc]) {
   syscall($SYS_prlimit, 0, $_->[0], pack("QQ", $_->[1], $_->[1]), 0) == 0 or fail("prlimit $_->[0]: $!");
 }
 # "step": drop every privilege, apply the step's environment, exec its shell (step-exec.ts).
-# "exec": a further wrapper (the egress forwarder), still with this process's fixed environment.
-step_exec($arch, $mapIds ? ${SANDBOX_STEP_ID} : "", $rest[0], $rest[1], read_step_env()) if $then eq "step";
-$then eq "exec" or fail("unknown continuation $then");
-exec { $rest[0] } @rest or fail("exec $rest[0]: $!");
-${STEP_EXEC_PERL}`;
+# "forward": first fork the egress forwarder from this process (egress-forwarder.ts), still with its
+# fixed environment. Nothing is exec'd from the new root but the step's own shell (the image's).
+forwarder_start("step", shift @rest) if $then eq "forward";
+$then eq "step" || $then eq "forward" or fail("unknown continuation $then");
+step_exec($arch, $mapIds ? ${SANDBOX_STEP_ID} : "", $rest[0], $rest[1], read_step_env());
+${STEP_EXEC_PERL}
+${FORWARD_PERL}`;
 
-export const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
+const PERL_ARCH: Partial<Record<NodeJS.Architecture, string>> = { x64: "x86_64", arm64: "aarch64" };
 
 export interface PrivateViewSpec {
   /** The sandbox root (<workDir>/<attempt>). */
@@ -217,13 +296,23 @@ export interface PrivateViewSpec {
   limits: SandboxLimits;
   /** perl-base (Essential on Debian): one process makes every mount, no exec per mount. */
   perl: string;
+  /**
+   * The job image's verified, unpacked rootfs (images/prepare-image.ts): the step's root is built
+   * from it. null: the host's read-only system directories (a pool that declared `host`).
+   */
+  imageRoot: string | null;
 }
 
 /**
- * What the view runs once it is set up: the step itself (privileges dropped and its environment
- * applied by step-exec.ts) or a further wrapper's argv (the egress forwarder, which runs the step).
+ * What the view runs once it is set up: the step (privileges dropped and its environment applied by
+ * step-exec.ts), behind an egress forwarder the view forks first when `forwardTo` names the
+ * attempt's socket as the step's root shows it (an unprivileged agent, or a host without nsenter).
  */
-export type ViewContinuation = { kind: "step"; cwd: string; command: string } | { kind: "exec"; argv: string[] };
+export interface ViewContinuation {
+  cwd: string;
+  command: string;
+  forwardTo?: string;
+}
 
 /** argv that sets the view up inside the step's (already unshared) namespaces, then continues. */
 export function privateViewArgv(spec: PrivateViewSpec, then: ViewContinuation): string[] {
@@ -237,10 +326,13 @@ export function privateViewArgv(spec: PrivateViewSpec, then: ViewContinuation): 
     spec.root,
     spec.workDir,
     spec.egressSocket ?? "",
+    spec.imageRoot ?? "",
     spec.mapIds ? String(SANDBOX_HOST_ID_BASE) : "",
     String(spec.limits.processes),
     String(spec.limits.fileSizeBytes),
     String(spec.limits.dataBytes),
-    ...(then.kind === "step" ? ["step", then.cwd, then.command] : ["exec", ...then.argv]),
+    ...(then.forwardTo ? ["forward", then.forwardTo] : ["step"]),
+    then.cwd,
+    then.command,
   ];
 }

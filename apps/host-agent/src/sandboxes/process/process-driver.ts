@@ -133,6 +133,12 @@ export class ProcessDriver implements SandboxDriver {
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
     if (!SAFE_SANDBOX_ID.test(spec.attemptId)) throw new Error(`unsafe sandbox id ${JSON.stringify(spec.attemptId)}`);
+    // Without namespaces there is no private root to build from the image: the step would run the
+    // host's tools instead of the image's (issue 30). Refused; the attempt goes to another host.
+    if (spec.rootfs && !this.namespaces.available)
+      throw new Error(
+        `this host runs steps without namespaces (${this.namespaces.reason}) and so cannot run them inside the job image`,
+      );
     const root = path.join(this.workDir, spec.attemptId);
     // Not recursive: if this attempt's directory still exists, fail instead of sharing it. 0711: the
     // step's unprivileged uid must pass through to workspace/home/tmp (handed to it by the view),
@@ -146,7 +152,7 @@ export class ProcessDriver implements SandboxDriver {
     const limits = await this.sizeLimits(spec, root, dirs);
     // The sandbox reports the driver's isolation, size limits included.
     const ns = { ...this.namespaces, isolation: this.isolation };
-    const sandbox = new ProcessSandbox(spec.attemptId, root, ns, this.forwarder, limits);
+    const sandbox = new ProcessSandbox(spec.attemptId, root, ns, this.forwarder, limits, spec.rootfs?.dir ?? null);
     sandbox.prestart();
     return sandbox;
   }

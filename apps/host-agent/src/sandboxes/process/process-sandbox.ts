@@ -9,14 +9,12 @@ import type { SandboxLimit } from "@kiln/domain";
 import type { OutputListener, Sandbox, SandboxPaths, StepOptions, StepResult } from "../sandbox-driver.ts";
 import { monotonicNow, sleep } from "../../timing.ts";
 import { egressProxyEnv, egressSocketFor } from "../../egress/index.ts";
-import { forwarderArgv, SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
+import { SANDBOX_PROXY_URL, type ForwarderTools } from "./egress-forwarder.ts";
 import { NetHolder } from "./net-holder.ts";
 import {
   DEFAULT_SANDBOX_LIMITS,
   EGRESS_SOCKET_IN_ROOT,
-  PERL_ARCH,
   privateViewArgv,
-  SANDBOX_STEP_ID,
   type ViewContinuation,
 } from "./private-view.ts";
 import { encodeStepEnv, STEP_ENV_FD, WRAPPER_ENV } from "./step-exec.ts";
@@ -59,6 +57,8 @@ export class ProcessSandbox implements Sandbox {
     private readonly forwarder: ForwarderTools | { missing: string[] } | null = null,
     /** The size's limits (ADR 0041): the attempt's cgroup and work disk, where the host offers them. */
     private readonly limits: SizeLimits = { cgroup: null, disk: null },
+    /** The job image's unpacked rootfs the step's root is built from; null: the host's view. */
+    private readonly imageRoot: string | null = null,
   ) {
     this.paths = {
       workspace: path.join(root, "workspace"),
@@ -118,7 +118,7 @@ export class ProcessSandbox implements Sandbox {
         ? tiedToAgent(this.namespaces.deathSignal, this.namespaces.unsharePath, [
             ...this.namespaces.args,
             "--",
-            ...this.privateView(null, { kind: "step", cwd, command }),
+            ...this.privateView(null, { cwd, command }),
           ])
         : ["/bin/sh", ["-c", command]];
     const [file, args] = this.limits.cgroup ? this.limits.cgroup.wrap(bareFile, bareArgs) : [bareFile, bareArgs];
@@ -192,10 +192,7 @@ export class ProcessSandbox implements Sandbox {
       return tiedToAgent(ns.deathSignal, ns.unsharePath, [
         ...ns.args,
         "--",
-        ...this.privateView(socket.path, {
-          kind: "exec",
-          argv: forwarderArgv(tools, inRoot, { arch: this.perlArch, ids: this.stepIds, cwd, command }),
-        }),
+        ...this.privateView(socket.path, { cwd, command, forwardTo: inRoot }),
       ]);
     }
     if (!this.holder?.alive && this.holderStarting) await this.holderStarting.catch(() => undefined);
@@ -211,7 +208,7 @@ export class ProcessSandbox implements Sandbox {
         ns.unsharePath,
         ...stepArgs,
         "--",
-        ...this.privateView(null, { kind: "step", cwd, command }),
+        ...this.privateView(null, { cwd, command }),
       ],
     ];
   }
@@ -233,18 +230,10 @@ export class ProcessSandbox implements Sandbox {
         mapIds: ns.mapIds,
         limits: DEFAULT_SANDBOX_LIMITS,
         perl: tools.perl,
+        imageRoot: this.imageRoot,
       },
       then,
     );
-  }
-
-  private get perlArch(): string {
-    return PERL_ARCH[process.arch] ?? process.arch;
-  }
-
-  /** The step's uid/gid inside its user namespace: a root agent maps ids, an unprivileged one cannot. */
-  private get stepIds(): string {
-    return this.namespaces.available && this.namespaces.mapIds ? String(SANDBOX_STEP_ID) : "";
   }
 
   kill(signal: NodeJS.Signals): void {

@@ -91,6 +91,18 @@ function JobDetail({
           {j.needs.length ? (
             <p className="text-xs text-zinc-500 dark:text-zinc-400">Needs: {j.needs.join(", ")}</p>
           ) : null}
+          {data.job_steps[j.id]?.image ? (
+            <p className="text-xs text-zinc-500 dark:text-zinc-400" data-testid="job-image">
+              {/* Issue 30: a pool that declared the host as its image says so, on the page as in the provenance. */}
+              {data.job_steps[j.id]?.image === "host" ? (
+                "Image: host (this pool runs jobs on its hosts' own system directories)"
+              ) : (
+                <>
+                  Image: <code>{data.job_steps[j.id]?.image}</code>
+                </>
+              )}
+            </p>
+          ) : null}
           {steps.length ? (
             <ol className="list-inside list-decimal space-y-0.5 text-sm">
               {steps.map((s, i) => (

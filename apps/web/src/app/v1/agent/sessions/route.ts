@@ -12,9 +12,9 @@ export const POST = route({
   responses: { 201: { description: "the session", schema: AGENT_ENDPOINTS.registerSession.response } },
   body: AGENT_ENDPOINTS.registerSession.request,
   handler: async ({ req, body }) => {
-    const { db, cfg } = services();
+    const { db, cfg, registries } = services();
     const agent = await authenticateAgentToken(db, req.headers.get("authorization"));
-    const s = await registerSession(db, cfg, { agentTokenId: agent.id, pool: agent.pool, body });
+    const s = await registerSession(db, cfg, { agentTokenId: agent.id, pool: agent.pool, body, registries });
     return machineJson(201, {
       session_id: s.sessionId,
       pool: s.pool,
@@ -22,6 +22,7 @@ export const POST = route({
       heartbeat_ms: s.heartbeatMs,
       runner_id: s.runnerId,
       protocol_version: s.protocolVersion,
+      registries: s.registries,
     });
   },
 });
