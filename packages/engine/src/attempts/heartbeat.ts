@@ -1,6 +1,6 @@
 import type { Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideHeartbeat, DomainError, legalSources, type AttemptStatus } from "@kiln/domain";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 
 // Only a live (running) attempt's lease is renewed: the attempt table's lease_renewed sources.
 const RENEWABLE = legalSources(ATTEMPT_TRANSITIONS, "lease_renewed", "running");

@@ -8,7 +8,7 @@ import {
   protocolIncompatibility,
 } from "@kiln/domain";
 import type { z } from "zod";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 
 // The input side: callers in-process (tests, benches) may leave the runner fields to their defaults.
