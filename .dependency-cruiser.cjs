@@ -17,6 +17,20 @@ function packageGraph(graph) {
   }));
 }
 
+/** One rule per app: its production files (src/, and the host agent's scripts/) import only these packages. */
+function appGraph(graph) {
+  return Object.entries(graph).map(([app, allowed]) => ({
+    name: `app-graph-${app}`,
+    comment: `apps/${app} may import only: ${allowed.join(", ")}`,
+    severity: "error",
+    from: { path: `^apps/${app}/(src|scripts)/`, pathNot: TEST_FILE },
+    to: {
+      path: "^(apps|packages|scripts|bench|e2e|test)/",
+      pathNot: [`^apps/${app}/`, ...allowed.map((a) => `^packages/${a}/`)],
+    },
+  }));
+}
+
 const WS = "(apps/[^/]+|packages/[^/]+|e2e|scripts|bench|test)";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -71,6 +85,22 @@ module.exports = {
         pathNot: ["^$1/$2/", "^$1/[^/]+/index\\.tsx?$", "^$1/shared/", "\\.css$"],
       },
     },
+    {
+      name: "shared-is-a-leaf",
+      comment:
+        "A package's shared/ is common ground every capability imports, so it imports no capability folder (nor config/): one such edge ties every capability into one cycle.",
+      severity: "error",
+      from: { path: "^(packages/[^/]+/src)/shared/" },
+      to: { path: "^$1/[^/]+/", pathNot: "^$1/shared/" },
+    },
+    {
+      name: "engine-config-types-only",
+      comment:
+        "packages/engine/src/config/ (the knobs and the env schema) imports every capability's defaults; the capabilities see it through types only, so no runtime cycle runs through it.",
+      severity: "error",
+      from: { path: "^packages/engine/src/(?!config/)[^/]+/", pathNot: TEST_FILE },
+      to: { path: "^packages/engine/src/config/", dependencyTypesNot: ["type-only"] },
+    },
     // The web app's folders are layers, not capabilities: app/ (Next's routes and pages) on top, then
     // components/ (the dashboard's UI) and trpc/ (its tRPC client and the pages' server-side caller),
     // and server/ (route builder, auth, tRPC procedures) at the bottom.
@@ -105,15 +135,22 @@ module.exports = {
       from: {},
       to: { couldNotResolve: true },
     },
-    // The package graph (docs/architecture.md draws it): what each package's production code may import
-    // of the other workspaces. Tests may add @kiln/testkit and the engine's testing entry.
+    // The package graph (docs/architecture.md draws it): what each app's and package's production code
+    // may import of the other workspaces. Tests may add @kiln/testkit and the engine's testing entry.
+    // The host agent is the trusted host supervisor: no control-plane code (engine, db) runs in it.
+    ...appGraph({
+      web: ["engine", "db", "domain", "logger", "ui"],
+      workers: ["engine", "db", "oci", "logger"],
+      "host-agent": ["domain", "oci", "logger", "chunk-cipher"],
+    }),
     ...packageGraph({
       domain: [],
       logger: [],
+      "chunk-cipher": ["domain"],
       ui: ["domain"],
       oci: ["logger"],
       db: ["domain"],
-      engine: ["domain", "db", "oci", "logger"],
+      engine: ["domain", "db", "oci", "logger", "chunk-cipher"],
       testkit: ["db", "oci", "domain", "logger"],
     }),
     {
