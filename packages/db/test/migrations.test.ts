@@ -5,9 +5,9 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { databaseUrl, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDatabase, migrateDatabase } from "../src/migrate.ts";
+import { dropFreshDatabase, freshDatabase } from "./support.ts";
 import {
   databaseShapes,
   KNOWN_DRIFT,
@@ -25,9 +25,8 @@ let tmp = "";
 
 /** A fresh database on the suite's embedded PostgreSQL with every migration in `dir` applied. */
 async function migratedShapes(dir: string): Promise<TableShapes> {
-  const name = uniqueDatabaseName("drift");
+  const { name, url } = freshDatabase("drift");
   created.push(name);
-  const url = databaseUrl(inject("pgServerUrl"), name);
   await ensureDatabase(url);
   await migrateDatabase(url, () => {}, dir);
   return databaseShapes(url);
@@ -39,7 +38,7 @@ beforeAll(async () => {
   migrated = await migratedShapes(migrationsDir);
 });
 afterAll(async () => {
-  for (const name of created) await dropDatabase(inject("pgServerUrl"), name);
+  for (const name of created) await dropFreshDatabase(name);
   await rm(tmp, { recursive: true, force: true });
 });
 

@@ -1,4 +1,4 @@
-export { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./shared/config.ts";
+export { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./config/index.ts";
 export {
   engineEnvSchema,
   engineConfigFromEnv,
@@ -9,7 +9,7 @@ export {
   forgeConfigFromEnv,
   identityKekFileFromEnv,
   type EngineEnv,
-} from "./shared/engine-env.ts";
+} from "./config/index.ts";
 export type {
   AttestPayload,
   DispatchPayload,

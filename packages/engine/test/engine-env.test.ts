@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_ARTIFACT_SETTINGS } from "../src/artifacts/artifact-context.ts";
 import { DEFAULT_CACHE_SETTINGS } from "../src/caches/cache-context.ts";
 import { DEFAULT_LOG_CONFIG } from "../src/logs/log-config.ts";
-import { DEFAULT_ENGINE_CONFIG } from "../src/shared/config.ts";
+import { DEFAULT_ENGINE_CONFIG } from "../src/config/engine-config.ts";
 import {
   artifactSettingsFromEnv,
   cacheSettingsFromEnv,
@@ -10,7 +10,7 @@ import {
   engineEnvSchema,
   logConfigFromEnv,
   objectStoreConfigFromEnv,
-} from "../src/shared/engine-env.ts";
+} from "../src/config/engine-env.ts";
 
 // Pure: the engine's env schema and its mappings. An empty environment must give the documented
 // defaults (each variable's default is the config constant, not a second copy of the number).

@@ -13,7 +13,7 @@ import {
   requestReclaim,
   setPoolInterruptible,
 } from "../src/fleet/index.ts";
-import type { EngineConfig } from "../src/shared/config.ts";
+import type { EngineConfig } from "../src/config/engine-config.ts";
 import { createAgentToken } from "../src/tenants/admin.ts";
 import { def, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 

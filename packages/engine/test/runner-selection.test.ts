@@ -4,7 +4,7 @@ import { claimJob } from "../src/dispatch/claim-job.ts";
 import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";
 import { queueInfoForRun } from "../src/dispatch/queue-view.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
-import type { EngineConfig } from "../src/shared/config.ts";
+import type { EngineConfig } from "../src/config/engine-config.ts";
 import { createAgentToken } from "../src/tenants/admin.ts";
 import { def, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "./support.ts";
 

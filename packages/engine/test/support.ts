@@ -3,7 +3,7 @@ import { createDb, withTx, type Db } from "@kiln/db";
 import { parseWorkflow, type WorkflowDefinition } from "@kiln/domain";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, inject } from "vitest";
-import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "../src/shared/config.ts";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "../src/config/engine-config.ts";
 import { addMember, addRepo, createAgentToken, createApiToken, createOrg } from "../src/tenants/index.ts";
 import { registerSession } from "../src/dispatch/register-session.ts";
 import { setPoolPolicy } from "../src/dispatch/pool-policy.ts";

@@ -4,7 +4,7 @@
 import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { declaredPathCause, DomainError, isDomainError, pathIsWithin, type ArtifactCause } from "@kiln/domain";
-import { OpenStream } from "@kiln/engine/shredding-cipher";
+import { OpenStream } from "@kiln/chunk-cipher";
 import * as tar from "tar";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";

@@ -10,7 +10,7 @@ import { spoolUnchanged, type FrozenArtifact } from "./freeze.ts";
 import { HttpStatusError, putFileRange, putSealedRange } from "./http-transfer.ts";
 import type { Transform } from "node:stream";
 import { agentProtocol, sealedParts, type SealedPart } from "@kiln/domain";
-import { headerFor, PartSealStream } from "@kiln/engine/shredding-cipher";
+import { headerFor, PartSealStream } from "@kiln/chunk-cipher";
 
 export interface UploadOptions {
   client: ControlClient;

@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import { TrpcReactProvider } from "@/server/trpc/client.tsx";
+import { TrpcReactProvider } from "@/trpc/client.tsx";
 import "../styles/globals.css";
 
 export const metadata = { title: "Kiln", description: "CI/CD with honest outcomes" };

@@ -1,6 +1,6 @@
 "use client";
 import { ErrorState } from "@kiln/ui";
-import { codeOf } from "@/server/trpc/query-client.ts";
+import { codeOf } from "@/trpc/query-client.ts";
 
 /** A failed query, in words the user can act on. */
 export function QueryError({ error, what, onRetry }: { error: unknown; what: string; onRetry?: () => void }) {

@@ -2,7 +2,7 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import type { ShredKeyDeps } from "../shredding/index.ts";
 import { DEFAULT_PART_BYTES, DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
-/** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (shared/engine-env.ts). */
+/** Artifact knobs. Apps map them from env with artifactSettingsFromEnv (config/engine-env.ts). */
 export interface ArtifactSettings {
   /** Preferred multipart part size (ADR 0007: 64 MiB; a 20 GiB artifact is 320 parts). */
   partSizeBytes: number;

@@ -24,7 +24,7 @@ import {
   readBack,
   uploadPart,
 } from "./store-ops.ts";
-import { headerFor, PartSealStream } from "../shredding-cipher.ts";
+import { headerFor, PartSealStream } from "@kiln/chunk-cipher";
 import type { DataKey } from "../shredding/index.ts";
 
 export interface ResealSource {

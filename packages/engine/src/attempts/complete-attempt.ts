@@ -14,7 +14,7 @@ import {
   type RunStatus,
   type WorkflowDefinition,
 } from "@kiln/domain";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import { advanceRun, finishRunIfDone, lockRun, makeJobsReady, retryBudgetOf } from "../runs/index.ts";
 import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts";

@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { currentAttemptFence, refuseStaleAttempt } from "./attempts-store.ts";
 
 export interface HeartbeatResult {

@@ -1,6 +1,6 @@
 import { withTx, type Db } from "@kiln/db";
 import { ATTEMPT_TRANSITIONS, decideLeaseExpiry, dispatch, JOB_TRANSITIONS, legalSources } from "@kiln/domain";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { enqueueOutbox, recordTransition } from "../shared/journal.ts";
 import type { OutboxTopic } from "../shared/outbox-topics.ts";
 import { advanceRun, finishRunIfDone, lockRun, retryBudgetOf } from "../runs/index.ts";

@@ -1,7 +1,7 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import { DEFAULT_CACHE_LIMITS, type CacheLimits } from "@kiln/domain";
 
-/** Cache knobs. Apps map them from env with cacheSettingsFromEnv (shared/engine-env.ts). */
+/** Cache knobs. Apps map them from env with cacheSettingsFromEnv (config/engine-env.ts). */
 export interface CacheSettings {
   /** Lifetime of the presigned PUT for one archive (single PUT: entries are at most 5 GiB). */
   uploadUrlTtlSec: number;

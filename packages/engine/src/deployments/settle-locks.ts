@@ -5,7 +5,7 @@
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { decideLockRelease, deploymentStateOf, DomainError, type LockDecision, type TrustClass } from "@kiln/domain";
 import { recordAuditEvent } from "../audit/index.ts";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { recordTransition } from "../shared/journal.ts";
 import { environmentOf, requireAdmin, type DeployCaller } from "./environment-target.ts";
 import { heldLock, launchDeployment, takeDeployLockKey } from "./launch-deployment.ts";

@@ -17,7 +17,7 @@ import {
   type WorkflowDefinition,
   type dispatch,
 } from "@kiln/domain";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import type { SqlClient, SqlPool } from "../shared/sql-pool.ts";
 import { statusArrayLiteral } from "../shared/status-guard.ts";
 import { platformKey, signJobToken, type SigningKey } from "../identity/index.ts";

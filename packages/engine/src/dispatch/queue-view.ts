@@ -1,6 +1,6 @@
 import { withTx, type Db } from "@kiln/db";
 import { dispatch } from "@kiln/domain";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { placementReasonsForRun } from "./placement-view.ts";
 import { loadPoolState } from "./pool-snapshot.ts";
 

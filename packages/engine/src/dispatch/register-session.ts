@@ -10,7 +10,7 @@ import {
 import type { z } from "zod";
 import type { RegistryConfig } from "@kiln/oci";
 import { registriesForAgents } from "../images/index.ts";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { poolPolicyFromRow } from "./pool-policy.ts";
 
 // The input side: callers in-process (tests, benches) may leave the runner fields to their defaults.

@@ -1,6 +1,6 @@
 import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
-// Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (shared/engine-env.ts).
+// Knobs of the log pipeline. Apps map them from env with logConfigFromEnv (config/engine-env.ts).
 export interface LogConfig {
   /** Per-attempt log size limit (stdout + stderr); the agent truncates at the same bound. */
   maxBytesPerAttempt: number;

@@ -2,7 +2,7 @@ import type { Db } from "@kiln/db";
 import { DomainError } from "@kiln/domain";
 import { queueInfoForRun, type QueueInfo } from "../dispatch/index.ts";
 import { listRunForgeStatuses, type ForgeStatusView } from "../forge/index.ts";
-import type { EngineConfig } from "../shared/config.ts";
+import type { EngineConfig } from "../config/index.ts";
 import { flakyJobsOfRun } from "./flaky-jobs.ts";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { withTx, type Db, type Tx } from "@kiln/db";
 import { DomainError, isDomainError, shredDay, shredDueAt, shredDueDay, type ShredKind } from "@kiln/domain";
 import { gcmOpen, gcmSeal, orgDataKey, type KekSource } from "../secrets/index.ts";
-import type { DataKey } from "./chunk-cipher.ts";
+import type { DataKey } from "@kiln/chunk-cipher";
 import type { PlatformKeyStore } from "./platform-keys.ts";
 
 export interface ShredKeyDeps {

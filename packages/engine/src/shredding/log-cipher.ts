@@ -13,7 +13,7 @@ import {
   type RetentionWindows,
 } from "@kiln/domain";
 import type { SqlPool } from "../shared/sql-pool.ts";
-import { openBuffer, sealBuffer } from "./chunk-cipher.ts";
+import { openBuffer, sealBuffer } from "@kiln/chunk-cipher";
 import { dataKeyForRead, dataKeyForWrite, type ShredKeyDeps } from "./data-keys.ts";
 
 export interface SegmentSealer {

@@ -5,7 +5,7 @@ import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { isShreddedObject, parseShredHeader, type ShredReadPath } from "@kiln/domain";
 import type { SqlPool } from "../shared/sql-pool.ts";
 import { LogArchiveReader, readLogChunks, type LogObjectStore } from "../logs/index.ts";
-import { openBuffer } from "./chunk-cipher.ts";
+import { openBuffer } from "@kiln/chunk-cipher";
 import { keyMaterialStillOpens, type ShredKeyDeps } from "./data-keys.ts";
 import { ShredLogCipher } from "./log-cipher.ts";
 import type { ShredProbe } from "./sample-deletions.ts";

@@ -17,7 +17,7 @@ import { grantDownload } from "../../src/artifacts/grant-download.ts";
 import { openUpload, type UploadSession } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { generateKekText, KekSource } from "../../src/secrets/index.ts";
-import { headerFor, OpenStream, PartSealStream } from "../../src/shredding-cipher.ts";
+import { headerFor, OpenStream, PartSealStream } from "@kiln/chunk-cipher";
 import {
   destroyDueKeys,
   logProbes,

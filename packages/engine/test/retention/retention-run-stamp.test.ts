@@ -12,7 +12,7 @@ import { reconcile } from "../../src/attempts/reconcile.ts";
 import { claimJob } from "../../src/dispatch/claim-job.ts";
 import { cancelRun } from "../../src/runs/cancel-run.ts";
 import { freezeRun } from "../../src/runs/freeze-run.ts";
-import type { EngineConfig } from "../../src/shared/config.ts";
+import type { EngineConfig } from "../../src/config/engine-config.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "../support.ts";
 
 const t = useTestDb();

@@ -11,7 +11,7 @@ import { openUpload } from "../../src/artifacts/open-upload.ts";
 import { recordPart } from "../../src/artifacts/record-part.ts";
 import { completeAttempt } from "../../src/attempts/complete-attempt.ts";
 import { claimJob } from "../../src/dispatch/claim-job.ts";
-import { headerFor, PartSealStream } from "../../src/shredding/chunk-cipher.ts";
+import { headerFor, PartSealStream } from "@kiln/chunk-cipher";
 import { md5Of, putPart, sha256 } from "../artifacts/support.ts";
 import { def, newSession, seedFrozenRun, TEST_CFG, type Tenant } from "../support.ts";
 

@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { TlogStatusCard } from "@/components/attestation/tlog-status-card.tsx";
-import { getQueryClient, HydrateClient, trpc } from "@/server/trpc/server.tsx";
+import { getQueryClient, HydrateClient, trpc } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Transparency log · Kiln" };

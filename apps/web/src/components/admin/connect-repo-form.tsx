@@ -2,7 +2,7 @@
 import { Button, Field } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, type FormErrors } from "../settings/form-errors.ts";
 
 export interface Connected {

@@ -3,7 +3,7 @@ import { Button, Card, EmptyState, inputClasses } from "@kiln/ui";
 import { ROLES, type Role } from "@kiln/domain";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import type { MemberData } from "../types.ts";

@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import type { ReposAdminData } from "../types.ts";
 import { AdminPage, SecretOnce } from "./admin-page.tsx";

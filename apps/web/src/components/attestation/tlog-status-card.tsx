@@ -2,7 +2,7 @@
 import { Card, EmptyState, LoadingBlock, Stat } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 

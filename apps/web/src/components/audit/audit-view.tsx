@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState, ErrorState, formatTimestamp, inputClasses, LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { DeletionEvidenceCard } from "../shredding/deletion-evidence-card.tsx";

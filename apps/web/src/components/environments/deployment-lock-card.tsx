@@ -3,7 +3,7 @@ import { Button, Card, Field } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { RelativeTime } from "../time.tsx";
 
 interface LockView {

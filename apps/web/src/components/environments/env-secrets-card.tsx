@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState, Field, LoadingBlock } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { serverError, ServerErrorText } from "./server-error.tsx";
 

@@ -2,7 +2,7 @@
 import { Card, EmptyState, LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { NewEnvironmentForm } from "./new-environment-form.tsx";

@@ -2,7 +2,7 @@
 import { Button, Card, Field, inputClasses } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { serverError, ServerErrorText } from "./server-error.tsx";
 
 /** Admins create an environment: repository, name, the environment it comes after, production flag. */

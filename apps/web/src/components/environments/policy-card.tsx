@@ -2,7 +2,7 @@
 import { Button, Card } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { serverError, ServerErrorText } from "./server-error.tsx";
 
 interface Policy {

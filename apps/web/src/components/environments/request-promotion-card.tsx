@@ -2,7 +2,7 @@
 import { Button, Card, Field } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { GateReasons } from "./gate-reasons.tsx";
 import { serverError, ServerErrorText } from "./server-error.tsx";
 

@@ -2,7 +2,7 @@
 import { Card, EmptyState } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { AdminPage } from "../admin/admin-page.tsx";
 import { useNow } from "../time.tsx";
 import { FleetTable, type FleetAction } from "./fleet-table.tsx";

@@ -2,7 +2,7 @@
 import { Button, Field } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { serverError } from "./server-error.ts";
 
 /**

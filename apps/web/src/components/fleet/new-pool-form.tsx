@@ -3,7 +3,7 @@ import { ISOLATION_CLASSES, type IsolationClass } from "@kiln/domain";
 import { Button, Field, inputClasses } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
 import { useId, useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, type FormErrors } from "../settings/form-errors.ts";
 import { serverError } from "./server-error.ts";
 

@@ -2,7 +2,7 @@
 import { Card, EmptyState, LoadingBlock } from "@kiln/ui";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { InterruptibleControl } from "./interruptible-control.tsx";
 import { NewPoolForm } from "./new-pool-form.tsx";

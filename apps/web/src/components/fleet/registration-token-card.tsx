@@ -3,7 +3,7 @@ import { REGISTRATION_TOKEN_TTL, RUNNER_LABEL_PATTERN } from "@kiln/domain";
 import { Button, Card, Field, inputClasses } from "@kiln/ui";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, numberOrNull, type FormErrors } from "../settings/form-errors.ts";
 import { CopyButton } from "./copy-button.tsx";
 import { serverError } from "./server-error.ts";

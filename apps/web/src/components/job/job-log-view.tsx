@@ -4,7 +4,7 @@ import { cn } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 
 /** One job's log, full height, with its status polled until it finishes. */

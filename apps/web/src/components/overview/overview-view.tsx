@@ -2,7 +2,7 @@
 import { Card, EmptyState, formatDuration, formatPercent, LoadingBlock, Stat, StatusBadge, shortRef } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { RecentOverridesCard } from "../environments/recent-overrides-card.tsx";
 import { QuarantineAlert } from "../provenance/quarantine-alert.tsx";
 import { ShredLeakAlert } from "../shredding/shred-leak-alert.tsx";

@@ -3,7 +3,7 @@ import { buttonClasses, Card, LoadingBlock, shortSha } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useMemo } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { AttestationBadge, Check } from "./attestation-badge.tsx";
 import { RunHistory } from "./run-history.tsx";

@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import { AttestationBadge } from "./attestation-badge.tsx";

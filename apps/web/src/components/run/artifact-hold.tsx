@@ -2,7 +2,7 @@
 import { Button, inputClasses } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 
 /**

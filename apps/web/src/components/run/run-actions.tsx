@@ -3,7 +3,7 @@ import { Button } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { canOperate, useOrg } from "../org-context.tsx";
 import type { RunPageData } from "../types.ts";
 

@@ -2,7 +2,7 @@
 import { Card, JobGraph, LoadingBlock, shortRef, shortSha, StatusBadge } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { AppLink } from "../app-link.tsx";
 import { QueryError } from "../query-error.tsx";
 import { Elapsed, RelativeTime, useNow } from "../time.tsx";

@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState, LoadingBlock } from "@kiln/ui";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";
 import { RunFiltersBar, type FilterValues } from "./run-filters-bar.tsx";

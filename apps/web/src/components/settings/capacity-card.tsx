@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState, Field, inputClasses } from "@kiln/ui";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import type { PoolEntitlementData } from "../types.ts";
 import { formErrorsOf, NO_ERRORS, numberOrNull, type FormErrors } from "./form-errors.ts";
 import { useRefreshSettings } from "./use-settings.ts";

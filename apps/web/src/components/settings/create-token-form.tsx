@@ -3,7 +3,7 @@ import { Button, Field, inputClasses } from "@kiln/ui";
 import { ROLES, type Role } from "@kiln/domain";
 import { useMutation } from "@tanstack/react-query";
 import { useId, useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, numberOrNull, type FormErrors } from "./form-errors.ts";
 
 export interface CreatedToken {

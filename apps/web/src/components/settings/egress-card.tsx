@@ -2,7 +2,7 @@
 import { Button, Card, EmptyState, Field } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { RelativeTime } from "../time.tsx";
 import type { OrgSettingsData } from "../types.ts";
 import { formErrorsOf, NO_ERRORS, type FormErrors } from "./form-errors.ts";

@@ -2,7 +2,7 @@
 import { LoadingBlock } from "@kiln/ui";
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";

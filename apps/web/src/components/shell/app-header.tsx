@@ -1,11 +1,21 @@
 import { Button } from "@kiln/ui";
 import Link from "next/link";
-import { signOutAction } from "@/app/(auth)/sign-in/actions.ts";
 import type { Membership } from "../types.ts";
 import { NavLink } from "./nav-link.tsx";
 import { OrgSwitcher } from "./org-switcher.tsx";
 
-export function AppHeader({ orgs, current, login }: { orgs: Membership[]; current: string; login: string }) {
+// `signOut` is the sign-in route's server action, handed down by the layout: components sit below app/.
+export function AppHeader({
+  orgs,
+  current,
+  login,
+  signOut,
+}: {
+  orgs: Membership[];
+  current: string;
+  login: string;
+  signOut: () => Promise<void>;
+}) {
   const base = `/orgs/${encodeURIComponent(current)}`;
   return (
     <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
@@ -33,7 +43,7 @@ export function AppHeader({ orgs, current, login }: { orgs: Membership[]; curren
           <span className="text-zinc-600 dark:text-zinc-400" data-testid="signed-in-as">
             {login}
           </span>
-          <form action={signOutAction}>
+          <form action={signOut}>
             <Button type="submit" size="sm" variant="ghost">
               Sign out
             </Button>

@@ -1,7 +1,7 @@
 "use client";
 import { Card, EmptyState, formatTimestamp, LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
-import { useTRPC } from "@/server/trpc/client.tsx";
+import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
 
 /**

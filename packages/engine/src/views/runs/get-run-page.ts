@@ -8,7 +8,7 @@ import {
   type WorkflowDefinition,
 } from "@kiln/domain";
 import { placementReasonsForRun } from "../../dispatch/index.ts";
-import type { EngineConfig } from "../../shared/config.ts";
+import type { EngineConfig } from "../../config/index.ts";
 import { getRun, type RunView } from "../../runs/index.ts";
 import { orgCacheFigures, runCacheFigures, type JobCacheFigures, type OrgCacheFigures } from "../../caches/index.ts";
 import type { TenantScope } from "../tenants/resolve-tenant.ts";

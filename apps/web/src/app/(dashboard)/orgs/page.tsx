@@ -2,7 +2,7 @@ import { EmptyState } from "@kiln/ui";
 import Link from "next/link";
 import { redirect } from "next/navigation";
 import { requireUser } from "@/server/auth/require-user.ts";
-import { getQueryClient, trpc } from "@/server/trpc/server.tsx";
+import { getQueryClient, trpc } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Organisations · Kiln" };

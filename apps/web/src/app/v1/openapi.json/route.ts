@@ -1,6 +1,7 @@
+import { ROUTE_MODULES } from "@/app/route-manifest.ts";
 import { buildOpenApiDocument } from "@/server/http/openapi/build-document.ts";
+import { DOCUMENT_ROUTES } from "@/server/http/openapi/document-routes.ts";
 import { route } from "@/server/http/route.ts";
-import { openApiDocument } from "@/server/http/schemas/resources.ts";
 
 export const dynamic = "force-dynamic";
 
@@ -8,12 +9,9 @@ export const dynamic = "force-dynamic";
 let doc: Promise<Record<string, unknown>> | null = null;
 
 export const GET = route({
-  path: "/v1/openapi.json",
-  summary: "This API's OpenAPI 3.1 document, generated from the routes' own schemas",
-  auth: "none",
-  responses: { 200: { description: "the document", schema: openApiDocument } },
+  ...DOCUMENT_ROUTES.public.spec,
   handler: async () => {
-    doc ??= buildOpenApiDocument("public");
+    doc ??= buildOpenApiDocument("public", ROUTE_MODULES);
     return Response.json(await doc, { headers: { "cache-control": "public, max-age=300" } });
   },
 });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { RouteAuth, RouteSpec } from "../route.ts";
-import { ROUTE_MODULES } from "./route-manifest.ts";
+import { DOCUMENT_ROUTES } from "./document-routes.ts";
 
 // Builds the OpenAPI 3.1 documents from the routes' own declarations (docs/adr/0029): nothing is
 // written twice, so the document cannot say something the route does not do. Two documents: the
@@ -25,10 +25,20 @@ export function documentOf(path: string): ApiDocumentKind {
   return path.startsWith("/v1/agent/") ? "agent" : "public";
 }
 
-/** Every exported method handler of every route module, with its spec (null spec: undocumented). */
-export async function loadRoutes(): Promise<(Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[]> {
-  const out: (Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[] = [];
-  for (const [dir, load] of Object.entries(ROUTE_MODULES)) {
+/** Route modules by directory, loaded lazily (app/route-manifest.ts; passed in: server/ imports no app/). */
+export type RouteModules = Record<string, () => Promise<Record<string, unknown>>>;
+
+/**
+ * Every exported method handler of every route module, with its spec (null spec: undocumented), and
+ * the two routes serving the documents (declared in document-routes.ts, not loaded: see there).
+ */
+export async function loadRoutes(
+  modules: RouteModules,
+): Promise<(Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[]> {
+  const out: (Omit<DocumentedRoute, "spec"> & { spec: Spec | null })[] = Object.values(DOCUMENT_ROUTES).map(
+    ({ dir, spec }) => ({ dir, method: "GET", spec: { ...spec, uuidParams: [] } }),
+  );
+  for (const [dir, load] of Object.entries(modules)) {
     const mod = await load();
     for (const method of METHODS) {
       const h: unknown = mod[method];
@@ -186,8 +196,11 @@ function operation(r: DocumentedRoute): Record<string, unknown> {
 }
 
 /** The document: every documented route of its kind, paths sorted. */
-export async function buildOpenApiDocument(kind: ApiDocumentKind): Promise<Record<string, unknown>> {
-  const routes = (await loadRoutes()).filter(
+export async function buildOpenApiDocument(
+  kind: ApiDocumentKind,
+  modules: RouteModules,
+): Promise<Record<string, unknown>> {
+  const routes = (await loadRoutes(modules)).filter(
     (r): r is DocumentedRoute => r.spec !== null && documentOf(r.spec.path) === kind,
   );
   const paths: Record<string, Record<string, unknown>> = {};

@@ -5,7 +5,8 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { buildOpenApiDocument, documentOf, loadRoutes, openApiPathOf } from "./build-document.ts";
-import { ROUTE_MODULES } from "./route-manifest.ts";
+import { ROUTE_MODULES } from "@/app/route-manifest.ts";
+import { DOCUMENT_ROUTES } from "./document-routes.ts";
 
 // The OpenAPI documents (docs/adr/0029) against the route files on disk, an outside validator and
 // docs/api.md (the guide points at the served document instead of repeating it as a table). A route
@@ -32,11 +33,23 @@ const operations = (doc: Doc) =>
 
 describe("OpenAPI documents", () => {
   it("the manifest lists exactly the route files on disk", () => {
-    expect(Object.keys(ROUTE_MODULES).sort()).toEqual(routeDirsOnDisk());
+    const documentDirs = Object.values(DOCUMENT_ROUTES).map((r) => r.dir);
+    expect([...Object.keys(ROUTE_MODULES), ...documentDirs].sort()).toEqual(routeDirsOnDisk());
+  });
+
+  it("the routes serving the documents export exactly the specs document-routes.ts declares for them", async () => {
+    const served = {
+      public: (await import("@/app/v1/openapi.json/route.ts")).GET.spec,
+      agent: (await import("@/app/v1/agent/openapi.json/route.ts")).GET.spec,
+    };
+    for (const kind of ["public", "agent"] as const) {
+      expect(served[kind]).toEqual({ ...DOCUMENT_ROUTES[kind].spec, uuidParams: [] });
+      expect(served[kind].path).toBe(openApiPathOf(DOCUMENT_ROUTES[kind].dir));
+    }
   });
 
   it("every exported handler declares a spec whose path is its file's path", async () => {
-    const routes = await loadRoutes();
+    const routes = await loadRoutes(ROUTE_MODULES);
     expect(routes.length).toBeGreaterThanOrEqual(Object.keys(ROUTE_MODULES).length);
     const undocumented = routes.filter((r) => r.spec === null).map((r) => `${r.method} ${r.dir}`);
     expect(undocumented).toEqual([]);
@@ -44,9 +57,9 @@ describe("OpenAPI documents", () => {
   });
 
   it("each document holds every route of its kind, and only those", async () => {
-    const routes = await loadRoutes();
+    const routes = await loadRoutes(ROUTE_MODULES);
     for (const kind of ["public", "agent"] as const) {
-      const doc = (await buildOpenApiDocument(kind)) as Doc;
+      const doc = (await buildOpenApiDocument(kind, ROUTE_MODULES)) as Doc;
       const want = routes
         .filter((r) => r.spec && documentOf(r.spec.path) === kind)
         .map((r) => `${r.method} ${r.spec?.path}`)
@@ -57,7 +70,7 @@ describe("OpenAPI documents", () => {
 
   it("both documents are valid OpenAPI 3.1 (@seriousme/openapi-schema-validator), every schema compiles as JSON Schema 2020-12", async () => {
     for (const kind of ["public", "agent"] as const) {
-      const doc = await buildOpenApiDocument(kind);
+      const doc = await buildOpenApiDocument(kind, ROUTE_MODULES);
       const validator = new Validator();
       const res = await validator.validate(structuredClone(doc));
       expect(res.errors ?? []).toEqual([]);
@@ -81,7 +94,7 @@ describe("OpenAPI documents", () => {
   });
 
   it("a validator that is given a broken document says so (the check above can fail)", async () => {
-    const doc = structuredClone(await buildOpenApiDocument("public")) as Record<string, unknown>;
+    const doc = structuredClone(await buildOpenApiDocument("public", ROUTE_MODULES)) as Record<string, unknown>;
     (doc.paths as Record<string, unknown>)["/v1/pools"] = { get: { responses: "nope" } };
     const res = await new Validator().validate(doc);
     expect(res.valid).toBe(false);
@@ -93,7 +106,7 @@ describe("OpenAPI documents", () => {
     expect(named).toContain("GET /v1/openapi.json");
     const served = new Set<string>();
     for (const kind of ["public", "agent"] as const) {
-      for (const op of operations((await buildOpenApiDocument(kind)) as Doc)) served.add(op);
+      for (const op of operations((await buildOpenApiDocument(kind, ROUTE_MODULES)) as Doc)) served.add(op);
     }
     expect(named.filter((op) => !served.has(op))).toEqual([]);
   });

@@ -2,9 +2,10 @@ import { buttonClasses } from "@kiln/ui";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { OrgProvider } from "@/components/org-context.tsx";
+import { signOutAction } from "@/app/(auth)/sign-in/actions.ts";
 import { AppHeader } from "@/components/shell/app-header.tsx";
 import { currentUser } from "@/server/auth/index.ts";
-import { getQueryClient, trpc } from "@/server/trpc/server.tsx";
+import { getQueryClient, trpc } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 
@@ -28,7 +29,7 @@ export default async function OrgLayout({
   const membership = orgs.find((o) => o.slug === org);
   return (
     <>
-      <AppHeader orgs={orgs} current={org} login={user.login} />
+      <AppHeader orgs={orgs} current={org} login={user.login} signOut={signOutAction} />
       {membership ? (
         <OrgProvider value={{ slug: org, role: membership.role, login: user.login }}>
           <main id="main" className="mx-auto max-w-7xl px-4 py-6 sm:px-6">

@@ -2,7 +2,7 @@ import { Suspense } from "react";
 import { filtersFrom } from "@/components/runs/run-filter-schema.ts";
 import { RunsListView } from "@/components/runs/runs-list-view.tsx";
 import { requireUser } from "@/server/auth/require-user.ts";
-import { getQueryClient, HydrateClient, trpc } from "@/server/trpc/server.tsx";
+import { getQueryClient, HydrateClient, trpc } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Runs · Kiln" };

@@ -1,6 +1,6 @@
 import { SecretsView } from "@/components/secrets/secrets-view.tsx";
 import { requireUser } from "@/server/auth/require-user.ts";
-import { getQueryClient, HydrateClient, trpc } from "@/server/trpc/server.tsx";
+import { getQueryClient, HydrateClient, trpc } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Secrets · Kiln" };

@@ -1,6 +1,6 @@
 import { ApiTokensView } from "@/components/settings/api-tokens-view.tsx";
 import { requireUser } from "@/server/auth/require-user.ts";
-import { HydrateClient } from "@/server/trpc/server.tsx";
+import { HydrateClient } from "@/trpc/server.tsx";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "API tokens · Kiln" };

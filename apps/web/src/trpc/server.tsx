@@ -1,9 +1,9 @@
 import { dehydrate, HydrationBoundary } from "@tanstack/react-query";
 import { createTRPCOptionsProxy } from "@trpc/tanstack-react-query";
 import { cache, type ReactNode } from "react";
-import { createTrpcContext } from "./context.ts";
+import { createTrpcContext } from "@/server/trpc/context.ts";
 import { makeQueryClient } from "./query-client.ts";
-import { appRouter } from "./router.ts";
+import { appRouter } from "@/server/trpc/router.ts";
 
 // Server components call procedures in-process (no HTTP hop) and hand the results to the client
 // cache, so a page's first HTML already has its data and the client only polls for changes.

@@ -5,7 +5,7 @@ import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState, type ReactNode } from "react";
 import { z } from "zod";
 import { makeQueryClient } from "./query-client.ts";
-import type { AppRouter } from "./router.ts";
+import type { AppRouter } from "@/server/trpc/router.ts";
 
 // Under the dashboard's CSP (no 'unsafe-eval'), zod's JIT probe (`new Function`) is refused and
 // reported as a violation although zod catches it. The browser parses only small inputs (filters),

@@ -9,7 +9,7 @@ import { type ArtifactSettings, DEFAULT_ARTIFACT_SETTINGS } from "../artifacts/i
 import { type CacheSettings, DEFAULT_CACHE_SETTINGS } from "../caches/index.ts";
 import { DEFAULT_LOG_CONFIG, type LogConfig } from "../logs/index.ts";
 import type { ObjectStoreConfig } from "../storage/index.ts";
-import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./config.ts";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "./engine-config.ts";
 import { DEFAULT_FORGE_CONFIG, type ForgeConfig, parseSecretsKey } from "../forge/index.ts";
 
 const MIB = 1024 * 1024;

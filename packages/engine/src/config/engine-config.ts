@@ -1,6 +1,6 @@
 import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "@kiln/domain";
 
-// Engine knobs. Apps map their parsed env to these with shared/engine-env.ts (one schema for web and
+// Engine knobs. Apps map their parsed env to these with config/engine-env.ts (one schema for web and
 // workers) and pass them in; nothing here reads process.env.
 export interface EngineConfig {
   /** Lease TTL for an attempt; the agent's local watchdog destroys the sandbox at the same bound. */

@@ -1,10 +1,12 @@
+import type { RouteModules } from "@/server/http/openapi/build-document.ts";
+
 // Every REST route file of the web app (under src/app, except the dashboard's own /api/trpc and
-// /api/auth), by its directory. The OpenAPI documents are built from these modules' route specs;
-// openapi-coverage.test.ts fails when a route file is missing here or undocumented. Adding a route
-// is this one line. Lazy imports: building a document loads the modules, serving a route does not.
-export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>>> = {
+// /api/auth, and the two that serve the documents: server/http/openapi/document-routes.ts), by its
+// directory. The OpenAPI documents are built from these modules' route specs; openapi-document.test.ts
+// fails when a route file is missing here or undocumented. Adding a route is this one line. Lazy
+// imports: building a document loads the modules, serving a route does not.
+export const ROUTE_MODULES: RouteModules = {
   healthz: () => import("@/app/healthz/route.ts"),
-  "v1/openapi.json": () => import("@/app/v1/openapi.json/route.ts"),
   "v1/webhooks/github": () => import("@/app/v1/webhooks/github/route.ts"),
   "v1/orgs/[org]/repos": () => import("@/app/v1/orgs/[org]/repos/route.ts"),
   "v1/repos/[repoId]/workflow-runs": () => import("@/app/v1/repos/[repoId]/workflow-runs/route.ts"),
@@ -87,7 +89,6 @@ export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>
   "v1/tlog/proofs/inclusion": () => import("@/app/v1/tlog/proofs/inclusion/route.ts"),
   "v1/tlog/proofs/consistency": () => import("@/app/v1/tlog/proofs/consistency/route.ts"),
   // The agent protocol: its own document (/v1/agent/openapi.json), docs/adr/0029.
-  "v1/agent/openapi.json": () => import("@/app/v1/agent/openapi.json/route.ts"),
   "v1/agent/sessions": () => import("@/app/v1/agent/sessions/route.ts"),
   "v1/agent/registrations": () => import("@/app/v1/agent/registrations/route.ts"),
   "v1/agent/claims": () => import("@/app/v1/agent/claims/route.ts"),

@@ -1,14 +1,37 @@
 // Issue 28, from the attacker's side: someone holding the web app's (or the workers') database
 // credential tries to rewrite the transparency log or change the schema. Real PostgreSQL, a clone of
 // the migrated template, connected as the login roles the platform's processes use.
+// It lives beside the harness that makes those roles (moved from packages/db in issue 29: db's own
+// tests may not import testkit, which depends on db).
 import { randomUUID } from "node:crypto";
-import { ensureAppLoginRoles, type AppRoleUrls } from "@kiln/testkit";
+import { createDb, type Db } from "@kiln/db";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useMigratedDb } from "./support.ts";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "../postgres.ts";
+import { ensureAppLoginRoles, type AppRoleUrls } from "./app-roles.ts";
 
-const owner = useMigratedDb(2);
+/** A clone of the template the global setup migrated, connected as its owner. */
+const owner = (() => {
+  let db: Db | null = null;
+  let url = "";
+  const name = uniqueDatabaseName("roles");
+  beforeAll(async () => {
+    url = await cloneDatabase(inject("pgServerUrl"), inject("pgTemplate"), name);
+    db = createDb({ url, max: 2 });
+  });
+  afterAll(async () => {
+    await db?.$disconnect();
+    await dropDatabase(inject("pgServerUrl"), name);
+  });
+  return {
+    db: () => {
+      if (!db) throw new Error("test database not ready");
+      return db;
+    },
+    url: () => url,
+  };
+})();
 let urls: AppRoleUrls;
 const clients: pg.Client[] = [];
 

@@ -1,6 +1,6 @@
 // The cipher half of the shred framing (docs/adr/0037; layout in @kiln/domain chunk-framing.ts).
-// No database, no env: the host agent imports this file alone (package export
-// "@kiln/engine/shredding-cipher") to seal artifacts before upload and open them on restore.
+// No database, no env: its own package (@kiln/chunk-cipher), so the host agent seals artifacts before
+// upload and opens them on restore without importing the engine.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 import {
