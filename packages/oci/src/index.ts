@@ -43,3 +43,10 @@ export {
   type SourcePolicy,
 } from "./outbound/clone-url.ts";
 export { gitEnvironment, runGit, GitError, type GitHttpAuth, type RunGitOptions } from "./outbound/git-process.ts";
+export {
+  BUILTIN_SHORT_NAMES,
+  expandShortName,
+  isShortName,
+  platformRegistry,
+  SHORT_NAME_NAMESPACE,
+} from "./short-names.ts";

@@ -1,5 +1,5 @@
 import type { WorkflowDefinition } from "@kiln/domain";
-import type { RegistryClient, RegistryConfig } from "@kiln/oci";
+import { expandShortName, type RegistryClient, type RegistryConfig } from "@kiln/oci";
 import { resolveImage, type ResolveImageResult } from "./resolve-image.ts";
 
 export type PinImagesResult = { ok: true; definition: WorkflowDefinition } | Extract<ResolveImageResult, { ok: false }>;
@@ -7,7 +7,7 @@ export type PinImagesResult = { ok: true; definition: WorkflowDefinition } | Ext
 /**
  * Returns the definition with every job's image pinned (`image.digest` beside the ref as written).
  * A job without `image:` gets the pool's default base image when one is configured. Each distinct
- * ref is resolved once. The first failure wins, preferring a user error (not found,
+ * ref is resolved once; a short name (`kiln/node:24`) is frozen as the platform registry's full reference. The first failure wins, preferring a user error (not found,
  * invalid) over "unreachable", so a typo is reported at once rather than after the retries.
  */
 export async function pinImages(
@@ -26,7 +26,9 @@ export async function pinImages(
   if (failure) return failure;
   const jobs = def.jobs.map((j) => {
     const r = j.image ? results.get(j.image.ref) : undefined;
-    return r?.ok && j.image ? { ...j, image: { ref: j.image.ref, digest: r.digest } } : j;
+    // A short name is frozen as its full reference (docs/adr/0040): the agents pull from the platform
+    // registry by digest and need not know what `kiln/...` means.
+    return r?.ok && j.image ? { ...j, image: { ref: expandShortName(j.image.ref, config), digest: r.digest } } : j;
   });
   return { ok: true, definition: { ...def, jobs } };
 }
