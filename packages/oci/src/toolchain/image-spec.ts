@@ -2,6 +2,7 @@
 // the four built-in ones `npm run up` builds. A spec resolves to layer inputs: one Debian root
 // filesystem (mmdebstrap) and, when it asks for Node.js, one layer with node and npm from the npm
 // registry. Everything that can change the bytes is in these inputs, so their hash is the cache key.
+import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
 const NAME = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$/;
@@ -87,4 +88,11 @@ export function resolveSpec(input: unknown, builtins: readonly ImageSpec[] = BUI
     env: { ...parent?.env, ...spec.env },
     labels: { ...parent?.labels, ...spec.labels },
   };
+}
+
+/** A spec file's text: JSON when it starts with `{`, otherwise YAML (no aliases or custom tags). */
+export function parseSpecText(text: string): unknown {
+  if (text.length > 64 * 1024) throw new Error("an image spec is at most 64 KiB");
+  if (text.trimStart().startsWith("{")) return JSON.parse(text) as unknown;
+  return parseYaml(text, { maxAliasCount: 0, customTags: [] }) as unknown;
 }
