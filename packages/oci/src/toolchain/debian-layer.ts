@@ -75,7 +75,7 @@ export async function buildDebianLayer(
     `--setup-hook=sync-in ${opts.aptCacheDir} /var/cache/apt/archives/`,
     `${hook}=sync-out /var/cache/apt/archives ${opts.aptCacheDir}`,
     `${hook}=set -- "$1" ${input.packages.join(" ")}; { ${input.variant === "extract" ? LIST_EXTRACTED : LIST_INSTALLED}; } | LC_ALL=C sort > "$KILN_PACKAGES_OUT"`,
-    `${hook}=rm -rf ${strip}; find "$1" -depth -type d -name __pycache__ -exec rm -rf {} +`,
+    `${hook}=rm -rf ${strip}; find "$1"/usr "$1"/etc -xdev -depth -type d -name __pycache__ -exec rm -rf {} +`,
     DEBIAN.suite,
     outTar,
     DEBIAN.mirror,
