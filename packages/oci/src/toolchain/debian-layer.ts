@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { DEBIAN } from "./image-spec.ts";
 
-export const MMDEBSTRAP = "/usr/bin/mmdebstrap";
+const MMDEBSTRAP = "/usr/bin/mmdebstrap";
 
 /** Removed from every root before it is packed: non-deterministic, or useless in a job sandbox. */
 const STRIP = [

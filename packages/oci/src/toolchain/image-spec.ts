@@ -15,7 +15,7 @@ const VERSION = /^\d+\.\d+\.\d+$/;
 export const DEBIAN = { release: "12", suite: "bookworm", mirror: "http://deb.debian.org/debian" } as const;
 /** Node.js as the project itself runs it (scripts/with-node24.sh NODE_PIN) and the npm it declares (package.json). */
 export const NODE_VERSION = "24.22.3";
-export const NPM_VERSION = "11.19.1";
+const NPM_VERSION = "11.19.1";
 
 export const imageSpecSchema = z
   .object({
