@@ -7,18 +7,50 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import {
+  buildToolchainImage,
+  BUILTIN_SPECS,
+  imageSize,
+  publishToolchainImage,
+  RegistryClient,
+  registryEndpoint,
+} from "@kiln/oci";
 import { startRegistry } from "@kiln/testkit";
-import { imageCacheDir, publishBuiltinImages } from "../../scripts/lib/images/toolchain-images.ts";
+
+/** The cache `npm run up` uses (scripts/lib/images/toolchain-images.ts: imageCacheDir). */
+const cacheDir = process.env.KILN_IMAGE_CACHE
+  ? path.resolve(process.env.KILN_IMAGE_CACHE)
+  : path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "kiln", "images");
+
+/** What `npm run up` does per image: build or reuse, then push by digest and tag. */
+async function publishBuiltinImages(host: string, names: string[]) {
+  const client = new RegistryClient(registryEndpoint({ [host]: {} }, host));
+  const out = [];
+  for (const spec of BUILTIN_SPECS.filter((s) => names.includes(`${s.name}:${s.tag}`))) {
+    const t0 = performance.now();
+    const image = await buildToolchainImage(spec, { cacheDir });
+    const { uploadedBytes } = await publishToolchainImage(client, image, { cacheDir });
+    const seconds = (performance.now() - t0) / 1000;
+    out.push({
+      image,
+      seconds,
+      uploadedBytes,
+      sizeBytes: imageSize(image),
+      pinned: `${host}/${image.name}@${image.manifestDigest}`,
+    });
+  }
+  return out;
+}
 
 const only = process.argv.slice(2);
 const names = only.length ? only : ["kiln/node:24"];
 const dir = await mkdtemp(path.join(os.tmpdir(), "kiln-bench-toolchain-"));
 const registry = await startRegistry({ dataDir: path.join(dir, "registry") });
-console.log(`cache ${imageCacheDir()}; registry ${registry.host}`);
+console.log(`cache ${cacheDir}; registry ${registry.host}`);
 try {
   for (const round of ["first (build or reuse, push everything)", "second (cached, registry has the blobs)"]) {
     const t0 = performance.now();
-    const out = await publishBuiltinImages(registry.host, () => undefined, names);
+    const out = await publishBuiltinImages(registry.host, names);
     const secs = ((performance.now() - t0) / 1000).toFixed(1);
     console.log(`${round}: ${secs} s`);
     for (const o of out)
