@@ -9,6 +9,7 @@ import path from "node:path";
 import { applyBucketLifecycle, createObjectStore, engineEnvSchema, objectStoreConfigFromEnv } from "@kiln/engine";
 import { buildWebIfStale, registryAvailable, REPO_ROOT, startPlatform, type Platform } from "@kiln/testkit";
 import { runInOwnProcessGroup } from "./up/own-process-group.ts";
+import { imageCacheDir, publishBuiltinImages } from "./lib/images/toolchain-images.ts";
 import { seedDemo } from "./up/seed-demo.ts";
 
 const PORT = Number(process.env.PORT ?? 3000);
@@ -81,6 +82,7 @@ async function main(): Promise<void> {
     },
   });
   await applyLifecycle(platform);
+  const poolImage = await toolchainImages(platform);
   const demo = await seedDemo(platform.db, DATA);
   await writeFile(
     path.join(DATA, "instance.json"),
@@ -92,6 +94,8 @@ async function main(): Promise<void> {
         port: PORT,
         // `kiln secret ...` and `kiln secrets rotate-kek` read the same KEK as the web processes.
         secretsKekFile: platform.env.KILN_SECRETS_KEK_FILE,
+        // `kiln image build` publishes to the platform registry (short names resolve there, ADR 0040).
+        ...(platform.registry ? { platformRegistry: platform.registry.host } : {}),
         // `kiln repo add|forge-set --forge-token-file` seal with the same key as the web processes.
         ...(process.env.KILN_SECRETS_KEY ? {} : { forgeSecretsKeyFile: path.join(DATA, FORGE_KEY_FILE) }),
       },
@@ -140,6 +144,7 @@ Kiln is up.
   Webhook secret:  ${demo.webhookSecret}   (POST ${base}/v1/webhooks/github)
   Host agents:     ${AGENTS}, ${DRIVER.driver} driver (${DRIVER.why})
   Pool default:    development pool (process hosts admitted; untrusted runs need microVM hosts)
+  Pool image:      ${poolImage}
   First demo run:  ${trigger.run_id ?? "(trigger failed)"}
 
   curl -s -H "Authorization: Bearer ${demo.apiToken}" ${base}/v1/workflow-runs/${trigger.run_id ?? "<run_id>"}
@@ -169,6 +174,30 @@ function chooseDriver(): { driver: "microvm" | "process"; why: string } {
     driver: "process",
     why: `microVMs need ${packages.join(", ")} (apt-get install them, then restart): process isolation meanwhile`,
   };
+}
+
+/**
+ * Toolchain images (docs/adr/0040): kiln/node:24 (the pool default), kiln/build-base:12, kiln/jdk:17
+ * and kiln/python:3, built from Debian's archive once per input hash into imageCacheDir() and
+ * pushed to the embedded registry, where workflows name them by short name. KILN_TOOLCHAIN_IMAGES:
+ * "all" (default), "none", or a comma-separated list of names. Returns what the pool default is.
+ */
+async function toolchainImages(p: Platform): Promise<string> {
+  const asked = process.env.KILN_TOOLCHAIN_IMAGES ?? "all";
+  const current = () => p.env.KILN_POOL_IMAGES ?? "(none)";
+  if (!p.registry || asked === "none") {
+    log(`toolchain images: ${p.registry ? "KILN_TOOLCHAIN_IMAGES=none" : "no embedded registry"}, not built`);
+    return current();
+  }
+  const only = asked === "all" ? undefined : asked.split(",").map((s) => s.trim());
+  log(`toolchain images: building or reusing (cache ${imageCacheDir()}); a first build takes minutes`);
+  const t0 = performance.now();
+  const images = await publishBuiltinImages(p.registry.host, log, only);
+  log(`toolchain images ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  // The operator's own KILN_POOL_IMAGES wins; otherwise Node.js on the build base, by short name.
+  if (!process.env.KILN_POOL_IMAGES && images.some((i) => i.image.name === "kiln/node"))
+    p.env.KILN_POOL_IMAGES = JSON.stringify({ default: "kiln/node:24" });
+  return current();
 }
 
 /** Session signing key for the dashboard, kept across restarts so sign-ins survive them. */

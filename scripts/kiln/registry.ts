@@ -19,6 +19,7 @@ import { tenantCommands } from "./tenants.ts";
 import { tlogCommands } from "./tlog.ts";
 import { shreddingCommands } from "./shredding.ts";
 import { deploymentCommands } from "./deployments.ts";
+import { imageCommands } from "./images.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -40,4 +41,5 @@ export const commands: CliCommand[] = [
   ...tlogCommands,
   ...shreddingCommands,
   ...deploymentCommands,
+  ...imageCommands,
 ];

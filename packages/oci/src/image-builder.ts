@@ -44,8 +44,21 @@ export function buildImage(opts: {
       history: layers.map(() => ({ created_by: "kiln image-builder" })),
     }),
   );
+  blobs.set(sha256Digest(config), config);
+  return { blobs, ...assembleImage(config, layers) };
+}
+
+export interface LayerDescriptor {
+  /** sha256 of the gzip blob. */
+  digest: string;
+  size: number;
+  /** sha256 of the uncompressed tar (the config's rootfs.diff_ids). */
+  diffId: string;
+}
+
+/** The manifest and the linux/amd64 index for a config and its layers (the config's bytes are given). */
+export function assembleImage(config: Buffer, layers: LayerDescriptor[]): Omit<BuiltImage, "blobs"> {
   const configDigest = sha256Digest(config);
-  blobs.set(configDigest, config);
   const manifest = Buffer.from(
     JSON.stringify({
       schemaVersion: 2,
@@ -65,7 +78,6 @@ export function buildImage(opts: {
     }),
   );
   return {
-    blobs,
     layerDigests: layers.map((l) => l.digest),
     diffIds: layers.map((l) => l.diffId),
     configDigest,

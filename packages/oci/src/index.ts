@@ -26,7 +26,7 @@ export {
   type ImageManifest,
 } from "./manifests.ts";
 export { writeTar, type TarEntry, type TarEntryType } from "./tar-writer.ts";
-export { buildImage, pushImage, type BuiltImage } from "./image-builder.ts";
+export { assembleImage, buildImage, pushImage, type BuiltImage, type LayerDescriptor } from "./image-builder.ts";
 // Outbound policy for fetches made on a tenant's behalf (docs/adr/0017): addresses, clone URLs, git.
 export { classifyAddress, permittedClasses, type AddressClass } from "./outbound/address-policy.ts";
 export { AddressRefusedError, resolveChecked } from "./outbound/resolve-checked.ts";
@@ -43,3 +43,11 @@ export {
   type SourcePolicy,
 } from "./outbound/clone-url.ts";
 export { gitEnvironment, runGit, GitError, type GitHttpAuth, type RunGitOptions } from "./outbound/git-process.ts";
+export {
+  BUILTIN_SHORT_NAMES,
+  expandShortName,
+  isShortName,
+  platformRegistry,
+  SHORT_NAME_NAMESPACE,
+} from "./short-names.ts";
+export * from "./toolchain/index.ts";

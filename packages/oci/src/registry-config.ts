@@ -31,6 +31,8 @@ const entry = z
     redirectHosts: z.array(hostPattern).optional(),
     /** The registry's names may resolve to private (RFC 1918 / unique local) addresses. */
     privateNetwork: z.boolean().optional(),
+    /** The platform's own registry: short names `kiln/<name>:<tag>` resolve here (docs/adr/0040). */
+    platform: z.boolean().optional(),
   })
   .strict()
   .refine((e) => (e.username === undefined) === (e.password === undefined), {

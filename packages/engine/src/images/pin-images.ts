@@ -1,5 +1,5 @@
 import { agentProtocol, type WorkflowDefinition } from "@kiln/domain";
-import type { RegistryClient, RegistryConfig } from "@kiln/oci";
+import { expandShortName, type RegistryClient, type RegistryConfig } from "@kiln/oci";
 import { resolveImage, type ResolveImageResult } from "./resolve-image.ts";
 
 export type PinImagesResult = { ok: true; definition: WorkflowDefinition } | Extract<ResolveImageResult, { ok: false }>;
@@ -14,7 +14,8 @@ export type PinImagesResult = { ok: true; definition: WorkflowDefinition } | Ext
  * `poolImages` null (in-process callers that configure no images: tests, benches) leaves such jobs
  * without an image. Each distinct ref is resolved once. The first failure wins, preferring a user
  * error (not found, invalid) over "unreachable", so a typo is reported at once rather than after the
- * retries.
+ * retries. A short name (`kiln/node:24`) is frozen as the platform registry's full reference
+ * (docs/adr/0040).
  */
 export async function pinImages(
   def: WorkflowDefinition,
@@ -53,7 +54,9 @@ export async function pinImages(
   if (failure) return failure;
   const jobs = def.jobs.map((j, i) => {
     const r = j.image && !onHost.has(i) ? results.get(j.image.ref) : undefined;
-    return r?.ok && j.image ? { ...j, image: { ref: j.image.ref, digest: r.digest } } : j;
+    // A short name is frozen as its full reference (docs/adr/0040): the agents pull from the platform
+    // registry by digest and need not know what `kiln/...` means.
+    return r?.ok && j.image ? { ...j, image: { ref: expandShortName(j.image.ref, config), digest: r.digest } } : j;
   });
   return { ok: true, definition: { ...def, jobs } };
 }

@@ -3,7 +3,10 @@
 // linux/amd64 manifest. Classification follows the git source: a tag that does not exist is the
 // user's failure; a registry we cannot reach is retried and only then the platform's.
 import {
+  expandShortName,
   isImageError,
+  isShortName,
+  BUILTIN_SHORT_NAMES,
   manifestKind,
   parseImageRef,
   parseIndex,
@@ -48,7 +51,8 @@ export async function resolveImage(
   clients = new Map<string, RegistryClient>(),
 ): Promise<ResolveImageResult> {
   try {
-    const parsed = parseImageRef(ref);
+    // A short name (`kiln/node:24`, docs/adr/0040) is the platform registry's image of that name.
+    const parsed = parseImageRef(expandShortName(ref, config));
     // Refused here even when pinned: the agents would refuse it later, after a dispatch.
     const endpoint = registryEndpoint(config, parsed.registry);
     // Already pinned by the author: nothing to resolve, and no reason to depend on the registry now.
@@ -67,6 +71,10 @@ export async function resolveImage(
   } catch (err) {
     if (!isImageError(err)) throw err;
     const c = CAUSES[err.code];
-    return { ok: false, kind: c.kind, cause: c.cause, message: `image ${ref}: ${err.message}` };
+    const hint =
+      isShortName(ref) && err.code === "IMAGE.NOT_FOUND"
+        ? ` (${ref} is not one of the platform's images: the built-in ones are ${BUILTIN_SHORT_NAMES.join(", ")}; an operator adds more with \`kiln image build\`)`
+        : "";
+    return { ok: false, kind: c.kind, cause: c.cause, message: `image ${ref}: ${err.message}${hint}` };
   }
 }

@@ -194,7 +194,8 @@ export class Platform {
       this.registry = await startRegistry({ dataDir: path.join(this.dataDir, "registry") });
       this.stops.push(this.registry.stop);
       this.baseImage = await publishBaseImage({ registry: this.registry.host });
-      this.env.KILN_REGISTRIES ??= JSON.stringify({ [this.registry.host]: {} });
+      // The embedded registry is the platform's own: short names (kiln/node:24) resolve there (ADR 0040).
+      this.env.KILN_REGISTRIES ??= JSON.stringify({ [this.registry.host]: { platform: true } });
       this.env.KILN_POOL_IMAGES ??= JSON.stringify({ default: this.baseImage.ref });
       log(`base image ${this.baseImage.ref} = ${this.baseImage.manifestDigest}`);
     }
