@@ -40,6 +40,8 @@ describe("npm run up and Ctrl-C", () => {
       KILN_DATA_DIR: dataDir,
       KILN_AGENTS: "1",
       KILN_SANDBOX_DRIVER: "process",
+      // The toolchain images (docs/adr/0040) are not what this test is about: minutes on a cold cache.
+      KILN_TOOLCHAIN_IMAGES: "none",
       NEXT_TELEMETRY_DISABLED: "1",
     };
     let out = "";
