@@ -45,7 +45,7 @@ describe("short names", () => {
         { name: "b", steps: [] },
       ],
     } as unknown as WorkflowDefinition;
-    const r = await pinImages(def, config, "kiln/node:24");
+    const r = await pinImages(def, config, { default: "kiln/node:24" });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     for (const job of r.definition.jobs)
