@@ -21,6 +21,7 @@ import { runForgeReconcile } from "./jobs/forge-reconcile.job.ts";
 import { runSchedulesJob } from "./jobs/run-schedules.job.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
+import { countWorkerJob, serveWorkerMetrics } from "./metrics.ts";
 
 // Composition only: clients, queues, handlers, the relay and the reconcile ticker.
 const env = workersEnv();
@@ -84,6 +85,7 @@ for (const job of JOBS) {
     async (jobs) => {
       const results: JobResult[] = [];
       const settle = (j: { id: string }, e: unknown) => {
+        countWorkerJob(job.name, e === null);
         if (e === null) return results.push({ id: j.id, status: "completed" });
         log.warn("job failed", { queue: job.name, job_id: j.id, err: e });
         return results.push({
@@ -276,6 +278,7 @@ const scheduleTicker = setInterval(() => {
     });
 }, env.KILN_SCHEDULE_TICK_MS);
 
+const metricsServer = await serveWorkerMetrics({ host: env.KILN_METRICS_HOST, port: env.KILN_METRICS_PORT }, log);
 log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
@@ -285,6 +288,7 @@ const shutdown = async () => {
   clearInterval(checkpointTicker);
   clearInterval(scheduleTicker);
   relay.stop();
+  metricsServer?.close();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);
   process.exit(0);

@@ -60,6 +60,12 @@ const schema = z.object({
    * decision budget of seed 002.
    */
   KILN_GATE_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(400),
+  /**
+   * The bearer token Prometheus sends to scrape GET /metrics on this port (docs/adr/0043). Unset
+   * (the default): /metrics answers 404, so nothing about the fleet is exposed by accident. At least
+   * 16 characters; compared in constant time.
+   */
+  KILN_METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(16).optional()),
 });
 
 export type WebEnv = z.infer<typeof schema>;

@@ -4,6 +4,7 @@
 // is this one line. Lazy imports: building a document loads the modules, serving a route does not.
 export const ROUTE_MODULES: Record<string, () => Promise<Record<string, unknown>>> = {
   healthz: () => import("@/app/healthz/route.ts"),
+  metrics: () => import("@/app/metrics/route.ts"),
   "v1/openapi.json": () => import("@/app/v1/openapi.json/route.ts"),
   "v1/webhooks/github": () => import("@/app/v1/webhooks/github/route.ts"),
   "v1/orgs/[org]/repos": () => import("@/app/v1/orgs/[org]/repos/route.ts"),
