@@ -42,7 +42,7 @@ export async function readFleetSnapshot(db: Db): Promise<FleetSnapshot> {
     // Eligible: READY, out of retry backoff, and not held back by its own org's hard cap (a tenant
     // over its entitlement has no wait guarantee, seed 002). Its age counts from when it became so.
     db.$queryRaw<PoolRow[]>`
-      SELECT pool, EXTRACT(EPOCH FROM now() - min(GREATEST(COALESCE(ready_at, created_at), COALESCE(next_attempt_at, created_at))))::float8 AS v
+      SELECT pool, EXTRACT(EPOCH FROM now() - min(GREATEST(COALESCE(ready_at, created_at), COALESCE(next_attempt_at, ready_at, created_at))))::float8 AS v
       FROM job_run WHERE status = 'ready' AND (next_attempt_at IS NULL OR next_attempt_at <= now())
         AND wait_reason IS DISTINCT FROM 'org_cap'
       GROUP BY pool`,
