@@ -4,14 +4,14 @@ import { collectDefaultMetrics, type Registry } from "prom-client";
 import { services } from "./context.ts";
 import { env } from "./env.ts";
 
-let registered = false;
-
-/** The registry /metrics serialises: this process's observations plus the fleet gauges (once). */
+/**
+ * The registry /metrics serialises: this process's observations plus the fleet gauges, added once
+ * per process (the registry is per process, this module may be loaded once per route bundle).
+ */
 export function webMetricsRegistry(): Registry {
-  if (!registered) {
+  if (!controlPlaneRegistry.getSingleMetric("kiln_job_outcomes_total")) {
     registerFleetMetrics(controlPlaneRegistry, services().db);
     collectDefaultMetrics({ register: controlPlaneRegistry, prefix: "kiln_web_" });
-    registered = true;
   }
   return controlPlaneRegistry;
 }
