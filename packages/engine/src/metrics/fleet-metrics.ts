@@ -26,38 +26,34 @@ export function registerFleetMetrics(registry: Registry, db: Db): void {
   };
   const registers = [registry];
 
-  new Counter({
-    name: "kiln_job_outcomes_total",
-    help: "Jobs that reached an outcome, by outcome (the six of the domain). Infra-failure ratio numerator and denominator.",
-    labelNames: ["outcome"] as const,
+  outcomeCounter(
     registers,
-    async collect() {
-      const s = await snapshot();
-      this.reset();
-      for (const o of OUTCOMES) this.labels({ outcome: o }).inc(s.jobOutcomes[o] ?? 0);
-    },
-  });
-  new Counter({
-    name: "kiln_attempt_outcomes_total",
-    help: "Attempts that ended, by outcome (a retried platform failure counts here, not in the job's outcome).",
-    labelNames: ["outcome"] as const,
+    snapshot,
+    "kiln_job_outcomes_total",
+    "Jobs that reached an outcome, by outcome (the six of the domain): the infra-failure ratio's inputs.",
+    (s) => s.jobOutcomes,
+  );
+  outcomeCounter(
     registers,
-    async collect() {
-      const s = await snapshot();
-      this.reset();
-      for (const o of OUTCOMES) this.labels({ outcome: o }).inc(s.attemptOutcomes[o] ?? 0);
-    },
-  });
-  new Counter({
-    name: "kiln_platform_retries_total",
-    help: "Automatic retries after platform failures (the retry rate's numerator).",
+    snapshot,
+    "kiln_attempt_outcomes_total",
+    "Attempts that ended, by outcome (a retried platform failure counts here, not in its job's outcome).",
+    (s) => s.attemptOutcomes,
+  );
+  rowCounter(
     registers,
-    async collect() {
-      const s = await snapshot();
-      this.reset();
-      this.inc(s.platformRetries);
-    },
-  });
+    snapshot,
+    "kiln_platform_retries_total",
+    "Automatic retries after platform failures (the retry rate's numerator).",
+    (s) => s.platformRetries,
+  );
+  rowCounter(
+    registers,
+    snapshot,
+    "kiln_cache_evictions_total",
+    "Build cache entries evicted (idle, over quota, superseded), from the entries' rows.",
+    (s) => s.cacheEvictions,
+  );
   perPoolGauge(
     registers,
     snapshot,
@@ -139,6 +135,46 @@ export function registerFleetMetrics(registry: Registry, db: Db): void {
 }
 
 type Snap = () => Promise<FleetSnapshot>;
+
+// Counters whose value is a count of rows that are never deleted: set from the snapshot each scrape.
+function outcomeCounter(
+  registers: Registry[],
+  snapshot: Snap,
+  name: string,
+  help: string,
+  pick: (s: FleetSnapshot) => Record<string, number>,
+): void {
+  new Counter({
+    name,
+    help,
+    labelNames: ["outcome"] as const,
+    registers,
+    async collect() {
+      const counts = pick(await snapshot());
+      this.reset();
+      for (const o of OUTCOMES) this.labels({ outcome: o }).inc(counts[o] ?? 0);
+    },
+  });
+}
+
+function rowCounter(
+  registers: Registry[],
+  snapshot: Snap,
+  name: string,
+  help: string,
+  pick: (s: FleetSnapshot) => number,
+): void {
+  new Counter({
+    name,
+    help,
+    registers,
+    async collect() {
+      const n = pick(await snapshot());
+      this.reset();
+      this.inc(n);
+    },
+  });
+}
 
 function perPoolGauge(
   registers: Registry[],

@@ -18,6 +18,7 @@ export interface FleetSnapshot {
   unboundGenerationAge: number;
   cacheEntries: number;
   cacheBytes: number;
+  cacheEvictions: number;
 }
 
 type PoolRow = { pool: string; v: number | null };
@@ -100,8 +101,12 @@ async function readLags(db: Db) {
       WHERE g.object_deleted_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM artifact_binding b WHERE b.generation_id = g.id)
         AND (g.state = 'abandoned' OR a.status = 'completed' OR j.current_epoch <> a.epoch)`,
-    db.$queryRaw<{ n: number; bytes: number }[]>`
-      SELECT count(*)::float8 AS n, COALESCE(sum(size_bytes), 0)::float8 AS bytes FROM cache_entry WHERE state = 'bound'`,
+    // Evicted rows are kept (state 'evicted'), so their count only grows: a counter.
+    db.$queryRaw<{ n: number; bytes: number; evicted: number }[]>`
+      SELECT (count(*) FILTER (WHERE state = 'bound'))::float8 AS n,
+             COALESCE(sum(size_bytes) FILTER (WHERE state = 'bound'), 0)::float8 AS bytes,
+             (count(*) FILTER (WHERE evicted_at IS NOT NULL))::float8 AS evicted
+      FROM cache_entry`,
   ]);
   return {
     reconcilerLag: scalar(reconciler),
@@ -111,5 +116,6 @@ async function readLags(db: Db) {
     unboundGenerationAge: scalar(unbound),
     cacheEntries: Number(cache[0]?.n ?? 0),
     cacheBytes: Number(cache[0]?.bytes ?? 0),
+    cacheEvictions: Number(cache[0]?.evicted ?? 0),
   };
 }
