@@ -1,5 +1,11 @@
 import { agentProtocol } from "@kiln/domain";
-import { agentCredentialHash, authenticateAgentToken, claimJob, observeClaim, type DispatchPayload } from "@kiln/engine";
+import {
+  agentCredentialHash,
+  authenticateAgentToken,
+  claimJob,
+  observeClaim,
+  type DispatchPayload,
+} from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 
