@@ -3,7 +3,8 @@ import type { NextConfig } from "next";
 const config: NextConfig = {
   // Workspace packages export TypeScript source.
   transpilePackages: ["@kiln/db", "@kiln/domain", "@kiln/engine", "@kiln/logger", "@kiln/oci", "@kiln/ui"],
-  serverExternalPackages: ["pg", "pg-boss", "@prisma/adapter-pg", "@prisma/client"],
+  // prom-client keeps its registries in module state: one copy per process, not one per route bundle.
+  serverExternalPackages: ["pg", "pg-boss", "@prisma/adapter-pg", "@prisma/client", "prom-client"],
   poweredByHeader: false,
   reactStrictMode: true,
   // Issue 15: on every response. Dashboard pages get their nonce CSP from src/proxy.ts; /v1 answers

@@ -71,6 +71,11 @@ export function parseEnv(source: Record<string, string | undefined>, pid = proce
     // agents on one host never share it: ./.kiln-data/agent-<pid>.
     KILN_WORK_DIR: optional(z.string().min(1).default(`./.kiln-data/agent-${pid}`)),
     // Name this agent registers under. Default: <os hostname>-<pid>.
+    // Port of this agent's Prometheus /metrics (docs/adr/0043). Unset (the default): not served,
+    // since several agents may share a host. Unauthenticated, so it binds KILN_METRICS_HOST.
+    KILN_METRICS_PORT: optional(z.coerce.number().int().min(1).max(65_535).optional()),
+    // Address the metrics port binds. Default 127.0.0.1: sandboxes have no route to the host's loopback.
+    KILN_METRICS_HOST: optional(z.string().min(1).default("127.0.0.1")),
     KILN_HOSTNAME: optional(z.string().min(1).max(200).default(`${os.hostname()}-${pid}`)),
     // How long one claim request long-polls for work (the protocol caps it at 30 s). Default 20 s.
     KILN_CLAIM_WAIT_MS: intVar(0, 30_000, 20_000),

@@ -7,6 +7,7 @@ import { createLogger, errorMessage } from "@kiln/logger";
 import { resolveIdentity } from "./registration/identity.ts";
 import { register } from "./registration/register.ts";
 import { createSandboxDriver } from "./sandboxes/index.ts";
+import { serveAgentMetrics } from "./metrics/index.ts";
 
 if (process.argv[2] === "register") {
   try {
@@ -40,6 +41,7 @@ try {
     microvmAccel: env.KILN_MICROVM_ACCEL,
     allowUnisolated: env.KILN_ALLOW_UNISOLATED === "true",
   });
+  await serveAgentMetrics({ host: env.KILN_METRICS_HOST, port: env.KILN_METRICS_PORT }, logger);
   const client = new ControlClient(env.KILN_CONTROL_URL, identity.credential);
   const agent = new HostAgent({ env, client, driver, logger });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -30,7 +30,7 @@ export function proxy(req: NextRequest): NextResponse {
 
 export const config = {
   // Static assets carry their headers from next.config.ts; /v1, /tlog/ (the transparency log's
-  // checkpoint and tiles), /healthz and /.well-known (the OIDC discovery document and JWKS, fetched
+  // checkpoint and tiles), /healthz, /metrics (Prometheus, bearer token) and /.well-known (the OIDC discovery document and JWKS, fetched
   // by relying parties, ADR 0024) are machine paths.
-  matcher: ["/((?!v1/|v1$|tlog/|healthz|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
+  matcher: ["/((?!v1/|v1$|tlog/|healthz|metrics$|\\.well-known/|_next/static|_next/image|favicon.ico).*)"],
 };

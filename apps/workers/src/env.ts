@@ -124,6 +124,17 @@ const schema = z.object({
    * missed hourly passes still leaves a day. Longer only costs earlier copies.
    */
   KILN_SHRED_RESEAL_LOOKAHEAD_H: z.coerce.number().int().min(1).max(720).default(48),
+  /**
+   * Port of this process's Prometheus /metrics (docs/adr/0043). Unset (the default): not served,
+   * since several worker processes may share a host. Not the web app's port and unauthenticated,
+   * hence the loopback default for KILN_METRICS_HOST.
+   */
+  KILN_METRICS_PORT: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z.coerce.number().int().min(1).max(65_535).optional(),
+  ),
+  /** Address the metrics port binds (default 127.0.0.1; 0.0.0.0 only behind a network policy). */
+  KILN_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
 });
 
 export type WorkersEnv = z.infer<typeof schema>;

@@ -8,6 +8,7 @@ import type { WorkerDeps } from "./jobs/job-definition.ts";
 import { JOBS } from "./jobs/registry.ts";
 import { OutboxRelay } from "./relay.ts";
 import { buildWorkerRuntime } from "./worker-runtime.ts";
+import { countWorkerJob, serveWorkerMetrics } from "./metrics.ts";
 
 // Composition only: clients, runtimes, queues, handlers, schedules, the relay and the tickers.
 const env = workersEnv();
@@ -72,6 +73,7 @@ for (const job of JOBS) {
     async (jobs) => {
       const results: JobResult[] = [];
       const settle = (j: { id: string }, e: unknown) => {
+        countWorkerJob(job.name, e === null);
         if (e === null) return results.push({ id: j.id, status: "completed" });
         log.warn("job failed", { queue: job.name, job_id: j.id, err: e });
         return results.push({
@@ -161,11 +163,13 @@ function tickJob(name: string, expireInSeconds: number): Job<unknown> {
   };
 }
 
+const metricsServer = await serveWorkerMetrics({ host: env.KILN_METRICS_HOST, port: env.KILN_METRICS_PORT }, log);
 log.info("workers started", { jobs: JOBS.map((j) => j.name) });
 
 const shutdown = async () => {
   for (const t of tickers) clearInterval(t);
   relay.stop();
+  metricsServer?.close();
   await boss.stop({ graceful: true, timeout: 5_000 }).catch(() => undefined);
   await db.$disconnect().catch(() => undefined);
   process.exit(0);

@@ -295,3 +295,4 @@ export * from "./runners/index.ts";
 export * from "./retention/index.ts";
 export * from "./fleet/index.ts";
 export * from "./shredding/index.ts";
+export * from "./metrics/index.ts";

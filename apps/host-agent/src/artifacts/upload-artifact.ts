@@ -5,6 +5,7 @@
 import type { ArtifactUploadSession, ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
 import { backoffMs, sleep } from "../timing.ts";
+import { countMultipartRetry } from "../metrics/index.ts";
 import { callControl, type CallFailure } from "./control-calls.ts";
 import { spoolUnchanged, type FrozenArtifact } from "./freeze.ts";
 import { HttpStatusError, putFileRange, putSealedRange } from "./http-transfer.ts";
@@ -175,6 +176,7 @@ async function uploadPart(
           },
         };
       const delay = backoffMs(i - 1, 500, 10_000);
+      countMultipartRetry();
       o.log.warn("artifact part upload failed; retrying the same bytes", {
         artifact: a.name,
         part: part.part_number,

@@ -6,6 +6,7 @@ import { agentProtocol } from "@kiln/domain";
 import { isCloneUrlError, type SourcePolicy } from "@kiln/oci";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
+import { observeImagePreparation } from "../metrics/index.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
@@ -368,6 +369,7 @@ export class AttemptRun {
       });
       this.releaseImage = prepared.release;
       this.imageMs = this.now() - started;
+      observeImagePreparation("ready", this.imageMs);
       heartbeat.reportPhase({ image_ms: wireMs(this.imageMs) });
       this.log.info("image ready", {
         image,
@@ -383,6 +385,7 @@ export class AttemptRun {
       return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
     } catch (err) {
       this.imageMs = this.now() - started;
+      observeImagePreparation("failed", this.imageMs);
       if (this.abort.signal.aborted) return { verdict: null };
       const verdict = imageFailureVerdict(image, err);
       this.log.warn("image preparation failed", {

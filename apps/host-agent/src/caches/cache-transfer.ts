@@ -14,6 +14,7 @@ import { hashCacheInputs } from "./hash-inputs.ts";
 import type { LocalCacheTier } from "./local-tier.ts";
 import { restoreCache } from "./restore-cache.ts";
 import { saveCache } from "./save-cache.ts";
+import { recordCacheRestore, recordCacheSave } from "../metrics/index.ts";
 
 export interface CacheHostConfig {
   /** Node-local tier; null keeps no copies on this host. */
@@ -66,6 +67,7 @@ export class CacheTransfer {
     this.inputs = hashed.digests;
     const r = await restoreCache(this.context(sandbox), hashed.digests);
     if ("failure" in r) return this.interrupted(r);
+    recordCacheRestore(r);
     if (r.result === "hit") {
       this.exactHit = r.exact;
       this.line(
@@ -114,6 +116,7 @@ export class CacheTransfer {
     try {
       const r = await saveCache(this.context(sandbox), this.inputs, path.join(spoolDir, "cache.tar.gz"));
       if ("failure" in r) return this.interrupted(r);
+      recordCacheSave(r);
       switch (r.result) {
         case "saved":
           this.line(`cache saved: ${r.bytes} bytes in ${r.ms} ms`);

@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { copyFile, mkdir, readdir, rename, rm, stat, utimes } from "node:fs/promises";
 import path from "node:path";
+import { countLocalEvictions } from "../metrics/index.ts";
 
 const SHA = /^[0-9a-f]{64}$/;
 
@@ -84,6 +85,7 @@ export class LocalCacheTier {
       total -= f.size;
       removed++;
     }
+    countLocalEvictions(removed);
     return removed;
   }
 }

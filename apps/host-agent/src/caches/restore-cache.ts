@@ -16,6 +16,7 @@ import { errorMessage } from "@kiln/logger";
 import { monotonicNow } from "../timing.ts";
 import type { CacheContext, CacheFailure, InputDigest } from "./cache-context.ts";
 import { CacheRejected, extractCache } from "./extract-cache.ts";
+import { countCacheIntegrityFailure } from "../metrics/index.ts";
 
 export type RestoreOutcome =
   | { result: "hit"; tier: "local" | "remote"; exact: boolean; bytes: number; ms: number; key: string }
@@ -98,6 +99,7 @@ export async function restoreEntry(
     if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
     // A local file that fails verification is never offered again.
     await tier.remove(g.sha256);
+    if (r !== "timed out") countCacheIntegrityFailure("local");
     reasons.push(`node-local copy rejected: ${r}`);
   }
   const temp = tier ? tier.tempPath(g.sha256, randomUUID()) : null;
@@ -113,6 +115,7 @@ export async function restoreEntry(
   }
   if (temp) await rm(temp, { force: true });
   if (ctx.signal.aborted) return { failure: { kind: "aborted" } };
+  if (r !== "timed out") countCacheIntegrityFailure("remote");
   reasons.push(`object storage copy rejected: ${r}`);
   return { ok: false, reason: reasons.join("; ") };
 }

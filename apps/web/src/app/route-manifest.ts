@@ -7,6 +7,7 @@ import type { RouteModules } from "@/server/http/openapi/build-document.ts";
 // imports: building a document loads the modules, serving a route does not.
 export const ROUTE_MODULES: RouteModules = {
   healthz: () => import("@/app/healthz/route.ts"),
+  metrics: () => import("@/app/metrics/route.ts"),
   "v1/webhooks/github": () => import("@/app/v1/webhooks/github/route.ts"),
   "v1/orgs/[org]/repos": () => import("@/app/v1/orgs/[org]/repos/route.ts"),
   "v1/repos/[repoId]/workflow-runs": () => import("@/app/v1/repos/[repoId]/workflow-runs/route.ts"),

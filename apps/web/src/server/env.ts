@@ -75,6 +75,12 @@ const schema = z.object({
         return z.NEVER;
       }
     }),
+  /**
+   * The bearer token Prometheus sends to scrape GET /metrics on this port (docs/adr/0043). Unset
+   * (the default): /metrics answers 404, so nothing about the fleet is exposed by accident. At least
+   * 16 characters; compared in constant time.
+   */
+  KILN_METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(16).optional()),
 });
 
 export type WebEnv = z.infer<typeof schema>;

@@ -1,4 +1,5 @@
 import { isDomainError, type DomainErrorCode } from "@kiln/domain";
+import { countFencingRefusal } from "@kiln/engine";
 import { webLogger } from "../logger.ts";
 
 // The one place domain error codes become HTTP statuses (conventions rule 6).
@@ -196,6 +197,7 @@ function errorResponse(status: number, code: string, message: string, details?: 
 }
 
 export function toErrorResponse(e: unknown): Response {
+  if (isDomainError(e)) countFencingRefusal(e.code);
   if (isDomainError(e)) return errorResponse(STATUS[e.code], e.code, e.message, e.details);
   // Unexpected: log with context, answer without internals. A database outage is a 503 (retry
   // later), not a 500, because nothing was guessed or half-written.

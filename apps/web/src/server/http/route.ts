@@ -23,6 +23,8 @@ export type RouteAuth =
   | "job_token"
   /** The forge's HMAC signature of the body (X-Hub-Signature-256). */
   | "webhook_signature"
+  /** The operator's Prometheus scrape token (Authorization: Bearer $KILN_METRICS_TOKEN). */
+  | "metrics_token"
   | "none";
 
 interface ResponseSpec {

@@ -55,6 +55,7 @@ const SECURITY: Record<RouteAuth, Record<string, string[]>[]> = {
   registration_token: [{ registrationToken: [] }],
   job_token: [{ jobToken: [] }],
   webhook_signature: [{ webhookSignature: [] }],
+  metrics_token: [{ metricsToken: [] }],
   none: [],
 };
 
@@ -72,6 +73,7 @@ const SECURITY_SCHEMES = {
     description: "A self-hosted runner's registration token (kreg_...), spent by its one exchange.",
   },
   jobToken: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "A job token for one attempt." },
+  metricsToken: { type: "http", scheme: "bearer", description: "The operator's scrape token (KILN_METRICS_TOKEN)." },
   webhookSignature: {
     type: "apiKey",
     in: "header",

@@ -1,5 +1,11 @@
 import { AGENT_ENDPOINTS } from "@kiln/domain";
-import { agentCredentialHash, authenticateAgentToken, claimJob, type DispatchPayload } from "@kiln/engine";
+import {
+  agentCredentialHash,
+  authenticateAgentToken,
+  claimJob,
+  observeClaim,
+  type DispatchPayload,
+} from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 
@@ -42,6 +48,7 @@ export const POST = route({
       const q = queue ? await boss.catch(() => null) : null;
       const hints = q && queue ? await q.fetch<DispatchPayload>(queue, { batchSize: 1 }).catch(() => []) : [];
       const hint = hints[0];
+      const claimStartedAt = Date.now();
       const result = await claimJob(db, cfg, {
         sessionId: body.session_id,
         claimRequestId: body.claim_request_id,
@@ -50,6 +57,7 @@ export const POST = route({
       }).finally(async () => {
         if (hint && q && queue) await q.complete(queue, hint.id).catch(() => undefined);
       });
+      observeClaim(result.kind, claimStartedAt);
       if (result.kind === "claimed") return machineJson(200, result.ticket);
       // A hint that was stale tells nothing about other work: look again at once.
       if (hint) continue;

@@ -1,4 +1,4 @@
-import { admitGithubWebhook } from "@kiln/engine";
+import { admitGithubWebhook, observeTriggerPersistence } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { webForgeConfig } from "@/server/env.ts";
 import { machineJson, route } from "@/server/http/route.ts";
@@ -25,6 +25,7 @@ export const POST = route({
   },
   maxBytes: 25 * 1024 * 1024,
   handler: async ({ req, rawBody }) => {
+    const startedAt = Date.now();
     const r = await admitGithubWebhook(services().db, {
       rawBody,
       signature: req.headers.get("x-hub-signature-256"),
@@ -34,6 +35,7 @@ export const POST = route({
       // The App's webhook secret and API: an installation id is believed and confirmed only through them.
       forge: webForgeConfig(),
     });
+    if (r.status === 202) observeTriggerPersistence("webhook", startedAt);
     return machineJson(r.status, {
       run_id: r.runId,
       duplicate: r.duplicate,

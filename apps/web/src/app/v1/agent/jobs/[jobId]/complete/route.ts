@@ -1,5 +1,5 @@
 import { AGENT_ENDPOINTS, DomainError } from "@kiln/domain";
-import { authenticateJobToken, completeAttempt } from "@kiln/engine";
+import { authenticateJobToken, completeAttempt, observeAttemptPhases } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { machineJson, route } from "@/server/http/route.ts";
 
@@ -36,6 +36,12 @@ export const POST = route({
       if (body.outcome === "cancelled") return machineJson(200, { accepted: true, job_outcome: "cancelled" });
       throw new DomainError("RUN.CANCELLED", "the run was cancelled before this completion; nothing was published");
     }
+    observeAttemptPhases({
+      image: body.phases?.image_ms,
+      dispatch: body.phases?.dispatch_ms,
+      execution: body.phases?.execution_ms,
+      finalize: body.phases?.finalize_ms,
+    });
     return machineJson(200, { accepted: true, job_outcome: r.jobOutcome });
   },
 });
