@@ -2,7 +2,7 @@
 // `unshare`. The probe runs exactly the wrapper used for steps, so "probe passed" means "the wrapper
 // works here" (containers and hardened kernels often forbid one of the namespaces).
 import { execFile } from "node:child_process";
-import { access, constants, readFile } from "node:fs/promises";
+import { access, constants } from "node:fs/promises";
 import path from "node:path";
 import type { SandboxIsolation } from "../sandbox-driver.ts";
 import { DEFAULT_SANDBOX_LIMITS, SANDBOX_HOST_STEP_ID, SANDBOX_STEP_ID } from "./private-view.ts";
