@@ -7,7 +7,7 @@ import path from "node:path";
 import { ARTIFACT_USER_CAUSES, type ArtifactCause } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import type { Logger } from "@kiln/logger";
-import type { Sandbox } from "../sandboxes/index.ts";
+import { type Sandbox, scratchDirOf } from "../sandboxes/index.ts";
 import { monotonicNow } from "../timing.ts";
 import { platformFailure, type StopReason, type Verdict } from "../shared/verdict.ts";
 import type { CallFailure } from "./control-calls.ts";
@@ -94,7 +94,7 @@ export class ArtifactTransfer {
 
   /** Agent-owned scratch beside the workspace (inside the sandbox root, so destroy removes it). */
   private makeSpool(sandbox: Sandbox): Promise<string> {
-    return mkdtemp(path.join(path.dirname(sandbox.hostWorkspaceDir), ".kiln-artifact-spool-"));
+    return mkdtemp(path.join(scratchDirOf(sandbox), ".kiln-artifact-spool-"));
   }
 
   private interpret(f: CallFailure, cause: ArtifactCause): Verdict | null {

@@ -1,7 +1,8 @@
 // Restores one artifact before the first step: resolve the producer's binding, download into the
 // agent-owned spool, verify size and SHA-256, and only then place it in the workspace. The step never
 // sees unverified bytes; a mismatch is a named platform failure (artifact.digest_mismatch).
-import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
+import { lstat, mkdir, realpath, rm } from "node:fs/promises";
+import { moveInto } from "../shared/move-into.ts";
 import path from "node:path";
 import { declaredPathCause, DomainError, isDomainError, pathIsWithin, type ArtifactCause } from "@kiln/domain";
 import { OpenStream } from "@kiln/chunk-cipher";
@@ -134,8 +135,10 @@ function openerFor(seal: { key_id: string; key: string }): OpenStream {
 async function place(spoolFile: string, format: "file" | "tar", target: string): Promise<void> {
   await mkdir(path.dirname(target), { recursive: true });
   if (format === "file") {
-    // rename replaces a symlink at the target itself, never the file it points to.
-    await rename(spoolFile, target);
+    // A rename replaces a symlink at the target itself, never the file it points to (the copy
+    // fallback, across mounts, refuses an existing target instead).
+    await rm(target, { force: true }).catch(() => undefined);
+    await moveInto(spoolFile, target);
     return;
   }
   await mkdir(target, { recursive: true });

@@ -17,6 +17,8 @@ export interface CacheContext {
   log: Logger;
   signal: AbortSignal;
   workspaceDir: string;
+  /** Agent-owned staging on the workspace's filesystem: restored trees are renamed into place. */
+  scratchDir: string;
   localTier: LocalCacheTier | null;
   limits: CacheLimits;
   /** The values delivered to this job (issue 16): an archive containing one is never saved. */

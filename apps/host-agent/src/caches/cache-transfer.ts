@@ -7,7 +7,7 @@ import path from "node:path";
 import { cachePathProblem, decideCacheWrite } from "@kiln/domain";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { errorMessage, type Logger } from "@kiln/logger";
-import type { Sandbox } from "../sandboxes/index.ts";
+import { type Sandbox, scratchDirOf } from "../sandboxes/index.ts";
 import type { StopReason } from "../shared/verdict.ts";
 import type { CacheFailure, CacheLimits, InputDigest } from "./cache-context.ts";
 import { hashCacheInputs } from "./hash-inputs.ts";
@@ -112,7 +112,7 @@ export class CacheTransfer {
         return "ok";
       }
     }
-    const spoolDir = await mkdtemp(path.join(path.dirname(sandbox.hostWorkspaceDir), ".kiln-cache-spool-"));
+    const spoolDir = await mkdtemp(path.join(scratchDirOf(sandbox), ".kiln-cache-spool-"));
     try {
       const r = await saveCache(this.context(sandbox), this.inputs, path.join(spoolDir, "cache.tar.gz"));
       if ("failure" in r) return this.interrupted(r);
@@ -178,6 +178,7 @@ export class CacheTransfer {
       log,
       signal,
       workspaceDir: sandbox.hostWorkspaceDir,
+      scratchDir: scratchDirOf(sandbox),
       localTier: config.localTier,
       limits: config.limits,
       secretValues: this.deps.secretValues(),

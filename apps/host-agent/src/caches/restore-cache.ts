@@ -8,7 +8,8 @@ import { createReadStream, createWriteStream } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { finished } from "node:stream/promises";
-import { lstat, mkdir, mkdtemp, realpath, rename, rm } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { moveInto } from "../shared/move-into.ts";
 import path from "node:path";
 import { resolveRestoreTarget } from "../artifacts/index.ts";
 import { callControl } from "../artifacts/index.ts";
@@ -65,7 +66,7 @@ export async function restoreCache(ctx: CacheContext, inputs: InputDigest[]): Pr
 }
 
 export type EntryGrant = { sha256: string; size_bytes: number; url: string };
-type TierContext = Pick<CacheContext, "signal" | "workspaceDir" | "localTier" | "limits" | "log">;
+type TierContext = Pick<CacheContext, "signal" | "workspaceDir" | "scratchDir" | "localTier" | "limits" | "log">;
 
 /**
  * The tiers for one granted entry: the node-local copy when this host has one, else (or when that
@@ -127,7 +128,8 @@ async function attempt(
   signal: AbortSignal,
   source: () => AsyncIterable<Buffer>,
 ): Promise<"ok" | string> {
-  const staging = await mkdtemp(path.join(path.dirname(ctx.workspaceDir), ".kiln-cache-stage-"));
+  // Agent-only scratch on the workspace's disk (ADR 0041): what is staged counts against the job's disk.
+  const staging = await mkdtemp(path.join(ctx.scratchDir, ".kiln-cache-stage-"));
   const placed: string[] = [];
   try {
     await extractCache(source(), staging, want, signal);
@@ -139,7 +141,7 @@ async function attempt(
       if (await lstat(target.path).catch(() => null))
         throw new CacheRejected(`cache path ${JSON.stringify(declared)} already exists in the workspace`);
       await mkdir(path.dirname(target.path), { recursive: true });
-      await rename(path.join(staging, String(i)), target.path);
+      await moveInto(path.join(staging, String(i)), target.path);
       placed.push(target.path);
     }
     return "ok";

@@ -61,7 +61,14 @@ async function upload(body: Buffer): Promise<string> {
   return getSignedUrl(client, new GetObjectCommand({ Bucket: "kiln", Key: key }), { expiresIn: 300 });
 }
 
-const ctx = () => ({ signal: new AbortController().signal, workspaceDir: ws, localTier: tier, limits, log: quiet });
+const ctx = () => ({
+  signal: new AbortController().signal,
+  workspaceDir: ws,
+  scratchDir: path.dirname(ws),
+  localTier: tier,
+  limits,
+  log: quiet,
+});
 const grantFor = async (a: BuiltArchive, stored: Buffer = a.gz) => ({
   sha256: a.sha256,
   size_bytes: a.sizeBytes,

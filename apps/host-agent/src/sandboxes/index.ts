@@ -7,7 +7,7 @@ import type { SandboxDriver } from "./sandbox-driver.ts";
 
 export type { Sandbox, SandboxDriver, SandboxPaths, StepResult } from "./sandbox-driver.ts";
 export type { SandboxSpec } from "./sandbox-driver.ts";
-export { SandboxLostError } from "./sandbox-driver.ts";
+export { SandboxLostError, scratchDirOf } from "./sandbox-driver.ts";
 export { createProcessDriver, ProcessDriver } from "./process/process-driver.ts";
 export { createMicrovmDriver, type MicrovmDriver } from "./microvm/microvm-driver.ts";
 export { findForwarderTools, SANDBOX_PROXY_URL } from "./process/egress-forwarder.ts";

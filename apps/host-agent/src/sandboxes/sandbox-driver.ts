@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { RunnerSize, SandboxLimit } from "@kiln/domain";
 // The SandboxDriver port (conventions rule 10): how the agent gets an isolated place to run one
 // attempt's steps. One folder per driver: `process/` (host processes + namespaces) and `microvm/`
@@ -84,6 +85,12 @@ export interface Sandbox {
   readonly paths: SandboxPaths;
   readonly hostWorkspaceDir: string;
   /**
+   * Agent-owned scratch on the same filesystem as hostWorkspaceDir, invisible to steps: spools and
+   * staging that are renamed into the workspace must not cross a device (a process sandbox's
+   * workspace lives on its own work disk, ADR 0041). Absent: the workspace's parent directory.
+   */
+  readonly hostScratchDir?: string;
+  /**
    * Runs `/bin/sh -c command` inside the sandbox with exactly `env` (nothing inherited from the
    * agent). Output is delivered as it arrives and is always drained, so a chatty step can never
    * block on a full pipe. One step at a time.
@@ -117,4 +124,9 @@ export interface SandboxDriver {
   close?(): Promise<void>;
   /** Pre-booted sandboxes ready now and how often a create found one (fleet stats, issue 22). */
   warmPoolStats?(): { size: number; hits: number; misses: number };
+}
+
+/** Where the agent stages what it moves into a sandbox's workspace (see Sandbox.hostScratchDir). */
+export function scratchDirOf(sandbox: Pick<Sandbox, "hostScratchDir" | "hostWorkspaceDir">): string {
+  return sandbox.hostScratchDir ?? path.dirname(sandbox.hostWorkspaceDir);
 }

@@ -3,14 +3,15 @@
 // the agent is root and the host has cgroups and loop devices (this machine: cgroup v1), each
 // limit ends its step with its named cause; elsewhere the isolation detail must say what is missing.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm, statfs } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readlink, rename, rm, stat, statfs, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { SANDBOX_LIMIT_CAUSES } from "@kiln/domain";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { moveInto } from "../../shared/move-into.ts";
 import { stepFailureVerdict } from "../../shared/verdict.ts";
 import { runCaptured } from "../sandbox-contract-support.ts";
-import type { Sandbox } from "../sandbox-driver.ts";
+import { type Sandbox, scratchDirOf } from "../sandbox-driver.ts";
 import { createProcessDriver, type ProcessDriver } from "./process-driver.ts";
 
 const TIMEOUT_MS = 60_000;
@@ -43,6 +44,28 @@ describe.runIf(isRoot)("a process sandbox of one size (root agent)", () => {
     const r = await runCaptured(sandbox, "cat /proc/self/cgroup");
     expect(r.exitCode, r.err).toBe(0);
     expect(r.out).toMatch(/kiln-/);
+  });
+
+  it("stages on the job's own disk, out of the step's sight, and moves staged trees into the bound workspace", async () => {
+    // The workspace is a bind mount of the work disk, so a rename from any other mount is EXDEV: every
+    // cache and artifact restore failed that way until moveInto copied across (found by the e2e suites).
+    const scratch = scratchDirOf(sandbox);
+    expect((await stat(scratch)).dev).toBe((await stat(sandbox.hostWorkspaceDir)).dev);
+    const staged = await mkdtemp(path.join(scratch, ".kiln-stage-"));
+    await mkdir(path.join(staged, "tree/sub"), { recursive: true });
+    await writeFile(path.join(staged, "tree/sub/f"), "restored\n");
+    await symlink("sub/f", path.join(staged, "tree/link"));
+    await expect(rename(path.join(staged, "tree"), path.join(sandbox.hostWorkspaceDir, "tree"))).rejects.toThrow(
+      /EXDEV/,
+    );
+    await moveInto(path.join(staged, "tree"), path.join(sandbox.hostWorkspaceDir, "tree"));
+    await writeFile(path.join(staged, "f"), "restored\n");
+    await moveInto(path.join(staged, "f"), path.join(sandbox.hostWorkspaceDir, "restored.txt"));
+    expect(await readlink(path.join(sandbox.hostWorkspaceDir, "tree/link"))).toBe("sub/f");
+    await rm(staged, { recursive: true, force: true });
+    const r = await runCaptured(sandbox, "cat restored.txt tree/link; ls -a /");
+    expect(r.out).toMatch(/^restored\nrestored\n/);
+    expect(r.out).not.toContain(".kiln-stage-");
   });
 
   it(

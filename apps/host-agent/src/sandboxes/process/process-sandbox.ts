@@ -43,6 +43,8 @@ interface RunningStep {
 export class ProcessSandbox implements Sandbox {
   readonly paths: SandboxPaths;
   readonly hostWorkspaceDir: string;
+  /** The work disk's own root when there is one (the workspace is bound from it), else the sandbox root. */
+  readonly hostScratchDir: string;
   private running: RunningStep | null = null;
   private destroying: Promise<void> | null = null;
   private warnedNoForwarder = false;
@@ -66,6 +68,7 @@ export class ProcessSandbox implements Sandbox {
       tmp: path.join(root, "tmp"),
     };
     this.hostWorkspaceDir = this.paths.workspace;
+    this.hostScratchDir = limits.disk?.mountPoint ?? root;
   }
 
   get isolation() {

@@ -14,7 +14,8 @@ const MOUNT_DIR = ".disk";
 
 export class SandboxDisk {
   private constructor(
-    private readonly mountPoint: string,
+    /** The disk's root: host-only scratch on the workspace's filesystem (Sandbox.hostScratchDir). */
+    readonly mountPoint: string,
     private readonly binds: string[],
   ) {}
 
