@@ -218,14 +218,22 @@ describe("dashboard journeys", { timeout: 180_000 }, () => {
     const [job] = await p.db.$queryRaw<
       { id: string }[]
     >`SELECT id FROM job_run WHERE run_id = ${liveRunId}::uuid AND name = 'build'`;
-    await dev.goto(`${p.base}/orgs/acme/runs/${liveRunId}/jobs/${job!.id}#L1`);
+    // The agent's own lines ("[kiln] image: ...") may come first: find the step's line, then open
+    // the page again at its permalink.
+    const page = `${p.base}/orgs/acme/runs/${liveRunId}/jobs/${job!.id}`;
+    await dev.goto(page);
     const log = dev.getByRole("region", { name: /Log output of build/ });
-    await log.locator("[data-line='1']").filter({ hasText: "building kiln ☃" }).waitFor({ timeout: 30_000 });
+    const built = log.locator("[data-line]").filter({ hasText: "building kiln ☃" });
+    await built.waitFor({ timeout: 30_000 });
+    const n = await built.getAttribute("data-line");
+    await dev.goto(`${page}#L${n}`);
     await dev.locator("[data-log-state='ended']").waitFor({ timeout: 30_000 });
-    const green = await log.locator("[data-line='1'] span span").first().getAttribute("style");
+    const line = log.locator(`[data-line='${n}']`);
+    const green = await line.locator("span span").first().getAttribute("style");
     expect(green).toContain("--kiln-ansi-2");
-    expect(await log.locator("[data-line='1']").getAttribute("class")).toContain("bg-yellow-100");
-    await dev.getByLabel("Search the log").fill("KILN");
+    expect(await line.getAttribute("class")).toContain("bg-yellow-100");
+    // Case-insensitive, and only the step's own line: the agent's "[kiln] ..." lines do not end in ☃.
+    await dev.getByLabel("Search the log").fill("KILN ☃");
     await dev.getByText("1 match", { exact: true }).waitFor();
     await dev.getByLabel("Search the log").press("Enter");
     await dev.getByText("1 / 1").waitFor();
