@@ -354,11 +354,9 @@ export class AttemptRun {
   ): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
     const { image, imageDigest } = this.ticket.job;
     // The job's pool declared the host as its image, on purpose (issue 30): the process driver's
-    // host view, recorded on the run as image `host`. Only the freeze sets it, from the pool.
-    if (image === agentProtocol.HOST_IMAGE && !imageDigest) {
-      this.logs.stderr(Buffer.from("[kiln] image: host (this pool runs jobs on its hosts' own system directories)\n"));
-      return { rootfs: null };
-    }
+    // host view, recorded on the run as image `host` (the run page and the provenance show it; the
+    // job's log stays the step's own bytes). Only the freeze sets it, from the pool.
+    if (image === agentProtocol.HOST_IMAGE && !imageDigest) return { rootfs: null };
     if (!image || !imageDigest || !this.deps.images) return { rootfs: null };
     const started = this.now();
     try {
