@@ -19,6 +19,7 @@ import { startGitServer, type TestGitServer } from "../git-server.ts";
 import { REGISTRY_BIN, startRegistry, type RegistryHandle } from "../oci-registry.ts";
 import { startS3Process } from "../s3-process.ts";
 import { ensureAppLoginRoles, type AppRoleUrls } from "./app-roles.ts";
+import { unmountUnder } from "./leftover-mounts.ts";
 import { ManagedProcesses, type ManagedProc, type OutputMode, type ProcessSpec } from "./managed-processes.ts";
 
 /** Short leases so that faults resolve in seconds, yet long enough that a loaded 2-core machine does
@@ -400,7 +401,10 @@ export class Platform {
     for (const stop of this.stops.reverse()) await stop().catch(() => undefined);
     await this.stopPostgres().catch(() => undefined);
     // A step orphaned by a killed agent may still be writing under the data dir for a moment.
-    if (this.ownsDataDir) await rm(this.dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    if (this.ownsDataDir) {
+      await unmountUnder(this.dataDir);
+      await rm(this.dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    }
   }
 }
 
