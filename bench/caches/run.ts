@@ -115,7 +115,14 @@ async function main(): Promise<void> {
       let tier = "";
       const localMs = await timed(async () => {
         const x = await restoreEntry(
-          { signal: new AbortController().signal, workspaceDir: wsLocal, localTier, limits, log: quiet },
+          {
+            signal: new AbortController().signal,
+            workspaceDir: wsLocal,
+            scratchDir: path.dirname(wsLocal),
+            localTier,
+            limits,
+            log: quiet,
+          },
           ["deps"],
           grant,
         );
@@ -132,7 +139,14 @@ async function main(): Promise<void> {
       await mkdir(wsRemote, { recursive: true });
       const remoteMs = await timed(async () => {
         const x = await restoreEntry(
-          { signal: new AbortController().signal, workspaceDir: wsRemote, localTier: emptyTier, limits, log: quiet },
+          {
+            signal: new AbortController().signal,
+            workspaceDir: wsRemote,
+            scratchDir: path.dirname(wsRemote),
+            localTier: emptyTier,
+            limits,
+            log: quiet,
+          },
           ["deps"],
           grant,
         );
