@@ -19,16 +19,8 @@ echo "== tests"
 results=".vitest-results.json"
 rm -f "$results"
 status=0
-vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@" || status=$?
-# The verdict comes from the results file as well as the exit code: a library's signal handler
-# calling process.exit(0) during teardown once turned a red run green here.
-node -e '
-const fs = require("node:fs");
-const f = process.argv[1];
-if (!fs.existsSync(f)) { console.error("no test results written"); process.exit(1); }
-const r = JSON.parse(fs.readFileSync(f, "utf8"));
-const failed = (r.numFailedTests ?? 0) + (r.numFailedTestSuites ?? 0);
-console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests ?? 0} skipped; suites failed: ${r.numFailedTestSuites}`);
-process.exit(failed > 0 || r.success === false ? 1 : 0);
-' "$results" || status=1
+vitest run --reporter=default --reporter=./scripts/test-verdict/slowest-files-reporter.ts --reporter=json --outputFile.json="$results" "$@" || status=$?
+# The verdict comes from the results file as well as the exit code; it also prints the ten slowest
+# files (scripts/test-verdict/verdict.ts says why).
+tsx scripts/test-verdict/verdict.ts "$results" || status=1
 exit "$status"
