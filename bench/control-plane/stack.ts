@@ -10,6 +10,7 @@ export interface BenchServices {
   redis?: boolean;
   s3?: "own-process";
   git?: boolean;
+  postgresFlags?: string[];
 }
 
 export class BenchStack {
@@ -27,6 +28,7 @@ export class BenchStack {
       redis: this.services.redis ?? false,
       s3: this.services.s3 ?? false,
       git: this.services.git ?? false,
+      ...(this.services.postgresFlags ? { postgresFlags: this.services.postgresFlags } : {}),
       env,
       output: "ignore",
       dbPoolSize: 10,

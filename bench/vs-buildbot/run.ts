@@ -10,13 +10,12 @@
 // Usage: npm run bench -- vs-buildbot [--latency-n 20] [--burst 100]
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { addRepo, createApiToken, createAgentToken, createOrg } from "@kiln/engine";
-import { freePort, startGitServer } from "@kiln/testkit";
+import { freePort } from "@kiln/testkit";
 import { BenchStack } from "../control-plane/stack.ts";
 import { median } from "../lib/stats.ts";
+import { startTrivialWorkload } from "../lib/trivial-workload.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const argOf = (name: string, dflt: number) => {
@@ -80,63 +79,10 @@ async function measureBuildbot(): Promise<Side> {
 
 async function measureKiln(): Promise<Side> {
   const stack = new BenchStack();
-  const git = await startGitServer({ rootDir: await mkdtemp(path.join(os.tmpdir(), "kiln-vs-bb-git-")) });
   await stack.start(await freePort());
+  const work = await startTrivialWorkload(stack, { agents: 2 });
+  const { trigger, waitDone, stampOf } = work;
   try {
-    await createOrg(stack.db, "bench");
-    // The same step as Buildbot's: its own clock, then a line of output.
-    const repo = await git.createRepo("bench.git", {
-      ".kiln/workflow.yaml": 'version: 1\njobs:\n  - name: hello\n    steps: ["date +%s.%N; echo hello"]\n',
-    });
-    const r = await addRepo(
-      stack.db,
-      {
-        orgSlug: "bench",
-        name: "bench/app",
-        cloneUrl: repo.cloneUrl,
-        webhookSecret: "bench-secret",
-        workflowPath: ".kiln/workflow.yaml",
-      },
-      git.sourcePolicy,
-    );
-    const api = await createApiToken(stack.db, { orgSlug: "bench", role: "member" });
-    const agentTok = await createAgentToken(stack.db, { pool: "default" });
-    for (let i = 0; i < 2; i++)
-      stack.spawnAgent(agentTok.token, { KILN_AGENT_SLOTS: "1", KILN_CLAIM_WAIT_MS: "20000" });
-    await new Promise((res) => setTimeout(res, 3000));
-    const trigger = async (): Promise<string> => {
-      const res = await fetch(`${stack.base}/v1/repos/${r.id}/workflow-runs`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${api.token}`,
-          "content-type": "application/json",
-          "idempotency-key": crypto.randomUUID(),
-        },
-        body: JSON.stringify({ workflow_path: ".kiln/workflow.yaml", commit_sha: repo.headSha }),
-      });
-      if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${await res.text()}`);
-      return ((await res.json()) as { run_id: string }).run_id;
-    };
-    const waitDone = async (ids: string[]): Promise<void> => {
-      for (;;) {
-        const rows = await stack.db.$queryRaw<{ n: bigint; bad: bigint }[]>`
-          SELECT count(*) FILTER (WHERE status <> 'completed') AS n,
-                 count(*) FILTER (WHERE status = 'completed' AND outcome <> 'success') AS bad
-          FROM workflow_run WHERE id = ANY(${ids}::uuid[])`;
-        if (Number(rows[0]?.bad) > 0) throw new Error(`Kiln: ${rows[0]?.bad} runs did not succeed`);
-        if (rows[0]?.n === 0n) return;
-        await new Promise((res) => setTimeout(res, 10));
-      }
-    };
-    // The step's own stamp, from its log.
-    const stampOf = async (runId: string): Promise<number> => {
-      const rows = await stack.db.$queryRaw<{ text: string }[]>`
-        SELECT convert_from(c.data, 'UTF8') AS text FROM log_chunk c JOIN attempt a ON a.id = c.attempt_id
-        WHERE a.run_id = ${runId}::uuid ORDER BY c.seq`;
-      const m = /(\d{10}\.\d{3,9})/.exec(rows.map((x) => x.text).join(""));
-      if (!m?.[1]) throw new Error(`Kiln: no date stamp in run ${runId}'s log`);
-      return Number(m[1]) * 1000;
-    };
     // Warm-up, as measure.py does (3 builds).
     for (let i = 0; i < 3; i++) await waitDone([await trigger()]);
     const lat: number[] = [];
@@ -155,7 +101,7 @@ async function measureKiln(): Promise<Side> {
     return { latencyP50Ms: median(lat), latencyN: lat.length, perSec, burst: BURST };
   } finally {
     await stack.stop();
-    await git.stop();
+    await work.stop();
   }
 }
 

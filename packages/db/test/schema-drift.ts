@@ -17,11 +17,10 @@ const GRANDFATHERED_NUMBER_COLLISIONS: Readonly<Record<string, readonly string[]
   "0017": ["0017_matrix_reruns", "0017_schedules_runners"],
 };
 
-// Drift the schema cannot be edited to remove, each with why. 0001_init created job_run.needs as
-// a nullable INTEGER[], and Prisma has no nullable list (`Int[]?` is not valid): the fix is a
-// migration (`ALTER TABLE job_run ALTER COLUMN needs SET NOT NULL`), left to one that may take a
-// number (docs/adr/0039). The check fails when an entry here stops being true, so it is removed then.
-export const KNOWN_DRIFT: readonly string[] = ["job_run.needs: nullable in the database, NOT NULL in schema.prisma"];
+// Drift the schema cannot be edited to remove, each with why. Empty since 0035 made job_run.needs
+// NOT NULL (0001_init created it nullable; Prisma has no nullable list). The check fails when an
+// entry here stops being true, so it is removed then.
+export const KNOWN_DRIFT: readonly string[] = [];
 
 const NAME = /^(\d{4})_[a-z0-9]+(?:_[a-z0-9]+)*$/;
 

@@ -56,6 +56,9 @@ export interface PlatformOptions {
    */
   appRoles?: boolean | AppRoleUrls;
   postgres?: PostgresMode;
+  /** Extra `postgres` settings for the embedded cluster, e.g. ["-c", "shared_preload_libraries=pg_stat_statements"]
+   * for the per-job profile (bench/job-profile). */
+  postgresFlags?: string[];
   /** Fixed port for the embedded PostgreSQL (default: a free one); kept across stopPostgres/startPostgres. */
   postgresPort?: number;
   /** Start a private Redis (default), use the given URL, or none (false). */
@@ -241,12 +244,11 @@ export class Platform {
       // The first start picks a free port (retrying if it is taken meanwhile); restarts reuse it.
       ...(this.postgresPort ? { port: this.postgresPort } : {}),
       // A clean stop (fast shutdown) checkpoints, so durability is not under test with "fast".
-      ...(fast
-        ? {
-            initdbFlags: ["--no-sync"],
-            postgresFlags: ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
-          }
-        : {}),
+      ...(fast ? { initdbFlags: ["--no-sync"] } : {}),
+      postgresFlags: [
+        ...(fast ? ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"] : []),
+        ...(this.opts.postgresFlags ?? []),
+      ],
     });
     this.postgresPort = Number(new URL(this.pg.url).port);
   }
