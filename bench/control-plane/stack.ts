@@ -11,6 +11,8 @@ export interface BenchServices {
   s3?: "own-process";
   git?: boolean;
   postgresFlags?: string[];
+  /** Sent to the apps first on stop (SIGTERM lets a host agent under --cpu-prof write its profile). */
+  stopSignal?: NodeJS.Signals;
 }
 
 export class BenchStack {
@@ -29,6 +31,7 @@ export class BenchStack {
       s3: this.services.s3 ?? false,
       git: this.services.git ?? false,
       ...(this.services.postgresFlags ? { postgresFlags: this.services.postgresFlags } : {}),
+      ...(this.services.stopSignal ? { stopSignal: this.services.stopSignal } : {}),
       env,
       output: "ignore",
       dbPoolSize: 10,

@@ -6,6 +6,8 @@
 //          (run, job, attempt and outbox timestamps; the attempt's phase durations the agent reports).
 //   SQL:   pg_stat_statements over the burst: the statements with the most total time, per job.
 // Usage: npm run bench -- job-profile [--runs 20] [--burst 100]
+// KILN_BENCH_AGENT_PROFILE=<dir>: the host agents run under --cpu-prof (profiles land in <dir> when
+// they stop on SIGTERM); `tsx bench/job-profile/top-functions.ts <dir>` summarises them.
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,13 +26,18 @@ const BURST = argOf("--burst", 100);
 const progress = (s: string) => process.stderr.write(`[job-profile] ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const agentProfileDir = process.env.KILN_BENCH_AGENT_PROFILE;
 const stack = new BenchStack({
+  ...(agentProfileDir ? { stopSignal: "SIGTERM" as const } : {}),
   redis: true,
   s3: "own-process",
   postgresFlags: ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"],
 });
 await stack.start(await freePort());
-const work = await startTrivialWorkload(stack, { agents: 2 });
+const work = await startTrivialWorkload(stack, {
+  agents: 2,
+  ...(agentProfileDir ? { agentEnv: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${agentProfileDir}` } } : {}),
+});
 
 function roots(): Record<string, number> {
   const pidOf = (name: string) => stack.platform.proc(name).child.pid ?? 0;
@@ -86,7 +93,6 @@ try {
       image_ms: number | null;
       dispatch_ms: number | null;
       execution_ms: number | null;
-      finalize_ms: number | null;
       attempt_finished: number;
       run_finished: number;
       attested: number | null;
@@ -96,7 +102,7 @@ try {
            extract(epoch FROM r.created_at) * 1000 AS created,
            extract(epoch FROM j.ready_at) * 1000 AS ready,
            extract(epoch FROM a.claimed_at) * 1000 AS claimed,
-           a.queued_ms, a.image_ms, a.dispatch_ms, a.execution_ms, a.finalize_ms,
+           a.queued_ms, a.image_ms, a.dispatch_ms, a.execution_ms,
            extract(epoch FROM a.finished_at) * 1000 AS attempt_finished,
            extract(epoch FROM r.finished_at) * 1000 AS run_finished,
            (SELECT extract(epoch FROM max(at.created_at)) * 1000 FROM attestation at
@@ -120,13 +126,20 @@ try {
     ["image / sandbox create (agent-reported image_ms)", phase((r) => r.image_ms)],
     ["checkout, egress proxy, token and secret checks (dispatch_ms)", phase((r) => r.dispatch_ms)],
     ["the step itself (execution_ms)", phase((r) => r.execution_ms)],
-    ["log flush, artifacts, destroy (finalize_ms)", phase((r) => r.finalize_ms)],
     [
-      "completion (attempt finished -> run completed)",
+      "after the step: artifacts, log flush and seal, sandbox destroy, completion request",
+      phase((r) =>
+        r.image_ms === null || r.dispatch_ms === null || r.execution_ms === null
+          ? null
+          : Number(r.attempt_finished) - Number(r.claimed) - r.image_ms - r.dispatch_ms - r.execution_ms,
+      ),
+    ],
+    [
+      "completion (attempt finished -> run completed; one transaction when the run has one job)",
       phase((r) => Number(r.run_finished) - Number(r.attempt_finished)),
     ],
     [
-      "attestation (run completed -> attestation row)",
+      "attestation enqueue -> attestation row (none for a run without artifacts)",
       phase((r) => (r.attested ? Number(r.attested) - Number(r.run_finished) : null)),
     ],
     ["trigger -> the step's own clock", median(firstStep)],
@@ -163,7 +176,7 @@ try {
       .join(" / ")})`,
   );
   lines.push("", `| phase, median of ${RUNS} one-at-a-time runs | ms |`, "|---|---|");
-  for (const [name, ms] of phases) lines.push(`| ${name} | ${fmt(ms)} |`);
+  for (const [name, ms] of phases) lines.push(`| ${name} | ${Number.isNaN(ms) ? "none" : fmt(ms)} |`);
   lines.push(
     "",
     `| process (burst of ${BURST}, ${fmt(spanMs / 1000)} s; idle CPU subtracted) | CPU-ms per job, process | CPU-ms per job, with its children |`,
