@@ -3,8 +3,6 @@ export { claimJob, type ClaimRequest, type ClaimResult, type JobTicket } from ".
 export {
   longPollClaim,
   type DispatchWakeups,
-  type LongPollClaimDeps,
-  type LongPollClaimRequest,
 } from "./long-poll-claim.ts";
 export { relayOutbox, nextDeferredDelayMs, type OutboxMessage } from "./relay-outbox.ts";
 export { registerSession } from "./register-session.ts";
