@@ -66,6 +66,8 @@ export {
   type ClaimRequest,
   type ClaimResult,
   type JobTicket,
+  longPollClaim,
+  type DispatchWakeups,
   relayOutbox,
   nextDeferredDelayMs,
   type OutboxMessage,

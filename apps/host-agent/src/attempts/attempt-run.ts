@@ -2,32 +2,32 @@
 //   heartbeat + watchdog -> sandbox -> checkout -> steps -> destroy (always) -> report.
 // Interruptions (cancel, timeout, fencing, lost lease, agent shutdown) arrive as stop(reason) at
 // any point; the ranked reason, not the steps' exit codes, then decides what is reported.
-import { agentProtocol } from "@kiln/domain";
-import { isCloneUrlError, type SourcePolicy } from "@kiln/oci";
+import type { SourcePolicy } from "@kiln/oci";
 import type { ControlClient, JobTicket } from "../control-client.ts";
 import { HeartbeatLoop } from "../heartbeat-loop.ts";
-import { observeImagePreparation } from "../metrics/index.ts";
 import { ArtifactTransfer } from "../artifacts/index.ts";
 import { CacheTransfer, DEFAULT_CACHE_LIMITS, type CacheHostConfig } from "../caches/index.ts";
 import { openAttemptEgress, type AttemptEgress, type EgressProxy } from "../egress/index.ts";
 import { openIdTokenEndpoint, type IdTokenEndpoint } from "../identity/index.ts";
-import { imageFailureVerdict, noShellVerdict, type ImagePreparer } from "../images/index.ts";
-import { errorMessage, redactUrlCredentials, type Logger } from "@kiln/logger";
+import type { ImagePreparer } from "../images/index.ts";
+import { errorMessage, type Logger } from "@kiln/logger";
 import { LogShipper, type LogShipperConfig } from "../logs/index.ts";
-import { SandboxLostError, type Sandbox, type SandboxDriver } from "../sandboxes/index.ts";
+import type { Sandbox, SandboxDriver } from "../sandboxes/index.ts";
 import type { SandboxSpec } from "../sandboxes/index.ts";
 import { fetchJobSecrets, NO_SECRETS, type JobSecrets, type SecretsResult } from "../secrets/index.ts";
-import { checkoutSource, fetchSourceCredential, SourceAuthError } from "../source/index.ts";
+import { fetchSourceCredential } from "../source/index.ts";
 import { monotonicNow, wireMs, type MonotonicClock } from "../timing.ts";
 import { Watchdog } from "../watchdog.ts";
+import { checkoutPhase } from "./attempt-checkout.ts";
 import { reportCompletion } from "./completion-reporter.ts";
+import { prepareJobImage } from "./prepare-image.ts";
+import { runSteps } from "./run-steps.ts";
 import { buildStepEnv } from "./step-env.ts";
 import {
   killsAtOnce,
   outranks,
   overridesFinishedWork,
   platformFailure,
-  stepFailureVerdict,
   SUCCESS,
   verdictForStop,
   type StopReason,
@@ -201,7 +201,6 @@ export class AttemptRun {
   }
 
   private async execute(heartbeat: HeartbeatLoop): Promise<Verdict | null> {
-    const { job } = this.ticket;
     this.artifacts = new ArtifactTransfer({
       client: this.deps.client,
       ticket: this.ticket,
@@ -229,82 +228,74 @@ export class AttemptRun {
     });
     const image = await this.prepareImage(heartbeat);
     if ("verdict" in image) return image.verdict;
-    let mark = this.now();
+    this.mark = this.now();
+    const opened = await this.openSandbox(image.rootfs);
+    if ("verdict" in opened) return opened.verdict;
+    const { sandbox } = opened;
+    if (this.abort.signal.aborted) return null;
+    const checkedOut = await checkoutPhase({
+      ticket: this.ticket,
+      sandbox,
+      source: this.deps.source,
+      gitMirrorDir: this.deps.gitMirrorDir,
+      signal: this.abort.signal,
+      logs: this.logs,
+      sourceCredential,
+      stop: (r, d) => this.stop(r, d),
+    });
+    if (checkedOut !== "ok") return checkedOut;
+    this.phaseDone("checkout");
+    const secretsReady = this.adoptSecrets(await secrets);
+    if (secretsReady !== "ok") return secretsReady;
+    this.phaseDone("secrets");
+    return this.runJob(sandbox, this.artifacts, heartbeat);
+  }
+
+  /** Where the current setup phase began, for the attempt's timings. */
+  private mark = 0;
+
+  /** Records the phase that began at `mark` as `name`; the next one begins now. */
+  private phaseDone(name: string): void {
+    this.mark = this.lap(name, this.mark);
+  }
+
+  /** The attempt's egress listener, then its sandbox; timed into the image phase. */
+  private async openSandbox(rootfs: SandboxSpec["rootfs"]): Promise<{ sandbox: Sandbox } | { verdict: Verdict }> {
+    const { job } = this.ticket;
     try {
       // Before the sandbox: drivers look the attempt's egress listener up while they build it.
       if (this.deps.egress) this.egress = await this.openEgress(this.deps.egress);
-      mark = this.lap("egress_open", mark);
+      this.phaseDone("egress_open");
     } catch (err) {
-      return platformFailure("egress.setup_failed", errorMessage(err));
+      return { verdict: platformFailure("egress.setup_failed", errorMessage(err)) };
     }
+    let sandbox: Sandbox;
     try {
       const createStartedAt = this.now();
-      this.sandbox = await this.deps.driver.create({
+      sandbox = await this.deps.driver.create({
         attemptId: this.ticket.attemptId,
         image: job.image,
-        rootfs: image.rootfs,
+        rootfs,
         ...(job.size ? { size: job.size } : {}),
       });
+      this.sandbox = sandbox;
       // Sandbox preparation (microVM boot or warm-pool restore) belongs to the image phase too.
       this.imageMs += this.now() - createStartedAt;
-      mark = this.lap("sandbox_create", mark);
+      this.phaseDone("sandbox_create");
     } catch (err) {
-      return platformFailure("sandbox.create_failed", errorMessage(err));
+      return { verdict: platformFailure("sandbox.create_failed", errorMessage(err)) };
     }
-    const { isolation } = this.sandbox;
+    const { isolation } = sandbox;
     this.log.info("sandbox created", { isolation: isolation.level, isolation_detail: isolation.detail });
-    if (this.abort.signal.aborted) return null;
-    const cred = await sourceCredential;
-    if (cred.kind === "failed") {
-      if (cred.failure.kind === "fenced") this.stop("fenced", cred.failure.code);
-      else if (cred.failure.kind === "cancelled") this.stop("cancel");
-      if (cred.failure.kind !== "error") return null;
-      return platformFailure(
-        "source.credential_unavailable",
-        `the control plane did not answer for the source credential: ${cred.failure.message}`,
-      );
-    }
-    // Defence in depth: should git or the forge ever echo it, the job's log masks it like a secret.
-    if (cred.credential)
-      this.logs.maskSecrets([
-        cred.credential.password,
-        Buffer.from(`${cred.credential.username}:${cred.credential.password}`).toString("base64"),
-      ]);
-    try {
-      await checkoutSource({
-        dir: this.sandbox.hostWorkspaceDir,
-        ...this.ticket.source,
-        source: this.deps.source,
-        signal: this.abort.signal,
-        ...(this.deps.gitMirrorDir ? { mirrorDir: this.deps.gitMirrorDir } : {}),
-        credential: cred.credential,
-      });
-    } catch (err) {
-      if (this.abort.signal.aborted) return null;
-      // The forge refused the repo (private and no credential, or its credential revoked or wrong):
-      // the repo's configuration, which only its admins can fix and no retry on another host would.
-      // A user failure, never retried, with the fix in the job's log.
-      if (err instanceof SourceAuthError) {
-        const message = cred.reason ? `${err.message} (${cred.reason})` : err.message;
-        this.logs.stderr(Buffer.from(`[kiln] source.auth_refused: ${message}\n`));
-        return { outcome: "user_failure", cause: "source.auth_refused", message, exitCode: null };
-      }
-      // The repo's registration names a URL this host does not fetch from: no other host would either.
-      // Policy, not the user's code nor the platform: blocked_by_policy (issue 20), never retried.
-      if (isCloneUrlError(err))
-        return {
-          outcome: "blocked_by_policy",
-          cause: "source.clone_url_refused",
-          message: err.message,
-          exitCode: null,
-        };
-      return platformFailure("source.checkout_failed", redactUrlCredentials(errorMessage(err)));
-    }
-    if (this.abort.signal.aborted) return null;
-    mark = this.lap("checkout", mark);
-    const secretsReady = this.adoptSecrets(await secrets);
-    if (secretsReady !== "ok") return secretsReady;
-    mark = this.lap("secrets", mark);
+    return { sandbox };
+  }
+
+  /** Restores caches and artifacts, runs the steps, then publishes artifacts and saves caches. */
+  private async runJob(
+    sandbox: Sandbox,
+    artifacts: ArtifactTransfer,
+    heartbeat: HeartbeatLoop,
+  ): Promise<Verdict | null> {
     // Inputs are verified before any step can see them; outputs are published only after success.
     const caches = new CacheTransfer({
       client: this.deps.client,
@@ -318,16 +309,29 @@ export class AttemptRun {
     });
     // Straight after the checkout: the key hashes the inputs as the pinned commit has them, before an
     // artifact restore or a step could change them. A miss is never a failure: the steps rebuild.
-    if ((await caches.restore(this.sandbox)) === null) return null;
-    const restored = await this.artifacts.restoreAll(this.sandbox);
+    if ((await caches.restore(sandbox)) === null) return null;
+    const restored = await artifacts.restoreAll(sandbox);
     if (restored !== "ok") return restored;
-    mark = this.lap("restore", mark);
-    const verdict = await this.runSteps(this.sandbox, heartbeat);
-    this.lap("steps", mark);
+    this.phaseDone("restore");
+    const verdict = await runSteps({
+      ticket: this.ticket,
+      sandbox,
+      env: buildStepEnv(this.ticket, sandbox.paths, this.secrets.env, this.idTokens?.requestToken),
+      logs: this.logs,
+      log: this.log,
+      signal: this.abort.signal,
+      now: this.now,
+      claimedAt: this.claimedAt,
+      onFirstStep: () => this.markStarted(heartbeat),
+      onStepRan: (ms) => {
+        this.executionMs += ms;
+      },
+    });
+    this.phaseDone("steps");
     if (verdict !== SUCCESS) return verdict;
-    const published = await this.artifacts.publishAll(this.sandbox);
+    const published = await artifacts.publishAll(sandbox);
     if (published !== "ok") return published;
-    if ((await caches.save(this.sandbox, job.artifacts.publish.length > 0)) === null) return null;
+    if ((await caches.save(sandbox, this.ticket.job.artifacts.publish.length > 0)) === null) return null;
     return SUCCESS;
   }
 
@@ -348,101 +352,22 @@ export class AttemptRun {
     }
   }
 
-  /** Pulls, verifies and unpacks the pinned image before the sandbox exists; timed as image_ms. */
+  /** The image phase (prepare-image.ts); the attempt keeps its time and its hold on the image. */
   private async prepareImage(
     heartbeat: HeartbeatLoop,
   ): Promise<{ rootfs: SandboxSpec["rootfs"] } | { verdict: Verdict | null }> {
-    const { image, imageDigest } = this.ticket.job;
-    // The job's pool declared the host as its image, on purpose (issue 30): the process driver's
-    // host view, recorded on the run as image `host` (the run page and the provenance show it; the
-    // job's log stays the step's own bytes). Only the freeze sets it, from the pool.
-    if (image === agentProtocol.HOST_IMAGE && !imageDigest) return { rootfs: null };
-    if (!image || !imageDigest || !this.deps.images) return { rootfs: null };
-    const started = this.now();
-    try {
-      const prepared = await this.deps.images.prepareImage({
-        ref: image,
-        digest: imageDigest,
-        signal: this.abort.signal,
-      });
-      this.releaseImage = prepared.release;
-      this.imageMs = this.now() - started;
-      observeImagePreparation("ready", this.imageMs);
-      heartbeat.reportPhase({ image_ms: wireMs(this.imageMs) });
-      this.log.info("image ready", {
-        image,
-        digest: prepared.digest,
-        cache_hit: prepared.cacheHit,
-        pulled_bytes: prepared.pulledBytes,
-        image_ms: wireMs(this.imageMs),
-      });
-      if (this.abort.signal.aborted) return { verdict: null };
-      const noShell = await noShellVerdict(image, prepared.rootfsDir);
-      if (noShell) this.logs.stderr(Buffer.from(`[kiln] ${noShell.cause}: ${noShell.message}\n`));
-      if (noShell) return { verdict: noShell };
-      return { rootfs: { dir: prepared.rootfsDir, digest: prepared.digest } };
-    } catch (err) {
-      this.imageMs = this.now() - started;
-      observeImagePreparation("failed", this.imageMs);
-      if (this.abort.signal.aborted) return { verdict: null };
-      const verdict = imageFailureVerdict(image, err);
-      this.log.warn("image preparation failed", {
-        image,
-        digest: imageDigest,
-        cause: verdict.cause,
-        error: errorMessage(err),
-      });
-      return { verdict };
-    }
-  }
-
-  private async runSteps(sandbox: Sandbox, heartbeat: HeartbeatLoop): Promise<Verdict | null> {
-    const { job } = this.ticket;
-    const env = buildStepEnv(this.ticket, sandbox.paths, this.secrets.env, this.idTokens?.requestToken);
-    const output = this.logs;
-    try {
-      for (const [index, command] of job.steps.entries()) {
-        if (this.abort.signal.aborted) return null;
-        if (index === 0) this.markStarted(heartbeat);
-        this.log.info("step started", { step: index + 1 });
-        let result;
-        // The first byte the user's command writes is when the job really started (for a microVM
-        // that is after clock, entropy and workspace reach the guest): logged for trigger ->
-        // first-step-start measurements (bench/sandboxes).
-        let quiet = index === 0;
-        const first = (sink: (chunk: Buffer) => void) => (chunk: Buffer) => {
-          if (quiet) {
-            quiet = false;
-            this.log.info("first step output", { since_claim_ms: wireMs(this.now() - this.claimedAt) });
-          }
-          sink(chunk);
-        };
-        try {
-          result = await sandbox.runStep(command, env, {}, first(output.stdout), first(output.stderr));
-        } catch (err) {
-          if (err instanceof SandboxLostError)
-            return platformFailure("sandbox.lost", `the sandbox died during step ${index + 1}: ${errorMessage(err)}`);
-          return platformFailure(
-            "sandbox.step_start_failed",
-            `step ${index + 1} could not start: ${errorMessage(err)}`,
-          );
-        }
-        this.executionMs += result.durationMs;
-        output.endStep();
-        this.log.info("step finished", {
-          step: index + 1,
-          exit_code: result.exitCode,
-          signal: result.signal,
-          duration_ms: wireMs(result.durationMs),
-        });
-        if (this.abort.signal.aborted) return null;
-        const failure = stepFailureVerdict(index, command, result);
-        if (failure) return failure;
-      }
-      return SUCCESS;
-    } finally {
-      output.endStep();
-    }
+    const prepared = await prepareJobImage({
+      ticket: this.ticket,
+      images: this.deps.images,
+      heartbeat,
+      signal: this.abort.signal,
+      now: this.now,
+      logs: this.logs,
+      log: this.log,
+    });
+    if (prepared.release) this.releaseImage = prepared.release;
+    if (prepared.imageMs !== undefined) this.imageMs = prepared.imageMs;
+    return prepared.outcome;
   }
 
   private openEgress(proxy: EgressProxy): Promise<AttemptEgress> {

@@ -3,7 +3,6 @@ import {
   advanceGraph,
   bindDeployment,
   DEPLOY_TRIGGER,
-  DEFAULT_RETENTION_WINDOWS,
   DEFAULT_RUNNER_SIZE,
   initialReadyJobs,
   legalSources,
@@ -19,9 +18,9 @@ import { pinImages } from "../images/index.ts";
 import { fetchWorkflowFile } from "../source/index.ts";
 import { forgeCredentialForFetch, type ForgeConfig } from "../forge/index.ts";
 import { recordTransition } from "../shared/journal.ts";
-import { stampRunRetention } from "../shared/retention-stamp.ts";
 import { recordWorkflowSchedules } from "../schedules/index.ts";
 import { lockRun, makeJobsReady } from "./advance-run.ts";
+import { failFetch, failFreeze, failImages, type FreezeOutcome } from "./freeze-failure.ts";
 import { deploymentBindingOf } from "../deployments/index.ts";
 
 export const DEFAULT_POOL = "default";
@@ -34,11 +33,47 @@ const WORKFLOW_CAUSES: Record<WorkflowErrorCode, string> = {
   "WORKFLOW.ENV_NAME_RESERVED": "workflow.env_name_reserved",
 };
 
-// Guards from the run table: a run freezes, or fails to, only while pending.
+// Guard from the run table: a run freezes only while pending (freeze-failure.ts has the other).
 const FREEZES_FROM = legalSources(RUN_TRANSITIONS, "frozen", "running");
-const FREEZE_FAILS_FROM = legalSources(RUN_TRANSITIONS, "freeze_failed", "completed");
 
-export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later" | "gave_up";
+export type { FreezeOutcome } from "./freeze-failure.ts";
+
+/** What a freeze is given: the run, where and how to fetch its file and images, and its settings. */
+export type FreezeInput = {
+  runId: string;
+  gitCacheDir: string;
+  /** Which clone URLs git may fetch from (KILN_LOCAL_REPOS_ROOT; docs/adr/0017). */
+  source: SourcePolicy;
+  finalTry: boolean;
+  registries?: RegistryConfig;
+  poolImages?: Record<string, string>;
+  /** The caller's logger; retried fetches are logged here with the run's ids. */
+  log?: Logger;
+  /**
+   * The platform's windows (KILN_RETENTION_WINDOWS) for the run's metadata stamp if the freeze
+   * fails and so completes the run; unset: the seed's, what an unset variable parses to.
+   */
+  retention?: RetentionWindows;
+  /** The forge's settings: a private repo's workflow file is fetched with its forge credential (issue 28). */
+  forge?: ForgeConfig;
+};
+
+/** The pending run as the freeze reads it. */
+type PendingRun = {
+  status: string;
+  org_id: string;
+  repo_id: string;
+  clone_url: string;
+  commit_sha: string;
+  workflow_path: string;
+  trigger: string;
+  inputs: Record<string, string | number | boolean> | null;
+  records_schedules: boolean;
+  created_at: Date;
+  actor: string | null;
+};
+
+type FetchedFile = Extract<Awaited<ReturnType<typeof fetchWorkflowFile>>, { ok: true }>;
 
 /**
  * Pins the run's definition: the workflow file's bytes at the exact commit, its hash and parsed
@@ -46,51 +81,9 @@ export type FreezeOutcome = "frozen" | "invalid" | "not_pending" | "retry_later"
  * (naming the line); an unreachable git server is retried, and only after the last try becomes a
  * platform failure. Running twice is a no-op (the run is no longer pending).
  */
-export async function freezeRun(
-  db: Db,
-  input: {
-    runId: string;
-    gitCacheDir: string;
-    /** Which clone URLs git may fetch from (KILN_LOCAL_REPOS_ROOT; docs/adr/0017). */
-    source: SourcePolicy;
-    finalTry: boolean;
-    registries?: RegistryConfig;
-    poolImages?: Record<string, string>;
-    /** The caller's logger; retried fetches are logged here with the run's ids. */
-    log?: Logger;
-    /**
-     * The platform's windows (KILN_RETENTION_WINDOWS) for the run's metadata stamp if the freeze
-     * fails and so completes the run; unset: the seed's, what an unset variable parses to.
-     */
-    retention?: RetentionWindows;
-    /** The forge's settings: a private repo's workflow file is fetched with its forge credential (issue 28). */
-    forge?: ForgeConfig;
-  },
-): Promise<FreezeOutcome> {
-  const rows = await db.$queryRaw<
-    {
-      status: string;
-      org_id: string;
-      repo_id: string;
-      clone_url: string;
-      commit_sha: string;
-      workflow_path: string;
-      trigger: string;
-      inputs: Record<string, string | number | boolean> | null;
-      records_schedules: boolean;
-      created_at: Date;
-      actor: string | null;
-    }[]
-  >`
-    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.inputs, r.created_at, r.actor,
-           -- Only a trusted push to (or a scheduled run of) the default branch records the file's schedules:
-           -- a pull request's head ref is the forge's word for a branch anywhere, a fork's included.
-           (r.trust_class = 'trusted' AND r.trigger IN ('push', 'schedule')
-            AND r.ref = 'refs/heads/' || rp.default_branch) AS records_schedules
-    FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${input.runId}::uuid`;
-  const run = rows[0];
-  if (!run || run.status !== "pending") return "not_pending";
-
+export async function freezeRun(db: Db, input: FreezeInput): Promise<FreezeOutcome> {
+  const run = await loadPendingRun(db, input.runId);
+  if (!run) return "not_pending";
   const file = await fetchWorkflowFile({
     cacheDir: input.gitCacheDir,
     repoId: run.repo_id,
@@ -101,28 +94,36 @@ export async function freezeRun(
     ...(input.forge ? { credential: () => forgeCredentialForFetch(db, input.forge!, run.repo_id, run.clone_url) } : {}),
   });
   const log = (input.log ?? silentLogger).child({ org_id: run.org_id, run_id: input.runId });
-  if (!file.ok) {
-    if (file.kind === "unreachable") {
-      if (!input.finalTry) {
-        log.warn("workflow fetch failed; freeze will be retried", { err: file.message });
-        return "retry_later";
-      }
-      await failFreeze(db, input, "platform_failure", "source.unreachable", file.message, null);
-      return "gave_up";
-    }
-    const cause =
-      file.kind === "not_found"
-        ? "workflow.not_found"
-        : file.kind === "refused"
-          ? "source.clone_url_refused"
-          : file.kind === "auth_refused"
-            ? "source.auth_refused"
-            : "workflow.invalid";
-    // A clone URL the operator's source policy refuses is policy, not the file's fault (issue 20).
-    const outcome = file.kind === "refused" ? "blocked_by_policy" : "user_failure";
-    await failFreeze(db, input, outcome, cause, file.message, null);
-    return "invalid";
-  }
+  if (!file.ok) return failFetch(db, input, file, log);
+  const definition = await pinDefinition(db, input, run, file, log);
+  if (typeof definition === "string") return definition;
+  const done = await withTx(db, "freeze-run", (tx) => commitFreeze(tx, input.runId, run, file.sha256, definition));
+  return done ? "frozen" : "not_pending";
+}
+
+async function loadPendingRun(db: Db, runId: string): Promise<PendingRun | null> {
+  const rows = await db.$queryRaw<PendingRun[]>`
+    SELECT r.status, r.org_id, r.repo_id, rp.clone_url, r.commit_sha, r.workflow_path, r.trigger, r.inputs, r.created_at, r.actor,
+           -- Only a trusted push to (or a scheduled run of) the default branch records the file's schedules:
+           -- a pull request's head ref is the forge's word for a branch anywhere, a fork's included.
+           (r.trust_class = 'trusted' AND r.trigger IN ('push', 'schedule')
+            AND r.ref = 'refs/heads/' || rp.default_branch) AS records_schedules
+    FROM workflow_run r JOIN repo rp ON rp.id = r.repo_id WHERE r.id = ${runId}::uuid`;
+  const run = rows[0];
+  return run && run.status === "pending" ? run : null;
+}
+
+/**
+ * The parsed definition with its deployment bound and its images pinned, or the outcome of a
+ * freeze that stops here (the run failed, or the registry is to be retried).
+ */
+async function pinDefinition(
+  db: Db,
+  input: FreezeInput,
+  run: PendingRun,
+  file: FetchedFile,
+  log: Logger,
+): Promise<WorkflowDefinition | FreezeOutcome> {
   // Matrix expansion and `${{ inputs.* }}` happen here, once: the expanded jobs are what is frozen.
   const parsed = parseWorkflow(file.content, { inputs: run.inputs ?? {} });
   // A deploy run (issue 18) gets its deployment's configuration and the promoted artifact pinned.
@@ -147,46 +148,41 @@ export async function freezeRun(
       log.warn("image registry unreachable; freeze will be retried", { err: images.message });
       return "retry_later";
     }
-    await failFreeze(
-      db,
-      input,
-      images.kind === "unreachable"
-        ? "platform_failure"
-        : images.kind === "policy"
-          ? "blocked_by_policy"
-          : "user_failure",
-      images.cause,
-      images.message,
-      file.sha256,
-    );
-    return images.kind === "unreachable" ? "gave_up" : "invalid";
+    return failImages(db, input, images, file.sha256);
   }
-  const definition = images.definition;
-  const done = await withTx(db, "freeze-run", async (tx) => {
-    const locked = await lockRun(tx, input.runId, "update");
-    if (!locked || !FREEZES_FROM.includes(locked.status)) return false;
-    await tx.$executeRaw`
-      UPDATE workflow_run SET status = 'running', workflow_hash = ${file.sha256}, definition = ${JSON.stringify(definition)}::jsonb
-      WHERE id = ${input.runId}::uuid AND status = ANY(${FREEZES_FROM}::text[])`;
-    await recordTransition(tx, {
-      orgId: locked.orgId,
-      runId: locked.id,
-      entity: "run",
-      from: "pending",
-      to: "running",
-      reason: "frozen",
-      data: { workflow_hash: file.sha256, jobs: definition.jobs.length },
-    });
-    await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
-    if (run.records_schedules)
-      await recordWorkflowSchedules(
-        tx,
-        { orgId: locked.orgId, repoId: run.repo_id, admittedAt: run.created_at, actor: run.actor ?? "workflow" },
-        definition.schedules ?? [],
-      );
-    return true;
+  return images.definition;
+}
+
+/** The freeze's transaction: the run frozen with its definition, its jobs, and its schedules. */
+async function commitFreeze(
+  tx: Tx,
+  runId: string,
+  run: PendingRun,
+  workflowHash: string,
+  definition: WorkflowDefinition,
+): Promise<boolean> {
+  const locked = await lockRun(tx, runId, "update");
+  if (!locked || !FREEZES_FROM.includes(locked.status)) return false;
+  await tx.$executeRaw`
+    UPDATE workflow_run SET status = 'running', workflow_hash = ${workflowHash}, definition = ${JSON.stringify(definition)}::jsonb
+    WHERE id = ${runId}::uuid AND status = ANY(${FREEZES_FROM}::text[])`;
+  await recordTransition(tx, {
+    orgId: locked.orgId,
+    runId: locked.id,
+    entity: "run",
+    from: "pending",
+    to: "running",
+    reason: "frozen",
+    data: { workflow_hash: workflowHash, jobs: definition.jobs.length },
   });
-  return done ? "frozen" : "not_pending";
+  await createJobs(tx, { id: locked.id, orgId: locked.orgId, trigger: run.trigger }, definition);
+  if (run.records_schedules)
+    await recordWorkflowSchedules(
+      tx,
+      { orgId: locked.orgId, repoId: run.repo_id, admittedAt: run.created_at, actor: run.actor ?? "workflow" },
+      definition.schedules ?? [],
+    );
+  return true;
 }
 
 /** A job without `tier:` gets its trigger's: people waiting on a push, PR or click are interactive. */
@@ -276,32 +272,4 @@ export async function createJobs(
     }),
     "predecessors_succeeded",
   );
-}
-
-async function failFreeze(
-  db: Db,
-  { runId, retention }: { runId: string; retention?: RetentionWindows },
-  outcome: "user_failure" | "platform_failure" | "blocked_by_policy",
-  cause: string,
-  message: string,
-  workflowHash: string | null,
-): Promise<void> {
-  await withTx(db, "freeze-failed", async (tx) => {
-    const locked = await lockRun(tx, runId, "update");
-    if (!locked || !FREEZE_FAILS_FROM.includes(locked.status)) return;
-    await tx.$executeRaw`
-      UPDATE workflow_run SET status = 'completed', outcome = ${outcome}, cause = ${cause}, cause_message = ${message},
-        workflow_hash = COALESCE(${workflowHash}, workflow_hash), finished_at = now()
-      WHERE id = ${runId}::uuid AND status = ANY(${FREEZE_FAILS_FROM}::text[])`;
-    await stampRunRetention(tx, runId, retention ?? DEFAULT_RETENTION_WINDOWS);
-    await recordTransition(tx, {
-      orgId: locked.orgId,
-      runId,
-      entity: "run",
-      from: "pending",
-      to: "completed",
-      reason: "freeze_failed",
-      data: { outcome, cause, message },
-    });
-  });
 }

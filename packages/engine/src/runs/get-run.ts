@@ -72,75 +72,74 @@ interface AttemptView {
   log: { retention_class: string | null; expires_at: string | null; expired_at: string | null };
 }
 
+type RunRow = {
+  id: string;
+  repo_id: string;
+  status: string;
+  outcome: string | null;
+  cause: string | null;
+  cause_message: string | null;
+  trust_class: string;
+  commit_sha: string;
+  ref: string | null;
+  head_ref: string | null;
+  workflow_path: string;
+  workflow_hash: string | null;
+  trigger: string;
+  actor: string | null;
+  parent_run_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+};
+
+type JobRow = {
+  id: string;
+  name: string;
+  job_index: number;
+  needs: number[];
+  status: string;
+  outcome: string | null;
+  cause: string | null;
+  cause_message: string | null;
+  tier: string;
+  matrix_values: Record<string, string> | null;
+  reused_from_run_id: string | null;
+  reused_from_job_id: string | null;
+};
+
+type AttemptRow = {
+  job_id: string;
+  epoch: number;
+  status: string;
+  outcome: string | null;
+  cause: string | null;
+  cause_message: string | null;
+  host: string;
+  exit_code: number | null;
+  claimed_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  queued_ms: number | null;
+  image_ms: number | null;
+  dispatch_ms: number | null;
+  execution_ms: number | null;
+  finalize_ms: number | null;
+  retention_class: string | null;
+  log_expires_at: Date | null;
+  log_expired_at: Date | null;
+};
+
 /** GET /v1/workflow-runs/{id}; another org's run is indistinguishable from a missing one. */
 export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?: EngineConfig }): Promise<RunView> {
-  const runs = await db.$queryRaw<
-    {
-      id: string;
-      repo_id: string;
-      status: string;
-      outcome: string | null;
-      cause: string | null;
-      cause_message: string | null;
-      trust_class: string;
-      commit_sha: string;
-      ref: string | null;
-      head_ref: string | null;
-      workflow_path: string;
-      workflow_hash: string | null;
-      trigger: string;
-      actor: string | null;
-      parent_run_id: string | null;
-      created_at: Date;
-      started_at: Date | null;
-      finished_at: Date | null;
-    }[]
-  >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, head_ref, workflow_path, workflow_hash, trigger, actor,
-           parent_run_id, created_at, finished_at,
-           COALESCE(started_at, (SELECT min(a.claimed_at) FROM attempt a WHERE a.run_id = workflow_run.id)) AS started_at
-    FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid`;
-  const r = runs[0];
-  if (!r) throw new DomainError("RUN.NOT_FOUND", "run not found");
+  const r = await loadRun(db, input);
   const jobs = await db.$queryRaw<
-    {
-      id: string;
-      name: string;
-      job_index: number;
-      needs: number[];
-      status: string;
-      outcome: string | null;
-      cause: string | null;
-      cause_message: string | null;
-      tier: string;
-      matrix_values: Record<string, string> | null;
-      reused_from_run_id: string | null;
-      reused_from_job_id: string | null;
-    }[]
+    JobRow[]
   >`SELECT id, name, job_index, needs, status, outcome, cause, cause_message, tier, matrix_values, reused_from_run_id, reused_from_job_id
     FROM job_run WHERE run_id = ${r.id}::uuid ORDER BY job_index`;
   const flaky = jobs.some((j) => j.outcome !== null) ? await flakyJobsOfRun(db, input) : new Set<string>();
   const attempts = await db.$queryRaw<
-    {
-      job_id: string;
-      epoch: number;
-      status: string;
-      outcome: string | null;
-      cause: string | null;
-      cause_message: string | null;
-      host: string;
-      exit_code: number | null;
-      claimed_at: Date;
-      started_at: Date | null;
-      finished_at: Date | null;
-      queued_ms: number | null;
-      image_ms: number | null;
-      dispatch_ms: number | null;
-      execution_ms: number | null;
-      finalize_ms: number | null;
-      retention_class: string | null;
-      log_expires_at: Date | null;
-      log_expired_at: Date | null;
-    }[]
+    AttemptRow[]
   >`SELECT a.job_id, a.epoch, a.status, a.outcome, a.cause, a.cause_message, a.host, a.exit_code, a.claimed_at, a.started_at,
            a.finished_at, a.queued_ms, a.image_ms, a.dispatch_ms, a.execution_ms, a.finalize_ms,
            l.retention_class, l.expires_at AS log_expires_at, l.expired_at AS log_expired_at
@@ -171,49 +170,76 @@ export async function getRun(db: Db, input: { orgId: string; runId: string; cfg?
     created_at: r.created_at.toISOString(),
     started_at: iso(r.started_at),
     finished_at: iso(r.finished_at),
-    jobs: jobs.map((j) => ({
-      id: j.id,
-      name: j.name,
-      index: j.job_index,
-      needs: j.needs.map((n) => names.get(n) ?? String(n)),
-      status: j.status,
-      outcome: j.outcome,
-      cause: j.cause,
-      cause_message: j.cause_message,
-      tier: j.tier,
-      matrix: j.matrix_values,
-      reused_from:
-        j.reused_from_run_id && j.reused_from_job_id
-          ? { run_id: j.reused_from_run_id, job_id: j.reused_from_job_id }
-          : null,
-      flaky: flaky.has(j.id),
-      queue: queue.get(j.id) ?? null,
-      attempts: attempts
-        .filter((a) => a.job_id === j.id)
-        .map((a) => ({
-          epoch: a.epoch,
-          status: a.status,
-          outcome: a.outcome,
-          cause: a.cause,
-          cause_message: a.cause_message,
-          host: a.host,
-          exit_code: a.exit_code,
-          started_at: iso(a.started_at ?? a.claimed_at),
-          finished_at: iso(a.finished_at),
-          phases: {
-            queued_ms: a.queued_ms,
-            image_preparation_ms: a.image_ms,
-            dispatch_ms: a.dispatch_ms,
-            execution_ms: a.execution_ms,
-            artifact_finalization_ms: a.finalize_ms,
-          },
-          log: {
-            retention_class: a.retention_class,
-            expires_at: iso(a.log_expires_at),
-            expired_at: iso(a.log_expired_at),
-          },
-        })),
-    })),
+    jobs: jobs.map((j) => jobView(j, { names, flaky, queue, attempts })),
     forge_statuses: forgeStatuses,
+  };
+}
+
+async function loadRun(db: Db, input: { orgId: string; runId: string }): Promise<RunRow> {
+  const runs = await db.$queryRaw<
+    RunRow[]
+  >`SELECT id, repo_id, status, outcome, cause, cause_message, trust_class, commit_sha, ref, head_ref, workflow_path, workflow_hash, trigger, actor,
+           parent_run_id, created_at, finished_at,
+           COALESCE(started_at, (SELECT min(a.claimed_at) FROM attempt a WHERE a.run_id = workflow_run.id)) AS started_at
+    FROM workflow_run WHERE id = ${input.runId}::uuid AND org_id = ${input.orgId}::uuid`;
+  const r = runs[0];
+  if (!r) throw new DomainError("RUN.NOT_FOUND", "run not found");
+  return r;
+}
+
+function jobView(
+  j: JobRow,
+  of: {
+    names: Map<number, string>;
+    flaky: Set<string>;
+    queue: Map<string, QueueInfo>;
+    attempts: AttemptRow[];
+  },
+): JobView {
+  const { names, flaky, queue } = of;
+  return {
+    id: j.id,
+    name: j.name,
+    index: j.job_index,
+    needs: j.needs.map((n) => names.get(n) ?? String(n)),
+    status: j.status,
+    outcome: j.outcome,
+    cause: j.cause,
+    cause_message: j.cause_message,
+    tier: j.tier,
+    matrix: j.matrix_values,
+    reused_from:
+      j.reused_from_run_id && j.reused_from_job_id
+        ? { run_id: j.reused_from_run_id, job_id: j.reused_from_job_id }
+        : null,
+    flaky: flaky.has(j.id),
+    queue: queue.get(j.id) ?? null,
+    attempts: of.attempts.filter((a) => a.job_id === j.id).map(attemptView),
+  };
+}
+
+function attemptView(a: AttemptRow): AttemptView {
+  return {
+    epoch: a.epoch,
+    status: a.status,
+    outcome: a.outcome,
+    cause: a.cause,
+    cause_message: a.cause_message,
+    host: a.host,
+    exit_code: a.exit_code,
+    started_at: iso(a.started_at ?? a.claimed_at),
+    finished_at: iso(a.finished_at),
+    phases: {
+      queued_ms: a.queued_ms,
+      image_preparation_ms: a.image_ms,
+      dispatch_ms: a.dispatch_ms,
+      execution_ms: a.execution_ms,
+      artifact_finalization_ms: a.finalize_ms,
+    },
+    log: {
+      retention_class: a.retention_class,
+      expires_at: iso(a.log_expires_at),
+      expired_at: iso(a.log_expired_at),
+    },
   };
 }
