@@ -1,0 +1,11 @@
+// Public API of the metering capability (issue 33, docs/adr/0045).
+export { recordUsage } from "./record-usage.ts";
+export {
+  QUOTA_WAIT_REASON,
+  EXHAUSTED_ORGS_SQL,
+  minuteQuotaStatus,
+  quotaStatusText,
+  settleQuotaNotices,
+  setMinuteQuota,
+  type MinuteQuotaStatus,
+} from "./minute-quota.ts";
