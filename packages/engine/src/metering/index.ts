@@ -3,6 +3,8 @@ export { recordUsage } from "./record-usage.ts";
 export {
   QUOTA_WAIT_REASON,
   EXHAUSTED_ORGS_SQL,
+  withinMinuteQuotaSql,
+  jobsWaitingForMinutes,
   minuteQuotaStatus,
   quotaStatusText,
   settleQuotaNotices,

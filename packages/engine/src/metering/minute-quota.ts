@@ -22,6 +22,24 @@ export const EXHAUSTED_ORGS_SQL = Prisma.sql`(SELECT o.id FROM org o WHERE o.min
   AND (SELECT COALESCE(sum(t.seconds), 0) FROM org_minute_tally t
        WHERE t.org_id = o.id AND t.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date) >= o.minute_quota::bigint * 60)`;
 
+/**
+ * The candidate filter of the dispatch views (advisory; the claim re-checks in its commit statement):
+ * a job of `pool` is offered unless its org is out of minutes and the pool is not the org's own.
+ */
+export function withinMinuteQuotaSql(pool: string, orgColumn: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(EXISTS (SELECT 1 FROM pool qp WHERE qp.name = ${pool} AND qp.owner_org_id IS NOT NULL)
+    OR ${orgColumn} NOT IN ${EXHAUSTED_ORGS_SQL})`;
+}
+
+/** The READY jobs of a run that wait because their org is out of minutes (for the queue view). */
+export async function jobsWaitingForMinutes(db: DbOrTx, runId: string): Promise<Set<string>> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT j.id FROM job_run j WHERE j.run_id = ${runId}::uuid AND j.status = 'ready'
+      AND j.org_id IN ${EXHAUSTED_ORGS_SQL}
+      AND NOT EXISTS (SELECT 1 FROM pool p WHERE p.name = j.pool AND p.owner_org_id IS NOT NULL)`;
+  return new Set(rows.map((r) => r.id));
+}
+
 export interface MinuteQuotaStatus {
   /** Minutes per month; null = unlimited. */
   quotaMinutes: number | null;
