@@ -11,3 +11,11 @@ export {
   setMinuteQuota,
   type MinuteQuotaStatus,
 } from "./minute-quota.ts";
+export {
+  usageReport,
+  usageCsv,
+  type UsageQuery,
+  type UsageReport,
+  type MinutesRow,
+  type StorageRow,
+} from "./usage-report.ts";
