@@ -303,6 +303,7 @@ export {
   setMinuteQuota,
   usageReport,
   usageCsv,
+  usagePeriod,
   type MinuteQuotaStatus,
   type UsageReport,
 } from "./metering/index.ts";

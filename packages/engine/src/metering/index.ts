@@ -14,6 +14,7 @@ export {
 export {
   usageReport,
   usageCsv,
+  usagePeriod,
   type UsageQuery,
   type UsageReport,
   type MinutesRow,

@@ -43,6 +43,21 @@ export interface UsageReport {
   storage: StorageRow[];
 }
 
+const WHEN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+function when(v: string, name: string): Date {
+  // A bare date is UTC midnight; anything else Date would guess at is refused.
+  const d = WHEN.test(v) ? new Date(v.length === 10 ? `${v}T00:00:00Z` : v) : new Date(Number.NaN);
+  if (Number.isNaN(d.getTime())) throw new DomainError("REQUEST.INVALID", `${name} must be an ISO date or time`);
+  return d;
+}
+
+/** A report's period from `from`/`to` as the API and the CLI take them: default, this UTC month to now. */
+export function usagePeriod(from: string | undefined, to: string | undefined, now: Date): { from: Date; to: Date } {
+  const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  return { from: from ? when(from, "from") : monthStart, to: to ? when(to, "to") : now };
+}
+
 /** Longest period one report covers: a year and a day (a leap year's January to January). */
 const MAX_PERIOD_MS = 367 * 24 * 3600 * 1000;
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { authenticateApiToken, callerOrg, usageCsv, usageReport } from "@kiln/engine";
+import { authenticateApiToken, callerOrg, usageCsv, usagePeriod, usageReport } from "@kiln/engine";
 import { services } from "@/server/context.ts";
 import { json, route } from "@/server/http/route.ts";
-import { usagePeriod, usageReportSchema } from "@/server/http/schemas/usage.ts";
+import { usageReportSchema } from "@/server/http/schemas/usage.ts";
 
 export const dynamic = "force-dynamic";
 
