@@ -2,7 +2,6 @@
 export { recordUsage } from "./record-usage.ts";
 export {
   QUOTA_WAIT_REASON,
-  EXHAUSTED_ORGS_SQL,
   withinMinuteQuotaSql,
   jobsWaitingForMinutes,
   minuteQuotaStatus,
@@ -15,8 +14,5 @@ export {
   usageReport,
   usageCsv,
   usagePeriod,
-  type UsageQuery,
   type UsageReport,
-  type MinutesRow,
-  type StorageRow,
 } from "./usage-report.ts";

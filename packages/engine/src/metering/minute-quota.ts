@@ -9,16 +9,15 @@ import { recordAuditEvent } from "../audit/index.ts";
 // or the month rolling over lets them start, because the check is always against the current month.
 
 export const QUOTA_WAIT_REASON = "quota.minutes_exhausted";
-export const QUOTA_THRESHOLDS = [80, 100] as const;
 
 /** The current UTC month as a date, in SQL: the month every check is against. */
-export const CURRENT_MONTH_SQL = Prisma.sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
+const CURRENT_MONTH_SQL = Prisma.sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 
 /**
  * Orgs whose minute quota is used up this month, as a subquery of org ids. Only orgs with a quota are
  * read (a partial index); each costs one probe of at most 16 tally rows.
  */
-export const EXHAUSTED_ORGS_SQL = Prisma.sql`(SELECT o.id FROM org o WHERE o.minute_quota IS NOT NULL
+const EXHAUSTED_ORGS_SQL = Prisma.sql`(SELECT o.id FROM org o WHERE o.minute_quota IS NOT NULL
   AND (SELECT COALESCE(sum(t.seconds), 0) FROM org_minute_tally t
        WHERE t.org_id = o.id AND t.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date) >= o.minute_quota::bigint * 60)`;
 

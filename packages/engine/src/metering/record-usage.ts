@@ -14,10 +14,10 @@ interface Recorded {
 }
 
 /** Tally shards per org and month: two completions of one org share a row lock 1 time in 16. */
-export const TALLY_SHARDS = 16;
+const TALLY_SHARDS = 16;
 
 /** The shard an attempt's seconds are added to: its id's last hex digit (uuids are random there). */
-export function tallyShard(attemptId: string): number {
+function tallyShard(attemptId: string): number {
   return Number.parseInt(attemptId.slice(-1), 16) % TALLY_SHARDS;
 }
 

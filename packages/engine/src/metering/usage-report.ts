@@ -13,7 +13,7 @@ export interface UsageQuery {
   to: Date;
 }
 
-export interface MinutesRow {
+interface MinutesRow {
   repo: string;
   pool: string;
   size: string;
@@ -23,7 +23,7 @@ export interface MinutesRow {
   billableSeconds: number;
 }
 
-export interface StorageRow {
+interface StorageRow {
   repo: string;
   kind: "artifact" | "cache";
   retentionClass: string;
