@@ -38,6 +38,13 @@ async function runJob(ten: Tenant, session: string, seconds: number, outcome: "s
   if (!tk) throw new Error("nothing claimed");
   await t.db().$executeRaw`UPDATE attempt SET claimed_at = now() - make_interval(secs => ${seconds})
     WHERE id = ${tk.attemptId}::uuid`;
+  // A bound cache entry this attempt saved (the row finalize-save leaves), for the storage lines.
+  await t.db().$executeRaw`
+    INSERT INTO cache_entry (id, org_id, repo_id, namespace, ref, kind, cache_key, prefix_key, object_key, size_bytes, sha256,
+                             unpacked_bytes, entry_count, state, run_id, job_id, attempt_id, epoch)
+    VALUES (gen_random_uuid(), ${ten.orgId}::uuid, ${ten.repoId}::uuid, 'trusted', 'refs/heads/main', 'directory',
+            encode(sha256(convert_to(${tk.attemptId}, 'UTF8')), 'hex'), ${"0".repeat(64)}, ${`caches/${tk.attemptId}`}, 1000, ${"0".repeat(64)}, 2000, 1, 'bound',
+            ${tk.runId}::uuid, ${tk.jobId}::uuid, ${tk.attemptId}::uuid, ${tk.epoch})`;
   await completeAttempt(t.db(), TEST_CFG, {
     attemptId: tk.attemptId,
     jobId: tk.jobId,
@@ -48,6 +55,7 @@ async function runJob(ten: Tenant, session: string, seconds: number, outcome: "s
 }
 
 interface Report {
+  storage: { repo: string; kind: string; retentionClass: string; objects: number; bytes: number }[];
   totals: { attempts: number; seconds: number; billableSeconds: number; quotaSeconds: number };
   minutes: { repo: string; seconds: number; billableSeconds: number }[];
   daily: { day: string; seconds: number }[];
@@ -93,6 +101,14 @@ describe("GET /v1/orgs/{org}/usage", () => {
     expect(sum("seconds")).toBe(r.totals.seconds);
     expect(sum("billable_seconds")).toBe(r.totals.billableSeconds);
     expect(sum("attempts")).toBe(r.totals.attempts);
+    // Storage: the three cache entries (1000 bytes each) under the `lru` class, in JSON and CSV alike.
+    expect(r.storage).toEqual([
+      { repo: tenant.repoName, kind: "cache", retentionClass: "lru", objects: 3, bytes: 3000 },
+    ]);
+    const storage = lines.map((l) => l.split(",")).filter((c) => c[0] === "storage");
+    expect(storage.map((c) => [c[cols.indexOf("retention_class")], c[cols.indexOf("bytes")]])).toEqual([
+      ["lru", "3000"],
+    ]);
   });
 
   it("an explicit period that holds none of the usage reports none", async () => {
