@@ -20,6 +20,7 @@ import { tlogCommands } from "./tlog.ts";
 import { shreddingCommands } from "./shredding.ts";
 import { deploymentCommands } from "./deployments.ts";
 import { imageCommands } from "./images.ts";
+import { usageCommands } from "./usage.ts";
 
 export const commands: CliCommand[] = [
   ...tenantCommands,
@@ -42,4 +43,5 @@ export const commands: CliCommand[] = [
   ...shreddingCommands,
   ...deploymentCommands,
   ...imageCommands,
+  ...usageCommands,
 ];

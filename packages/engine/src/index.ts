@@ -298,3 +298,14 @@ export * from "./retention/index.ts";
 export * from "./fleet/index.ts";
 export * from "./shredding/index.ts";
 export * from "./metrics/index.ts";
+// Metering, minute quotas and showback (issue 33, docs/adr/0045).
+export {
+  QUOTA_WAIT_REASON,
+  minuteQuotaStatus,
+  setMinuteQuota,
+  usageReport,
+  usageCsv,
+  usagePeriod,
+  type MinuteQuotaStatus,
+  type UsageReport,
+} from "./metering/index.ts";

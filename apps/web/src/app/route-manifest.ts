@@ -40,6 +40,8 @@ export const ROUTE_MODULES: RouteModules = {
   "v1/repos/[repoId]/secrets": () => import("@/app/v1/repos/[repoId]/secrets/route.ts"),
   "v1/repos/[repoId]/secrets/[name]": () => import("@/app/v1/repos/[repoId]/secrets/[name]/route.ts"),
   "v1/orgs/[org]/audit-events": () => import("@/app/v1/orgs/[org]/audit-events/route.ts"),
+  // Metering and showback (docs/adr/0045).
+  "v1/orgs/[org]/usage": () => import("@/app/v1/orgs/[org]/usage/route.ts"),
   // Retention by provenance (docs/adr/0036).
   "v1/orgs/[org]/retention": () => import("@/app/v1/orgs/[org]/retention/route.ts"),
   "v1/orgs/[org]/retention/plan": () => import("@/app/v1/orgs/[org]/retention/plan/route.ts"),

@@ -17,7 +17,7 @@ export const reconcileJob = defineJob({
   tick: { everyMs: (env) => env.KILN_RECONCILE_MS, failure: "reconcile failed" },
   handle: async ({ db, cfg, log }) => {
     const r = await reconcile(db, cfg);
-    if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted + r.locksReleased > 0) {
+    if (r.fenced + r.redispatched + r.refrozen + r.runsFinished + r.preempted + r.locksReleased + r.quotaNotices > 0) {
       log.info("reconciled", { ...r });
     }
   },

@@ -21,6 +21,7 @@ import { lockAttempt, runIdOfAttempt, type AttemptView } from "./load-attempt.ts
 import { quarantineHostIfUnhealthy } from "../runners/index.ts";
 import { endUnsealedLog } from "../logs/index.ts";
 import { reclaimHonoured, requeueReclaimed } from "./reclaim.ts";
+import { recordUsage } from "../metering/index.ts";
 
 // Guards from the transition tables: an attempt ends once, its job completes from running only.
 const ATTEMPT_ENDS_FROM = legalSources(ATTEMPT_TRANSITIONS, "ended", "completed");
@@ -224,7 +225,9 @@ export async function finishAttempt(
     reason: outcome,
     data: { epoch: a.epoch, cause },
   });
-  // Every way an attempt ends passes here: a log the agent did not seal is marked gapped (ADR 0006).
+  // Every way an attempt ends passes here, so its usage row (ADR 0045) commits with the end or not at all.
+  await recordUsage(tx, a.id);
+  // A log the agent did not seal is marked gapped (ADR 0006).
   await endUnsealedLog(tx, a, outcome);
   // Host health (issue 22): repeated platform failures on one host quarantine it, in this transaction.
   if (outcome === "platform_failure") await quarantineHostIfUnhealthy(tx, a.id, cause);

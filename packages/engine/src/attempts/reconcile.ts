@@ -8,6 +8,7 @@ import { finishAttempt, finishJob, requeuePreempted, scheduleRetry } from "./com
 import { loadPoolState } from "../dispatch/index.ts";
 import { lockAttempt } from "./load-attempt.ts";
 import { settleDeploymentLocks } from "../deployments/index.ts";
+import { settleQuotaNotices } from "../metering/index.ts";
 
 // Guards from the transition tables: hints go to READY jobs, stop requests to running attempts.
 const REDISPATCHABLE = legalSources(JOB_TRANSITIONS, "redispatched", "ready");
@@ -21,6 +22,8 @@ export interface ReconcileReport {
   preempted: number;
   /** Deployment locks released (issue 18): their deploy run finished and every attempt is dead. */
   locksReleased: number;
+  /** Minute-quota warnings (80%, 100%) given late: a crossing two racing completions each missed. */
+  quotaNotices: number;
 }
 
 /**
@@ -36,6 +39,7 @@ export async function reconcile(db: Db, cfg: EngineConfig, limit = 100): Promise
     runsFinished: 0,
     preempted: 0,
     locksReleased: 0,
+    quotaNotices: 0,
   };
   report.fenced = await fenceExpiredLeases(db, cfg, limit);
   report.redispatched = await redispatchStaleReady(db, cfg, limit);
@@ -44,6 +48,7 @@ export async function reconcile(db: Db, cfg: EngineConfig, limit = 100): Promise
   if (cfg.dispatchPolicy === "fair") report.preempted = await preemptForOwners(db);
   // After the fence: a deploy attempt fenced in this pass has its kill bound recorded at once.
   report.locksReleased = await settleDeploymentLocks(db, cfg, limit);
+  report.quotaNotices = await settleQuotaNotices(db, limit);
   return report;
 }
 

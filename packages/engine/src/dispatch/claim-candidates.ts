@@ -1,7 +1,8 @@
-import type { Db } from "@kiln/db";
+import { Prisma, type Db } from "@kiln/db";
 import type { EngineConfig } from "../config/index.ts";
 import { CLAIMABLE, type HostRunner } from "./claim-types.ts";
 import { takeCandidates } from "./dispatch-view.ts";
+import { withinMinuteQuotaSql } from "../metering/index.ts";
 
 /**
  * Which READY jobs to try, in order. Fair policy: the next picks of this process's ranking of the
@@ -33,6 +34,7 @@ export async function chooseCandidates(
         AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
         AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
         AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))
+        AND ${withinMinuteQuotaSql(pool, Prisma.sql`org_id`)}
       ORDER BY CASE tier WHEN 'interactive' THEN 0 WHEN 'scheduled' THEN 1 ELSE 2 END, ready_at, id LIMIT 16`;
   }
   if (cfg.dispatchPolicy === "fair") {
@@ -45,7 +47,8 @@ export async function chooseCandidates(
       >`SELECT id, run_id FROM job_run WHERE id = ${offer.jobId}::uuid AND pool = ${pool}
           AND (${org}::uuid IS NULL OR org_id = ${org}::uuid)
           AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
-          AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))`
+          AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))
+          AND ${withinMinuteQuotaSql(pool, Prisma.sql`org_id`)}`
     : [];
   const oldest = await db.$queryRaw<{ id: string; run_id: string }[]>`
     SELECT id, run_id FROM job_run
@@ -54,6 +57,7 @@ export async function chooseCandidates(
       AND runner_labels <@ ${labels}::text[] AND runner_size = ANY(${sizes}::text[])
       AND (NOT ${trustedOnly} OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = run_id AND r.trust_class = 'trusted'))
       AND (NOT ${backgroundOnly} OR (tier = 'background' AND NOT interruptible_excluded))
+      AND ${withinMinuteQuotaSql(pool, Prisma.sql`org_id`)}
     ORDER BY ready_at, id LIMIT 16`;
   return [...hinted, ...oldest.filter((o) => o.id !== offer?.jobId)];
 }

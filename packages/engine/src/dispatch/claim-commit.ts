@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { EngineConfig } from "../config/index.ts";
+import { QUOTA_WAIT_REASON } from "../metering/index.ts";
 import type { SqlClient } from "../shared/sql-pool.ts";
 import {
   CAPPED_SQL,
@@ -17,13 +18,23 @@ import {
 // past a lowered cap is still held; the attempt, the job's guarded transition and its event exist
 // only if a slot was taken. An org without a hard cap takes none. Over the cap, the job stays READY
 // with the reason recorded for the queue view. The org's egress allow-list is read in the same
-// statement.
+// statement. An org out of minutes this month (ADR 0045) takes nothing on a pool that is not its
+// own: the job stays READY with QUOTA_WAIT_REASON; the check sums at most 16 tally rows, unlocked,
+// and only for an org with a quota.
 // Its text interpolates only the status guards fixed at module load: one prepared statement (ADR 0015).
-const COMMIT_SQL = `WITH cap AS (
+const COMMIT_SQL = `WITH quota AS (
+             SELECT 1 AS over FROM org o
+             WHERE o.id = $1::uuid AND o.minute_quota IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM pool qp WHERE qp.name = $2 AND qp.owner_org_id IS NOT NULL)
+               AND (SELECT COALESCE(sum(t.seconds), 0) FROM org_minute_tally t
+                    WHERE t.org_id = $1::uuid AND t.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date)
+                   >= o.minute_quota::bigint * 60),
+           cap AS (
              SELECT hard_cap AS n FROM entitlement WHERE org_id = $1::uuid AND pool = $2 AND hard_cap IS NOT NULL),
            pick AS (
              SELECT s.slot FROM org_pool_slot s
              WHERE s.org_id = $1::uuid AND s.pool = $2 AND s.attempt_id IS NULL AND s.slot < (SELECT n FROM cap)
+               AND NOT EXISTS (SELECT 1 FROM quota)
                AND NOT EXISTS (SELECT 1 FROM org_pool_slot o WHERE o.org_id = $1::uuid AND o.pool = $2
                                  AND o.slot >= (SELECT n FROM cap) AND o.attempt_id IS NOT NULL)
              LIMIT 1 FOR UPDATE OF s SKIP LOCKED),
@@ -32,7 +43,7 @@ const COMMIT_SQL = `WITH cap AS (
              WHERE s.org_id = $1::uuid AND s.pool = $2 AND s.slot = pick.slot AND s.attempt_id IS NULL
              RETURNING s.slot),
            slot AS (
-             SELECT 1 AS ok WHERE NOT EXISTS (SELECT 1 FROM cap) OR EXISTS (SELECT 1 FROM held)),
+             SELECT 1 AS ok WHERE NOT EXISTS (SELECT 1 FROM quota) AND (NOT EXISTS (SELECT 1 FROM cap) OR EXISTS (SELECT 1 FROM held))),
            ins AS (
              INSERT INTO attempt (id, job_id, run_id, org_id, epoch, session_id, claim_request_id, host, status, lease_expires_at, queued_ms, pool, on_interruptible)
              SELECT $16::uuid, $3::uuid, $4::uuid, $1::uuid, $5, $6::uuid, $7, $8, 'running', now() + make_interval(secs => $9::float8), $10, $2, $15 FROM slot
@@ -46,7 +57,8 @@ const COMMIT_SQL = `WITH cap AS (
              SELECT $1::uuid, $4::uuid, $3::uuid, ins.id, 'job', $14, 'running', 'claimed', $12::jsonb FROM ins
              RETURNING id),
            capped AS (
-             UPDATE job_run SET wait_reason = 'org_cap' WHERE id = $3::uuid AND status = ANY(${CAPPED_SQL}) AND NOT EXISTS (SELECT 1 FROM slot)
+             UPDATE job_run SET wait_reason = CASE WHEN EXISTS (SELECT 1 FROM quota) THEN '${QUOTA_WAIT_REASON}' ELSE 'org_cap' END
+             WHERE id = $3::uuid AND status = ANY(${CAPPED_SQL}) AND NOT EXISTS (SELECT 1 FROM slot)
              RETURNING id),
            -- A deploy run's environment lock names the attempt now holding it (issue 18, ADR 0033):
            -- one probe of a partial index that holds only the locks currently held.
@@ -56,6 +68,7 @@ const COMMIT_SQL = `WITH cap AS (
              RETURNING deployment_lock.id)
            SELECT (SELECT id FROM ins) AS attempt_id, (SELECT lease_expires_at FROM ins) AS lease_expires_at,
                   (SELECT count(*) FROM upd)::int AS updated, (SELECT count(*) FROM ev)::int AS events,
+                  EXISTS (SELECT 1 FROM quota) AS over_quota,
                   CASE WHEN $13 THEN ARRAY(SELECT pattern FROM egress_rule WHERE org_id = $1::uuid ORDER BY pattern LIMIT 1000)
                        ELSE '{}'::text[] END AS allow_list`;
 
@@ -84,13 +97,15 @@ export async function commitClaim(
     updated: number;
     events: number;
     allow_list: string[];
+    over_quota: boolean;
   }>({
-    name: "claim-commit-3",
+    name: "claim-commit-4",
     text: COMMIT_SQL,
     values: commitValues(cfg, session, run, job, req, epoch, data),
   });
   const row = done.rows[0];
-  if (!row?.attempt_id || !row.lease_expires_at) return { ok: false, reason: "org_cap" };
+  if (!row?.attempt_id || !row.lease_expires_at)
+    return { ok: false, reason: row?.over_quota ? QUOTA_WAIT_REASON : "org_cap" };
   if (row.updated !== 1 || row.events !== 1)
     throw new Error("guarded claim update lost a race it should have been locked against");
   // The run's start time is derived from its first attempt (see get-run): writing it here would

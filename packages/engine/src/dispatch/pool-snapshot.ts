@@ -1,4 +1,5 @@
-import type { DbOrTx } from "@kiln/db";
+import { Prisma, type DbOrTx } from "@kiln/db";
+import { withinMinuteQuotaSql } from "../metering/index.ts";
 import { dispatch } from "@kiln/domain";
 
 // Loads one pool's dispatch state for the pure scheduler. The view is advisory: the claim
@@ -52,6 +53,8 @@ export async function loadPoolState(
                OR EXISTS (SELECT 1 FROM workflow_run r WHERE r.id = j.run_id AND r.trust_class = 'trusted'))
           AND (NOT ${runnerFiltered} OR (j.runner_labels <@ ${runnerLabels}::text[] AND j.runner_size = ANY(${runnerSizes}::text[])))
           AND (NOT ${opts.backgroundOnly ?? false} OR (j.tier = 'background' AND NOT j.interruptible_excluded))
+          -- Jobs of an org out of minutes (ADR 0045) wait: neither ranked nor offered.
+          AND ${withinMinuteQuotaSql(pool, Prisma.sql`j.org_id`)}
       ) w WHERE w.rn <= ${perOrg}
     ),
     -- Progress once per run (not once per queued job): a 256-job run was otherwise counted 256 times.

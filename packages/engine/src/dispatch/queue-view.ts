@@ -3,13 +3,24 @@ import { dispatch } from "@kiln/domain";
 import type { EngineConfig } from "../config/index.ts";
 import { placementReasonsForRun } from "./placement-view.ts";
 import { loadPoolState } from "./pool-snapshot.ts";
+import { jobsWaitingForMinutes, QUOTA_WAIT_REASON } from "../metering/index.ts";
 
 export interface QueueInfo {
   /** 1-based order in which the pool is expected to start it; null while it cannot be placed. */
   position: number | null;
   estimated_start_at: string | null;
-  reason: "ready" | "org_cap" | "no_capacity" | "waiting_for_predecessor" | "backoff" | "no_eligible_host";
-  /** Set with `no_eligible_host`: why no connected host may take the job (issue 15), in words and as a code. */
+  reason:
+    | "ready"
+    | "org_cap"
+    | "no_capacity"
+    | "waiting_for_predecessor"
+    | "backoff"
+    | "no_eligible_host"
+    | typeof QUOTA_WAIT_REASON;
+  /**
+   * Set with `no_eligible_host`: why no connected host may take the job (issue 15), in words and as a
+   * code; and with `quota.minutes_exhausted` (ADR 0045).
+   */
   waiting?: { code: string; message: string };
 }
 
@@ -34,6 +45,7 @@ export async function queueInfoForRun(db: Db, cfg: EngineConfig, runId: string):
   }
   const ready = jobs.filter((j) => j.status === "ready");
   const placement = ready.length > 0 ? await placementReasonsForRun(db, runId, null) : new Map();
+  const outOfMinutes = ready.length > 0 ? await jobsWaitingForMinutes(db, runId) : new Set<string>();
   const pools = [...new Set(ready.map((j) => j.pool))];
   for (const pool of pools) {
     // Read-only, but one snapshot: a repeatable-read transaction sees a consistent pool.
@@ -59,6 +71,18 @@ export async function queueInfoForRun(db: Db, cfg: EngineConfig, runId: string):
       const est = plan.get(j.id);
       const backoff = j.next_attempt_at !== null && j.next_attempt_at.getTime() > j.now.getTime();
       const blocked = placement.get(j.id);
+      if (outOfMinutes.has(j.id)) {
+        out.set(j.id, {
+          position: null,
+          estimated_start_at: null,
+          reason: QUOTA_WAIT_REASON,
+          waiting: {
+            code: QUOTA_WAIT_REASON,
+            message: "the org has used this month's minutes; the job starts when its quota is raised or the month ends",
+          },
+        });
+        continue;
+      }
       if (blocked) {
         out.set(j.id, { position: null, estimated_start_at: null, reason: "no_eligible_host", waiting: blocked });
         continue;

@@ -9,6 +9,7 @@ import {
   type StatusSubject,
 } from "@kiln/domain";
 import type { ForgeConfig } from "./forge-config.ts";
+import { minuteQuotaStatus, quotaStatusText } from "../metering/index.ts";
 
 // What the forge should show for a run right now, written to forge_status. Computed from the
 // current rows at delivery time, never from the event that asked for it: an outbox message is only
@@ -108,6 +109,11 @@ export async function computeDesiredStatuses(
       summary: j.outcome && j.outcome !== "success" ? clip(`${s.description}`, 1000) : s.description,
     });
   }
+  // Minute quota (ADR 0045): a pending status says when the org is at 80% or out of minutes, so the
+  // forge shows why a job has not started; finished statuses are left as they are.
+  const quota = run.status === "completed" ? null : quotaStatusText(await minuteQuotaStatus(db, run.org_id));
+  if (quota)
+    for (const st of statuses) if (st.state === "pending") st.description = clip(`${st.description} · ${quota}`);
   return { run, statuses };
 }
 

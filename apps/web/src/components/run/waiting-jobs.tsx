@@ -14,6 +14,7 @@ const REASONS: Record<Queue["reason"], string> = {
   waiting_for_predecessor: "waiting for the jobs it needs",
   backoff: "retrying after a backoff",
   no_eligible_host: "no connected host can run it",
+  "quota.minutes_exhausted": "the org has used this month's minutes",
 };
 
 function waitingReason(q: Queue): string {
@@ -24,6 +25,7 @@ function waitingReason(q: Queue): string {
 export function queueDetail(q: Queue | null): string | undefined {
   if (!q) return undefined;
   if (q.reason === "no_eligible_host") return "no eligible host";
+  if (q.reason === "quota.minutes_exhausted") return "out of minutes";
   return q.position !== null ? `#${q.position} in queue` : undefined;
 }
 

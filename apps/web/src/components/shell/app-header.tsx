@@ -37,6 +37,7 @@ export function AppHeader({
           <NavLink href={`${base}/environments`}>Environments</NavLink>
           <NavLink href={`${base}/approvals`}>Approvals</NavLink>
           <NavLink href={`${base}/flaky`}>Flaky jobs</NavLink>
+          <NavLink href={`${base}/usage`}>Usage</NavLink>
           <NavLink href={`${base}/settings`}>Settings</NavLink>
         </nav>
         <div className="ml-auto flex items-center gap-3 text-sm">

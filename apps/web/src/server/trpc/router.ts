@@ -73,6 +73,8 @@ import { interruptibleShare } from "./fleet/interruptible-share.procedure.ts";
 import { listFleet } from "./fleet/list-fleet.procedure.ts";
 import { reclaimHost } from "./fleet/reclaim-host.procedure.ts";
 import { setPoolInterruptible } from "./fleet/set-pool-interruptible.procedure.ts";
+import { getQuota } from "./usage/get-quota.procedure.ts";
+import { getUsage } from "./usage/get-usage.procedure.ts";
 import { router } from "./init.ts";
 
 export const appRouter = router({
@@ -107,6 +109,8 @@ export const appRouter = router({
   },
   secrets: { list: listSecrets, set: setSecret, delete: deleteSecret },
   audit: { list: listAuditEvents },
+  // Metering and showback (issue 33): any member reads its own org's usage and quota.
+  usage: { get: getUsage, quota: getQuota },
   tokens: { list: listApiTokens, create: createApiToken, revoke: revokeApiToken },
   // The admin console (issue 19): admins only, each refused in the tenant query for everyone else.
   repos: { list: listReposAdmin, connect: connectRepo, disconnect: disconnectRepo },

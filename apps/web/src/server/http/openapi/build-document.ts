@@ -154,10 +154,13 @@ function operation(r: DocumentedRoute): Record<string, unknown> {
 
   const responses: Record<string, unknown> = {};
   for (const [status, res] of Object.entries(spec.responses)) {
-    const content = res.schema
-      ? { "application/json": { schema: schemaOf(res.schema, "output") } }
-      : res.contentType
-        ? { [res.contentType]: { schema: { type: "string" } } }
+    // A route may answer JSON and another media type on one status (usage as JSON or CSV).
+    const content =
+      res.schema || res.contentType
+        ? {
+            ...(res.schema ? { "application/json": { schema: schemaOf(res.schema, "output") } } : {}),
+            ...(res.contentType ? { [res.contentType]: { schema: { type: "string" } } } : {}),
+          }
         : undefined;
     responses[status] = {
       description: res.description,

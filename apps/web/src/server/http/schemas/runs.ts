@@ -60,7 +60,16 @@ export const runListPage = z.object({
 const queueInfo = z.object({
   position: z.number().int().nullable(),
   estimated_start_at: iso.nullable(),
-  reason: z.enum(["ready", "org_cap", "no_capacity", "waiting_for_predecessor", "backoff", "no_eligible_host"]),
+  reason: z.enum([
+    "ready",
+    "org_cap",
+    "no_capacity",
+    "waiting_for_predecessor",
+    "backoff",
+    "no_eligible_host",
+    // Issue 33 (docs/adr/0045): the org used this month's minutes; the job starts when that changes.
+    "quota.minutes_exhausted",
+  ]),
   waiting: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 

@@ -4,6 +4,7 @@ import type { ReactNode } from "react";
 import { OrgProvider } from "@/components/org-context.tsx";
 import { signOutAction } from "@/app/(auth)/sign-in/actions.ts";
 import { AppHeader } from "@/components/shell/app-header.tsx";
+import { QuotaBanner } from "@/components/usage/quota-banner.tsx";
 import { currentUser } from "@/server/auth/index.ts";
 import { getQueryClient, trpc } from "@/trpc/server.tsx";
 
@@ -27,11 +28,14 @@ export default async function OrgLayout({
   if (!user) return children;
   const orgs = await getQueryClient().fetchQuery(trpc.tenants.list.queryOptions());
   const membership = orgs.find((o) => o.slug === org);
+  // The 80% / 100% minute-quota banner (docs/adr/0045), on every page of the org.
+  const quota = membership ? await getQueryClient().fetchQuery(trpc.usage.quota.queryOptions({ org })) : null;
   return (
     <>
       <AppHeader orgs={orgs} current={org} login={user.login} signOut={signOutAction} />
       {membership ? (
         <OrgProvider value={{ slug: org, role: membership.role, login: user.login }}>
+          {quota ? <QuotaBanner org={org} quota={quota} /> : null}
           <main id="main" className="mx-auto max-w-7xl px-4 py-6 sm:px-6">
             {children}
           </main>
