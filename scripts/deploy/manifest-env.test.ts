@@ -6,6 +6,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv as parseAgentEnv } from "@kiln/host-agent/env";
+import { AUTH_ENV_NAMES, parseAuthEnv } from "@kiln/web/src/server/auth/env.ts";
 import { parseWebEnv } from "@kiln/web/src/server/env.ts";
 import { parseWorkersEnv } from "@kiln/workers/env";
 import { describe, expect, it } from "vitest";
@@ -24,7 +25,11 @@ const SECRET_STAND_INS: Record<string, string> = {
   KILN_SECRETS_KEY: Buffer.alloc(32, 7).toString("base64"),
   KILN_TLOG_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString("base64"),
   AGENT_TOKEN: "kagent_example",
+  AUTH_SECRET: "an-auth-secret-of-at-least-32-characters",
 };
+
+/** What the images' config sets before the manifests' variables (scripts/lib/images/deployable-images.ts). */
+const IMAGE_ENV = { NODE_ENV: "production" };
 
 interface Container {
   name: string;
@@ -49,14 +54,23 @@ function containerEnv(c: Container, configMaps: Map<string, Record<string, strin
   return out;
 }
 
-/** Names in `env` the parsed result does not carry: zod's object drops keys it does not know. */
-function unknownNames(env: Record<string, string>, parse: (e: Record<string, string>) => object): string[] {
-  const parsed = parse(env);
-  return Object.keys(env).filter((k) => !Object.hasOwn(parsed, k));
+/** Names the manifests set that the parsed result does not carry: zod's object drops unknown keys. */
+function unknownNames(
+  set: Record<string, string>,
+  parse: (e: Record<string, string>) => object,
+  inherited: Record<string, string> = {},
+): string[] {
+  const parsed = parse({ ...inherited, ...set });
+  return Object.keys(set).filter((k) => !Object.hasOwn(parsed, k));
 }
 
 const PARSERS: Record<string, (e: Record<string, string>) => object> = {
-  web: parseWebEnv,
+  // Two schemas read the web app's variables: the server's and sign-in's (which must also parse:
+  // AUTH_SECRET is required in production). Sign-in's output is reshaped, so its names are listed.
+  web: (e) => {
+    parseAuthEnv(e);
+    return { ...parseWebEnv(e), ...Object.fromEntries(AUTH_ENV_NAMES.map((n) => [n, true])) };
+  },
   workers: parseWorkersEnv,
   // The migrations Job runs scripts/migrate.ts from the workers image; DATABASE_URL is all it reads.
   migrate: parseWorkersEnv,
@@ -81,7 +95,8 @@ describe("the manifests' environment", () => {
     for (const c of containers(objects)) {
       const parse = PARSERS[c.name];
       expect(parse, c.name).toBeDefined();
-      expect({ container: c.name, unknown: unknownNames(containerEnv(c, configMaps), parse!) }).toEqual({
+      const unknown = unknownNames(containerEnv(c, configMaps), parse!, IMAGE_ENV);
+      expect({ container: c.name, unknown }).toEqual({
         container: c.name,
         unknown: [],
       });
