@@ -26,7 +26,7 @@ export function renderKustomize(dir: string): Promise<KubeObject[]> {
   );
 }
 
-export function parseManifests(text: string): KubeObject[] {
+function parseManifests(text: string): KubeObject[] {
   return parseAllDocuments(text)
     .map((doc) => {
       if (doc.errors.length > 0) throw new Error(`rendered YAML does not parse: ${doc.errors[0]?.message}`);

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ImageCache } from "../toolchain/image-cache.ts";
+import { ImageCache } from "../toolchain/index.ts";
 import { buildAppImage, writeOciLayout, type AppImage } from "./app-image.ts";
 import { packTree } from "./pack-tree.ts";
 

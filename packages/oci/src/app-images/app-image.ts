@@ -8,7 +8,7 @@ import path from "node:path";
 import { HOST_PLATFORM } from "../manifests.ts";
 import { assembleImage, type LayerDescriptor } from "../image-builder.ts";
 import { OCI_INDEX, OCI_MANIFEST } from "../media-types.ts";
-import type { ImageCache } from "../toolchain/image-cache.ts";
+import type { ImageCache } from "../toolchain/index.ts";
 
 export interface AppImageSpec {
   /** The repository name and tag, e.g. kiln/web and a commit id: the layout names the manifest `<name>:<tag>`. */

@@ -2,9 +2,12 @@
 // layer. GNU tar reads the given paths in the order given (sorted here, byte-wise) and, inside each
 // directory, in name order; owners, mtimes and the pax header names are fixed and hard links are
 // stored as files, so the same bytes on disk give the same layer on any machine and any day.
+import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { run } from "../toolchain/debian-layer.ts";
+import { promisify } from "node:util";
+
+const exec = promisify(execFile);
 
 export interface PackTreeOptions {
   /** The directory the paths are relative to. */
@@ -31,7 +34,7 @@ export async function packTree(opts: PackTreeOptions): Promise<void> {
       throw new Error(`${JSON.stringify(p)} is not a path inside the tree`);
   const sorted = [...new Set(opts.paths)].sort(byBytes);
   await writeFile(opts.listFile, sorted.map((p) => `${p}\0`).join(""));
-  await run("tar", [
+  await exec("tar", [
     "--sort=name",
     `--mtime=@${opts.epoch}`,
     "--owner=0",
