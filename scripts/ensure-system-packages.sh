@@ -13,12 +13,16 @@
 #   python3-cryptography           a stored secret decrypts with an AES-GCM nobody on the team wrote (ADR 0025)
 #   mmdebstrap                     toolchain images are built from Debian's archive, reproducibly (ADR 0040)
 #   prometheus                     promtool tests the alert rules; the metrics e2e scrapes with it (ADR 0043)
+#   skopeo                         reads the deployable images' OCI layout back, independently of our writer (ADR 0046)
+#   kubernetes-client              `kubectl kustomize` renders deploy/kubernetes for its schema check (ADR 0046);
+#                                  any kubectl already on PATH (a newer one from elsewhere) does as well
 set -eu
-PACKAGES="chromium curl docker-registry apache2-utils busybox-static openssl qemu-system-x86 linux-image-cloud-amd64 e2fsprogs golang-go golang-golang-x-mod-dev faketime python3-cryptography mmdebstrap prometheus"
+PACKAGES="chromium curl docker-registry apache2-utils busybox-static openssl qemu-system-x86 linux-image-cloud-amd64 e2fsprogs golang-go golang-golang-x-mod-dev faketime python3-cryptography mmdebstrap prometheus skopeo"
 missing=""
 for pkg in $PACKAGES; do
   dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing="$missing $pkg"
 done
+command -v kubectl >/dev/null 2>&1 || missing="$missing kubernetes-client"
 [ -z "$missing" ] && exit 0
 missing=${missing# }
 if [ "$(id -u)" -ne 0 ]; then

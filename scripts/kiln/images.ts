@@ -5,7 +5,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parseRegistryConfig, parseSpecText } from "@kiln/oci";
-import { buildAndPublish } from "../lib/images/toolchain-images.ts";
+import { buildDeployableImages, DEPLOYABLE_APPS, type DeployableApp } from "../lib/images/deployable-images.ts";
+import { buildAndPublish, imageCacheDir } from "../lib/images/toolchain-images.ts";
 import { arg, opt, type CliCommand, UsageError } from "./command.ts";
 
 /** --registry, else the registry `npm run up` recorded in $KILN_DATA_DIR/instance.json, else none (build only). */
@@ -78,4 +79,39 @@ const build: CliCommand = {
   },
 };
 
-export const imageCommands: CliCommand[] = [build];
+const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
+const isApp = (a: string): a is DeployableApp => (DEPLOYABLE_APPS as readonly string[]).includes(a);
+
+const app: CliCommand = {
+  name: "image app",
+  usage:
+    "image app [web|workers|host-agent ...] [--out dir]\n" +
+    "      builds Kiln's own images from this checkout (no Docker daemon) into an OCI layout (default .artifacts/images)",
+  options: { out: { type: "string" } },
+  offline: true,
+  async run(ctx) {
+    const unknown = ctx.args.filter((a) => !isApp(a));
+    if (unknown.length > 0)
+      throw new UsageError(`unknown app ${unknown.join(", ")} (one of ${DEPLOYABLE_APPS.join(", ")})`);
+    const apps = ctx.args.length > 0 ? ctx.args.filter(isApp) : [...DEPLOYABLE_APPS];
+    const outDir = path.resolve(opt(ctx.values, "out") ?? path.join(REPO_ROOT, ".artifacts/images"));
+    const log = ctx.values.json ? () => undefined : (m: string) => process.stderr.write(`${m}\n`);
+    const t0 = performance.now();
+    const images = await buildDeployableImages({ root: REPO_ROOT, apps, cacheDir: imageCacheDir(), outDir, log });
+    const seconds = (performance.now() - t0) / 1000;
+    ctx.out(
+      `${images.map((i) => `${i.name}:${i.tag}  ${i.manifestDigest}`).join("\n")}\n  OCI layout: ${outDir} (${seconds.toFixed(1)} s); push with skopeo copy oci:${outDir}:<name:tag> docker://<registry>/<name:tag>`,
+      {
+        layout: outDir,
+        images: images.map((i) => ({
+          ref: `${i.name}:${i.tag}`,
+          manifest_digest: i.manifestDigest,
+          layers: i.layers.length,
+        })),
+      },
+    );
+    return 0;
+  },
+};
+
+export const imageCommands: CliCommand[] = [build, app];

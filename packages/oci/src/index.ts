@@ -51,3 +51,4 @@ export {
   SHORT_NAME_NAMESPACE,
 } from "./short-names.ts";
 export * from "./toolchain/index.ts";
+export * from "./app-images/index.ts";

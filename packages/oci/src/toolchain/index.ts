@@ -18,3 +18,4 @@ export {
 } from "./build-toolchain-image.ts";
 export { publishToolchainImage } from "./publish-toolchain-image.ts";
 export { assertMmdebstrap, MissingToolError } from "./debian-layer.ts";
+export { ImageCache } from "./image-cache.ts";

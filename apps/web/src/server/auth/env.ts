@@ -9,57 +9,60 @@ import { z } from "zod";
  */
 const DEV_ONLY_SECRET = "kiln-dev-only-secret-never-use-in-production-0000";
 
-const schema = z
-  .object({
-    /** Set by Next: `next start` and `next build` run as production. */
-    NODE_ENV: z.string().default("development"),
-    /**
-     * "1" enables the development sign-in: any login that exists in app_user with a membership
-     * signs in WITHOUT a password. `npm run up` sets it for local use. It is an authentication
-     * bypass by design, so the server refuses to start with it under NODE_ENV=production or on a
-     * public URL that is not loopback (devLoginRefusal).
-     */
-    KILN_DEV_LOGIN: z.enum(["0", "1", ""]).default("0"),
-    /** The platform's public URL (what users and forges reach); AUTH_URL stands in when unset. */
-    KILN_PUBLIC_URL: z.url().optional(),
-    /** Key for signing and encrypting session JWTs (32+ characters; `openssl rand -base64 33`). */
-    AUTH_SECRET: z.string().min(32, "AUTH_SECRET must be at least 32 characters").optional(),
-    /** GitHub OAuth app credentials; the GitHub sign-in is offered when both are set. */
-    AUTH_GITHUB_ID: z.string().min(1).optional(),
-    AUTH_GITHUB_SECRET: z.string().min(1).optional(),
-    /** The dashboard's public URL; set it in production so redirects never trust the Host header. */
-    AUTH_URL: z.url().optional(),
-    /** "true" when a trusted reverse proxy sets X-Forwarded-Host and AUTH_URL is not set. */
-    AUTH_TRUST_HOST: z.enum(["true", "false", "1", "0"]).optional(),
-  })
-  .transform((e, ctx) => {
-    const devLogin = e.KILN_DEV_LOGIN === "1";
-    const production = e.NODE_ENV === "production";
-    const refusal = devLoginRefusal(e);
-    if (refusal) {
-      ctx.addIssue({ code: "custom", path: ["KILN_DEV_LOGIN"], message: refusal });
-      return z.NEVER;
-    }
-    const secret = e.AUTH_SECRET ?? (devLogin && !production ? DEV_ONLY_SECRET : undefined);
-    if (!secret) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["AUTH_SECRET"],
-        message: "AUTH_SECRET is required (it may only be omitted with KILN_DEV_LOGIN=1 outside production)",
-      });
-      return z.NEVER;
-    }
-    return {
-      devLogin,
-      secret,
-      github:
-        e.AUTH_GITHUB_ID && e.AUTH_GITHUB_SECRET
-          ? { clientId: e.AUTH_GITHUB_ID, clientSecret: e.AUTH_GITHUB_SECRET }
-          : null,
-      // Dev login is a local tool, served on whatever host:port it was started on.
-      trustHost: e.AUTH_URL !== undefined || e.AUTH_TRUST_HOST === "true" || e.AUTH_TRUST_HOST === "1" || devLogin,
-    };
-  });
+const fields = z.object({
+  /** Set by Next: `next start` and `next build` run as production. */
+  NODE_ENV: z.string().default("development"),
+  /**
+   * "1" enables the development sign-in: any login that exists in app_user with a membership
+   * signs in WITHOUT a password. `npm run up` sets it for local use. It is an authentication
+   * bypass by design, so the server refuses to start with it under NODE_ENV=production or on a
+   * public URL that is not loopback (devLoginRefusal).
+   */
+  KILN_DEV_LOGIN: z.enum(["0", "1", ""]).default("0"),
+  /** The platform's public URL (what users and forges reach); AUTH_URL stands in when unset. */
+  KILN_PUBLIC_URL: z.url().optional(),
+  /** Key for signing and encrypting session JWTs (32+ characters; `openssl rand -base64 33`). */
+  AUTH_SECRET: z.string().min(32, "AUTH_SECRET must be at least 32 characters").optional(),
+  /** GitHub OAuth app credentials; the GitHub sign-in is offered when both are set. */
+  AUTH_GITHUB_ID: z.string().min(1).optional(),
+  AUTH_GITHUB_SECRET: z.string().min(1).optional(),
+  /** The dashboard's public URL; set it in production so redirects never trust the Host header. */
+  AUTH_URL: z.url().optional(),
+  /** "true" when a trusted reverse proxy sets X-Forwarded-Host and AUTH_URL is not set. */
+  AUTH_TRUST_HOST: z.enum(["true", "false", "1", "0"]).optional(),
+});
+
+/** The variables sign-in reads (the deployment manifests' env check lists them, docs/adr/0046). */
+export const AUTH_ENV_NAMES: readonly string[] = Object.keys(fields.shape);
+
+const schema = fields.transform((e, ctx) => {
+  const devLogin = e.KILN_DEV_LOGIN === "1";
+  const production = e.NODE_ENV === "production";
+  const refusal = devLoginRefusal(e);
+  if (refusal) {
+    ctx.addIssue({ code: "custom", path: ["KILN_DEV_LOGIN"], message: refusal });
+    return z.NEVER;
+  }
+  const secret = e.AUTH_SECRET ?? (devLogin && !production ? DEV_ONLY_SECRET : undefined);
+  if (!secret) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["AUTH_SECRET"],
+      message: "AUTH_SECRET is required (it may only be omitted with KILN_DEV_LOGIN=1 outside production)",
+    });
+    return z.NEVER;
+  }
+  return {
+    devLogin,
+    secret,
+    github:
+      e.AUTH_GITHUB_ID && e.AUTH_GITHUB_SECRET
+        ? { clientId: e.AUTH_GITHUB_ID, clientSecret: e.AUTH_GITHUB_SECRET }
+        : null,
+    // Dev login is a local tool, served on whatever host:port it was started on.
+    trustHost: e.AUTH_URL !== undefined || e.AUTH_TRUST_HOST === "true" || e.AUTH_TRUST_HOST === "1" || devLogin,
+  };
+});
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
@@ -101,8 +104,13 @@ export function devLoginRefusalOfProcess(): string | null {
 export type AuthEnv = z.infer<typeof schema>;
 let parsed: AuthEnv | null = null;
 
+/** Parses an env record (process.env at first use; a plain record in tests). */
+export function parseAuthEnv(source: Record<string, string | undefined>): AuthEnv {
+  return schema.parse(source);
+}
+
 export function authEnv(): AuthEnv {
-  if (!parsed) parsed = schema.parse(process.env);
+  if (!parsed) parsed = parseAuthEnv(process.env);
   return parsed;
 }
 
