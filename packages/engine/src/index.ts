@@ -296,3 +296,4 @@ export * from "./retention/index.ts";
 export * from "./fleet/index.ts";
 export * from "./shredding/index.ts";
 export * from "./metrics/index.ts";
+export * from "./rate-limits/index.ts";

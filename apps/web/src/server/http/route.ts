@@ -1,7 +1,9 @@
 import { DomainError } from "@kiln/domain";
 import type { z } from "zod";
 import { env } from "../env.ts";
+import type { RateSurface, TakeResult } from "@kiln/engine";
 import { toErrorResponse } from "./error-map.ts";
+import { limitRoute, rateLimitOf, withRateLimitHeaders } from "./rate-limit.ts";
 
 type Params = Record<string, string>;
 
@@ -26,6 +28,21 @@ export type RouteAuth =
   /** The operator's Prometheus scrape token (Authorization: Bearer $KILN_METRICS_TOKEN). */
   | "metrics_token"
   | "none";
+
+/**
+ * Whose buckets a route's callers are charged to (docs/adr/0044), by its declared auth. Machine
+ * peers (agents, the forge) have budgets of their own; health, metrics and public reads none.
+ */
+const RATE_SURFACE: Record<RouteAuth, RateSurface | null> = {
+  api_token: "api",
+  api_token_or_session: "api",
+  agent_token: "agent",
+  registration_token: "agent",
+  job_token: "agent",
+  webhook_signature: "webhook",
+  metrics_token: null,
+  none: null,
+};
 
 interface ResponseSpec {
   description: string;
@@ -71,9 +88,9 @@ type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
 
 /**
  * The one builder every REST route goes through (conventions rule 5): it declares the route for
- * the OpenAPI document (path, summary, auth, query/body/response schemas), enforces the body size
- * limit, parses JSON and the query string against the route's schemas, checks UUID path params,
- * and maps every error to {error: {code, message}}. Authentication is the handler's first line, so
+ * the OpenAPI document (path, summary, auth, query/body/response schemas), enforces the caller's
+ * rate limit (docs/adr/0044) and the body size limit, parses JSON and the query string against the
+ * route's schemas, checks UUID path params, and maps every error to {error: {code, message}}. Authentication is the handler's first line, so
  * no route can forget that it has to choose one.
  */
 export function route<S extends z.ZodType | undefined = undefined, Q extends z.ZodObject | undefined = undefined>(
@@ -85,8 +102,12 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
     handler: (ctx: RouteContext<Infer<S>, Infer<Q>>) => Promise<Response>;
   },
 ): Handler {
+  const surface = RATE_SURFACE[def.auth];
   const run = async (req: Request, ctx: { params: Promise<Params> }): Promise<Response> => {
+    let limit: TakeResult | null = null;
     try {
+      // First, before the body is read: a caller over its budget costs one Redis round trip.
+      limit = await limitRoute(surface, req);
       const params = (await ctx.params) ?? {};
       for (const p of def.uuidParams ?? []) {
         if (!UUID.test(params[p] ?? "")) throw new DomainError(notFoundCode(p), `${p} is not a valid id`);
@@ -111,9 +132,12 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
         }
         body = parsed.data;
       }
-      return await def.handler({ req, params, body: body as never, query: query as never, rawBody });
+      return withRateLimitHeaders(
+        await def.handler({ req, params, body: body as never, query: query as never, rawBody }),
+        limit,
+      );
     } catch (e) {
-      return toErrorResponse(e);
+      return withRateLimitHeaders(toErrorResponse(e), limit ?? rateLimitOf(e));
     }
   };
   const { handler: _handler, maxBytes: _maxBytes, ...spec } = def;
