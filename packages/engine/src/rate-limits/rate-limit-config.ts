@@ -55,12 +55,15 @@ export const rateLimitEnvSchema = z.object({
   /** Per org, every token and dashboard user together: five tokens' worth, so one runaway leaves room. */
   KILN_RATE_LIMIT_ORG_PER_MINUTE: intVar(3000),
   KILN_RATE_LIMIT_ORG_BURST: intVar(500),
-  /** Per agent credential on the agent protocol: far above what heartbeats, claims and log batches need. */
-  KILN_RATE_LIMIT_AGENT_PER_MINUTE: intVar(12_000),
-  KILN_RATE_LIMIT_AGENT_BURST: intVar(2_000),
-  /** Per webhook source on forge intake: a redelivery storm, never a busy monorepo, meets it. */
-  KILN_RATE_LIMIT_WEBHOOK_PER_MINUTE: intVar(6_000),
-  KILN_RATE_LIMIT_WEBHOOK_BURST: intVar(1_000),
+  /**
+   * Per agent credential on the agent protocol (1000/s, burst 5000): a pool's shared credential
+   * serves many hosts, so this bounds a broken peer, never a fleet's heartbeats, claims and logs.
+   */
+  KILN_RATE_LIMIT_AGENT_PER_MINUTE: intVar(60_000),
+  KILN_RATE_LIMIT_AGENT_BURST: intVar(5_000),
+  /** Per webhook source (one App covers all its installations): 500/s, burst 5000; a storm meets it. */
+  KILN_RATE_LIMIT_WEBHOOK_PER_MINUTE: intVar(30_000),
+  KILN_RATE_LIMIT_WEBHOOK_BURST: intVar(5_000),
   /**
    * Plans as JSON: {"<plan>": {"token": {"per_minute": n, "burst": n}, "org": {...}}}. Default none:
    * every org gets the defaults above.

@@ -92,15 +92,27 @@ export async function limitRoute(surface: RateSurface | null, req: Request): Pro
 }
 
 /** The dashboard (tRPC): per signed-in user and per org, sharing the org bucket with its API tokens. */
-export async function limitDashboard(tenant: { userId: string; orgId: string; slug: string }): Promise<void> {
+export async function limitDashboard(tenant: DashboardTenant): Promise<void> {
   const rl = rateLimits();
-  if (!rl) return;
-  const budgets = apiBudgetsFor(rl.cfg, tenant.slug);
-  const r = await rl.limiter.check("dashboard", [
-    { key: `kiln:rl:user:${tenant.userId}`, ...budgets.token },
-    { key: `kiln:rl:org:${tenant.orgId}`, ...budgets.org },
-  ]);
-  if (r && !r.allowed) throw rateLimitedError(r);
+  if (rl) await dashboardLimit(rl)(tenant);
+}
+
+interface DashboardTenant {
+  userId: string;
+  orgId: string;
+  slug: string;
+}
+
+/** limitDashboard's charge with a given limiter and configuration (tests build their own). */
+export function dashboardLimit(rl: Pick<RateLimits, "cfg" | "limiter">): (t: DashboardTenant) => Promise<void> {
+  return async (tenant) => {
+    const budgets = apiBudgetsFor(rl.cfg, tenant.slug);
+    const r = await rl.limiter.check("dashboard", [
+      { key: `kiln:rl:user:${tenant.userId}`, ...budgets.token },
+      { key: `kiln:rl:org:${tenant.orgId}`, ...budgets.org },
+    ]);
+    if (r && !r.allowed) throw rateLimitedError(r);
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { isDomainError } from "@kiln/domain";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { createTrpcContext } from "@/server/trpc/context.ts";
+import { trpcResponseMeta } from "@/server/trpc/response-meta.ts";
 import { toErrorResponse } from "@/server/http/error-map.ts";
 import { readLimited } from "@/server/http/route.ts";
 import { webLogger } from "@/server/logger.ts";
@@ -36,25 +36,13 @@ async function handler(incoming: Request): Promise<Response> {
     req,
     router: appRouter,
     createContext: createTrpcContext,
-    responseMeta: ({ errors }) => {
-      const headers = new Headers({ "cache-control": "no-store" });
-      // RATE.LIMITED (docs/adr/0044): the same Retry-After as /v1 answers with.
-      const retry = errors.map((e) => retryAfterSeconds(e.cause)).find((s) => s !== null);
-      if (retry !== undefined && retry !== null) headers.set("retry-after", String(retry));
-      return { headers };
-    },
+    responseMeta: trpcResponseMeta,
     onError: ({ error, path }) => {
       // Expected refusals (not found, forbidden, conflicts) are answers, not incidents.
       if (error.code !== "INTERNAL_SERVER_ERROR" && error.code !== "SERVICE_UNAVAILABLE") return;
       webLogger().error("trpc request failed", { path, code: error.code, err: error.cause ?? error });
     },
   });
-}
-
-function retryAfterSeconds(cause: unknown): number | null {
-  if (!isDomainError(cause) || cause.code !== "RATE.LIMITED") return null;
-  const s = cause.details?.retry_after_seconds;
-  return typeof s === "number" ? s : null;
 }
 
 export { handler as GET, handler as POST };
