@@ -2,7 +2,7 @@ import type { Db } from "@kiln/db";
 import { hashSecret } from "../identity/tokens.ts";
 
 /** The org an API token belongs to, for its org bucket; null for a token nobody issued. */
-export interface TokenOrg {
+interface TokenOrg {
   orgId: string;
   slug: string;
 }

@@ -4,9 +4,8 @@ export {
   apiBudgetsFor,
   rateLimitConfigFromEnv,
   rateLimitEnvSchema,
-  type RateBudget,
   type RateLimitConfig,
 } from "./rate-limit-config.ts";
 export { createRateLimitRedis, RateLimiter, type RateSurface } from "./rate-limiter.ts";
-export { ApiTokenOrgCache, bearerKey, type TokenOrg } from "./api-token-org.ts";
+export { ApiTokenOrgCache, bearerKey } from "./api-token-org.ts";
 export type { BucketSpec, TakeResult } from "./token-bucket.ts";

@@ -5,13 +5,13 @@ import { z } from "zod";
 // plan's numbers in one place and every org on it follows, with no migration.
 
 /** What a bucket refills at (tokens a minute) and holds at most (the burst). */
-export interface RateBudget {
+interface RateBudget {
   perMinute: number;
   burst: number;
 }
 
 /** The API budgets a plan may override; an absent one keeps the platform default. */
-export interface PlanBudgets {
+interface PlanBudgets {
   token?: RateBudget;
   org?: RateBudget;
 }
@@ -99,11 +99,15 @@ export const rateLimitEnvSchema = z.object({
       }
       return out;
     }),
-  /** One Redis call's budget (default 100 ms): past it the request goes through, counted as failed open. */
-  KILN_RATE_LIMIT_REDIS_TIMEOUT_MS: z.coerce.number().int().min(5).max(5_000).default(100),
+  /**
+   * One Redis call's budget (default 500 ms): past it the request goes through, counted as failed
+   * open. It bounds a hung Redis (a dead one is noticed at once); it is wall time in this process, so
+   * a busy event loop counts too, and 100 ms failed requests open under a storm on 2 loaded cores.
+   */
+  KILN_RATE_LIMIT_REDIS_TIMEOUT_MS: z.coerce.number().int().min(5).max(5_000).default(500),
 });
 
-export type RateLimitEnv = z.infer<typeof rateLimitEnvSchema>;
+type RateLimitEnv = z.infer<typeof rateLimitEnvSchema>;
 
 /** The configuration from the parsed variables; a plan an org names must exist. */
 export function rateLimitConfigFromEnv(e: RateLimitEnv): RateLimitConfig {

@@ -66,7 +66,7 @@ async function bucketsFor(rl: RateLimits, surface: RateSurface, req: Request): P
 }
 
 /** Thrown when over a bucket: 429 with Retry-After (error-map.ts reads retry_after_seconds). */
-export function rateLimitedError(r: TakeResult): DomainError {
+function rateLimitedError(r: TakeResult): DomainError {
   const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   return new DomainError("RATE.LIMITED", `rate limit exceeded; retry in ${seconds} s`, {
     retry_after_seconds: seconds,
