@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis } from "@kiln/testkit";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { controlPlaneRegistry } from "../src/metrics/index.ts";
 import {

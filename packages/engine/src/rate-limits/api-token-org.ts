@@ -1,5 +1,5 @@
 import type { Db } from "@kiln/db";
-import { hashSecret } from "../identity/tokens.ts";
+import { hashSecret } from "../identity/index.ts";
 
 /** The org an API token belongs to, for its org bucket; null for a token nobody issued. */
 interface TokenOrg {
