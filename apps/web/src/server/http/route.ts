@@ -1,9 +1,10 @@
 import { DomainError } from "@kiln/domain";
 import type { z } from "zod";
 import { env } from "../env.ts";
-import type { RateSurface, TakeResult } from "@kiln/engine";
+import type { TakeResult } from "@kiln/engine";
 import { toErrorResponse } from "./error-map.ts";
 import { limitRoute, rateLimitOf, withRateLimitHeaders } from "./rate-limit.ts";
+import { RATE_SURFACE } from "./rate-surface.ts";
 
 type Params = Record<string, string>;
 
@@ -28,21 +29,6 @@ export type RouteAuth =
   /** The operator's Prometheus scrape token (Authorization: Bearer $KILN_METRICS_TOKEN). */
   | "metrics_token"
   | "none";
-
-/**
- * Whose buckets a route's callers are charged to (docs/adr/0044), by its declared auth. Machine
- * peers (agents, the forge) have budgets of their own; health, metrics and public reads none.
- */
-const RATE_SURFACE: Record<RouteAuth, RateSurface | null> = {
-  api_token: "api",
-  api_token_or_session: "api",
-  agent_token: "agent",
-  registration_token: "agent",
-  job_token: "agent",
-  webhook_signature: "webhook",
-  metrics_token: null,
-  none: null,
-};
 
 interface ResponseSpec {
   description: string;
