@@ -24,6 +24,9 @@ const E2E_ENV: Record<string, string> = {
   KILN_RECONCILE_MS: "250",
   KILN_BACKOFF_BASE_MS: "200",
   KILN_BACKOFF_MAX_MS: "1000",
+  // Rate limits (docs/adr/0044) are off in the suites, which poll with one token from many places
+  // at once; e2e/rate-limits.test.ts turns them on and checks the defaults.
+  KILN_RATE_LIMIT_ENABLED: "false",
 };
 
 /**
@@ -118,6 +121,13 @@ export class Platform {
         },
       );
     });
+  }
+
+  /** One more web server process on this platform (its own env on top), answering at the returned URL. */
+  async startWeb(name: string, env: Record<string, string>): Promise<string> {
+    const platform = this.started();
+    await platform.startWeb(name, { env, healthTimeoutMs: 60_000 });
+    return platform.baseUrl(name);
   }
 
   /** One more workers process (a second scheduler, relay and job runner racing the first). */

@@ -309,3 +309,5 @@ export {
   type MinuteQuotaStatus,
   type UsageReport,
 } from "./metering/index.ts";
+
+export * from "./rate-limits/index.ts";

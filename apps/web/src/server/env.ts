@@ -5,6 +5,7 @@ import {
   forgeConfigFromEnv,
   identityKekFileFromEnv,
   parseAgentRegistries,
+  rateLimitEnvSchema,
   type EngineConfig,
   type ForgeConfig,
 } from "@kiln/engine";
@@ -15,6 +16,9 @@ import { z } from "zod";
 // dispatch, object store, artifacts, caches, logs) come from its one schema, shared with the workers.
 const schema = z.object({
   ...engineEnvSchema.shape,
+  // Rate limits (docs/adr/0044): KILN_RATE_LIMIT_* with their defaults, commented in their schema
+  // (packages/engine/src/rate-limits/rate-limit-config.ts) and in docs/operating.md.
+  ...rateLimitEnvSchema.shape,
   /** PostgreSQL, the authority. `npm run up` fills it in from the embedded server when unset. */
   DATABASE_URL: z.string().min(1),
   /** Largest request body accepted by any /v1 route. */
@@ -25,7 +29,8 @@ const schema = z.object({
     .default(5 * 1024 * 1024),
   /** Database pool size for this process. */
   KILN_DB_POOL: z.coerce.number().int().min(1).default(10),
-  /** Redis for live log fan-out (pub/sub). A latency path only: logs replay from PostgreSQL/S3. */
+  /** Redis for live log fan-out (pub/sub) and the rate-limit buckets. Neither is an authority: logs
+   * replay from PostgreSQL/S3, and rate limits fail open while Redis is away (docs/adr/0044). */
   REDIS_URL: z.string().min(1).default("redis://127.0.0.1:6379"),
   /** How often an idle SSE follower re-reads the log head (bounds the cost of a lost Redis message). */
   KILN_LOG_POLL_MS: z.coerce.number().int().min(50).default(1_000),

@@ -78,6 +78,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   "ENTITLEMENT.PLATFORM_ADMIN_REQUIRED": 403,
   "REQUEST.INVALID": 400,
   "REQUEST.TOO_LARGE": 413,
+  // A token, org, agent or webhook source over its bucket (docs/adr/0044): 429 with Retry-After.
+  "RATE.LIMITED": 429,
   "SESSION.NOT_FOUND": 404,
   // Placement (issue 15): a pool policy the rules refuse; a host weaker than its pool requires.
   "POOL.POLICY_REFUSED": 422,

@@ -1,7 +1,10 @@
 import { DomainError } from "@kiln/domain";
 import type { z } from "zod";
 import { env } from "../env.ts";
+import type { TakeResult } from "@kiln/engine";
 import { toErrorResponse } from "./error-map.ts";
+import { limitRoute, rateLimitOf, withRateLimitHeaders } from "./rate-limit.ts";
+import { RATE_SURFACE } from "./rate-surface.ts";
 
 type Params = Record<string, string>;
 
@@ -71,9 +74,9 @@ type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
 
 /**
  * The one builder every REST route goes through (conventions rule 5): it declares the route for
- * the OpenAPI document (path, summary, auth, query/body/response schemas), enforces the body size
- * limit, parses JSON and the query string against the route's schemas, checks UUID path params,
- * and maps every error to {error: {code, message}}. Authentication is the handler's first line, so
+ * the OpenAPI document (path, summary, auth, query/body/response schemas), enforces the caller's
+ * rate limit (docs/adr/0044) and the body size limit, parses JSON and the query string against the
+ * route's schemas, checks UUID path params, and maps every error to {error: {code, message}}. Authentication is the handler's first line, so
  * no route can forget that it has to choose one.
  */
 export function route<S extends z.ZodType | undefined = undefined, Q extends z.ZodObject | undefined = undefined>(
@@ -85,8 +88,12 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
     handler: (ctx: RouteContext<Infer<S>, Infer<Q>>) => Promise<Response>;
   },
 ): Handler {
+  const surface = RATE_SURFACE[def.auth];
   const run = async (req: Request, ctx: { params: Promise<Params> }): Promise<Response> => {
+    let limit: TakeResult | null = null;
     try {
+      // First, before the body is read: a caller over its budget costs one Redis round trip.
+      limit = await limitRoute(surface, req);
       const params = (await ctx.params) ?? {};
       for (const p of def.uuidParams ?? []) {
         if (!UUID.test(params[p] ?? "")) throw new DomainError(notFoundCode(p), `${p} is not a valid id`);
@@ -111,9 +118,12 @@ export function route<S extends z.ZodType | undefined = undefined, Q extends z.Z
         }
         body = parsed.data;
       }
-      return await def.handler({ req, params, body: body as never, query: query as never, rawBody });
+      return withRateLimitHeaders(
+        await def.handler({ req, params, body: body as never, query: query as never, rawBody }),
+        limit,
+      );
     } catch (e) {
-      return toErrorResponse(e);
+      return withRateLimitHeaders(toErrorResponse(e), limit ?? rateLimitOf(e));
     }
   };
   const { handler: _handler, maxBytes: _maxBytes, ...spec } = def;

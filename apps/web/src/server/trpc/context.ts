@@ -1,6 +1,7 @@
 import { currentUser } from "../auth/index.ts";
 import { authEnvProblem } from "../auth/env.ts";
 import { services } from "../context.ts";
+import { limitDashboard } from "../http/rate-limit.ts";
 import type { TrpcContext } from "./init.ts";
 
 /**
@@ -9,5 +10,9 @@ import type { TrpcContext } from "./init.ts";
  * log's status), as the home page does.
  */
 export async function createTrpcContext(): Promise<TrpcContext> {
-  return { db: services().db, user: authEnvProblem() === null ? await currentUser() : null };
+  return {
+    db: services().db,
+    user: authEnvProblem() === null ? await currentUser() : null,
+    rateLimit: limitDashboard,
+  };
 }

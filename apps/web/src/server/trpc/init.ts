@@ -14,6 +14,11 @@ export interface TrpcContext {
   user: { id: string; login: string } | null;
   /** The decision service's deps (issue 18); tests pass their own, servers use the process's. */
   envDeps?: EnvDeps;
+  /**
+   * Charges an org-scoped call to the user's and the org's buckets (docs/adr/0044); throws
+   * RATE.LIMITED (TOO_MANY_REQUESTS) when over. Servers pass the process's; tests may omit it.
+   */
+  rateLimit?: (tenant: { userId: string; orgId: string; slug: string }) => Promise<void>;
 }
 
 const t = initTRPC.context<TrpcContext>().create({
@@ -89,6 +94,8 @@ function tenantProcedure(roles: typeof ALL_ROLES) {
       orgSlug: input.org,
       roles,
     });
+    // After the tenant query, so the org bucket is the org's and an outsider spends nobody's budget.
+    await ctx.rateLimit?.({ userId: ctx.user.id, orgId: tenant.orgId, slug: tenant.slug });
     return next({ ctx: { tenant } });
   });
 }

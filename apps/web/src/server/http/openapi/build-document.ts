@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { RouteAuth, RouteSpec } from "../route.ts";
+import { RATE_SURFACE } from "../rate-surface.ts";
 import { DOCUMENT_ROUTES } from "./document-routes.ts";
 
 // Builds the OpenAPI 3.1 documents from the routes' own declarations (docs/adr/0029): nothing is
@@ -172,6 +173,19 @@ function operation(r: DocumentedRoute): Record<string, unknown> {
             ),
           }
         : {}),
+    };
+  }
+  // Rate-limited routes (docs/adr/0044) say so, with the headers a client backs off by.
+  if (RATE_SURFACE[spec.auth]) {
+    responses["429"] = {
+      description: "RATE.LIMITED: over the caller's budget; retry after Retry-After seconds",
+      headers: {
+        "Retry-After": { description: "seconds until a request will be admitted", schema: { type: "string" } },
+        "RateLimit-Limit": { description: "the tightest bucket's size (burst)", schema: { type: "string" } },
+        "RateLimit-Remaining": { description: "requests left in it now", schema: { type: "string" } },
+        "RateLimit-Reset": { description: "seconds until it is full again", schema: { type: "string" } },
+      },
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
     };
   }
   responses.default = {

@@ -1,5 +1,6 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { createTrpcContext } from "@/server/trpc/context.ts";
+import { trpcResponseMeta } from "@/server/trpc/response-meta.ts";
 import { toErrorResponse } from "@/server/http/error-map.ts";
 import { readLimited } from "@/server/http/route.ts";
 import { webLogger } from "@/server/logger.ts";
@@ -35,7 +36,7 @@ async function handler(incoming: Request): Promise<Response> {
     req,
     router: appRouter,
     createContext: createTrpcContext,
-    responseMeta: () => ({ headers: new Headers({ "cache-control": "no-store" }) }),
+    responseMeta: trpcResponseMeta,
     onError: ({ error, path }) => {
       // Expected refusals (not found, forbidden, conflicts) are answers, not incidents.
       if (error.code !== "INTERNAL_SERVER_ERROR" && error.code !== "SERVICE_UNAVAILABLE") return;
