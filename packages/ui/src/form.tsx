@@ -1,0 +1,115 @@
+import { type FormEvent, type ReactNode, type SelectHTMLAttributes, useId } from "react";
+import { Button } from "./button.tsx";
+import { cn } from "./cn.ts";
+import { inputClasses } from "./field.tsx";
+import { Notice } from "./notice.tsx";
+
+/**
+ * An admin form: labelled fields (children), a submit button that says it is working and cannot
+ * be pressed twice, and the server's refusal under it. `noValidate` because the server's messages
+ * are the ones shown (beside their field via `Field`'s error); the browser's bubbles would differ.
+ * `onSubmit` receives the form's data and the element (to reset it or focus a field afterwards).
+ */
+export function Form({
+  label,
+  title,
+  onSubmit,
+  pending,
+  submitLabel,
+  pendingLabel,
+  error,
+  children,
+  footer,
+  className,
+  testId,
+  submitVariant = "primary",
+  inline = true,
+}: {
+  /** The form's accessible name. */
+  label: string;
+  /** A visible heading, when the form is a section of its own. */
+  title?: ReactNode;
+  onSubmit: (data: FormData, form: HTMLFormElement) => void;
+  pending: boolean;
+  submitLabel: string;
+  pendingLabel: string;
+  error?: string | null;
+  children?: ReactNode;
+  /** Below the fields, above the error (a hint, a second action). */
+  footer?: ReactNode;
+  className?: string;
+  testId?: string;
+  submitVariant?: "primary" | "secondary" | "danger";
+  /** Fields and the button on one wrapping row (the default), or stacked. */
+  inline?: boolean;
+}) {
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    if (pending) return;
+    onSubmit(new FormData(e.currentTarget), e.currentTarget);
+  };
+  return (
+    <form noValidate onSubmit={submit} className={className} data-testid={testId} aria-label={label}>
+      {title ? <h3 className="mb-2 text-sm font-semibold">{title}</h3> : null}
+      <div className={cn(inline ? "flex flex-wrap items-start gap-3" : "flex flex-col gap-3")}>
+        {children}
+        <Button
+          type="submit"
+          variant={submitVariant}
+          className={cn(inline ? "mt-5" : "self-start")}
+          disabled={pending}
+          aria-busy={pending || undefined}
+        >
+          {pending ? pendingLabel : submitLabel}
+        </Button>
+      </div>
+      {footer}
+      <Notice tone="error">{error}</Notice>
+    </form>
+  );
+}
+
+/** A labelled select, wired like `Field` (hint and error described, invalid when in error). */
+export function SelectField({
+  label,
+  hint,
+  error,
+  className,
+  selectClassName,
+  children,
+  ...select
+}: SelectHTMLAttributes<HTMLSelectElement> & {
+  label: string;
+  hint?: ReactNode;
+  error?: string | null;
+  selectClassName?: string;
+}) {
+  const id = useId();
+  const describedBy = [hint ? `${id}-hint` : null, error ? `${id}-error` : null].filter(Boolean).join(" ") || undefined;
+  return (
+    <div className={cn("flex flex-col gap-1", className)}>
+      <label htmlFor={id} className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
+        {label}
+      </label>
+      <select
+        id={id}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={describedBy}
+        className={cn(inputClasses, selectClassName)}
+        {...select}
+      >
+        {children}
+      </select>
+      {hint ? (
+        <p id={`${id}-hint`} className="text-xs text-zinc-500 dark:text-zinc-400">
+          {hint}
+        </p>
+      ) : null}
+      {error ? (
+        <p id={`${id}-error`} className="text-xs text-red-700 dark:text-red-400">
+          {error}
+        </p>
+      ) : null}
+    </div>
+  );
+}
