@@ -3,7 +3,7 @@ import { cn } from "./cn.ts";
 import { Skeleton } from "./states.tsx";
 
 export interface Column<T> {
-  /** Stable key of the column (React key, and the cell's data-col). */
+  /** Stable key of the column (React key, and the cell's data-field, which e2e tests read). */
   key: string;
   header: ReactNode;
   cell: (row: T) => ReactNode;
@@ -106,7 +106,7 @@ function DataRow<T>({
       )}
     >
       {columns.map((c) => (
-        <td key={c.key} data-col={c.key} className={cn("py-2 pr-3 align-top", c.className)}>
+        <td key={c.key} data-field={c.key} className={cn("py-2 pr-3 align-top", c.className)}>
           {c.cell(row)}
         </td>
       ))}

@@ -1,4 +1,4 @@
-import { type FormEvent, type ReactNode, type SelectHTMLAttributes, useId } from "react";
+import { type FormEvent, type ReactNode, type Ref, type SelectHTMLAttributes, useId } from "react";
 import { Button } from "./button.tsx";
 import { cn } from "./cn.ts";
 import { inputClasses } from "./field.tsx";
@@ -23,7 +23,8 @@ export function Form({
   className,
   testId,
   submitVariant = "primary",
-  inline = true,
+  layout = "row",
+  formRef,
 }: {
   /** The form's accessible name. */
   label: string;
@@ -40,34 +41,47 @@ export function Form({
   className?: string;
   testId?: string;
   submitVariant?: "primary" | "secondary" | "danger";
-  /** Fields and the button on one wrapping row (the default), or stacked. */
-  inline?: boolean;
+  /** Fields and the button on one wrapping row (the default); or fields in two columns, or
+   *  stacked, with the button under them. */
+  layout?: "row" | "grid" | "stack";
+  /** The form element, for resetting it or focusing a field after a success. */
+  formRef?: Ref<HTMLFormElement>;
 }) {
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     if (pending) return;
     onSubmit(new FormData(e.currentTarget), e.currentTarget);
   };
+  const button = (
+    <Button
+      type="submit"
+      variant={submitVariant}
+      className={layout === "row" ? "mt-5" : "mt-3"}
+      disabled={pending}
+      aria-busy={pending || undefined}
+    >
+      {pending ? pendingLabel : submitLabel}
+    </Button>
+  );
   return (
-    <form noValidate onSubmit={submit} className={className} data-testid={testId} aria-label={label}>
+    <form ref={formRef} noValidate onSubmit={submit} className={className} data-testid={testId} aria-label={label}>
       {title ? <h3 className="mb-2 text-sm font-semibold">{title}</h3> : null}
-      <div className={cn(inline ? "flex flex-wrap items-start gap-3" : "flex flex-col gap-3")}>
+      <div className={LAYOUTS[layout]}>
         {children}
-        <Button
-          type="submit"
-          variant={submitVariant}
-          className={cn(inline ? "mt-5" : "self-start")}
-          disabled={pending}
-          aria-busy={pending || undefined}
-        >
-          {pending ? pendingLabel : submitLabel}
-        </Button>
+        {layout === "row" ? button : null}
       </div>
       {footer}
       <Notice tone="error">{error}</Notice>
+      {layout === "row" ? null : button}
     </form>
   );
 }
+
+const LAYOUTS = {
+  row: "flex flex-wrap items-start gap-3",
+  grid: "grid gap-3 sm:grid-cols-2",
+  stack: "flex flex-col gap-3",
+} as const;
 
 /** A labelled select, wired like `Field` (hint and error described, invalid when in error). */
 export function SelectField({
