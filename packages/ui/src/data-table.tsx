@@ -1,4 +1,4 @@
-import type { HTMLAttributes, KeyboardEvent, ReactNode } from "react";
+import { Fragment, type HTMLAttributes, type KeyboardEvent, type ReactNode } from "react";
 import { cn } from "./cn.ts";
 import { Skeleton } from "./states.tsx";
 
@@ -26,6 +26,7 @@ export function DataTable<T>({
   loading = false,
   loadingRows = 3,
   onActivate,
+  renderRow,
   testId,
   caption,
   className,
@@ -39,6 +40,8 @@ export function DataTable<T>({
   loading?: boolean;
   loadingRows?: number;
   onActivate?: (row: T) => void;
+  /** A row with state of its own (edited in place): rendered whole, columns give the headers. */
+  renderRow?: (row: T) => ReactNode;
   testId?: string;
   caption?: string;
   className?: string;
@@ -65,9 +68,13 @@ export function DataTable<T>({
           {loading || rows === undefined ? (
             <LoadingRows columns={columns.length} rows={loadingRows} />
           ) : (
-            rows.map((row) => (
-              <DataRow key={rowKey(row)} row={row} columns={columns} rowProps={rowProps} onActivate={onActivate} />
-            ))
+            rows.map((row) =>
+              renderRow ? (
+                <Fragment key={rowKey(row)}>{renderRow(row)}</Fragment>
+              ) : (
+                <DataRow key={rowKey(row)} row={row} columns={columns} rowProps={rowProps} onActivate={onActivate} />
+              ),
+            )
           )}
         </tbody>
       </table>

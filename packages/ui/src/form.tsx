@@ -18,6 +18,8 @@ export function Form({
   submitLabel,
   pendingLabel,
   error,
+  note,
+  autoComplete,
   children,
   footer,
   className,
@@ -35,6 +37,9 @@ export function Form({
   submitLabel: string;
   pendingLabel: string;
   error?: string | null;
+  /** The last success, announced politely (rendered only when the caller keeps one). */
+  note?: string | null;
+  autoComplete?: "on" | "off";
   children?: ReactNode;
   /** Below the fields, above the error (a hint, a second action). */
   footer?: ReactNode;
@@ -72,6 +77,7 @@ export function Form({
       </div>
       {footer}
       <Notice tone="error">{error}</Notice>
+      {note === undefined ? null : <Notice tone="success">{note}</Notice>}
       {layout === "row" ? null : button}
     </form>
   );
