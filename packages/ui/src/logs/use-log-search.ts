@@ -57,3 +57,25 @@ export function useLogSearch(
   );
   return { matches, searching };
 }
+
+/**
+ * The viewer's search: the query, the matches, and stepping through them (wrapping at both ends);
+ * `reveal` scrolls a match's row into view.
+ */
+export function useLogFind(model: LogLines, version: number, reveal: (row: number) => void) {
+  const [query, setQuery] = useState("");
+  // Index into matches of the current match; -1 until the user steps to one.
+  const [active, setActive] = useState(-1);
+  const { matches, searching } = useLogSearch(model, version, query);
+  const goToMatch = (i: number) => {
+    if (matches.length === 0) return;
+    const next = (i + matches.length) % matches.length;
+    setActive(next);
+    reveal(matches[next]!);
+  };
+  const onQuery = (q: string) => {
+    setQuery(q);
+    setActive(-1);
+  };
+  return { query, onQuery, active, matches, searching, goToMatch };
+}
