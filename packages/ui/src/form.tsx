@@ -36,7 +36,8 @@ export function Form({
   pending: boolean;
   submitLabel: string;
   pendingLabel: string;
-  error?: string | null;
+  /** The server's refusal of the whole form (a string, or a code and message). */
+  error?: ReactNode;
   /** The last success, announced politely (rendered only when the caller keeps one). */
   note?: string | null;
   autoComplete?: "on" | "off";
