@@ -24,6 +24,7 @@ export function Form({
   footer,
   className,
   testId,
+  id,
   submitVariant = "primary",
   layout = "row",
   formRef,
@@ -46,6 +47,7 @@ export function Form({
   footer?: ReactNode;
   className?: string;
   testId?: string;
+  id?: string;
   submitVariant?: "primary" | "secondary" | "danger";
   /** Fields and the button on one wrapping row (the default); or fields in two columns, or
    *  stacked, with the button under them. */
