@@ -15,6 +15,7 @@ export function Form({
   title,
   onSubmit,
   pending,
+  disabled = false,
   submitLabel,
   pendingLabel,
   error,
@@ -35,6 +36,8 @@ export function Form({
   title?: ReactNode;
   onSubmit: (data: FormData, form: HTMLFormElement) => void;
   pending: boolean;
+  /** Nothing to submit yet (e.g. no choices loaded): the button is disabled without "pending". */
+  disabled?: boolean;
   submitLabel: string;
   pendingLabel: string;
   /** The server's refusal of the whole form (a string, or a code and message). */
@@ -57,7 +60,7 @@ export function Form({
 }) {
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    if (pending) return;
+    if (pending || disabled) return;
     onSubmit(new FormData(e.currentTarget), e.currentTarget);
   };
   const button = (
@@ -65,7 +68,7 @@ export function Form({
       type="submit"
       variant={submitVariant}
       className={layout === "row" ? "mt-5" : "mt-3"}
-      disabled={pending}
+      disabled={pending || disabled}
       aria-busy={pending || undefined}
     >
       {pending ? pendingLabel : submitLabel}
