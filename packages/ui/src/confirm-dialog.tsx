@@ -110,6 +110,7 @@ function useReturnFocus(open: boolean, root: RefObject<HTMLElement | null>) {
 export function ConfirmButton({
   label,
   ariaLabel,
+  triggerTitle,
   title,
   children,
   confirmLabel,
@@ -122,6 +123,8 @@ export function ConfirmButton({
 }: {
   label: ReactNode;
   ariaLabel?: string;
+  /** The trigger's tooltip (e.g. why it is disabled). */
+  triggerTitle?: string;
   title: string;
   children?: ReactNode;
   confirmLabel: string;
@@ -145,7 +148,14 @@ export function ConfirmButton({
   };
   return (
     <>
-      <Button size={size} variant={variant} aria-label={ariaLabel} disabled={disabled} onClick={() => setOpen(true)}>
+      <Button
+        size={size}
+        variant={variant}
+        aria-label={ariaLabel}
+        title={triggerTitle}
+        disabled={disabled}
+        onClick={() => setOpen(true)}
+      >
         {label}
       </Button>
       <ConfirmDialog
