@@ -75,7 +75,16 @@ export function Form({
     </Button>
   );
   return (
-    <form ref={formRef} noValidate onSubmit={submit} className={className} data-testid={testId} aria-label={label}>
+    <form
+      ref={formRef}
+      id={id}
+      noValidate
+      autoComplete={autoComplete}
+      onSubmit={submit}
+      className={className}
+      data-testid={testId}
+      aria-label={label}
+    >
       {title ? <h3 className="mb-2 text-sm font-semibold">{title}</h3> : null}
       <div className={LAYOUTS[layout]}>
         {children}

@@ -119,6 +119,20 @@ describe("Form", () => {
     expect(html).toMatch(/aria-invalid="true" aria-describedby="[^"]+-error"/);
     expect(html).toMatch(/<label for="([^"]+)"[^>]*>Role<\/label><select id="\1"/);
   });
+  it("carries its id and autocomplete policy (pages focus into it by id; secrets forms turn autofill off)", () => {
+    const html = renderToStaticMarkup(
+      h(Form, {
+        label: "x",
+        id: "add-schedule",
+        autoComplete: "off",
+        onSubmit() {},
+        pending: false,
+        submitLabel: "Save",
+        pendingLabel: "Saving…",
+      }),
+    );
+    expect(html).toMatch(/^<form id="add-schedule" noValidate="" autoComplete="off"/);
+  });
   it("has no alert when nothing was refused", () => {
     const html = renderToStaticMarkup(
       h(Form, { label: "x", onSubmit() {}, pending: false, submitLabel: "Save", pendingLabel: "Saving…" }, null),

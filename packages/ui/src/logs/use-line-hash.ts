@@ -1,7 +1,7 @@
 "use client";
 import { type RefObject, useEffect, useRef, useState } from "react";
 
-export function lineFromHash(): number | null {
+function lineFromHash(): number | null {
   const m = /^#L(\d+)$/.exec(typeof window === "undefined" ? "" : window.location.hash);
   return m ? Number(m[1]) : null;
 }

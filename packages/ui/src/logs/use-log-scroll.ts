@@ -3,9 +3,9 @@ import { type RefObject, type UIEvent, useCallback, useEffect, useLayoutEffect, 
 import type { LogLines } from "./log-lines.ts";
 import { scrollTopForRow } from "./virtual-window.ts";
 
-export const ROW = 20;
+const ROW = 20;
 
-export interface ScrollGeometry {
+interface ScrollGeometry {
   rowCount: number;
   rowHeight: number;
   viewportHeight: number;

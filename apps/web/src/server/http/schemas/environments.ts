@@ -187,7 +187,7 @@ export function promotionWire(p: PromotionView): z.infer<typeof promotion> {
 }
 
 /** A choice for a promotion (issue 29): an attested artifact of the environment's repo. */
-export const promotableArtifact = z.object({
+const promotableArtifact = z.object({
   artifact_id: z.uuid(),
   name: z.string(),
   job: z.string(),
