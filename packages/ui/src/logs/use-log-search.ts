@@ -9,7 +9,7 @@ export const MAX_MATCHES = 10_000;
  * Rows whose visible text contains `query` (case-insensitive). The search runs in slices between
  * frames so a million-line log never blocks input, and continues over new rows as they stream in.
  */
-export function useLogSearch(
+function useLogSearch(
   model: LogLines,
   version: number,
   query: string,
