@@ -9,11 +9,7 @@ export const MAX_MATCHES = 10_000;
  * Rows whose visible text contains `query` (case-insensitive). The search runs in slices between
  * frames so a million-line log never blocks input, and continues over new rows as they stream in.
  */
-function useLogSearch(
-  model: LogLines,
-  version: number,
-  query: string,
-): { matches: number[]; searching: boolean } {
+function useLogSearch(model: LogLines, version: number, query: string): { matches: number[]; searching: boolean } {
   const [matches, setMatches] = useState<number[]>([]);
   const [searching, setSearching] = useState(false);
   const state = useRef({ query: "", upTo: 0, found: [] as number[], timer: 0 as ReturnType<typeof setTimeout> | 0 });
