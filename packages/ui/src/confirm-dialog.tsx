@@ -1,3 +1,4 @@
+"use client";
 import { type KeyboardEvent, type ReactNode, type RefObject, useEffect, useId, useRef, useState } from "react";
 import { Button, type ButtonVariant } from "./button.tsx";
 import { dialogKeyAction, FOCUSABLE, nextFocusIndex } from "./focus-trap.ts";
