@@ -47,6 +47,8 @@ export function NewEnvironmentForm({ org }: { org: string }) {
         formRef={formRef}
         onSubmit={onSubmit}
         pending={create.isPending}
+        // Until the repositories are loaded there is nothing to choose (the select is disabled too).
+        disabled={repos.isPending}
         submitLabel="Create environment"
         pendingLabel="Creating…"
         error={error ? <ServerErrorInline error={error} /> : null}
