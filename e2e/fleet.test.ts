@@ -207,7 +207,7 @@ describe("the fleet page in Chromium", () => {
     // Revoke asks to confirm first.
     await target.getByRole("button", { name: "Revoke" }).click();
     await target.getByText("Its running jobs are retried elsewhere").waitFor();
-    await target.getByRole("button", { name: "Revoke" }).click();
+    await target.getByRole("button", { name: "Confirm revoke of ondemand-2" }).click();
     await outcome(ada, "revoke done");
     await target.locator('[data-field="state"]').filter({ hasText: "revoked" }).waitFor();
     await until("ondemand-2's credential to die", async () => {

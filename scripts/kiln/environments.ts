@@ -9,6 +9,7 @@ import {
   getPolicyVersion,
   getPromotion,
   listEnvironments,
+  listPromotableArtifacts,
   memberActor,
   orgIdBySlug,
   overridePromotion,
@@ -129,8 +130,31 @@ export const environmentCommands: CliCommand[] = [
     },
   },
   {
+    name: "env artifacts",
+    usage:
+      "env artifacts <org>/<repo> <env> [--limit <n>]   (the recent attested artifacts a promotion may name, newest first)",
+    options: { limit: { type: "string" } },
+    async run(ctx) {
+      const { repo, env } = await envOf(ctx);
+      const limit = Number(opt(ctx.values, "limit") ?? "20");
+      if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit takes a whole number from 1");
+      const rows = await listPromotableArtifacts(ctx.db, repo.orgId, env.id, { limit });
+      ctx.out(
+        rows
+          .map(
+            (a) =>
+              `${a.artifactId}\t${a.name}\t${a.job}\t${a.commitSha.slice(0, 7)}\tsha256:${a.digest.slice(0, 12)}\t${a.sealedAt}\t${a.attestation}`,
+          )
+          .join("\n") || "(no attested artifacts)",
+        rows,
+      );
+      return 0;
+    },
+  },
+  {
     name: "promote",
-    usage: "promote <org>/<repo> <env> --artifact <artifact-id> --reason <text> [--as <login>]   (prints the decision)",
+    usage:
+      "promote <org>/<repo> <env> --artifact <artifact-id> --reason <text> [--as <login>]   (prints the decision; ids from env artifacts)",
     options: { artifact: { type: "string" }, reason: { type: "string" }, ...asOpt },
     async run(ctx) {
       const { repo, env } = await envOf(ctx);

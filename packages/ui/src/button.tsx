@@ -1,4 +1,4 @@
-import type { ButtonHTMLAttributes } from "react";
+import type { ButtonHTMLAttributes, Ref } from "react";
 import { cn } from "./cn.ts";
 
 export type ButtonVariant = "primary" | "secondary" | "danger" | "ghost";
@@ -29,6 +29,10 @@ export function Button({
   className,
   type = "button",
   ...rest
-}: ButtonHTMLAttributes<HTMLButtonElement> & { variant?: ButtonVariant; size?: "sm" | "md" }) {
+}: ButtonHTMLAttributes<HTMLButtonElement> & {
+  variant?: ButtonVariant;
+  size?: "sm" | "md";
+  ref?: Ref<HTMLButtonElement>;
+}) {
   return <button type={type} className={cn(buttonClasses(variant, size), className)} {...rest} />;
 }

@@ -50,3 +50,37 @@ export function LoadingBlock({ label = "Loading", rows = 3 }: { label?: string; 
     </div>
   );
 }
+
+/**
+ * What a loaded section shows before its content: a loading block while pending, the error
+ * (rendered by the caller, who knows its codes) when it failed, an empty state when there is
+ * nothing, else the children. One place for the order, so no page shows stale rows over an error.
+ */
+export function StatusGate({
+  pending,
+  error,
+  renderError,
+  loadingLabel = "Loading",
+  loadingRows = 3,
+  empty,
+  children,
+}: {
+  pending: boolean;
+  error: unknown;
+  renderError?: (error: unknown) => ReactNode;
+  loadingLabel?: string;
+  loadingRows?: number;
+  /** Shown instead of the children when set (the caller decides what "nothing" means). */
+  empty?: ReactNode;
+  children: () => ReactNode;
+}) {
+  if (pending) return <LoadingBlock label={loadingLabel} rows={loadingRows} />;
+  if (error)
+    return renderError ? (
+      <>{renderError(error)}</>
+    ) : (
+      <ErrorState message={error instanceof Error ? error.message : String(error)} />
+    );
+  if (empty) return <>{empty}</>;
+  return <>{children()}</>;
+}

@@ -73,6 +73,7 @@ export const ROUTE_MODULES: RouteModules = {
   "v1/environments/[envId]/promotions": () => import("@/app/v1/environments/[envId]/promotions/route.ts"),
   "v1/environments/[envId]/rollbacks": () => import("@/app/v1/environments/[envId]/rollbacks/route.ts"),
   "v1/environments/[envId]/policy": () => import("@/app/v1/environments/[envId]/policy/route.ts"),
+  "v1/environments/[envId]/artifacts": () => import("@/app/v1/environments/[envId]/artifacts/route.ts"),
   "v1/promotions/[promotionId]": () => import("@/app/v1/promotions/[promotionId]/route.ts"),
   "v1/promotions/[promotionId]/approvals": () => import("@/app/v1/promotions/[promotionId]/approvals/route.ts"),
   "v1/promotions/[promotionId]/overrides": () => import("@/app/v1/promotions/[promotionId]/overrides/route.ts"),

@@ -25,4 +25,9 @@ export {
 } from "./promotion-view.ts";
 export { listPointerMoves, type PointerMoveView } from "./pointer-history.ts";
 export type { ArtifactRef } from "./resolve-artifact.ts";
+export {
+  listPromotableArtifacts,
+  PROMOTABLE_LIMIT_MAX,
+  type PromotableArtifact,
+} from "./promotable-artifacts.ts";
 export { memberActor, orgIdBySlug } from "./member-actor.ts";

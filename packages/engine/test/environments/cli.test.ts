@@ -53,6 +53,11 @@ describe("kiln env|promote|promotion (the CLI)", { timeout: 300_000 }, () => {
       out: { version: 2 },
     });
 
+    // The choices a person picks from (issue 29): the attested artifact, by id, commit and digest.
+    const choices = await kiln(["env", "artifacts", ten.repoName, "staging"]);
+    expect(choices).toMatchObject({ code: 0, out: [{ artifactId: a.artifactId, name: "app", job: "build" }] });
+    expect((await kiln(["env", "artifacts", ten.repoName, "staging", "--limit", "0"])).code).not.toBe(0);
+
     const staged = await kiln(["promote", ten.repoName, "staging", "--artifact", a.artifactId, "--reason", "cli"]);
     expect(staged).toMatchObject({
       code: 0,

@@ -9,11 +9,7 @@ export const MAX_MATCHES = 10_000;
  * Rows whose visible text contains `query` (case-insensitive). The search runs in slices between
  * frames so a million-line log never blocks input, and continues over new rows as they stream in.
  */
-export function useLogSearch(
-  model: LogLines,
-  version: number,
-  query: string,
-): { matches: number[]; searching: boolean } {
+function useLogSearch(model: LogLines, version: number, query: string): { matches: number[]; searching: boolean } {
   const [matches, setMatches] = useState<number[]>([]);
   const [searching, setSearching] = useState(false);
   const state = useRef({ query: "", upTo: 0, found: [] as number[], timer: 0 as ReturnType<typeof setTimeout> | 0 });
@@ -56,4 +52,26 @@ export function useLogSearch(
     [],
   );
   return { matches, searching };
+}
+
+/**
+ * The viewer's search: the query, the matches, and stepping through them (wrapping at both ends);
+ * `reveal` scrolls a match's row into view.
+ */
+export function useLogFind(model: LogLines, version: number, reveal: (row: number) => void) {
+  const [query, setQuery] = useState("");
+  // Index into matches of the current match; -1 until the user steps to one.
+  const [active, setActive] = useState(-1);
+  const { matches, searching } = useLogSearch(model, version, query);
+  const goToMatch = (i: number) => {
+    if (matches.length === 0) return;
+    const next = (i + matches.length) % matches.length;
+    setActive(next);
+    reveal(matches[next]!);
+  };
+  const onQuery = (q: string) => {
+    setQuery(q);
+    setActive(-1);
+  };
+  return { query, onQuery, active, matches, searching, goToMatch };
 }

@@ -1,7 +1,7 @@
 "use client";
-import { Button, Field } from "@kiln/ui";
+import { Field, Form } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
-import { useRef, useState, type FormEvent } from "react";
+import { useRef, useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, type FormErrors } from "../settings/form-errors.ts";
 
@@ -34,9 +34,7 @@ export function ConnectRepoForm({ org, onConnected }: { org: string; onConnected
       },
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const fd = new FormData(e.currentTarget);
+  const onSubmit = (fd: FormData) => {
     const get = (k: string) => String(fd.get(k) ?? "").trim();
     if (!get("name")) return setErrors({ fields: { name: "enter owner/name" }, message: null });
     if (!get("cloneUrl")) return setErrors({ fields: { cloneUrl: "enter the clone URL" }, message: null });
@@ -49,48 +47,42 @@ export function ConnectRepoForm({ org, onConnected }: { org: string; onConnected
     });
   };
   return (
-    <form
-      ref={formRef}
-      noValidate
-      onSubmit={onSubmit}
+    <Form
+      label="Connect a repository"
+      title="Connect a repository"
+      testId="connect-repo-form"
       className="mt-4 border-t border-zinc-200 pt-4 dark:border-zinc-800"
-      data-testid="connect-repo-form"
-      aria-label="Connect a repository"
+      formRef={formRef}
+      onSubmit={onSubmit}
+      pending={connect.isPending}
+      submitLabel="Connect repository"
+      pendingLabel="Connecting…"
+      error={errors.message}
+      layout="grid"
     >
-      <h3 className="mb-2 text-sm font-semibold">Connect a repository</h3>
-      <div className="grid gap-3 sm:grid-cols-2">
-        <Field
-          label="Repository"
-          name="name"
-          placeholder="acme/app"
-          autoComplete="off"
-          spellCheck={false}
-          error={errors.fields.name}
-        />
-        <Field
-          label="Clone URL"
-          name="cloneUrl"
-          placeholder="https://github.com/acme/app.git"
-          autoComplete="off"
-          spellCheck={false}
-          error={errors.fields.cloneUrl}
-        />
-        <Field
-          label="Workflow path"
-          name="workflowPath"
-          defaultValue=".kiln/workflow.yaml"
-          error={errors.fields.workflowPath}
-        />
-        <Field label="Default branch" name="defaultBranch" defaultValue="main" error={errors.fields.defaultBranch} />
-      </div>
-      {errors.message ? (
-        <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-          {errors.message}
-        </p>
-      ) : null}
-      <Button type="submit" className="mt-3" disabled={connect.isPending}>
-        {connect.isPending ? "Connecting…" : "Connect repository"}
-      </Button>
-    </form>
+      <Field
+        label="Repository"
+        name="name"
+        placeholder="acme/app"
+        autoComplete="off"
+        spellCheck={false}
+        error={errors.fields.name}
+      />
+      <Field
+        label="Clone URL"
+        name="cloneUrl"
+        placeholder="https://github.com/acme/app.git"
+        autoComplete="off"
+        spellCheck={false}
+        error={errors.fields.cloneUrl}
+      />
+      <Field
+        label="Workflow path"
+        name="workflowPath"
+        defaultValue=".kiln/workflow.yaml"
+        error={errors.fields.workflowPath}
+      />
+      <Field label="Default branch" name="defaultBranch" defaultValue="main" error={errors.fields.defaultBranch} />
+    </Form>
   );
 }

@@ -1,5 +1,5 @@
 "use client";
-import { Button, Card, EmptyState, inputClasses } from "@kiln/ui";
+import { Card, ConfirmButton, DataTable, EmptyState, inputClasses, Notices } from "@kiln/ui";
 import { ROLES, type Role } from "@kiln/domain";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
@@ -23,7 +23,6 @@ export function MembersView({ org }: { org: string }) {
   const q = useQuery({ ...trpc.members.list.queryOptions({ org }), refetchInterval: 10_000 });
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
   const refresh = () => qc.invalidateQueries({ queryKey: trpc.members.list.queryKey({ org }) });
   const start = () => {
     setNote(null);
@@ -43,7 +42,6 @@ export function MembersView({ org }: { org: string }) {
     trpc.members.remove.mutationOptions({
       onMutate: start,
       onSuccess: async (r) => {
-        setConfirming(null);
         await refresh();
         setNote(`Removed ${r.login}. Their next request is refused.`);
         document.querySelector<HTMLElement>("#members-heading")?.focus();
@@ -51,6 +49,27 @@ export function MembersView({ org }: { org: string }) {
       onError: (e) => setError(`Could not remove: ${e.message}`),
     }),
   );
+  // The server's role, except while a change of it is in flight: a refused change (the last
+  // admin) snaps back to what the server holds. A function, not a component: re-created each
+  // render, a component would remount the select and drop its focus.
+  const roleSelect = (m: MemberData) => {
+    const busy = setRole.isPending && setRole.variables?.userId === m.userId;
+    return (
+      <select
+        aria-label={`Role of ${m.login}`}
+        className={`${inputClasses} h-8 w-32`}
+        value={busy ? setRole.variables.role : m.role}
+        disabled={busy}
+        onChange={(e) => setRole.mutate({ org, userId: m.userId, role: e.currentTarget.value as Role })}
+      >
+        {ROLES.map((r) => (
+          <option key={r} value={r}>
+            {r}
+          </option>
+        ))}
+      </select>
+    );
+  };
   return (
     <AdminPage org={org} title="Members" what="Members" query={q}>
       {() => {
@@ -68,103 +87,53 @@ export function MembersView({ org }: { org: string }) {
               Members are matched by the forge&apos;s numeric user id, never by login: pushes and pull requests by
               admins and members run as trusted. Auditors only read.
             </p>
-            {members.length === 0 ? (
-              <EmptyState title="No members">Add one below.</EmptyState>
-            ) : (
-              <table className="w-full text-left text-sm" data-testid="members-table">
-                <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-                  <tr>
-                    <th scope="col" className="py-1.5 font-medium">
-                      Login
-                    </th>
-                    <th scope="col" className="py-1.5 font-medium">
-                      Forge id
-                    </th>
-                    <th scope="col" className="py-1.5 font-medium">
-                      Role
-                    </th>
-                    <th scope="col" className="py-1.5 font-medium">
-                      Member since
-                    </th>
-                    <th scope="col" className="py-1.5 font-medium">
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-                  {members.map((m) => (
-                    <tr key={m.userId} data-login={m.login}>
-                      <td className="py-2 font-mono">
-                        {m.login}
-                        {m.login === me ? <span className="ml-1 text-xs text-zinc-500">(you)</span> : null}
-                      </td>
-                      <td className="py-2 tabular-nums">{m.forgeId ?? "none: never trusted"}</td>
-                      <td className="py-2">
-                        <select
-                          aria-label={`Role of ${m.login}`}
-                          className={`${inputClasses} h-8 w-32`}
-                          // The server's role, except while a change of it is in flight: a refused
-                          // change (the last admin) snaps back to what the server holds.
-                          value={
-                            setRole.isPending && setRole.variables?.userId === m.userId
-                              ? setRole.variables.role
-                              : m.role
-                          }
-                          disabled={setRole.isPending && setRole.variables?.userId === m.userId}
-                          onChange={(e) =>
-                            setRole.mutate({ org, userId: m.userId, role: e.currentTarget.value as Role })
-                          }
-                        >
-                          {ROLES.map((r) => (
-                            <option key={r} value={r}>
-                              {r}
-                            </option>
-                          ))}
-                        </select>
-                      </td>
-                      <td className="py-2">
-                        <RelativeTime iso={m.createdAt} now={now} />
-                      </td>
-                      <td className="py-2 text-right">
-                        {confirming === m.userId ? (
-                          <span className="inline-flex gap-2">
-                            <Button
-                              size="sm"
-                              variant="danger"
-                              autoFocus
-                              disabled={remove.isPending}
-                              onClick={() => remove.mutate({ org, userId: m.userId })}
-                            >
-                              {remove.isPending ? "Removing…" : `Confirm removal of ${m.login}`}
-                            </Button>
-                            <Button size="sm" variant="ghost" onClick={() => setConfirming(null)}>
-                              Keep
-                            </Button>
-                          </span>
-                        ) : (
-                          <Button
-                            size="sm"
-                            variant="danger"
-                            aria-label={`Remove ${m.login}`}
-                            onClick={() => setConfirming(m.userId)}
-                          >
-                            Remove
-                          </Button>
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
-            {error ? (
-              <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-                {error}
-              </p>
-            ) : null}
-            <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-              {note ?? ""}
-            </p>
+            <DataTable
+              rows={members}
+              rowKey={(m) => m.userId}
+              rowProps={(m) => ({ "data-login": m.login })}
+              testId="members-table"
+              empty={<EmptyState title="No members">Add one below.</EmptyState>}
+              columns={[
+                {
+                  key: "login",
+                  header: "Login",
+                  className: "font-mono",
+                  cell: (m) => (
+                    <>
+                      {m.login}
+                      {m.login === me ? <span className="ml-1 text-xs text-zinc-500">(you)</span> : null}
+                    </>
+                  ),
+                },
+                {
+                  key: "forge-id",
+                  header: "Forge id",
+                  className: "tabular-nums",
+                  cell: (m) => m.forgeId ?? "none: never trusted",
+                },
+                { key: "role", header: "Role", cell: roleSelect },
+                { key: "since", header: "Member since", cell: (m) => <RelativeTime iso={m.createdAt} now={now} /> },
+                {
+                  key: "actions",
+                  header: "Actions",
+                  hideHeader: true,
+                  className: "text-right",
+                  cell: (m) => (
+                    <ConfirmButton
+                      label="Remove"
+                      ariaLabel={`Remove ${m.login}`}
+                      title={`Remove ${m.login} from ${org}?`}
+                      confirmLabel={`Confirm removal of ${m.login}`}
+                      pendingLabel="Removing…"
+                      onConfirm={() => remove.mutateAsync({ org, userId: m.userId })}
+                    >
+                      Their next request is refused.
+                    </ConfirmButton>
+                  ),
+                },
+              ]}
+            />
+            <Notices error={error} note={note} />
             <AddMemberForm
               org={org}
               onAdded={async (login, role) => {

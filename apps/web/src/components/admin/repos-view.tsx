@@ -1,5 +1,5 @@
 "use client";
-import { Button, Card, EmptyState } from "@kiln/ui";
+import { Card, ConfirmButton, DataTable, EmptyState, Notices } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
@@ -30,7 +30,6 @@ export function ReposView({ org }: { org: string }) {
   const [connected, setConnected] = useState<Connected | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
   const refresh = () => qc.invalidateQueries({ queryKey: trpc.repos.list.queryKey({ org }) });
   const disconnect = useMutation(
     trpc.repos.disconnect.mutationOptions({
@@ -39,7 +38,6 @@ export function ReposView({ org }: { org: string }) {
         setError(null);
       },
       onSuccess: async (r) => {
-        setConfirming(null);
         await refresh();
         setNote(
           `Disconnected ${r.fullName}. Its history stays; new deliveries are ignored.${
@@ -85,102 +83,81 @@ export function ReposView({ org }: { org: string }) {
               }
               id="repos"
             >
-              {data.repos.length === 0 ? (
-                <EmptyState title="No repositories">
-                  Connect one below to start runs from its pushes and pull requests.
-                </EmptyState>
-              ) : (
-                <table className="w-full text-left text-sm" data-testid="repos-table">
-                  <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-                    <tr>
-                      <th scope="col" className="py-1.5 font-medium">
-                        Repository
-                      </th>
-                      <th scope="col" className="py-1.5 font-medium">
-                        State
-                      </th>
-                      <th scope="col" className="py-1.5 font-medium">
-                        Last delivery
-                      </th>
-                      <th scope="col" className="py-1.5 font-medium">
-                        Forge credential
-                      </th>
-                      <th scope="col" className="py-1.5 font-medium">
-                        <span className="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-                    {data.repos.map((r) => (
-                      <tr key={r.id} data-repo={r.fullName}>
-                        <td className="py-2">
-                          <span className="font-mono">{r.fullName}</span>
-                          <span className="block text-xs text-zinc-500 dark:text-zinc-400">
-                            {r.workflowPath} · {r.defaultBranch}
-                          </span>
-                        </td>
-                        <td className="py-2" data-field="state">
-                          {r.disconnectedAt ? (
-                            <span className="text-zinc-500 dark:text-zinc-400">
-                              disconnected <RelativeTime iso={r.disconnectedAt} now={now} />
-                            </span>
-                          ) : (
-                            <span className="text-emerald-700 dark:text-emerald-400">connected</span>
-                          )}
-                        </td>
-                        <td className="py-2" data-field="last-delivery">
-                          {r.lastDelivery ? (
-                            <span>
-                              {r.lastDelivery.event} {r.lastDelivery.outcome}{" "}
-                              <RelativeTime iso={r.lastDelivery.receivedAt} now={now} />
-                            </span>
-                          ) : (
-                            "none yet"
-                          )}
-                        </td>
-                        <td className="py-2" data-field="forge-credential">
-                          {CREDENTIAL[r.forgeCredential.state]}
-                        </td>
-                        <td className="py-2 text-right">
-                          {r.disconnectedAt ? null : confirming === r.id ? (
-                            <span className="inline-flex gap-2">
-                              <Button
-                                size="sm"
-                                variant="danger"
-                                autoFocus
-                                disabled={disconnect.isPending}
-                                onClick={() => disconnect.mutate({ org, repoId: r.id })}
-                              >
-                                {disconnect.isPending ? "Disconnecting…" : `Confirm disconnect of ${r.fullName}`}
-                              </Button>
-                              <Button size="sm" variant="ghost" onClick={() => setConfirming(null)}>
-                                Keep
-                              </Button>
-                            </span>
-                          ) : (
-                            <Button
-                              size="sm"
-                              variant="danger"
-                              aria-label={`Disconnect ${r.fullName}`}
-                              onClick={() => setConfirming(r.id)}
-                            >
-                              Disconnect
-                            </Button>
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
-              {error ? (
-                <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-                  {error}
-                </p>
-              ) : null}
-              <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-                {note ?? ""}
-              </p>
+              <DataTable
+                rows={data.repos}
+                rowKey={(r) => r.id}
+                rowProps={(r) => ({ "data-repo": r.fullName })}
+                testId="repos-table"
+                empty={
+                  <EmptyState title="No repositories">
+                    Connect one below to start runs from its pushes and pull requests.
+                  </EmptyState>
+                }
+                columns={[
+                  {
+                    key: "repo",
+                    header: "Repository",
+                    cell: (r) => (
+                      <>
+                        <span className="font-mono">{r.fullName}</span>
+                        <span className="block text-xs text-zinc-500 dark:text-zinc-400">
+                          {r.workflowPath} · {r.defaultBranch}
+                        </span>
+                      </>
+                    ),
+                  },
+                  {
+                    key: "state",
+                    header: "State",
+                    cell: (r) =>
+                      r.disconnectedAt ? (
+                        <span className="text-zinc-500 dark:text-zinc-400">
+                          disconnected <RelativeTime iso={r.disconnectedAt} now={now} />
+                        </span>
+                      ) : (
+                        <span className="text-emerald-700 dark:text-emerald-400">connected</span>
+                      ),
+                  },
+                  {
+                    key: "last-delivery",
+                    header: "Last delivery",
+                    cell: (r) =>
+                      r.lastDelivery ? (
+                        <span>
+                          {r.lastDelivery.event} {r.lastDelivery.outcome}{" "}
+                          <RelativeTime iso={r.lastDelivery.receivedAt} now={now} />
+                        </span>
+                      ) : (
+                        "none yet"
+                      ),
+                  },
+                  {
+                    key: "forge-credential",
+                    header: "Forge credential",
+                    cell: (r) => CREDENTIAL[r.forgeCredential.state],
+                  },
+                  {
+                    key: "actions",
+                    header: "Actions",
+                    hideHeader: true,
+                    className: "text-right",
+                    cell: (r) =>
+                      r.disconnectedAt ? null : (
+                        <ConfirmButton
+                          label="Disconnect"
+                          ariaLabel={`Disconnect ${r.fullName}`}
+                          title={`Disconnect ${r.fullName}?`}
+                          confirmLabel={`Confirm disconnect of ${r.fullName}`}
+                          pendingLabel="Disconnecting…"
+                          onConfirm={() => disconnect.mutateAsync({ org, repoId: r.id })}
+                        >
+                          Its history stays; new deliveries are ignored.
+                        </ConfirmButton>
+                      ),
+                  },
+                ]}
+              />
+              <Notices error={error} note={note} />
               <ConnectRepoForm
                 org={org}
                 onConnected={async (c) => {

@@ -1,7 +1,7 @@
 "use client";
-import { Button, Card, EmptyState, ErrorState, formatTimestamp, inputClasses, LoadingBlock } from "@kiln/ui";
+import { Card, DataTable, EmptyState, ErrorState, Form, formatTimestamp, SelectField, StatusGate } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
-import { useId, useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
 import { QueryError } from "../query-error.tsx";
@@ -41,8 +41,6 @@ function facts(data: Record<string, unknown>): string {
 export function AuditView({ org }: { org: string }) {
   const trpc = useTRPC();
   const { role } = useOrg();
-  const kindId = useId();
-  const sinceId = useId();
   const [filter, setFilter] = useState<{ kind: string; sinceMs: string }>({ kind: "", sinceMs: "" });
   // Fixed when the filter is applied, so the query key (and its cache) does not change every render.
   const [since, setSince] = useState<string | undefined>(undefined);
@@ -56,9 +54,7 @@ export function AuditView({ org }: { org: string }) {
     enabled: allowed,
     refetchInterval: 5_000,
   });
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const data = new FormData(e.currentTarget);
+  const onSubmit = (data: FormData) => {
     const sinceMs = String(data.get("since") ?? "");
     setSince(sinceMs ? new Date(Date.now() - Number(sinceMs)).toISOString() : undefined);
     setFilter({ kind: String(data.get("kind") ?? ""), sinceMs });
@@ -71,80 +67,72 @@ export function AuditView({ org }: { org: string }) {
         <ErrorState title="Admins and auditors only" message={`You are a ${role} of ${org}.`} />
       </div>
     );
-  const events = q.data ?? [];
   return (
     <div className="space-y-6">
       {header}
       <Card title={`Events of ${org}`} id="audit">
-        <form onSubmit={onSubmit} className="mb-4 flex flex-wrap items-end gap-3" data-testid="audit-filters">
-          <div className="flex w-48 flex-col gap-1">
-            <label htmlFor={kindId} className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-              Kind
-            </label>
-            <select id={kindId} name="kind" className={inputClasses} defaultValue={filter.kind}>
-              {KINDS.map((k) => (
-                <option key={k.value} value={k.value}>
-                  {k.label}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div className="flex w-40 flex-col gap-1">
-            <label htmlFor={sinceId} className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-              Since
-            </label>
-            <select id={sinceId} name="since" className={inputClasses} defaultValue={filter.sinceMs}>
-              {SINCE.map((s) => (
-                <option key={s.value} value={s.value}>
-                  {s.label}
-                </option>
-              ))}
-            </select>
-          </div>
-          <Button type="submit" variant="secondary">
-            Apply
-          </Button>
-        </form>
-        {q.isPending ? (
-          <LoadingBlock label="Loading audit events" rows={5} />
-        ) : q.isError ? (
-          <QueryError error={q.error} what="Audit events" onRetry={() => void q.refetch()} />
-        ) : events.length === 0 ? (
-          <EmptyState title="No audit events">Nothing matching this filter has been recorded.</EmptyState>
-        ) : (
-          <table className="w-full text-left text-sm" data-testid="audit-table">
-            <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-              <tr>
-                <th scope="col" className="py-1.5 font-medium">
-                  When
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Kind
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Actor
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Details
-                </th>
-              </tr>
-            </thead>
-            <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-              {events.map((e) => (
-                <tr key={e.id} data-kind={e.kind}>
-                  <td className="py-2 pr-4 whitespace-nowrap tabular-nums">
+        <Form
+          label="Filter audit events"
+          testId="audit-filters"
+          className="mb-4"
+          onSubmit={onSubmit}
+          pending={false}
+          submitLabel="Apply"
+          pendingLabel="Applying…"
+          submitVariant="secondary"
+        >
+          <SelectField label="Kind" name="kind" className="w-48" defaultValue={filter.kind}>
+            {KINDS.map((k) => (
+              <option key={k.value} value={k.value}>
+                {k.label}
+              </option>
+            ))}
+          </SelectField>
+          <SelectField label="Since" name="since" className="w-40" defaultValue={filter.sinceMs}>
+            {SINCE.map((s) => (
+              <option key={s.value} value={s.value}>
+                {s.label}
+              </option>
+            ))}
+          </SelectField>
+        </Form>
+        <StatusGate
+          pending={q.isPending}
+          error={q.error}
+          loadingLabel="Loading audit events"
+          loadingRows={5}
+          renderError={(e) => <QueryError error={e} what="Audit events" onRetry={() => void q.refetch()} />}
+        >
+          {() => (
+            <DataTable
+              rows={q.data ?? []}
+              rowKey={(e) => e.id}
+              rowProps={(e) => ({ "data-kind": e.kind })}
+              testId="audit-table"
+              empty={<EmptyState title="No audit events">Nothing matching this filter has been recorded.</EmptyState>}
+              columns={[
+                {
+                  key: "when",
+                  header: "When",
+                  className: "whitespace-nowrap tabular-nums",
+                  cell: (e) => (
                     <time dateTime={e.at} suppressHydrationWarning>
                       {formatTimestamp(e.at)}
                     </time>
-                  </td>
-                  <td className="py-2 pr-4 font-mono">{e.kind}</td>
-                  <td className="py-2 pr-4 font-mono text-xs">{e.actor}</td>
-                  <td className="py-2 font-mono text-xs break-all text-zinc-600 dark:text-zinc-400">{facts(e.data)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+                  ),
+                },
+                { key: "kind", header: "Kind", className: "font-mono", cell: (e) => e.kind },
+                { key: "actor", header: "Actor", className: "font-mono text-xs", cell: (e) => e.actor },
+                {
+                  key: "details",
+                  header: "Details",
+                  className: "font-mono text-xs break-all text-zinc-600 dark:text-zinc-400",
+                  cell: (e) => facts(e.data),
+                },
+              ]}
+            />
+          )}
+        </StatusGate>
         <p className="mt-2 text-xs text-zinc-500 dark:text-zinc-400">
           Newest first; the 200 most recent matching events. The API pages through all of them:{" "}
           <code className="font-mono">GET /v1/orgs/{org}/audit-events?kind=&amp;since=&amp;after=</code>.

@@ -1,5 +1,5 @@
 "use client";
-import { Button, Card, Field } from "@kiln/ui";
+import { Card, Field, Form, Notice } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
@@ -70,12 +70,15 @@ export function DeploymentLockCard({
             {lock.why}
           </p>
           {lock.manual_release && isAdmin ? (
-            <form
-              className="flex flex-wrap items-end gap-2"
-              onSubmit={(e) => {
-                e.preventDefault();
-                release.mutate({ org, environmentId, reason });
-              }}
+            <Form
+              label="Release the deployment lock"
+              onSubmit={() => release.mutate({ org, environmentId, reason })}
+              pending={release.isPending}
+              disabled={reason.trim() === ""}
+              submitLabel="Release lock"
+              pendingLabel="Releasing…"
+              submitVariant="danger"
+              error={error}
             >
               <Field
                 label="Why it is safe to release"
@@ -86,15 +89,9 @@ export function DeploymentLockCard({
                 onChange={(e) => setReason(e.target.value)}
                 className="min-w-64 flex-1"
               />
-              <Button type="submit" variant="danger" disabled={release.isPending || reason.trim() === ""}>
-                {release.isPending ? "Releasing…" : "Release lock"}
-              </Button>
-            </form>
-          ) : null}
-          {error ? (
-            <p role="alert" className="text-red-700 dark:text-red-400">
-              {error}
-            </p>
+            </Form>
+          ) : error ? (
+            <Notice tone="error">{error}</Notice>
           ) : null}
         </div>
       )}

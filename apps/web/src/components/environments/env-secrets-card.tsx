@@ -1,10 +1,10 @@
 "use client";
-import { Button, Card, EmptyState, Field, LoadingBlock } from "@kiln/ui";
+import { Button, Card, EmptyState, Field, Form, StatusGate } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
-import { serverError, ServerErrorText } from "./server-error.tsx";
+import { serverError, ServerErrorInline } from "./server-error.tsx";
 
 /** The environment's secrets: names and versions only; a value is written, never read back. */
 export function EnvSecretsCard({ org, environmentId }: { org: string; environmentId: string }) {
@@ -28,10 +28,7 @@ export function EnvSecretsCard({ org, environmentId }: { org: string; environmen
       onError: (e) => setError(serverError(e)),
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const form = e.currentTarget;
-    const fd = new FormData(form);
+  const onSubmit = (fd: FormData, form: HTMLFormElement) => {
     set.mutate(
       { org, environmentId, name: String(fd.get("name") ?? "").trim(), value: String(fd.get("value") ?? "") },
       { onSuccess: () => form.reset() },
@@ -39,35 +36,51 @@ export function EnvSecretsCard({ org, environmentId }: { org: string; environmen
   };
   return (
     <Card title="Environment secrets" id="env-secrets">
-      {q.isPending ? (
-        <LoadingBlock label="Loading secrets" rows={2} />
-      ) : q.isError ? (
-        <QueryError error={q.error} what="Secrets" onRetry={() => void q.refetch()} />
-      ) : q.data.length === 0 ? (
-        <EmptyState title="No environment secrets">Only this environment's deploy runs receive them.</EmptyState>
-      ) : (
-        <ul className="divide-y divide-zinc-100 text-sm dark:divide-zinc-800" data-testid="env-secrets">
-          {q.data.map((s) => (
-            <li key={s.name} className="flex items-center gap-3 py-2" data-secret={s.name}>
-              <code className="font-mono text-xs">{s.name}</code>
-              <span className="text-zinc-500">
-                version {s.version}, by {s.updated_by}
-              </span>
-              <Button
-                size="sm"
-                variant="danger"
-                className="ml-auto"
-                aria-label={`Delete secret ${s.name}`}
-                disabled={del.isPending}
-                onClick={() => del.mutate({ org, environmentId, name: s.name })}
-              >
-                Delete
-              </Button>
-            </li>
-          ))}
-        </ul>
-      )}
-      <form noValidate onSubmit={onSubmit} aria-label="Set a secret" className="mt-3 flex flex-wrap items-end gap-2">
+      <StatusGate
+        pending={q.isPending}
+        error={q.error}
+        loadingLabel="Loading secrets"
+        loadingRows={2}
+        renderError={(e) => <QueryError error={e} what="Secrets" onRetry={() => void q.refetch()} />}
+        empty={
+          q.data?.length === 0 ? (
+            <EmptyState title="No environment secrets">Only this environment's deploy runs receive them.</EmptyState>
+          ) : undefined
+        }
+      >
+        {() => (
+          <ul className="divide-y divide-zinc-100 text-sm dark:divide-zinc-800" data-testid="env-secrets">
+            {(q.data ?? []).map((s) => (
+              <li key={s.name} className="flex items-center gap-3 py-2" data-secret={s.name}>
+                <code className="font-mono text-xs">{s.name}</code>
+                <span className="text-zinc-500">
+                  version {s.version}, by {s.updated_by}
+                </span>
+                <Button
+                  size="sm"
+                  variant="danger"
+                  className="ml-auto"
+                  aria-label={`Delete secret ${s.name}`}
+                  disabled={del.isPending}
+                  onClick={() => del.mutate({ org, environmentId, name: s.name })}
+                >
+                  Delete
+                </Button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </StatusGate>
+      <Form
+        label="Set a secret"
+        className="mt-3"
+        onSubmit={onSubmit}
+        pending={set.isPending}
+        submitLabel="Set secret"
+        pendingLabel="Saving…"
+        submitVariant="secondary"
+        error={error ? <ServerErrorInline error={error} /> : null}
+      >
         <Field label="Secret name" name="name" placeholder="DEPLOY_KEY" autoComplete="off" spellCheck={false} />
         <Field
           label="Secret value"
@@ -76,11 +89,7 @@ export function EnvSecretsCard({ org, environmentId }: { org: string; environmen
           autoComplete="new-password"
           className="min-w-64 flex-1"
         />
-        <Button type="submit" disabled={set.isPending}>
-          {set.isPending ? "Saving…" : "Set secret"}
-        </Button>
-      </form>
-      {error ? <ServerErrorText error={error} /> : null}
+      </Form>
     </Card>
   );
 }

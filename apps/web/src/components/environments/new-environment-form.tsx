@@ -1,9 +1,9 @@
 "use client";
-import { Button, Card, Field, inputClasses } from "@kiln/ui";
+import { Card, Field, Form, SelectField } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useRef, useState, type FormEvent } from "react";
+import { useRef, useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
-import { serverError, ServerErrorText } from "./server-error.tsx";
+import { serverError, ServerErrorInline } from "./server-error.tsx";
 
 /** Admins create an environment: repository, name, the environment it comes after, production flag. */
 export function NewEnvironmentForm({ org }: { org: string }) {
@@ -27,9 +27,7 @@ export function NewEnvironmentForm({ org }: { org: string }) {
       onError: (e) => setError(serverError(e)),
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const fd = new FormData(e.currentTarget);
+  const onSubmit = (fd: FormData) => {
     const get = (k: string) => String(fd.get(k) ?? "").trim();
     if (!get("repoId")) return setError({ code: "REQUEST.INVALID", message: "choose a repository" });
     if (!get("name")) return setError({ code: "REQUEST.INVALID", message: "enter a name" });
@@ -43,52 +41,50 @@ export function NewEnvironmentForm({ org }: { org: string }) {
   };
   return (
     <Card title="New environment" id="new-environment">
-      <form ref={formRef} noValidate onSubmit={onSubmit} aria-label="New environment" className="space-y-3">
-        <div className="grid gap-3 sm:grid-cols-3">
-          <div className="flex flex-col gap-1">
-            <label htmlFor="new-env-repo" className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-              Repository
-            </label>
-            <select id="new-env-repo" name="repoId" className={inputClasses} disabled={repos.isPending}>
-              {repos.isPending ? <option value="">Loading repositories…</option> : null}
-              {repos.data?.length === 0 ? <option value="">No repositories connected</option> : null}
-              {repos.data?.map((r) => (
-                <option key={r.id} value={r.id}>
-                  {r.full_name}
-                </option>
-              ))}
-            </select>
-            {repos.isError ? (
-              <span role="alert" className="text-xs text-red-700 dark:text-red-400">
-                {repos.error.message}
-              </span>
-            ) : null}
-          </div>
-          <Field label="Name" name="name" placeholder="staging" autoComplete="off" spellCheck={false} maxLength={63} />
-          <Field
-            label="After"
-            name="after"
-            placeholder="(none)"
-            hint="The environment an artifact must reach first"
-            autoComplete="off"
-            spellCheck={false}
-            maxLength={63}
-          />
-        </div>
-        <label className="flex items-center gap-2 text-sm">
-          <input type="checkbox" name="production" className="h-4 w-4" />
-          Production (fails closed)
-        </label>
-        <Button type="submit" disabled={create.isPending || repos.isPending}>
-          {create.isPending ? "Creating…" : "Create environment"}
-        </Button>
-        {error ? <ServerErrorText error={error} /> : null}
-        {created ? (
-          <p role="status" className="text-sm text-emerald-700 dark:text-emerald-400">
-            Created {created}.
-          </p>
-        ) : null}
-      </form>
+      <Form
+        label="New environment"
+        layout="grid"
+        formRef={formRef}
+        onSubmit={onSubmit}
+        pending={create.isPending}
+        // Until the repositories are loaded there is nothing to choose (the select is disabled too).
+        disabled={repos.isPending}
+        submitLabel="Create environment"
+        pendingLabel="Creating…"
+        error={error ? <ServerErrorInline error={error} /> : null}
+        note={created ? `Created ${created}.` : null}
+        footer={
+          <label className="mt-3 flex items-center gap-2 text-sm">
+            <input type="checkbox" name="production" className="h-4 w-4" />
+            Production (fails closed)
+          </label>
+        }
+      >
+        <SelectField
+          label="Repository"
+          name="repoId"
+          disabled={repos.isPending}
+          error={repos.isError ? repos.error.message : null}
+        >
+          {repos.isPending ? <option value="">Loading repositories…</option> : null}
+          {repos.data?.length === 0 ? <option value="">No repositories connected</option> : null}
+          {repos.data?.map((r) => (
+            <option key={r.id} value={r.id}>
+              {r.full_name}
+            </option>
+          ))}
+        </SelectField>
+        <Field label="Name" name="name" placeholder="staging" autoComplete="off" spellCheck={false} maxLength={63} />
+        <Field
+          label="After"
+          name="after"
+          placeholder="(none)"
+          hint="The environment an artifact must reach first"
+          autoComplete="off"
+          spellCheck={false}
+          maxLength={63}
+        />
+      </Form>
     </Card>
   );
 }

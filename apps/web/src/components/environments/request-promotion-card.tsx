@@ -1,10 +1,11 @@
 "use client";
-import { Button, Card, Field } from "@kiln/ui";
+import { Card, Field, Form } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useRef, useState, type FormEvent } from "react";
+import { useRef, useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { GateReasons } from "./gate-reasons.tsx";
-import { serverError, ServerErrorText } from "./server-error.tsx";
+import { ArtifactPicker } from "./artifact-picker.tsx";
+import { serverError, ServerErrorInline } from "./server-error.tsx";
 
 interface Decided {
   id: string;
@@ -12,7 +13,7 @@ interface Decided {
   decision: { verdict: string; reasons: { gate: string; status: string; code: string; message: string }[] };
 }
 
-/** Request a promotion of one artifact (by id) here; shows the verdict and each gate's reason. */
+/** Request a promotion of an artifact chosen from the repo's attested ones; shows the verdict and each gate's reason. */
 export function RequestPromotionCard({ org, environmentId }: { org: string; environmentId: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
@@ -33,27 +34,28 @@ export function RequestPromotionCard({ org, environmentId }: { org: string; envi
       onError: (e) => setError(serverError(e)),
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const fd = new FormData(e.currentTarget);
+  const onSubmit = (fd: FormData) => {
     const artifactId = String(fd.get("artifactId") ?? "").trim();
     const reason = String(fd.get("reason") ?? "").trim();
     if (!artifactId || !reason)
-      return setError({ code: "REQUEST.INVALID", message: "enter the artifact id and a reason" });
+      return setError({ code: "REQUEST.INVALID", message: "choose an artifact and give a reason" });
     request.mutate({ org, environmentId, artifactId, reason });
   };
   return (
     <Card title="Request promotion" id="request-promotion">
-      <form ref={formRef} noValidate onSubmit={onSubmit} aria-label="Request promotion" className="space-y-3">
-        <div className="grid gap-3 sm:grid-cols-2">
-          <Field label="Artifact id" name="artifactId" autoComplete="off" spellCheck={false} className="font-mono" />
-          <Field label="Reason" name="reason" maxLength={2000} autoComplete="off" />
-        </div>
-        <Button type="submit" variant="primary" disabled={request.isPending}>
-          {request.isPending ? "Requesting…" : "Request promotion"}
-        </Button>
-      </form>
-      {error ? <ServerErrorText error={error} /> : null}
+      <Form
+        label="Request promotion"
+        layout="grid"
+        formRef={formRef}
+        onSubmit={onSubmit}
+        pending={request.isPending}
+        submitLabel="Request promotion"
+        pendingLabel="Requesting…"
+        error={error ? <ServerErrorInline error={error} /> : null}
+      >
+        <ArtifactPicker org={org} environmentId={environmentId} />
+        <Field label="Reason" name="reason" maxLength={2000} autoComplete="off" />
+      </Form>
       {decided ? (
         <div role="status" className="mt-3 space-y-2" data-testid="promotion-decision">
           <p className="text-sm">

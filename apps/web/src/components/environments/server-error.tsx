@@ -21,3 +21,12 @@ export function ServerErrorText({ error }: { error: { code: string; message: str
     </p>
   );
 }
+
+/** The same, inside a Form's alert (which supplies the role and the spacing). */
+export function ServerErrorInline({ error }: { error: { code: string; message: string } }) {
+  return (
+    <>
+      <code className="font-mono text-xs">{error.code}</code> {error.message}
+    </>
+  );
+}

@@ -1,12 +1,12 @@
 "use client";
 import type { FleetHostData as FleetHost } from "../types.ts";
-import { Button, inputClasses } from "@kiln/ui";
+import { Button, ConfirmButton, inputClasses } from "@kiln/ui";
 import { useState } from "react";
 import type { FleetAction } from "./fleet-table.tsx";
 
 /**
- * A host's actions. Drain and lifting a state act at once; quarantine asks for its reason and revoke
- * for a confirmation first (both are keyboard-reachable forms; Escape cancels).
+ * A host's actions. Drain and lifting a state act at once; quarantine asks for its reason (a
+ * keyboard-reachable form; Escape cancels) and revoke for a confirmation first (ConfirmButton).
  */
 export function HostActions({
   host,
@@ -17,7 +17,7 @@ export function HostActions({
   busy: boolean;
   onAction: (a: FleetAction) => void;
 }) {
-  const [mode, setMode] = useState<"idle" | "quarantine" | "revoke">("idle");
+  const [mode, setMode] = useState<"idle" | "quarantine">("idle");
   const [reason, setReason] = useState("");
   if (host.state === "revoked") return null;
   const id = host.id;
@@ -58,27 +58,6 @@ export function HostActions({
         </Button>
       </form>
     );
-  if (mode === "revoke")
-    return (
-      <span className="inline-flex items-center gap-2" onKeyDown={(e) => e.key === "Escape" && cancel()}>
-        <span className="text-xs">Revoke {host.name}? Its running jobs are retried elsewhere.</span>
-        <Button
-          size="sm"
-          variant="danger"
-          autoFocus
-          disabled={busy}
-          onClick={() => {
-            onAction({ kind: "revoke", runnerId: id });
-            cancel();
-          }}
-        >
-          Revoke
-        </Button>
-        <Button size="sm" variant="ghost" onClick={cancel}>
-          Cancel
-        </Button>
-      </span>
-    );
   return (
     <span className="inline-flex flex-wrap justify-end gap-1" aria-label={`Actions for ${host.name}`} role="group">
       {host.state === "draining" ? (
@@ -104,9 +83,16 @@ export function HostActions({
           Reclaim
         </Button>
       ) : null}
-      <Button size="sm" variant="danger" disabled={busy} onClick={() => setMode("revoke")}>
-        Revoke
-      </Button>
+      <ConfirmButton
+        label="Revoke"
+        disabled={busy}
+        title={`Revoke ${host.name}?`}
+        confirmLabel={`Confirm revoke of ${host.name}`}
+        cancelLabel="Cancel"
+        onConfirm={async () => onAction({ kind: "revoke", runnerId: id })}
+      >
+        Its running jobs are retried elsewhere.
+      </ConfirmButton>
     </span>
   );
 }

@@ -1,5 +1,5 @@
 "use client";
-import { Card, EmptyState, LoadingBlock } from "@kiln/ui";
+import { Card, DataTable, EmptyState, StatusGate } from "@kiln/ui";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
@@ -29,48 +29,39 @@ export function OrgPoolsCard({ org }: { org: string }) {
           </p>
         ) : null}
       </div>
-      {q.isPending ? (
-        <LoadingBlock label="Loading the org's pools" rows={2} />
-      ) : q.isError ? (
-        <QueryError error={q.error} what="The org's pools" onRetry={() => void q.refetch()} />
-      ) : q.data.length === 0 ? (
-        <EmptyState title="No org pools yet">
-          An org pool holds the org&apos;s own hosts and takes the org&apos;s jobs alone. Create one below, then a
-          registration token for it.
-        </EmptyState>
-      ) : (
-        <table className="w-full text-left text-sm" data-testid="pools-table">
-          <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-            <tr>
-              <th scope="col" className="py-1.5 font-medium">
-                Pool
-              </th>
-              <th scope="col" className="py-1.5 font-medium">
-                Isolation
-              </th>
-              <th scope="col" className="py-1.5 font-medium">
-                Untrusted runs
-              </th>
-              <th scope="col" className="py-1.5 font-medium">
-                Interruptible
-              </th>
-              <th scope="col" className="py-1.5 font-medium">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-            {q.data.map((p) => (
-              <tr key={p.name} data-pool={p.name}>
-                <td className="py-2 font-mono">{p.name}</td>
-                <td className="py-2" data-field="isolation">
-                  {p.minIsolation}
-                </td>
-                <td className="py-2">{p.admitsUntrusted ? "admitted" : "refused"}</td>
-                <td className="py-2" data-field="interruptible">
-                  {p.interruptible ? `yes, serves ${p.serves ?? "–"}` : "no"}
-                </td>
-                <td className="py-2">
+      <StatusGate
+        pending={q.isPending}
+        error={q.error}
+        loadingLabel="Loading the org's pools"
+        loadingRows={2}
+        renderError={(e) => <QueryError error={e} what="The org's pools" onRetry={() => void q.refetch()} />}
+      >
+        {() => (
+          <DataTable
+            rows={q.data ?? []}
+            rowKey={(p) => p.name}
+            rowProps={(p) => ({ "data-pool": p.name })}
+            testId="pools-table"
+            empty={
+              <EmptyState title="No org pools yet">
+                An org pool holds the org&apos;s own hosts and takes the org&apos;s jobs alone. Create one below, then a
+                registration token for it.
+              </EmptyState>
+            }
+            columns={[
+              { key: "pool", header: "Pool", className: "font-mono", cell: (p) => p.name },
+              { key: "isolation", header: "Isolation", cell: (p) => p.minIsolation },
+              { key: "untrusted", header: "Untrusted runs", cell: (p) => (p.admitsUntrusted ? "admitted" : "refused") },
+              {
+                key: "interruptible",
+                header: "Interruptible",
+                cell: (p) => (p.interruptible ? `yes, serves ${p.serves ?? "–"}` : "no"),
+              },
+              {
+                key: "actions",
+                header: "Actions",
+                hideHeader: true,
+                cell: (p) => (
                   <InterruptibleControl
                     org={org}
                     pool={p.name}
@@ -78,12 +69,12 @@ export function OrgPoolsCard({ org }: { org: string }) {
                     serves={p.serves}
                     onChanged={changed}
                   />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+                ),
+              },
+            ]}
+          />
+        )}
+      </StatusGate>
       <NewPoolForm org={org} onCreated={(name) => changed(`Pool ${name} created.`)} />
     </Card>
   );

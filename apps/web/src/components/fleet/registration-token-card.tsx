@@ -1,8 +1,8 @@
 "use client";
 import { REGISTRATION_TOKEN_TTL, RUNNER_LABEL_PATTERN } from "@kiln/domain";
-import { Button, Card, Field, inputClasses } from "@kiln/ui";
+import { Button, Card, Field, Form, SelectField } from "@kiln/ui";
 import { useMutation, useQuery } from "@tanstack/react-query";
-import { useId, useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { formErrorsOf, NO_ERRORS, numberOrNull, type FormErrors } from "../settings/form-errors.ts";
 import { CopyButton } from "./copy-button.tsx";
@@ -24,7 +24,6 @@ interface Issued {
  */
 export function RegistrationTokenCard({ org }: { org: string }) {
   const trpc = useTRPC();
-  const poolId = useId();
   const pools = useQuery({ ...trpc.runners.pools.queryOptions({ org }), refetchInterval: 5_000 });
   const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
   const [issued, setIssued] = useState<Issued | null>(null);
@@ -48,9 +47,7 @@ export function RegistrationTokenCard({ org }: { org: string }) {
       },
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const fd = new FormData(e.currentTarget);
+  const onSubmit = (fd: FormData) => {
     const pool = String(fd.get("pool") ?? "");
     if (!pool) return setErrors({ fields: { pool: "choose a pool" }, message: null });
     const list = String(fd.get("labels") ?? "")
@@ -76,68 +73,56 @@ export function RegistrationTokenCard({ org }: { org: string }) {
   const poolNames = pools.data?.map((p) => p.name) ?? [];
   return (
     <Card title="Register a host" id="registration-tokens">
-      <form noValidate onSubmit={onSubmit} aria-label="Create registration token" data-testid="token-form">
-        <div className="flex flex-wrap items-start gap-3">
-          <div className="flex flex-col gap-1">
-            <label htmlFor={poolId} className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-              Pool
-            </label>
-            <select
-              id={poolId}
-              name="pool"
-              className={`${inputClasses} w-48`}
-              disabled={poolNames.length === 0}
-              aria-invalid={errors.fields.pool ? true : undefined}
-            >
-              {poolNames.length === 0 ? (
-                <option value="">{pools.isPending ? "Loading pools…" : "Create an org pool first"}</option>
-              ) : (
-                poolNames.map((n) => (
-                  <option key={n} value={n}>
-                    {n}
-                  </option>
-                ))
-              )}
-            </select>
-            {errors.fields.pool ? <p className="text-xs text-red-700 dark:text-red-400">{errors.fields.pool}</p> : null}
-          </div>
-          <Field
-            label="Labels"
-            name="labels"
-            autoComplete="off"
-            spellCheck={false}
-            placeholder="gpu,cuda12"
-            hint="Comma-separated; the host declares them when it registers"
-            error={errors.fields.labels}
-          />
-          <Field
-            label="Expires in minutes"
-            name="expiresInMinutes"
-            inputMode="numeric"
-            defaultValue={String(REGISTRATION_TOKEN_TTL.defaultMinutes)}
-            hint={`At most ${REGISTRATION_TOKEN_TTL.maxMinutes} (7 days)`}
-            error={errors.fields.expiresInMinutes}
-            className="w-40"
-          />
-          <label className="mt-6 flex items-center gap-2 text-sm">
-            <input type="checkbox" name="singleUse" defaultChecked />
-            Single use
-          </label>
-          <Button
-            type="submit"
-            variant="primary"
-            className="mt-5"
-            disabled={create.isPending || poolNames.length === 0}
-          >
-            {create.isPending ? "Creating…" : "Create registration token"}
-          </Button>
-        </div>
-        {errors.message ? (
-          <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400" data-testid="token-error">
-            {errors.message}
-          </p>
-        ) : null}
-      </form>
+      <Form
+        label="Create registration token"
+        testId="token-form"
+        onSubmit={onSubmit}
+        pending={create.isPending}
+        disabled={poolNames.length === 0}
+        submitLabel="Create registration token"
+        pendingLabel="Creating…"
+        error={errors.message ? <span data-testid="token-error">{errors.message}</span> : null}
+      >
+        <SelectField
+          label="Pool"
+          name="pool"
+          selectClassName="w-48"
+          disabled={poolNames.length === 0}
+          error={errors.fields.pool}
+        >
+          {poolNames.length === 0 ? (
+            <option value="">{pools.isPending ? "Loading pools…" : "Create an org pool first"}</option>
+          ) : (
+            poolNames.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))
+          )}
+        </SelectField>
+        <Field
+          label="Labels"
+          name="labels"
+          autoComplete="off"
+          spellCheck={false}
+          placeholder="gpu,cuda12"
+          hint="Comma-separated; the host declares them when it registers"
+          error={errors.fields.labels}
+        />
+        <Field
+          label="Expires in minutes"
+          name="expiresInMinutes"
+          inputMode="numeric"
+          defaultValue={String(REGISTRATION_TOKEN_TTL.defaultMinutes)}
+          hint={`At most ${REGISTRATION_TOKEN_TTL.maxMinutes} (7 days)`}
+          error={errors.fields.expiresInMinutes}
+          className="w-40"
+        />
+        <label className="mt-6 flex items-center gap-2 text-sm">
+          <input type="checkbox" name="singleUse" defaultChecked />
+          Single use
+        </label>
+      </Form>
       {issued ? (
         <section
           aria-labelledby="issued-token-heading"

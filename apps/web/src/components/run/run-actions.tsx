@@ -1,8 +1,8 @@
 "use client";
-import { Button } from "@kiln/ui";
+import { Button, ConfirmButton } from "@kiln/ui";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { canOperate, useOrg } from "../org-context.tsx";
 import type { RunPageData } from "../types.ts";
@@ -17,16 +17,9 @@ export function RunActions({ data }: { data: RunPageData }) {
   const qc = useQueryClient();
   const router = useRouter();
   const { slug, role } = useOrg();
-  const [confirming, setConfirming] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const run = data.run;
   const key = trpc.runs.get.queryKey({ org: slug, runId: run.id });
-
-  useEffect(() => {
-    if (!confirming) return;
-    const t = setTimeout(() => setConfirming(false), 6000);
-    return () => clearTimeout(t);
-  }, [confirming]);
 
   const cancel = useMutation(
     trpc.runs.cancel.mutationOptions({
@@ -67,32 +60,20 @@ export function RunActions({ data }: { data: RunPageData }) {
   return (
     <div className="flex flex-col items-end gap-2">
       <div className="flex items-center gap-2">
-        {live && !confirming ? (
-          <Button
-            variant="danger"
+        {live ? (
+          <ConfirmButton
+            label="Cancel run"
+            size="md"
             disabled={!allowed || cancel.isPending}
-            title={why}
-            onClick={() => setConfirming(true)}
+            title="Cancel this run?"
+            triggerTitle={why}
+            confirmLabel="Confirm cancel"
+            cancelLabel="Keep running"
+            // The optimistic update shows the cancel at once; a refusal is shown by onError.
+            onConfirm={async () => cancel.mutate({ org: slug, runId: run.id })}
           >
-            Cancel run
-          </Button>
-        ) : null}
-        {live && confirming ? (
-          <>
-            <Button
-              variant="danger"
-              autoFocus
-              onClick={() => {
-                setConfirming(false);
-                cancel.mutate({ org: slug, runId: run.id });
-              }}
-            >
-              Confirm cancel
-            </Button>
-            <Button variant="ghost" onClick={() => setConfirming(false)}>
-              Keep running
-            </Button>
-          </>
+            Its running steps are stopped and its pending jobs never start.
+          </ConfirmButton>
         ) : null}
         {run.status === "completed" && failedJobs > 0 ? (
           <Button

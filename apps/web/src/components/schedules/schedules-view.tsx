@@ -1,5 +1,5 @@
 "use client";
-import { Button, Card, EmptyState, LoadingBlock } from "@kiln/ui";
+import { Button, Card, DataTable, EmptyState, LoadingBlock, Notices } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
@@ -56,93 +56,87 @@ export function SchedulesView({ org }: { org: string }) {
         </p>
       </div>
       <Card title="All schedules" id="schedules">
-        {q.data.length === 0 ? (
-          <EmptyState title="No schedules">
-            Add one below, or put <code>schedules:</code> at the top of the workflow file on the default branch.
-          </EmptyState>
-        ) : (
-          <table className="w-full text-left text-sm" data-testid="schedule-list">
-            <thead className="text-xs uppercase tracking-wide text-zinc-500 dark:text-zinc-400">
-              <tr>
-                <th scope="col" className="py-1.5 pr-4 font-medium">
-                  Repository
-                </th>
-                <th scope="col" className="py-1.5 pr-4 font-medium">
-                  Cron
-                </th>
-                <th scope="col" className="py-1.5 pr-4 font-medium">
-                  Next runs
-                </th>
-                <th scope="col" className="py-1.5 pr-4 font-medium">
-                  Last run
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {q.data.map((s) => (
-                <tr key={s.id} className="border-t border-zinc-100 align-top dark:border-zinc-800" data-schedule={s.id}>
-                  <td className="py-2 pr-4">{s.repo}</td>
-                  <td className="py-2 pr-4">
-                    <code className="font-mono">{s.cron}</code>{" "}
-                    <span className="text-xs text-zinc-500 dark:text-zinc-400">{s.timezone}</span>
-                    <div className="text-xs text-zinc-500 dark:text-zinc-400">
-                      {s.origin === "workflow" ? "from the workflow file" : `added by ${s.created_by}`}
-                    </div>
-                  </td>
-                  <td className="py-2 pr-4" data-testid="next-runs">
-                    <ul>
-                      {s.next_runs.map((n) => (
-                        <li key={n}>
-                          <RelativeTime iso={n} now={now} />
-                          <span className="text-xs text-zinc-500 dark:text-zinc-400" suppressHydrationWarning>
-                            {" · "}
-                            {wallTime(n, s.timezone)}
-                          </span>
-                        </li>
-                      ))}
-                    </ul>
-                  </td>
-                  <td className="py-2 pr-4">
-                    {s.last_run_id ? (
-                      <Link
-                        className="font-mono text-blue-700 hover:underline dark:text-blue-400"
-                        href={`/orgs/${org}/runs/${s.last_run_id}`}
-                      >
-                        {s.last_run_id.slice(0, 8)}
-                      </Link>
-                    ) : (
-                      <span className="text-zinc-500">none yet</span>
-                    )}
-                  </td>
-                  <td className="py-2 text-right">
-                    {operate && s.origin === "api" ? (
-                      <Button
-                        size="sm"
-                        variant="danger"
-                        aria-label={`Remove schedule ${s.cron} on ${s.repo}`}
-                        disabled={remove.isPending && remove.variables?.scheduleId === s.id}
-                        onClick={() => remove.mutate({ org, scheduleId: s.id })}
-                      >
-                        {remove.isPending && remove.variables?.scheduleId === s.id ? "Removing…" : "Remove"}
-                      </Button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-        {removeError ? (
-          <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-            {removeError}
-          </p>
-        ) : null}
-        <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-          {status ?? ""}
-        </p>
+        <DataTable
+          rows={q.data}
+          rowKey={(s) => s.id}
+          rowProps={(s) => ({ "data-schedule": s.id })}
+          testId="schedule-list"
+          empty={
+            <EmptyState title="No schedules">
+              Add one below, or put <code>schedules:</code> at the top of the workflow file on the default branch.
+            </EmptyState>
+          }
+          columns={[
+            { key: "repo", header: "Repository", cell: (s) => s.repo },
+            {
+              key: "cron",
+              header: "Cron",
+              cell: (s) => (
+                <>
+                  <code className="font-mono">{s.cron}</code>{" "}
+                  <span className="text-xs text-zinc-500 dark:text-zinc-400">{s.timezone}</span>
+                  <div className="text-xs text-zinc-500 dark:text-zinc-400">
+                    {s.origin === "workflow" ? "from the workflow file" : `added by ${s.created_by}`}
+                  </div>
+                </>
+              ),
+            },
+            {
+              key: "next-runs",
+              header: "Next runs",
+              cell: (s) => (
+                <ul data-testid="next-runs">
+                  {s.next_runs.map((n) => (
+                    <li key={n}>
+                      <RelativeTime iso={n} now={now} />
+                      <span className="text-xs text-zinc-500 dark:text-zinc-400" suppressHydrationWarning>
+                        {" · "}
+                        {wallTime(n, s.timezone)}
+                      </span>
+                    </li>
+                  ))}
+                </ul>
+              ),
+            },
+            {
+              key: "last-run",
+              header: "Last run",
+              cell: (s) =>
+                s.last_run_id ? (
+                  <Link
+                    className="font-mono text-blue-700 hover:underline dark:text-blue-400"
+                    href={`/orgs/${org}/runs/${s.last_run_id}`}
+                  >
+                    {s.last_run_id.slice(0, 8)}
+                  </Link>
+                ) : (
+                  <span className="text-zinc-500">none yet</span>
+                ),
+            },
+            {
+              key: "actions",
+              header: "Actions",
+              hideHeader: true,
+              className: "text-right",
+              cell: (s) => {
+                if (!operate || s.origin !== "api") return null;
+                const busy = remove.isPending && remove.variables?.scheduleId === s.id;
+                return (
+                  <Button
+                    size="sm"
+                    variant="danger"
+                    aria-label={`Remove schedule ${s.cron} on ${s.repo}`}
+                    disabled={busy}
+                    onClick={() => remove.mutate({ org, scheduleId: s.id })}
+                  >
+                    {busy ? "Removing…" : "Remove"}
+                  </Button>
+                );
+              },
+            },
+          ]}
+        />
+        <Notices error={removeError} note={status} />
         {operate ? (
           <AddScheduleForm
             org={org}

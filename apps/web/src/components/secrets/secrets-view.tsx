@@ -1,11 +1,11 @@
 "use client";
-import { Button, Card, EmptyState, ErrorState, LoadingBlock } from "@kiln/ui";
+import { Button, Card, DataTable, EmptyState, Notices } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { useOrg } from "../org-context.tsx";
-import { QueryError } from "../query-error.tsx";
+import { AdminPage } from "../admin/admin-page.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
 import { SetSecretForm } from "./set-secret-form.tsx";
 
@@ -44,135 +44,75 @@ export function SecretsView({ org }: { org: string }) {
     const id = scope.slice("repo:".length);
     return repos.data?.find((r) => r.id === id)?.full_name ?? id;
   };
-  const header = (
-    <div>
-      <p className="text-sm">
-        <Link
-          href={`/orgs/${org}/settings`}
-          className="text-zinc-600 underline-offset-2 hover:underline dark:text-zinc-400"
-        >
-          Settings
-        </Link>
-      </p>
-      <h1 className="text-xl font-semibold tracking-tight">Secrets</h1>
-    </div>
-  );
-  if (!admin)
-    return (
-      <div className="space-y-6">
-        {header}
-        <ErrorState
-          title="Admins only"
-          message={`You are a ${role} of ${org}; only its admins can manage its secrets.`}
-        />
-      </div>
-    );
-  if (q.isPending)
-    return (
-      <div className="space-y-6">
-        {header}
-        <LoadingBlock label="Loading secrets" rows={4} />
-      </div>
-    );
-  if (q.isError)
-    return (
-      <div className="space-y-6">
-        {header}
-        <QueryError error={q.error} what="Secrets" onRetry={() => void q.refetch()} />
-      </div>
-    );
-  const secrets = q.data;
   return (
-    <div className="space-y-6">
-      {header}
-      <Card
-        title={
-          <span id="secrets-heading" tabIndex={-1}>
-            Secrets of {org}
-          </span>
-        }
-        id="secrets"
-      >
-        <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
-          A job receives a secret only if it lists it under <code className="font-mono">secrets:</code> and its run is
-          trusted; untrusted runs (forks, non-members) receive none. A repository&apos;s secret overrides the org&apos;s
-          of the same name. Every delivery is in the{" "}
-          <Link href={`/orgs/${org}/audit`} className="underline underline-offset-2">
-            audit trail
-          </Link>
-          .
-        </p>
-        {secrets.length === 0 ? (
-          <EmptyState title="No secrets">
-            Set one below, or with <code className="font-mono">npm run kiln -- secret set {org} NAME</code>.
-          </EmptyState>
-        ) : (
-          <table className="w-full text-left text-sm" data-testid="secrets-table">
-            <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-              <tr>
-                <th scope="col" className="py-1.5 font-medium">
-                  Name
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Scope
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Version
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Changed by
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Changed
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-              {secrets.map((s) => {
-                const repoId = s.scope === "org" ? null : s.scope.slice("repo:".length);
-                const busy =
-                  remove.isPending && remove.variables?.name === s.name && remove.variables.repoId === repoId;
-                return (
-                  <tr key={`${s.scope}:${s.name}`} data-secret={`${s.scope}:${s.name}`}>
-                    <td className="py-2 font-mono">{s.name}</td>
-                    <td className="py-2">{repoName(s.scope)}</td>
-                    <td className="py-2 tabular-nums" data-testid="secret-version">
-                      v{s.version}
-                    </td>
-                    <td className="py-2 font-mono text-xs">{s.updated_by}</td>
-                    <td className="py-2">
-                      <RelativeTime iso={s.updated_at} now={now} />
-                    </td>
-                    <td className="py-2 text-right">
-                      <Button
-                        size="sm"
-                        variant="danger"
-                        aria-label={`Delete ${s.name} (${repoName(s.scope)})`}
-                        disabled={busy}
-                        onClick={() => remove.mutate({ org, repoId, name: s.name })}
-                      >
-                        {busy ? "Deleting…" : "Delete"}
-                      </Button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        )}
-        {error ? (
-          <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-            {error}
+    <AdminPage org={org} title="Secrets" what="Secrets" query={q}>
+      {() => (
+        <Card
+          title={
+            <span id="secrets-heading" tabIndex={-1}>
+              Secrets of {org}
+            </span>
+          }
+          id="secrets"
+        >
+          <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
+            A job receives a secret only if it lists it under <code className="font-mono">secrets:</code> and its run is
+            trusted; untrusted runs (forks, non-members) receive none. A repository&apos;s secret overrides the
+            org&apos;s of the same name. Every delivery is in the{" "}
+            <Link href={`/orgs/${org}/audit`} className="underline underline-offset-2">
+              audit trail
+            </Link>
+            .
           </p>
-        ) : null}
-        <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-          {note ?? ""}
-        </p>
-        <SetSecretForm org={org} repos={repos.data ?? []} onSaved={refresh} />
-      </Card>
-    </div>
+          <DataTable
+            rows={q.data ?? []}
+            rowKey={(s) => `${s.scope}:${s.name}`}
+            rowProps={(s) => ({ "data-secret": `${s.scope}:${s.name}` })}
+            testId="secrets-table"
+            empty={
+              <EmptyState title="No secrets">
+                Set one below, or with <code className="font-mono">npm run kiln -- secret set {org} NAME</code>.
+              </EmptyState>
+            }
+            columns={[
+              { key: "name", header: "Name", className: "font-mono", cell: (s) => s.name },
+              { key: "scope", header: "Scope", cell: (s) => repoName(s.scope) },
+              {
+                key: "version",
+                header: "Version",
+                className: "tabular-nums",
+                cell: (s) => <span data-testid="secret-version">v{s.version}</span>,
+              },
+              { key: "changed-by", header: "Changed by", className: "font-mono text-xs", cell: (s) => s.updated_by },
+              { key: "changed", header: "Changed", cell: (s) => <RelativeTime iso={s.updated_at} now={now} /> },
+              {
+                key: "actions",
+                header: "Actions",
+                hideHeader: true,
+                className: "text-right",
+                cell: (s) => {
+                  const repoId = s.scope === "org" ? null : s.scope.slice("repo:".length);
+                  const busy =
+                    remove.isPending && remove.variables?.name === s.name && remove.variables.repoId === repoId;
+                  return (
+                    <Button
+                      size="sm"
+                      variant="danger"
+                      aria-label={`Delete ${s.name} (${repoName(s.scope)})`}
+                      disabled={busy}
+                      onClick={() => remove.mutate({ org, repoId, name: s.name })}
+                    >
+                      {busy ? "Deleting…" : "Delete"}
+                    </Button>
+                  );
+                },
+              },
+            ]}
+          />
+          <Notices error={error} note={note} />
+          <SetSecretForm org={org} repos={repos.data ?? []} onSaved={refresh} />
+        </Card>
+      )}
+    </AdminPage>
   );
 }

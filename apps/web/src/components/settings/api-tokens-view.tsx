@@ -1,13 +1,10 @@
 "use client";
-import { Button, Card, EmptyState, ErrorState, formatTimestamp, LoadingBlock } from "@kiln/ui";
+import { Button, Card, DataTable, EmptyState, formatTimestamp, Notices } from "@kiln/ui";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import Link from "next/link";
 import { useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
-import { useOrg } from "../org-context.tsx";
-import { QueryError } from "../query-error.tsx";
 import { RelativeTime, useNow } from "../time.tsx";
-import { SecretOnce } from "../admin/admin-page.tsx";
+import { AdminPage, SecretOnce } from "../admin/admin-page.tsx";
 import { CreateTokenForm, type CreatedToken } from "./create-token-form.tsx";
 
 const STATE_CLASS = {
@@ -25,7 +22,6 @@ const STATE_CLASS = {
 export function ApiTokensView({ org }: { org: string }) {
   const trpc = useTRPC();
   const qc = useQueryClient();
-  const { role } = useOrg();
   const now = useNow(30_000);
   const q = useQuery({ ...trpc.tokens.list.queryOptions({ org }), refetchInterval: 30_000 });
   const [created, setCreated] = useState<CreatedToken | null>(null);
@@ -46,149 +42,106 @@ export function ApiTokensView({ org }: { org: string }) {
       onError: (e) => setError(`Could not revoke the token: ${e.message}`),
     }),
   );
-  const header = (
-    <div>
-      <p className="text-sm">
-        <Link
-          href={`/orgs/${org}/settings`}
-          className="text-zinc-600 underline-offset-2 hover:underline dark:text-zinc-400"
-        >
-          Settings
-        </Link>
-      </p>
-      <h1 className="text-xl font-semibold tracking-tight">API tokens</h1>
-    </div>
-  );
-  if (role !== "admin")
-    return (
-      <div className="space-y-6">
-        {header}
-        <ErrorState
-          title="Admins only"
-          message={`You are a ${role} of ${org}; only its admins can see its API tokens.`}
-        />
-      </div>
-    );
-  if (q.isPending)
-    return (
-      <div className="space-y-6">
-        {header}
-        <LoadingBlock label="Loading API tokens" rows={4} />
-      </div>
-    );
-  if (q.isError)
-    return (
-      <div className="space-y-6">
-        {header}
-        <QueryError error={q.error} what="API tokens" onRetry={() => void q.refetch()} />
-      </div>
-    );
-  const tokens = q.data;
   return (
-    <div className="space-y-6">
-      {header}
-      {created ? (
-        <SecretOnce
-          title={`Token ${created.name}`}
-          secret={created.token}
-          testId="new-token"
-          onDismiss={() => setCreated(null)}
-        >
-          <p className="mt-1">
-            Send it as <code className="font-mono">Authorization: Bearer …</code>. It expires{" "}
-            <time dateTime={created.expiresAt}>{formatTimestamp(created.expiresAt)}</time>.
-          </p>
-        </SecretOnce>
-      ) : null}
-      <Card
-        title={
-          <span id="api-tokens-heading" tabIndex={-1}>
-            Tokens of {org}
-          </span>
-        }
-        id="api-tokens"
-      >
-        <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
-          Create one below or with <code className="font-mono">npm run kiln -- token create {org} --role member</code>.
-          Revoking takes effect on the next request.
-        </p>
-        {tokens.length === 0 ? (
-          <EmptyState title="No API tokens">Nothing can call the API on behalf of {org}.</EmptyState>
-        ) : (
-          <table className="w-full text-left text-sm" data-testid="api-tokens">
-            <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-              <tr>
-                <th scope="col" className="py-1.5 font-medium">
-                  Name
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Role
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  State
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Expires
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  Last used
-                </th>
-                <th scope="col" className="py-1.5 font-medium">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-              {tokens.map((t) => (
-                <tr key={t.id} data-token-id={t.id}>
-                  <td className="py-2 font-mono">{t.name}</td>
-                  <td className="py-2">{t.role}</td>
-                  <td className={`py-2 ${STATE_CLASS[t.state]}`} data-testid="token-state">
-                    {t.state}
-                  </td>
-                  <td className="py-2 tabular-nums">
-                    {/* Server and browser may format dates in different locales: the browser's text wins. */}
+    <AdminPage org={org} title="API tokens" what="API tokens" query={q}>
+      {() => (
+        <>
+          {created ? (
+            <SecretOnce
+              title={`Token ${created.name}`}
+              secret={created.token}
+              testId="new-token"
+              onDismiss={() => setCreated(null)}
+            >
+              <p className="mt-1">
+                Send it as <code className="font-mono">Authorization: Bearer …</code>. It expires{" "}
+                <time dateTime={created.expiresAt}>{formatTimestamp(created.expiresAt)}</time>.
+              </p>
+            </SecretOnce>
+          ) : null}
+          <Card
+            title={
+              <span id="api-tokens-heading" tabIndex={-1}>
+                Tokens of {org}
+              </span>
+            }
+            id="api-tokens"
+          >
+            <p className="mb-3 text-sm text-zinc-600 dark:text-zinc-400">
+              Create one below or with{" "}
+              <code className="font-mono">npm run kiln -- token create {org} --role member</code>. Revoking takes effect
+              on the next request.
+            </p>
+            <DataTable
+              rows={q.data ?? []}
+              rowKey={(t) => t.id}
+              rowProps={(t) => ({ "data-token-id": t.id })}
+              testId="api-tokens"
+              empty={<EmptyState title="No API tokens">Nothing can call the API on behalf of {org}.</EmptyState>}
+              columns={[
+                { key: "name", header: "Name", className: "font-mono", cell: (t) => t.name },
+                { key: "role", header: "Role", cell: (t) => t.role },
+                {
+                  key: "state",
+                  header: "State",
+                  cell: (t) => (
+                    <span className={STATE_CLASS[t.state]} data-testid="token-state">
+                      {t.state}
+                    </span>
+                  ),
+                },
+                {
+                  key: "expires",
+                  header: "Expires",
+                  className: "tabular-nums",
+                  // Server and browser may format dates in different locales: the browser's text wins.
+                  cell: (t) => (
                     <time dateTime={t.expiresAt} suppressHydrationWarning>
                       {formatTimestamp(t.expiresAt)}
                     </time>
-                  </td>
-                  <td className="py-2">{t.lastUsedAt ? <RelativeTime iso={t.lastUsedAt} now={now} /> : "never"}</td>
-                  <td className="py-2 text-right">
-                    {t.state === "revoked" ? null : (
+                  ),
+                },
+                {
+                  key: "last-used",
+                  header: "Last used",
+                  cell: (t) => (t.lastUsedAt ? <RelativeTime iso={t.lastUsedAt} now={now} /> : "never"),
+                },
+                {
+                  key: "actions",
+                  header: "Actions",
+                  hideHeader: true,
+                  className: "text-right",
+                  cell: (t) => {
+                    if (t.state === "revoked") return null;
+                    const busy = revoke.isPending && revoke.variables?.tokenId === t.id;
+                    return (
                       <Button
                         size="sm"
                         variant="danger"
                         aria-label={`Revoke ${t.name}`}
-                        disabled={revoke.isPending && revoke.variables?.tokenId === t.id}
+                        disabled={busy}
                         onClick={() => revoke.mutate({ org, tokenId: t.id })}
                       >
-                        {revoke.isPending && revoke.variables?.tokenId === t.id ? "Revoking…" : "Revoke"}
+                        {busy ? "Revoking…" : "Revoke"}
                       </Button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-        {error ? (
-          <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-            {error}
-          </p>
-        ) : null}
-        <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-          {note ?? ""}
-        </p>
-        <CreateTokenForm
-          org={org}
-          onCreated={async (t) => {
-            setNote(null);
-            await qc.invalidateQueries({ queryKey: trpc.tokens.list.queryKey({ org }) });
-            setCreated(t);
-            requestAnimationFrame(() => document.querySelector<HTMLElement>("#new-token-title")?.focus());
-          }}
-        />
-      </Card>
-    </div>
+                    );
+                  },
+                },
+              ]}
+            />
+            <Notices error={error} note={note} />
+            <CreateTokenForm
+              org={org}
+              onCreated={async (t) => {
+                setNote(null);
+                await qc.invalidateQueries({ queryKey: trpc.tokens.list.queryKey({ org }) });
+                setCreated(t);
+                requestAnimationFrame(() => document.querySelector<HTMLElement>("#new-token-title")?.focus());
+              }}
+            />
+          </Card>
+        </>
+      )}
+    </AdminPage>
   );
 }

@@ -1,7 +1,7 @@
 "use client";
-import { Button, Card, EmptyState, Field } from "@kiln/ui";
+import { Button, Card, EmptyState, Field, Form, Notices } from "@kiln/ui";
 import { useMutation } from "@tanstack/react-query";
-import { useRef, useState, type FormEvent } from "react";
+import { useRef, useState } from "react";
 import { useTRPC } from "@/trpc/client.tsx";
 import { RelativeTime } from "../time.tsx";
 import type { OrgSettingsData } from "../types.ts";
@@ -78,14 +78,7 @@ export function EgressCard({
           ))}
         </ul>
       )}
-      {removeError ? (
-        <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-          {removeError}
-        </p>
-      ) : null}
-      <p role="status" className="mt-2 text-sm text-emerald-700 empty:hidden dark:text-emerald-400">
-        {removed ?? ""}
-      </p>
+      <Notices error={removeError} note={removed} />
       {admin ? <AllowHostForm org={org} /> : null}
     </Card>
   );
@@ -117,43 +110,34 @@ function AllowHostForm({ org }: { org: string }) {
       },
     }),
   );
-  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const pattern = String(new FormData(e.currentTarget).get("pattern") ?? "").trim();
+  const onSubmit = (data: FormData) => {
+    const pattern = String(data.get("pattern") ?? "").trim();
     if (!pattern) return setErrors({ fields: { pattern: "enter a host name or pattern" }, message: null });
     allow.mutate({ org, pattern });
   };
   return (
-    <form
-      ref={formRef}
-      noValidate
-      onSubmit={onSubmit}
+    <Form
+      label="Allow a host"
+      testId="allow-host-form"
       className="mt-4 border-t border-zinc-200 pt-4 dark:border-zinc-800"
-      data-testid="allow-host-form"
+      formRef={formRef}
+      onSubmit={onSubmit}
+      pending={allow.isPending}
+      submitLabel="Allow host"
+      pendingLabel="Allowing…"
+      error={errors.message}
+      note={note}
     >
-      <div className="flex flex-wrap items-start gap-3">
-        <Field
-          label="Host pattern"
-          name="pattern"
-          autoComplete="off"
-          spellCheck={false}
-          placeholder="registry.npmjs.org"
-          className="w-80"
-          hint="A host, *.suffix or IP, optionally :port (without a port: 443 and 80)"
-          error={errors.fields.pattern}
-        />
-        <Button type="submit" variant="primary" className="mt-5" disabled={allow.isPending}>
-          {allow.isPending ? "Allowing…" : "Allow host"}
-        </Button>
-      </div>
-      {errors.message ? (
-        <p role="alert" className="mt-2 text-sm text-red-700 dark:text-red-400">
-          {errors.message}
-        </p>
-      ) : null}
-      <p role="status" className="mt-2 text-sm text-emerald-700 dark:text-emerald-400">
-        {note ?? ""}
-      </p>
-    </form>
+      <Field
+        label="Host pattern"
+        name="pattern"
+        autoComplete="off"
+        spellCheck={false}
+        placeholder="registry.npmjs.org"
+        className="w-80"
+        hint="A host, *.suffix or IP, optionally :port (without a port: 443 and 80)"
+        error={errors.fields.pattern}
+      />
+    </Form>
   );
 }

@@ -1,5 +1,5 @@
 "use client";
-import { Card, EmptyState, LoadingBlock } from "@kiln/ui";
+import { Card, DataTable, EmptyState, LoadingBlock } from "@kiln/ui";
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "@/trpc/client.tsx";
 import { QueryError } from "../query-error.tsx";
@@ -37,42 +37,27 @@ export function IdentityCard({ org, now }: { org: string; now: number }) {
             </a>
             ) and should require <code className="font-mono">trust_class</code> = trusted.
           </p>
-          {q.data.keys.length === 0 ? (
-            <EmptyState title="No signing key yet">The first token a job asks for creates one.</EmptyState>
-          ) : (
-            <table className="w-full text-left text-sm" data-testid="identity-keys">
-              <thead className="text-xs text-zinc-500 dark:text-zinc-400">
-                <tr>
-                  <th scope="col" className="py-1 pr-3 font-medium">
-                    Key id
-                  </th>
-                  <th scope="col" className="py-1 pr-3 font-medium">
-                    Created
-                  </th>
-                  <th scope="col" className="py-1 font-medium">
-                    State
-                  </th>
-                </tr>
-              </thead>
-              <tbody className="divide-y divide-zinc-200 dark:divide-zinc-800">
-                {q.data.keys.map((k) => (
-                  <tr key={k.kid} data-kid={k.kid}>
-                    <td className="py-1.5 pr-3 font-mono">{k.kid}</td>
-                    <td className="py-1.5 pr-3">
-                      <RelativeTime iso={k.createdAt} now={now} />
-                    </td>
-                    <td className="py-1.5">
-                      {k.retiredAt ? (
-                        <>retired; in the JWKS until {new Date(k.verifyUntil ?? k.retiredAt).toLocaleTimeString()}</>
-                      ) : (
-                        "signing"
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          <DataTable
+            rows={q.data.keys}
+            rowKey={(k) => k.kid}
+            rowProps={(k) => ({ "data-kid": k.kid })}
+            testId="identity-keys"
+            empty={<EmptyState title="No signing key yet">The first token a job asks for creates one.</EmptyState>}
+            columns={[
+              { key: "kid", header: "Key id", className: "font-mono", cell: (k) => k.kid },
+              { key: "created", header: "Created", cell: (k) => <RelativeTime iso={k.createdAt} now={now} /> },
+              {
+                key: "state",
+                header: "State",
+                cell: (k) =>
+                  k.retiredAt ? (
+                    <>retired; in the JWKS until {new Date(k.verifyUntil ?? k.retiredAt).toLocaleTimeString()}</>
+                  ) : (
+                    "signing"
+                  ),
+              },
+            ]}
+          />
         </div>
       )}
     </Card>

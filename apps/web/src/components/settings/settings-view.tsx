@@ -8,7 +8,7 @@ import { QueryError } from "../query-error.tsx";
 import { useNow } from "../time.tsx";
 import { AdminLinks } from "../admin/admin-page.tsx";
 import { CacheConflicts } from "./cache-conflicts.tsx";
-import { CapacityCard } from "./capacity-card.tsx";
+import { CapacityCard } from "./capacity/capacity-card.tsx";
 import { EgressCard } from "./egress-card.tsx";
 import { IdentityCard } from "./identity-card.tsx";
 import { PoolsCard } from "./pools-card.tsx";

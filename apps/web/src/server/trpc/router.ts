@@ -58,6 +58,7 @@ import { getPromotion } from "./environments/get-promotion.procedure.ts";
 import { listApprovalsInbox } from "./environments/list-approvals-inbox.procedure.ts";
 import { listEnvironments } from "./environments/list-environments.procedure.ts";
 import { listOverrides } from "./environments/list-overrides.procedure.ts";
+import { listPromotableArtifacts } from "./environments/list-promotable-artifacts.procedure.ts";
 import { overridePromotion } from "./environments/override-promotion.procedure.ts";
 import { requestPromotion } from "./environments/request-promotion.procedure.ts";
 import { reviewPromotion } from "./environments/review-promotion.procedure.ts";
@@ -123,6 +124,7 @@ export const appRouter = router({
     create: createEnvironment,
     setPolicy,
     rollback: rollbackEnvironment,
+    artifacts: listPromotableArtifacts,
   },
   promotions: {
     get: getPromotion,

@@ -2,7 +2,7 @@ import { createDb, type Db } from "@kiln/db";
 import { addMember, addRepo, createApiToken, createMemberApiToken, createOrg } from "@kiln/engine";
 import { cloneDatabase, dropDatabase, uniqueDatabaseName } from "@kiln/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { environment, environmentList, policyVersion } from "../schemas/environments.ts";
+import { environment, environmentList, policyVersion, promotableArtifactList } from "../schemas/environments.ts";
 
 // The /v1 environments routes called as Next calls them (the exported handlers, a real Request),
 // on a cloned real database: answers parse against their strict schemas, and the hostile side
@@ -18,6 +18,7 @@ let routes: {
   promotion: { GET: Handler };
   approvals: { POST: Handler };
   promotions: { POST: Handler };
+  artifacts: { GET: Handler };
 };
 
 beforeAll(async () => {
@@ -51,6 +52,7 @@ beforeAll(async () => {
     promotion: (await import("@/app/v1/promotions/[promotionId]/route.ts")) as never,
     approvals: (await import("@/app/v1/promotions/[promotionId]/approvals/route.ts")) as never,
     promotions: (await import("@/app/v1/environments/[envId]/promotions/route.ts")) as never,
+    artifacts: (await import("@/app/v1/environments/[envId]/artifacts/route.ts")) as never,
   };
 });
 
@@ -94,6 +96,9 @@ describe("/v1 environments", () => {
       comment: "tighten",
     });
     expect(policyVersion.parse(await put.json())).toMatchObject({ version: 2, comment: "tighten" });
+    // The promotion choices (issue 29): nothing built yet; real attested ones are the engine test's.
+    const choices = await call(routes.artifacts.GET, "max", { envId: staging.id });
+    expect(promotableArtifactList.strict().parse(await choices.json())).toEqual({ artifacts: [] });
   });
 
   it("refuses the hostile side: another org (404), a member setting policy (403), an org token approving (403)", async () => {
@@ -104,6 +109,15 @@ describe("/v1 environments", () => {
     expect([foreign.status, await errorCode(foreign)]).toEqual([404, "REPO.NOT_FOUND"]);
     const foreignPolicy = await call(routes.policy.GET, "globex", { envId: env.id });
     expect([foreignPolicy.status, await errorCode(foreignPolicy)]).toEqual([404, "ENV.NOT_FOUND"]);
+    const foreignChoices = await call(routes.artifacts.GET, "globex", { envId: env.id });
+    expect([foreignChoices.status, await errorCode(foreignChoices)]).toEqual([404, "ENV.NOT_FOUND"]);
+    const badLimit = await routes.artifacts.GET(
+      new Request(`http://kiln.test/v1/environments/${env.id}/artifacts?limit=100000`, {
+        headers: { authorization: `Bearer ${tokens.ada}` },
+      }),
+      { params: Promise.resolve({ envId: env.id }) },
+    );
+    expect([badLimit.status, await errorCode(badLimit)]).toEqual([400, "REQUEST.INVALID"]);
     const foreignPut = await call(routes.policy.PUT, "globex", { envId: env.id }, "PUT", { policy: { gates: {} } });
     expect(foreignPut.status).toBe(404);
     const member = await call(routes.policy.PUT, "max", { envId: env.id }, "PUT", { policy: { gates: {} } });

@@ -1,4 +1,4 @@
-import type { EnvironmentView, PolicyVersionView, PromotionView } from "@kiln/engine";
+import type { EnvironmentView, PolicyVersionView, PromotableArtifact, PromotionView } from "@kiln/engine";
 import { FAIL_MODES, PROMOTION_KINDS, PROMOTION_STATES, VERDICTS } from "@kiln/domain";
 import { z } from "zod";
 
@@ -183,5 +183,33 @@ export function promotionWire(p: PromotionView): z.infer<typeof promotion> {
     })),
     promoted_at: p.promotedAt,
     created_at: p.createdAt,
+  };
+}
+
+/** A choice for a promotion (issue 29): an attested artifact of the environment's repo. */
+const promotableArtifact = z.object({
+  artifact_id: z.uuid(),
+  name: z.string(),
+  job: z.string(),
+  run_id: z.string(),
+  commit_sha: z.string(),
+  digest,
+  size_bytes: z.number().nullable(),
+  sealed_at: iso,
+  attestation: z.enum(["logged", "verified"]),
+});
+export const promotableArtifactList = z.object({ artifacts: z.array(promotableArtifact) });
+
+export function promotableArtifactWire(a: PromotableArtifact): z.infer<typeof promotableArtifact> {
+  return {
+    artifact_id: a.artifactId,
+    name: a.name,
+    job: a.job,
+    run_id: a.runId,
+    commit_sha: a.commitSha,
+    digest: a.digest,
+    size_bytes: a.sizeBytes,
+    sealed_at: a.sealedAt,
+    attestation: a.attestation,
   };
 }

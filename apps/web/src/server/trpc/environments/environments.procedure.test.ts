@@ -103,6 +103,8 @@ describe("environments procedures", () => {
       "production",
     ]);
     expect(await as("max").promotions.inbox.query({ org: "acme" })).toEqual([]);
+    // The promotion form's choices (issue 29): none before a build; the engine test has real ones.
+    expect(await as("max").environments.artifacts.query({ org: "acme", environmentId: staging.id })).toEqual([]);
     expect(
       await codeOf(
         as("ada").environments.setPolicy.mutate({
@@ -141,6 +143,13 @@ describe("environments procedures", () => {
       domainCode: "REPO.NOT_FOUND",
     });
     expect((await codeOf(as("gus").environments.list.query({ org: "acme" }))).code).toMatch(/NOT_FOUND|FORBIDDEN/);
+    expect(await codeOf(as("gus").environments.artifacts.query({ org: "globex", environmentId: env.id }))).toEqual({
+      code: "NOT_FOUND",
+      domainCode: "ENV.NOT_FOUND",
+    });
+    expect((await codeOf(as("gus").environments.artifacts.query({ org: "acme", environmentId: env.id }))).code).toMatch(
+      /NOT_FOUND|FORBIDDEN/,
+    );
     const rb = await codeOf(
       as("gus").environments.rollback.mutate({
         org: "globex",
