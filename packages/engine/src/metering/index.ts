@@ -3,6 +3,7 @@ export { recordUsage } from "./record-usage.ts";
 export {
   QUOTA_WAIT_REASON,
   withinMinuteQuotaSql,
+  notWaitingForMinutesSql,
   jobsWaitingForMinutes,
   minuteQuotaStatus,
   quotaStatusText,

@@ -30,6 +30,15 @@ export function withinMinuteQuotaSql(pool: string, orgColumn: Prisma.Sql): Prism
     OR ${orgColumn} NOT IN ${EXHAUSTED_ORGS_SQL})`;
 }
 
+/**
+ * The same rule for a query over many pools (the fleet metrics): a job row whose `pool` and org
+ * columns are given is not held back by its org's minute quota.
+ */
+export function notWaitingForMinutesSql(poolColumn: Prisma.Sql, orgColumn: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(EXISTS (SELECT 1 FROM pool qp WHERE qp.name = ${poolColumn} AND qp.owner_org_id IS NOT NULL)
+    OR ${orgColumn} NOT IN ${EXHAUSTED_ORGS_SQL})`;
+}
+
 /** The READY jobs of a run that wait because their org is out of minutes (for the queue view). */
 export async function jobsWaitingForMinutes(db: DbOrTx, runId: string): Promise<Set<string>> {
   const rows = await db.$queryRaw<{ id: string }[]>`

@@ -1,4 +1,5 @@
-import type { Db } from "@kiln/db";
+import { Prisma, type Db } from "@kiln/db";
+import { notWaitingForMinutesSql } from "../metering/index.ts";
 
 /** One scrape's reading of the fleet's state from PostgreSQL (all ages in seconds). */
 export interface FleetSnapshot {
@@ -40,12 +41,14 @@ export async function readFleetSnapshot(db: Db): Promise<FleetSnapshot> {
     db.$queryRaw<{ outcome: string; n: number }[]>`
       SELECT outcome, count(*)::float8 AS n FROM attempt WHERE outcome IS NOT NULL GROUP BY outcome`,
     db.$queryRaw<ScalarRow[]>`SELECT COALESCE(sum(platform_retries), 0)::float8 AS v FROM job_run`,
-    // Eligible: READY, out of retry backoff, and not held back by its own org's hard cap (a tenant
-    // over its entitlement has no wait guarantee, seed 002). Its age counts from when it became so.
+    // Eligible: READY, out of retry backoff, and not held back by its own org's hard cap or minute
+    // quota (a tenant over its entitlement has no wait guarantee, seed 002; ADR 0045). Its age
+    // counts from when it became so.
     db.$queryRaw<PoolRow[]>`
       SELECT pool, EXTRACT(EPOCH FROM now() - min(GREATEST(COALESCE(ready_at, created_at), COALESCE(next_attempt_at, ready_at, created_at))))::float8 AS v
       FROM job_run WHERE status = 'ready' AND (next_attempt_at IS NULL OR next_attempt_at <= now())
         AND wait_reason IS DISTINCT FROM 'org_cap'
+        AND ${notWaitingForMinutesSql(Prisma.sql`job_run.pool`, Prisma.sql`job_run.org_id`)}
       GROUP BY pool`,
     db.$queryRaw<PoolRow[]>`SELECT pool, count(*)::float8 AS v FROM job_run WHERE status = 'ready' GROUP BY pool`,
     db.$queryRaw<PoolRow[]>`SELECT pool, sum(running)::float8 AS v FROM org_pool_usage GROUP BY pool`,

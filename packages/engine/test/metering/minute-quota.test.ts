@@ -10,6 +10,7 @@ import { setPoolPolicy } from "../../src/dispatch/pool-policy.ts";
 import { queueInfoForRun } from "../../src/dispatch/queue-view.ts";
 import { computeDesiredStatuses } from "../../src/forge/desired-statuses.ts";
 import { minuteQuotaStatus, setMinuteQuota } from "../../src/metering/index.ts";
+import { readFleetSnapshot } from "../../src/metrics/fleet-snapshot.ts";
 import { def, newSession, ONE_JOB, seedFrozenRun, seedTenant, TEST_CFG, useTestDb, type Tenant } from "../support.ts";
 import { backdate, claim, complete } from "./support.ts";
 
@@ -55,6 +56,10 @@ describe("minute quota", () => {
     if (!job) throw new Error("no job");
     const queue = await queueInfoForRun(t.db(), TEST_CFG, waiting);
     expect(queue.get(job.id)).toMatchObject({ reason: "quota.minutes_exhausted", position: null });
+    // Nor does the fleet's oldest-eligible-job age count it: no wait guarantee while out of minutes.
+    const fleet = await readFleetSnapshot(t.db());
+    expect([...fleet.readyJobs.values()]).toEqual([1]);
+    expect(fleet.oldestEligible.size).toBe(0);
 
     // Raised: the same job starts at the next claim; no notice is given twice.
     await setMinuteQuota(t.db(), { orgSlug: ten.slug, minutes: 10, actor: "cli:test" });
