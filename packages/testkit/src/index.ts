@@ -21,6 +21,16 @@ export { startS3WithAbort, type S3WithAbort } from "./s3-with-abort.ts";
 export { startRegistry, type RegistryHandle, type RegistryOptions } from "./oci-registry.ts";
 export { buildBaseImage, publishBaseImage, BASE_IMAGE_NAME, BUSYBOX, type PublishedImage } from "./base-image.ts";
 export { webBuildIsStale, buildWebIfStale } from "./web-build.ts";
+// Real open-source projects' own suites (sources downloaded, pinned by SHA-256), and the toolchain
+// images they run in (issue 30).
+export {
+  brokenTree,
+  realProjectsTree,
+  publishRealProjectImages,
+  REAL_PROJECTS,
+  realProjectsWorkflow,
+  type RealProject,
+} from "./real-projects.ts";
 export {
   startPlatform,
   registryAvailable,

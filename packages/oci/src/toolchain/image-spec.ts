@@ -43,7 +43,10 @@ export const BUILTIN_SPECS: readonly ImageSpec[] = [
     name: "kiln/jdk",
     tag: "17",
     base: "kiln/build-base:12",
-    packages: ["openjdk-17-jdk-headless", "maven"],
+    // Maven Central is not reachable from every installation: maven-debian-helper brings the
+    // plugins the default lifecycle needs (compiler, resources, jar, surefire, clean) and junit4
+    // into Debian's Maven repository, /usr/share/maven-repo, which a job can use as its mirror.
+    packages: ["openjdk-17-jdk-headless", "maven", "maven-debian-helper", "junit4"],
     env: { JAVA_HOME: "/usr/lib/jvm/java-17-openjdk-amd64" },
   },
   {

@@ -47,6 +47,9 @@ mount_root() {
   mknod -m 666 /newroot/dev/null c 1 3 && mknod -m 666 /newroot/dev/zero c 1 5 &&
     mknod -m 666 /newroot/dev/full c 1 7 && mknod -m 666 /newroot/dev/random c 1 8 &&
     mknod -m 666 /newroot/dev/urandom c 1 9 && mknod -m 666 /newroot/dev/tty c 5 0 || return 1
+  # POSIX shared memory and semaphores (Python's multiprocessing, for one): the process driver's
+  # private view has a /dev/shm too.
+  mkdir /newroot/dev/shm && mount -t tmpfs -o nosuid,nodev,mode=1777,size=64m shm /newroot/dev/shm || return 1
   ln -s /proc/self/fd /newroot/dev/fd && ln -s /proc/self/fd/0 /newroot/dev/stdin &&
     ln -s /proc/self/fd/1 /newroot/dev/stdout && ln -s /proc/self/fd/2 /newroot/dev/stderr || return 1
   echo "$1" > /sys/fs/cgroup/step/pids.max
