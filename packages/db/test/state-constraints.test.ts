@@ -130,6 +130,9 @@ function valueList(def: string): { col: string; values: string[] } | null {
       const values = [...m.groups.vals.matchAll(/'((?:[^']|'')*)'::text/g)].map((v) =>
         (v[1] ?? "").replaceAll("''", "'"),
       );
+      // A list of numbers (quota_notice.threshold IN (80, 100), ADR 0045) is a bound, not one of
+      // the domain's string unions.
+      if (values.length === 0) return null;
       return { col: m.groups.col, values };
     }
   }
@@ -150,6 +153,7 @@ describe("the migrated database's state constraints are the domain's unions", ()
     });
     expect(valueList("CHECK ((namespace = 'trusted'::text))")).toEqual({ col: "namespace", values: ["trusted"] });
     expect(valueList("CHECK (((status = 'completed'::text) = (outcome IS NOT NULL)))")).toBeNull();
+    expect(valueList("CHECK ((threshold = ANY (ARRAY[80, 100])))")).toBeNull();
     expect(valueList("CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))")).toBeNull();
   });
 
