@@ -72,22 +72,8 @@ interface AttemptView {
   log: { retention_class: string | null; expires_at: string | null; expired_at: string | null };
 }
 
-type RunRow = {
-  id: string;
-  repo_id: string;
-  status: string;
-  outcome: string | null;
-  cause: string | null;
-  cause_message: string | null;
-  trust_class: string;
-  commit_sha: string;
-  ref: string | null;
-  head_ref: string | null;
-  workflow_path: string;
-  workflow_hash: string | null;
-  trigger: string;
-  actor: string | null;
-  parent_run_id: string | null;
+// The row get-run reads: the view's run fields, with the database's dates before they become ISO text.
+type RunRow = Omit<RunView, "created_at" | "started_at" | "finished_at" | "jobs" | "forge_statuses"> & {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
